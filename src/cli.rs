@@ -1,0 +1,299 @@
+//! Command-line definitions (clap) only; handlers live in `commands`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// crewmux: run a team of AI coding agents in tmux panes; watch, steer and judge them.
+#[derive(Debug, Parser)]
+#[command(name = "crewmux", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a team on a problem (dashboard on a terminal, --headless otherwise).
+    Run(RunArgs),
+    /// Run the built-in `crazy` team on the bundled demo problem with the simulated agent.
+    Demo(DemoArgs),
+    /// Reopen the dashboard on a run, reconciling its saved state with tmux.
+    Attach(AttachArgs),
+    /// Show a run (or the list of runs) as text or JSON.
+    Status(StatusArgs),
+    /// Answer a pending clarification (the run's, or a waiting worker's with --worker).
+    Answer(AnswerArgs),
+    /// Continue a run halted at a question, or interrupted.
+    Resume(AttachArgs),
+    /// Stop every worker of a run (SIGTERM, grace, SIGKILL) and mark it cancelled.
+    Cancel(CancelArgs),
+    /// Check tmux and every provider: installed, version, auth state, install hint.
+    Doctor(DoctorArgs),
+    /// Print the routing decision for a problem without launching anything.
+    Dispatch(DispatchArgs),
+    /// Manage the encrypted credential store.
+    #[command(subcommand)]
+    Creds(CredsCommand),
+    /// Remove finished runs' tmux sessions, with guards.
+    Clean(CleanArgs),
+    /// The built-in simulated agent (used by `demo` and tests).
+    #[command(hide = true)]
+    SimAgent(SimAgentArgs),
+}
+
+/// Options shared by every command that touches runs.
+#[derive(Debug, Args, Clone)]
+pub struct CommonArgs {
+    /// tmux server socket name (`tmux -L NAME`); never the user's default server.
+    #[arg(long, env = "CREWMUX_TMUX_SOCKET", default_value = "crewmux", global = true)]
+    pub tmux_socket: String,
+    /// Project directory; runs live under `<project>/.crewmux/runs/`.
+    #[arg(long, global = true)]
+    pub project: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    Tmux,
+    Process,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    Crazy,
+    Ccg,
+    Solo,
+}
+
+/// Options of a run (shared by `run` and `demo`).
+#[derive(Debug, Args, Clone)]
+pub struct RunOptions {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Where workers run; default: tmux when installed, else process.
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendArg>,
+    /// Workers launched at once (1..=256).
+    #[arg(long)]
+    pub parallel: Option<usize>,
+    /// Print events on stderr and the summary JSON on stdout instead of the dashboard.
+    #[arg(long)]
+    pub headless: bool,
+    /// Fix rounds after a blocked council.
+    #[arg(long)]
+    pub max_fix_rounds: Option<u32>,
+    /// Attempts per worker (failed, timed-out and crashed attempts are retried).
+    #[arg(long)]
+    pub max_attempts: Option<u32>,
+    /// No bell or desktop notification.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub options: RunOptions,
+    /// Built-in team.
+    #[arg(long, value_enum, conflicts_with = "team")]
+    pub mode: Option<ModeArg>,
+    /// Team file (TOML, see examples/).
+    #[arg(long)]
+    pub team: Option<PathBuf>,
+    /// Target: auto, codex, gemini, ccg, or a provider name.
+    #[arg(long, default_value = "auto")]
+    pub target: String,
+    /// Force every worker onto one provider (e.g. `sim`).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Skip the run-level clarification gate.
+    #[arg(long)]
+    pub no_clarify: bool,
+    /// Allow falling back to the simulated agent when no real provider is available.
+    #[arg(long)]
+    pub allow_sim_fallback: bool,
+    /// Model role: smol, slow, plan, commit.
+    #[arg(long, env = "CREWMUX_ROLE")]
+    pub role: Option<String>,
+    /// Cap on a packaged prompt, characters.
+    #[arg(long, default_value_t = 4000)]
+    pub prompt_max_chars: usize,
+    /// The problem to work on.
+    pub problem: String,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    #[command(flatten)]
+    pub options: RunOptions,
+    /// Seconds the demo's simulated question waits before taking its default answer.
+    #[arg(long, default_value_t = 20)]
+    pub question_timeout: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct AttachArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Run id (or a unique prefix); default: the newest run.
+    pub run: Option<String>,
+    /// Continue without the dashboard.
+    #[arg(long)]
+    pub headless: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Run id (or a unique prefix); without it, the list of runs.
+    pub run: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AnswerArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Run id (or a unique prefix).
+    pub run: String,
+    /// Answer this waiting worker instead of the run-level question.
+    #[arg(long)]
+    pub worker: Option<String>,
+    /// The answer.
+    pub text: String,
+}
+
+#[derive(Debug, Args)]
+pub struct CancelArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Run id (or a unique prefix).
+    pub run: String,
+    /// Cancel one worker only.
+    #[arg(long)]
+    pub worker: Option<String>,
+    /// Grace period between SIGTERM and SIGKILL, seconds.
+    #[arg(long, default_value_t = 5)]
+    pub grace: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DispatchArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[arg(long, default_value = "auto")]
+    pub target: String,
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    #[arg(long)]
+    pub team: Option<PathBuf>,
+    #[arg(long)]
+    pub provider: Option<String>,
+    #[arg(long)]
+    pub allow_sim_fallback: bool,
+    #[arg(long, env = "CREWMUX_ROLE")]
+    pub role: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+    pub problem: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CredsCommand {
+    /// Add a key (read from a no-echo prompt or stdin, never from argv).
+    Add {
+        #[arg(long)]
+        provider: String,
+        #[arg(long)]
+        label: Option<String>,
+        /// Expiry date, YYYY-MM-DD.
+        #[arg(long)]
+        expires: Option<String>,
+    },
+    /// List keys: labels, active marker, usage, expiry; never a key.
+    List {
+        #[arg(long)]
+        provider: Option<String>,
+    },
+    /// Remove a key by label.
+    Remove {
+        #[arg(long)]
+        provider: String,
+        #[arg(long)]
+        label: String,
+    },
+    /// Move a provider to its next key, or set its strategy.
+    Rotate {
+        #[arg(long)]
+        provider: Option<String>,
+        #[arg(long)]
+        strategy: Option<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Only this run.
+    #[arg(long)]
+    pub run: Option<String>,
+    /// Also remove the run directories of finished runs.
+    #[arg(long)]
+    pub purge: bool,
+}
+
+/// Flags of the simulated agent; every timing is in milliseconds.
+#[derive(Debug, Args, Clone)]
+pub struct SimAgentArgs {
+    /// The prompt file to read (also `$CREWMUX_PROMPT_FILE`).
+    #[arg(long, env = "CREWMUX_PROMPT_FILE")]
+    pub prompt_file: PathBuf,
+    /// Where to write the markdown result.
+    #[arg(long, env = "CREWMUX_RESULT_FILE")]
+    pub result_file: Option<PathBuf>,
+    /// The attempt number (1-based).
+    #[arg(long, env = "CREWMUX_ATTEMPT", default_value_t = 1)]
+    pub attempt: u32,
+    /// Seed for the deterministic script.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Progress lines to print.
+    #[arg(long, default_value_t = 12)]
+    pub lines: u32,
+    /// Delay between lines, ms.
+    #[arg(long, default_value_t = 250)]
+    pub line_delay_ms: u64,
+    /// Exit code to end with.
+    #[arg(long, default_value_t = 0)]
+    pub exit_code: i32,
+    /// Fail (exit 1) on attempt 1, then succeed.
+    #[arg(long)]
+    pub fail_first: bool,
+    /// Ask this question on stdin halfway through and wait for the answer.
+    #[arg(long)]
+    pub ask: Option<String>,
+    /// Take this answer when the question is unanswered for --ask-timeout seconds.
+    #[arg(long)]
+    pub ask_default: Option<String>,
+    /// Seconds to wait for an answer before taking --ask-default.
+    #[arg(long, default_value_t = 20)]
+    pub ask_timeout: u64,
+    /// Print this line (e.g. a rate-limit message) before failing with exit 1.
+    #[arg(long)]
+    pub fail_with: Option<String>,
+    /// Write no result file (to test required artifacts).
+    #[arg(long)]
+    pub no_result: bool,
+}

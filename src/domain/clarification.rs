@@ -1,0 +1,26 @@
+//! Clarification: the run-level gate's decision and the pending question saved in the state.
+
+use serde::{Deserialize, Serialize};
+
+/// The run-level gate's decision (SPEC §6, the OMG seed's intent gate):
+/// `confidence` is in `0.0..=1.0`, `missing_slots` names what the problem lacks
+/// (e.g. `target`, `verb`, `provider`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ClarificationGate {
+    pub requires_clarification: bool,
+    pub intent_class: String,
+    pub missing_slots: Vec<String>,
+    pub prompt: Option<String>,
+    pub confidence: f64,
+}
+
+/// The clarification part of `state.json`: the run-level question, if pending, and every
+/// answer given so far (they join the run context, in order).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ClarificationState {
+    pub pending: bool,
+    pub prompt: Option<String>,
+    pub gate: Option<ClarificationGate>,
+    #[serde(default)]
+    pub answers: Vec<String>,
+}

@@ -1,0 +1,16 @@
+//! Pure domain types shared by every layer: stages, workers, attempts, dispatch records,
+//! verdicts, council, clarification, team specs and the persisted run state.
+
+pub mod clarification;
+pub mod council;
+pub mod run;
+pub mod stage;
+pub mod team;
+pub mod worker;
+
+pub use clarification::{ClarificationGate, ClarificationState};
+pub use council::{council_status, Council, CouncilStatus, CriticVerdict, Verdict};
+pub use run::{BackendKind, RunEvent, RunState, RunStatus, SCHEMA_VERSION};
+pub use stage::Stage;
+pub use team::{CheckSpec, TeamSpec, WorkerSpec};
+pub use worker::{DispatchRecord, ExitSource, WorkerKind, WorkerState, WorkerStatus};

@@ -1,0 +1,121 @@
+//! The persisted run state (`state.json`) and the events of `events.jsonl`.
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::{ClarificationState, Council, DispatchRecord, Stage, WorkerState};
+
+/// Schema of `state.json`, `manifest.json` and `events.jsonl` lines. A file with a newer
+/// version is refused, never overwritten.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A run's overall status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunStatus {
+    #[default]
+    Running,
+    /// Halted at a run-level clarification.
+    Halted,
+    Done,
+    Failed,
+    Cancelled,
+    /// The process driving the run went away (quit or killed); `attach`/`resume` continue it.
+    Detached,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Halted => "halted",
+            RunStatus::Done => "done",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+            RunStatus::Detached => "detached",
+        }
+    }
+
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            RunStatus::Done | RunStatus::Failed | RunStatus::Cancelled
+        )
+    }
+}
+
+/// Where workers run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    #[default]
+    Tmux,
+    Process,
+}
+
+impl BackendKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendKind::Tmux => "tmux",
+            BackendKind::Process => "process",
+        }
+    }
+}
+
+/// `state.json`: everything needed to show, resume or attach to a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunState {
+    pub schema_version: u32,
+    pub run_id: String,
+    pub problem: String,
+    /// Team name or mode (`crazy`, `ccg`, `solo`, or the team file's name).
+    pub team: String,
+    pub project_dir: PathBuf,
+    pub run_dir: PathBuf,
+    pub stage: Stage,
+    pub status: RunStatus,
+    #[serde(default)]
+    pub reason: Option<String>,
+    pub backend: BackendKind,
+    pub tmux_socket: String,
+    /// tmux session of the run, `crewmux-<run id>`.
+    pub session: String,
+    pub parallel: usize,
+    pub fix_round: u32,
+    pub max_fix_rounds: u32,
+    pub workers: Vec<WorkerState>,
+    pub dispatches: Vec<DispatchRecord>,
+    pub council: Council,
+    pub clarification: ClarificationState,
+    #[serde(default)]
+    pub report: Option<PathBuf>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl RunState {
+    pub fn worker(&self, id: &str) -> Option<&WorkerState> {
+        self.workers.iter().find(|w| w.id == id)
+    }
+
+    pub fn worker_mut(&mut self, id: &str) -> Option<&mut WorkerState> {
+        self.workers.iter_mut().find(|w| w.id == id)
+    }
+}
+
+/// One line of `events.jsonl`: `kind` is kebab case (`worker-exited`, `stage-changed`, ...);
+/// `source` says who observed it (`exit-file`, `marker`, `pane-status`, `timer`, `user`,
+/// `engine`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEvent {
+    pub ts: DateTime<Utc>,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    pub source: String,
+    pub message: String,
+}

@@ -1,0 +1,75 @@
+//! Team specs: the resolved team of a run (SPEC §9), from a built-in mode or a TOML file.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// A team as written in a team file (SPEC §9). Unknown fields are errors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct TeamSpec {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Workers launched at once; default 5.
+    #[serde(default)]
+    pub parallel: Option<usize>,
+    /// Fix rounds after a blocked council; default 1.
+    #[serde(default)]
+    pub max_fix_rounds: Option<u32>,
+    #[serde(default, rename = "worker")]
+    pub workers: Vec<WorkerSpec>,
+    #[serde(default, rename = "check")]
+    pub checks: Vec<CheckSpec>,
+}
+
+/// One `[[worker]]` of a team file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerSpec {
+    /// Unique, `[a-z0-9-]+`.
+    pub id: String,
+    /// Persona from `assets/agents.toml`.
+    pub role: String,
+    #[serde(default)]
+    pub provider: Option<String>,
+    #[serde(default)]
+    pub target: Option<String>,
+    /// argv for the `command` provider.
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    #[serde(default)]
+    pub model: Option<String>,
+    /// `smol|slow|plan|commit`.
+    #[serde(default)]
+    pub role_model: Option<String>,
+    #[serde(default)]
+    pub prompt: Option<String>,
+    #[serde(default)]
+    pub prompt_file: Option<PathBuf>,
+    #[serde(default)]
+    pub order: Option<u32>,
+    /// Wall timeout, seconds.
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+    /// Idle timeout, seconds.
+    #[serde(default)]
+    pub idle_timeout_s: Option<u64>,
+    #[serde(default)]
+    pub max_attempts: Option<u32>,
+    #[serde(default)]
+    pub artifacts: Vec<String>,
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+}
+
+/// One `[[check]]`: a council check command; exit 0 → pass, else fail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct CheckSpec {
+    pub id: String,
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+}

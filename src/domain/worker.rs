@@ -1,0 +1,185 @@
+//! Workers, their statuses and the dispatch records of their attempts.
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::Stage;
+
+/// A worker's status (SPEC §3 of the lifecycle issue). Serialised in kebab case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkerStatus {
+    #[default]
+    Pending,
+    Starting,
+    Running,
+    /// Waiting for input: a question is shown in the clarification panel.
+    Waiting,
+    Completed,
+    /// Non-zero exit, or a required artifact is missing.
+    Failed,
+    Timeout,
+    Cancelled,
+    /// The pane or process vanished with no exit code.
+    Crashed,
+    /// Skipped, with a reason.
+    NotRun,
+}
+
+impl WorkerStatus {
+    /// True once the worker will not change again without a new attempt.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            WorkerStatus::Completed
+                | WorkerStatus::Failed
+                | WorkerStatus::Timeout
+                | WorkerStatus::Cancelled
+                | WorkerStatus::Crashed
+                | WorkerStatus::NotRun
+        )
+    }
+
+    /// True while an attempt has a live process.
+    pub fn is_live(self) -> bool {
+        matches!(
+            self,
+            WorkerStatus::Starting | WorkerStatus::Running | WorkerStatus::Waiting
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkerStatus::Pending => "pending",
+            WorkerStatus::Starting => "starting",
+            WorkerStatus::Running => "running",
+            WorkerStatus::Waiting => "waiting",
+            WorkerStatus::Completed => "completed",
+            WorkerStatus::Failed => "failed",
+            WorkerStatus::Timeout => "timeout",
+            WorkerStatus::Cancelled => "cancelled",
+            WorkerStatus::Crashed => "crashed",
+            WorkerStatus::NotRun => "not-run",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkerStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a worker is for: a team member, a council check or critic, a fixer or the synthesizer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkerKind {
+    #[default]
+    Worker,
+    Check,
+    Critic,
+    Fixer,
+    Synthesizer,
+}
+
+/// Where an exit code came from, in order of trust (SPEC §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExitSource {
+    /// The wrapper's `exit.json`.
+    ExitFile,
+    /// The `__CREWMUX_EXIT_<nonce>__:<code>` line in `output.log`.
+    Marker,
+    /// tmux's `#{pane_dead_status}` (or the child's wait status on the process backend).
+    PaneStatus,
+}
+
+/// One worker of a run as saved in `state.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerState {
+    pub id: String,
+    pub role: String,
+    pub provider: String,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub kind: WorkerKind,
+    /// The stage that launches this worker.
+    pub stage: Stage,
+    /// Fix round this worker belongs to (0 for the first pass).
+    #[serde(default)]
+    pub round: u32,
+    pub status: WorkerStatus,
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Current attempt, 1-based; 0 before the first launch.
+    pub attempt: u32,
+    pub max_attempts: u32,
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    #[serde(default)]
+    pub started_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub ended_at: Option<DateTime<Utc>>,
+    /// tmux `#{pane_id}` (e.g. `%3`) of the current attempt.
+    #[serde(default)]
+    pub pane_id: Option<String>,
+    /// Pid of the current attempt's wrapper (the process group leader).
+    #[serde(default)]
+    pub pid: Option<u32>,
+    /// The result file of the last completed attempt.
+    #[serde(default)]
+    pub result: Option<PathBuf>,
+    /// A worker-level question while `waiting`.
+    #[serde(default)]
+    pub question: Option<String>,
+    /// Wall timeout, seconds.
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+    /// Idle timeout (no new output), seconds.
+    #[serde(default)]
+    pub idle_timeout_s: Option<u64>,
+    /// Required artifacts, relative to the attempt directory.
+    #[serde(default)]
+    pub artifacts: Vec<String>,
+    /// The task text the worker was given (before packaging).
+    #[serde(default)]
+    pub task: String,
+    /// For `command` providers and checks: the argv.
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// Working directory, relative to the project.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    #[serde(default)]
+    pub order: u32,
+}
+
+/// One row per attempt in the run state (the okstra seed's `workerDispatches`).
+/// A record is identified by `prompt_path` + `attempt`; when two rows match, the newest
+/// is the live one and is the one updated (the okstra 0.165 fix).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DispatchRecord {
+    pub worker_id: String,
+    pub prompt_path: PathBuf,
+    pub attempt: u32,
+    pub backend: String,
+    pub status: WorkerStatus,
+    #[serde(default)]
+    pub reason: Option<String>,
+    pub nonce: String,
+    #[serde(default)]
+    pub pane_id: Option<String>,
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    #[serde(default)]
+    pub exit_source: Option<ExitSource>,
+    pub started_at: DateTime<Utc>,
+    #[serde(default)]
+    pub ended_at: Option<DateTime<Utc>>,
+    /// Label (never the key) of the credential this attempt was given.
+    #[serde(default)]
+    pub credential_label: Option<String>,
+}
