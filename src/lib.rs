@@ -8,5 +8,8 @@
 pub mod cli;
 pub mod commands;
 pub mod domain;
+pub mod engine;
 pub mod error;
 pub mod providers;
+pub mod sim;
+pub mod store;
