@@ -5,11 +5,17 @@
 //! (`tmux`, `process`, `store`, `providers`, `creds`) ← `driver` (async glue) ← `tui` and
 //! `commands` (the binary's edge).
 
+pub mod backend;
 pub mod cli;
 pub mod commands;
 pub mod domain;
+pub mod driver;
 pub mod engine;
 pub mod error;
+pub mod judge;
+pub mod launch;
+pub mod process;
 pub mod providers;
 pub mod sim;
 pub mod store;
+pub mod tmux;

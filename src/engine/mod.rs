@@ -224,3 +224,8 @@ pub fn first_waiting(state: &RunState) -> Option<&str> {
 pub fn is_halted(state: &RunState) -> bool {
     state.status == RunStatus::Halted
 }
+
+/// Constructors other layers need to build a run's workers.
+pub mod stages_public {
+    pub use super::stages::blank_worker;
+}

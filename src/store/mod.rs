@@ -260,3 +260,135 @@ pub fn load_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
         reason: format!("unexpected content ({e}); the file is left as it is"),
     })
 }
+
+/// A request from another crewmux process to the one driving a run (`answer`, `cancel`),
+/// one JSON line in `<run dir>/inbox.jsonl`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum InboxCommand {
+    AnswerRun { text: String },
+    AnswerWorker { worker: String, text: String },
+    Cancel { worker: Option<String> },
+}
+
+/// The exclusive lock a driving process holds on `<run dir>/driver.lock` for its lifetime;
+/// other processes use it to tell whether a run is being driven right now.
+#[derive(Debug)]
+pub struct DriverLock {
+    _file: File,
+}
+
+impl RunStore {
+    /// Take the driver lock without waiting; `Ok(None)` when another process drives the run.
+    pub fn try_driver_lock(&self) -> Result<Option<DriverLock>> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.dir.join("driver.lock"))?;
+        match file.try_lock_exclusive() {
+            Ok(true) => Ok(Some(DriverLock { _file: file })),
+            Ok(false) => Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// True when some process holds the driver lock.
+    pub fn is_driven(&self) -> Result<bool> {
+        Ok(self.try_driver_lock()?.is_none())
+    }
+
+    /// Append a command for the driving process.
+    pub fn send_command(&self, cmd: &InboxCommand) -> Result<()> {
+        let _lock = self.lock()?;
+        let mut line = serde_json::to_vec(cmd).map_err(|e| Error::Other(e.to_string()))?;
+        line.push(b'\n');
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("inbox.jsonl"))?;
+        file.write_all(&line)?;
+        file.sync_all()?;
+        Ok(())
+    }
+
+    /// Commands appended since byte `offset`; returns them and the new offset. A partial
+    /// last line is left for the next read; a line that does not parse is skipped.
+    pub fn read_commands(&self, offset: u64) -> Result<(Vec<InboxCommand>, u64)> {
+        let bytes = match fs::read(self.dir.join("inbox.jsonl")) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((vec![], offset)),
+            Err(e) => return Err(e.into()),
+        };
+        let start = (offset as usize).min(bytes.len());
+        let chunk = &bytes[start..];
+        let Some(end) = chunk.iter().rposition(|&b| b == b'\n') else {
+            return Ok((vec![], offset));
+        };
+        let cmds = chunk[..end]
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .filter_map(|l| serde_json::from_slice(l).ok())
+            .collect();
+        Ok((cmds, (start + end + 1) as u64))
+    }
+
+    /// Size of the inbox now, to skip commands that were handled before.
+    pub fn inbox_len(&self) -> u64 {
+        fs::metadata(self.dir.join("inbox.jsonl"))
+            .map(|m| m.len())
+            .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn corrupt_and_newer_state_files_are_reported_and_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = RunStore::create(tmp.path(), "20260101-000000-abcd").unwrap();
+        std::fs::write(store.state_path(), b"{\"schema_version\": 1, \"run_id\": ").unwrap();
+        let err = store.load_state().unwrap_err().to_string();
+        assert!(
+            err.contains("state.json") && err.contains("not valid JSON"),
+            "{err}"
+        );
+        std::fs::write(store.state_path(), b"{\"schema_version\": 99}").unwrap();
+        let err = store.load_state().unwrap_err().to_string();
+        assert!(err.contains("newer"), "{err}");
+        assert_eq!(
+            std::fs::read(store.state_path()).unwrap(),
+            b"{\"schema_version\": 99}"
+        );
+    }
+
+    #[test]
+    fn inbox_commands_are_read_once_in_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = RunStore::create(tmp.path(), "r").unwrap();
+        store
+            .send_command(&InboxCommand::AnswerRun { text: "a".into() })
+            .unwrap();
+        store
+            .send_command(&InboxCommand::Cancel { worker: None })
+            .unwrap();
+        let (cmds, off) = store.read_commands(0).unwrap();
+        assert_eq!(cmds.len(), 2);
+        let (cmds, _) = store.read_commands(off).unwrap();
+        assert!(cmds.is_empty());
+    }
+
+    #[test]
+    fn the_driver_lock_is_exclusive() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = RunStore::create(tmp.path(), "r").unwrap();
+        let held = store.try_driver_lock().unwrap();
+        assert!(held.is_some());
+        assert!(store.is_driven().unwrap());
+        drop(held);
+        assert!(!store.is_driven().unwrap());
+    }
+}
