@@ -251,6 +251,88 @@ impl Driver {
         vec![]
     }
 
+    /// Without driving the run (nothing is launched or killed): observe its attempts for
+    /// `span` and record what happened to them; returns the saved state. Used by `status`
+    /// on a run that no process drives.
+    ///
+    /// Errors: another process drives the run, or the state cannot be saved.
+    pub fn observe_only(mut self, span: Duration) -> Result<RunState> {
+        let _lock = self.store.try_driver_lock()?.ok_or_else(|| {
+            crate::error::Error::Usage("another crewmux process drives this run".into())
+        })?;
+        let mut sink = |_u: Update| {};
+        let end = Instant::now() + span;
+        loop {
+            let (inputs, _) = self.observe(&mut sink);
+            let inputs: Vec<Input> = inputs
+                .into_iter()
+                .filter(|i| !matches!(i, Input::Tick))
+                .collect();
+            self.apply_all(inputs, &mut sink);
+            if self.watches.is_empty() || Instant::now() >= end {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        self.save(&mut sink);
+        Ok(self.state)
+    }
+
+    /// Cancel one worker or every worker of a run that no process drives: SIGTERM, the
+    /// grace period, SIGKILL; waits up to `wait` for the attempts to end. The run is not
+    /// continued (no new launches); a full cancel marks it `cancelled`.
+    ///
+    /// Errors: another process drives the run, or the state cannot be saved.
+    pub fn cancel_now(mut self, worker: Option<String>, wait: Duration) -> Result<RunState> {
+        let _lock = self.store.try_driver_lock()?.ok_or_else(|| {
+            crate::error::Error::Usage("another crewmux process drives this run".into())
+        })?;
+        let mut sink = |_u: Update| {};
+        let all = worker.is_none();
+        self.apply_all(vec![Input::Cancel { worker }], &mut sink);
+        let end = Instant::now() + wait;
+        while !self.watches.is_empty() && Instant::now() < end {
+            let (inputs, _) = self.observe(&mut sink);
+            let inputs: Vec<Input> = inputs
+                .into_iter()
+                .filter(|i| !matches!(i, Input::Tick))
+                .collect();
+            self.apply_all(inputs, &mut sink);
+            self.hard_kills();
+            let cancelled_done = self
+                .state
+                .workers
+                .iter()
+                .all(|w| !w.status.is_live() || !self.rt.kills.contains_key(&w.id));
+            if cancelled_done {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        if all {
+            let now = Utc::now();
+            for w in self.state.workers.iter_mut() {
+                if !w.status.is_terminal() {
+                    w.status = WorkerStatus::Cancelled;
+                    w.reason = Some("cancelled".into());
+                    w.ended_at = Some(now);
+                }
+            }
+            self.state.status = crate::domain::RunStatus::Cancelled;
+            self.state.reason = Some("cancelled by the user".into());
+            let _ = self.store.append_event(&RunEvent {
+                ts: now,
+                kind: "run-cancelled".into(),
+                worker: None,
+                attempt: None,
+                source: "user".into(),
+                message: "every worker stopped".into(),
+            });
+        }
+        self.save(&mut sink);
+        Ok(self.state)
+    }
+
     fn save(&mut self, emit: &mut impl FnMut(Update)) {
         self.state.updated_at = Utc::now();
         if let Err(e) = self.store.save_state(&self.state) {
