@@ -124,7 +124,7 @@ pub struct RunArgs {
     /// Cap on a packaged prompt, characters.
     #[arg(long, default_value_t = 4000)]
     pub prompt_max_chars: usize,
-    /// The problem to work on.
+    /// The problem to work on (`-` reads it from standard input).
     pub problem: String,
 }
 

@@ -10,15 +10,28 @@ fn assert_three_worker_run(project: &std::path::Path, out: &std::process::Output
     assert_eq!(s["backend"], backend);
     assert_eq!(s["status"], "done", "{s}");
     let ok = worker(&s, "ok");
-    assert_eq!((ok["status"].as_str(), ok["exit_code"].as_i64()), (Some("completed"), Some(0)));
+    assert_eq!(
+        (ok["status"].as_str(), ok["exit_code"].as_i64()),
+        (Some("completed"), Some(0))
+    );
     let bad = worker(&s, "bad");
-    assert_eq!((bad["status"].as_str(), bad["exit_code"].as_i64()), (Some("failed"), Some(3)));
+    assert_eq!(
+        (bad["status"].as_str(), bad["exit_code"].as_i64()),
+        (Some("failed"), Some(3))
+    );
     assert_eq!(bad["attempts"], 1);
     let flaky = worker(&s, "flaky");
     assert_eq!(flaky["status"], "completed");
     assert_eq!(flaky["attempts"], 2);
     // A failed worker is not a failed run, but the council sees it.
-    assert_eq!(out.status.code(), Some(if s["council"]["status"] == "blocked" { 1 } else { 0 }));
+    assert_eq!(
+        out.status.code(),
+        Some(if s["council"]["status"] == "blocked" {
+            1
+        } else {
+            0
+        })
+    );
 
     let run = only_run_dir(project);
     for f in ["manifest.json", "state.json", "events.jsonl", "report.md"] {
@@ -39,13 +52,26 @@ fn assert_three_worker_run(project: &std::path::Path, out: &std::process::Output
     assert!(run.join("workers/flaky/attempt-2/result.md").exists());
     assert!(!run.join("workers/flaky/attempt-1/result.md").exists());
     let events = std::fs::read_to_string(run.join("events.jsonl")).unwrap();
-    for kind in ["worker-started", "worker-failed", "worker-retry-scheduled", "worker-completed", "run-done"] {
-        assert!(events.contains(&format!("\"kind\":\"{kind}\"")), "{kind} in events");
+    for kind in [
+        "worker-started",
+        "worker-failed",
+        "worker-retry-scheduled",
+        "worker-completed",
+        "run-done",
+    ] {
+        assert!(
+            events.contains(&format!("\"kind\":\"{kind}\"")),
+            "{kind} in events"
+        );
     }
     let state: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("state.json")).unwrap()).unwrap();
     assert_eq!(state["schema_version"], 1);
-    assert_eq!(state["dispatches"].as_array().unwrap().len(), 4, "one dispatch record per attempt");
+    assert_eq!(
+        state["dispatches"].as_array().unwrap().len(),
+        4,
+        "one dispatch record per attempt"
+    );
 }
 
 #[test]
@@ -59,11 +85,25 @@ fn three_sim_workers_in_tmux_panes() {
     let out = run_crewmux(
         tmp.path(),
         &server.socket,
-        &["run", "--team", team.to_str().unwrap(), "--provider", "sim", "--no-clarify", "--headless", "Add a health endpoint to the API"],
+        &[
+            "run",
+            "--team",
+            team.to_str().unwrap(),
+            "--provider",
+            "sim",
+            "--no-clarify",
+            "--headless",
+            "Add a health endpoint to the API",
+        ],
     );
     assert_three_worker_run(tmp.path(), &out, "tmux");
     // Every attempt had its own pane; each dead pane's status agrees with exit.json.
-    let panes = server.tmux(&["list-panes", "-a", "-F", "#{window_name} #{pane_dead} #{pane_dead_status}"]);
+    let panes = server.tmux(&[
+        "list-panes",
+        "-a",
+        "-F",
+        "#{window_name} #{pane_dead} #{pane_dead_status}",
+    ]);
     let panes = String::from_utf8_lossy(&panes.stdout);
     for want in ["ok-1 1 0", "bad-1 1 3", "flaky-1 1 1", "flaky-2 1 0"] {
         assert!(panes.lines().any(|l| l == want), "{want} in\n{panes}");
@@ -77,7 +117,18 @@ fn three_sim_workers_as_child_processes() {
     let out = run_crewmux(
         tmp.path(),
         "unused",
-        &["run", "--team", team.to_str().unwrap(), "--provider", "sim", "--no-clarify", "--headless", "--backend", "process", "Add a health endpoint to the API"],
+        &[
+            "run",
+            "--team",
+            team.to_str().unwrap(),
+            "--provider",
+            "sim",
+            "--no-clarify",
+            "--headless",
+            "--backend",
+            "process",
+            "Add a health endpoint to the API",
+        ],
     );
     assert_three_worker_run(tmp.path(), &out, "process");
 }

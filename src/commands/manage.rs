@@ -88,7 +88,9 @@ pub fn status_text(state: &RunState, driven: bool) -> String {
             w.provider,
             w.status.as_str(),
             format!("{}/{}", w.attempt, w.max_attempts),
-            w.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "-".into())
+            w.exit_code
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "-".into())
         ));
         if let Some(q) = &w.question {
             s.push_str(&format!(
@@ -134,14 +136,23 @@ fn list_runs(project: &std::path::Path, json: bool) -> Result<i32> {
                 Err((id, e)) => serde_json::json!({"run_id": id, "error": e}),
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&list).unwrap_or_default()
+        );
         return Ok(0);
     }
     if rows.is_empty() {
-        println!("no runs under {}", crate::store::runs_root(project).display());
+        println!(
+            "no runs under {}",
+            crate::store::runs_root(project).display()
+        );
         return Ok(0);
     }
-    println!("{:<22} {:<10} {:<12} {:<10} PROBLEM", "RUN", "STATUS", "STAGE", "COUNCIL");
+    println!(
+        "{:<22} {:<10} {:<12} {:<10} PROBLEM",
+        "RUN", "STATUS", "STAGE", "COUNCIL"
+    );
     for r in rows {
         match r {
             Ok(s) => {
@@ -167,7 +178,9 @@ pub fn answer(args: AnswerArgs) -> Result<i32> {
     let store = RunStore::open(&project, Some(&args.run))?;
     let state = store.load_state()?;
     if args.text.trim().is_empty() {
-        return Err(Error::Usage("the answer is empty: give the text to send".into()));
+        return Err(Error::Usage(
+            "the answer is empty: give the text to send".into(),
+        ));
     }
     match &args.worker {
         None if !state.clarification.pending => Err(Error::Usage(format!(
@@ -200,7 +213,10 @@ pub fn answer(args: AnswerArgs) -> Result<i32> {
                     text: args.text.clone(),
                 },
             })?;
-            eprintln!("crewmux: answer sent to the process driving run {}", state.run_id);
+            eprintln!(
+                "crewmux: answer sent to the process driving run {}",
+                state.run_id
+            );
             Ok(0)
         }
         None => {
@@ -262,14 +278,20 @@ pub fn cancel(args: CancelArgs) -> Result<i32> {
     }
     if let Some(w) = &args.worker {
         if state.worker(w).is_none() {
-            return Err(Error::Usage(format!("run {} has no worker `{w}`", state.run_id)));
+            return Err(Error::Usage(format!(
+                "run {} has no worker `{w}`",
+                state.run_id
+            )));
         }
     }
     if store.is_driven()? {
         store.send_command(&InboxCommand::Cancel {
             worker: args.worker.clone(),
         })?;
-        eprintln!("crewmux: cancel sent to the process driving run {}", state.run_id);
+        eprintln!(
+            "crewmux: cancel sent to the process driving run {}",
+            state.run_id
+        );
         return Ok(0);
     }
     let backend = super::drive::backend_for(&state, &store)?;
@@ -285,7 +307,11 @@ pub fn cancel(args: CancelArgs) -> Result<i32> {
     eprintln!(
         "crewmux: run {} {}",
         end.run_id,
-        if args.worker.is_some() { "worker cancelled" } else { end.status.as_str() }
+        if args.worker.is_some() {
+            "worker cancelled"
+        } else {
+            end.status.as_str()
+        }
     );
     Ok(0)
 }

@@ -26,7 +26,7 @@ pub fn load_team_file(path: &std::path::Path) -> Result<TeamSpec> {
     toml::from_str(&text).map_err(|e| {
         let line = e
             .span()
-            .map(|s| text[..s.start].lines().count().max(1))
+            .map(|s| text[..s.start].matches('\n').count() + 1)
             .unwrap_or(0);
         Error::Usage(format!(
             "{}:{line}: {}",
@@ -36,9 +36,25 @@ pub fn load_team_file(path: &std::path::Path) -> Result<TeamSpec> {
     })
 }
 
+/// The problem text: the argument, or standard input when it is `-` (for long texts:
+/// argv is limited to 128 KiB per argument on Linux).
+fn problem_text(arg: &str) -> Result<String> {
+    if arg != "-" {
+        return Ok(arg.to_string());
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|e| {
+        Error::Usage(format!(
+            "reading the problem from stdin: {e} (it must be UTF-8 text)"
+        ))
+    })?;
+    Ok(text)
+}
+
 /// `crewmux run`.
 pub fn run(args: RunArgs) -> Result<i32> {
     let project = project_dir(args.options.common.project.as_deref())?;
+    let problem = problem_text(&args.problem)?;
     let (team_name, team) = match (&args.team, args.mode) {
         (Some(path), _) => {
             let team = load_team_file(path)?;
@@ -52,7 +68,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         &args.options,
         backend,
         PlanRequest {
-            problem: args.problem.clone(),
+            problem,
             team,
             team_name,
             provider: args.provider.clone(),

@@ -1,0 +1,121 @@
+//! Bad input on the command line: one clear line naming the value and the fix, a non-zero
+//! exit (2 for usage errors), and nothing created.
+
+mod common;
+
+use common::*;
+
+fn err_line(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).trim().to_string()
+}
+
+#[test]
+fn bad_inputs_give_one_line_naming_the_value_and_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path();
+    let bad_team = team_file(
+        p,
+        "bad.toml",
+        "[[worker]]\nid = \"x\"\nrole = \"r\"\nflavour = 3\n",
+    );
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["run", "--provider", "sim", "--headless", "   "],
+            "problem is empty",
+        ),
+        (
+            vec![
+                "run",
+                "--provider",
+                "sim",
+                "--headless",
+                "--parallel",
+                "0",
+                "do it now please",
+            ],
+            "--parallel 0",
+        ),
+        (
+            vec!["run", "--headless", "--team", "nope.toml", "fix the bug"],
+            "nope.toml",
+        ),
+        (
+            vec![
+                "run",
+                "--headless",
+                "--team",
+                bad_team.to_str().unwrap(),
+                "fix the bug",
+            ],
+            "bad.toml:4",
+        ),
+        (
+            vec![
+                "run",
+                "--headless",
+                "--project",
+                "/no/such/dir",
+                "fix the bug",
+            ],
+            "/no/such/dir",
+        ),
+        (vec!["status", "no-such-run"], "no runs under"),
+    ];
+    for (args, needle) in cases {
+        let out = run_crewmux(p, "unused", &args);
+        let err = err_line(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+    assert!(!p.join(".crewmux").exists(), "nothing created on bad input");
+}
+
+#[test]
+fn clap_usage_errors_exit_2() {
+    let out = crewmux()
+        .args(["run", "--mode", "bogus", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bogus"));
+}
+
+#[test]
+fn answering_without_a_question_or_a_waiting_worker_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let team = team_file(tmp.path(), "t.toml", "[[worker]]\nid = \"a\"\nrole = \"architect\"\nprovider = \"sim\"\nprompt = \"{problem}\\nsim: lines=1\\nsim: delay-ms=10\"\n");
+    let out = run_crewmux(
+        tmp.path(),
+        "unused",
+        &[
+            "run",
+            "--team",
+            team.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--backend",
+            "process",
+            "write the plan",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", err_line(&out));
+    let id = summary(&out)["run_id"].as_str().unwrap().to_string();
+    let out = run_crewmux(tmp.path(), "unused", &["answer", &id, "hello"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(err_line(&out).contains("no pending question"));
+    let out = run_crewmux(
+        tmp.path(),
+        "unused",
+        &["answer", &id, "--worker", "zz", "hello"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(err_line(&out).contains("no worker `zz`"));
+    let out = run_crewmux(
+        tmp.path(),
+        "unused",
+        &["answer", &id, "--worker", "a", "hello"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(err_line(&out).contains("not waiting"));
+}

@@ -1,0 +1,523 @@
+//! Worker lifecycle against real backends: hostile prompts arrive intact, forged markers
+//! never end a worker, timeouts end the whole process group, a killed dashboard or tmux
+//! server loses nothing, and a corrupt state file is reported and kept. Each scenario runs
+//! on tmux (a private server the test starts and kills) and on the process backend.
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// `--backend` value and the socket to use; `None` when tmux is missing (skipped loudly).
+fn backends(test: &str) -> Vec<(&'static str, Option<TmuxServer>)> {
+    let mut v = vec![("process", None)];
+    if tmux_ready(test) {
+        v.push(("tmux", Some(TmuxServer::new(test))));
+    }
+    v
+}
+
+fn socket(s: &Option<TmuxServer>) -> String {
+    s.as_ref()
+        .map(|s| s.socket.clone())
+        .unwrap_or_else(|| "unused".into())
+}
+
+fn headless_run(
+    project: &Path,
+    backend: &str,
+    sock: &str,
+    team: &Path,
+    problem: &str,
+) -> std::process::Output {
+    run_crewmux(
+        project,
+        sock,
+        // `--` so that a problem starting with `-` is not read as a flag.
+        &[
+            "run",
+            "--team",
+            team.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--backend",
+            backend,
+            "--",
+            problem,
+        ],
+    )
+}
+
+fn read_state(project: &Path) -> serde_json::Value {
+    let run = only_run_dir(project);
+    serde_json::from_str(&std::fs::read_to_string(run.join("state.json")).unwrap()).unwrap()
+}
+
+fn state_worker(state: &serde_json::Value, id: &str) -> serde_json::Value {
+    state["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["id"] == id)
+        .unwrap()
+        .clone()
+}
+
+const RECORDER: &str = r#"
+[[worker]]
+id = "recorder"
+role = "backend-engineer"
+provider = "command"
+max_attempts = 1
+prompt = "{problem}"
+command = ["sh", "-c", "cp \"$CREWMUX_PROMPT_FILE\" received.bin"]
+"#;
+
+#[test]
+fn hostile_problems_reach_the_agent_byte_for_byte() {
+    let hostile = [
+        "it's \"quoted\"; rm -rf / ; $(touch pwned) `touch pwned2` && echo $HOME",
+        "-rf --help leading dash",
+        "line one\nline two\n\ttabbed",
+        "rtl \u{202e}txet desrever\u{202c} and bidi",
+        "漢字 かな 한국어 emoji 🎉🚀 café",
+        "binary junk \u{1}\u{7}\u{1b}[31m red \u{7f}",
+    ];
+    for (backend, server) in backends("hostile") {
+        for (i, problem) in hostile.iter().enumerate() {
+            let tmp = tempfile::tempdir().unwrap();
+            let team = team_file(tmp.path(), "team.toml", RECORDER);
+            let out = headless_run(tmp.path(), backend, &socket(&server), &team, problem);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{backend} #{i}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let got = std::fs::read(tmp.path().join("received.bin")).unwrap();
+            let got = String::from_utf8(got).unwrap();
+            assert!(
+                got.contains(problem),
+                "{backend} #{i}: problem not intact in\n{got:?}"
+            );
+            assert!(!tmp.path().join("pwned").exists() && !tmp.path().join("pwned2").exists());
+        }
+    }
+}
+
+#[test]
+fn a_200_kb_problem_from_stdin_is_not_cut() {
+    for (backend, server) in backends("big") {
+        let tmp = tempfile::tempdir().unwrap();
+        let team = team_file(tmp.path(), "team.toml", RECORDER);
+        let mut problem = String::new();
+        let mut i = 0;
+        while problem.len() <= 200 * 1024 {
+            problem.push_str(&format!(
+                "{i:06} the quick brown fox jumps over the lazy dog, 漢字 ok\n"
+            ));
+            i += 1;
+        }
+        let mut child = crewmux()
+            .current_dir(tmp.path())
+            .env("CREWMUX_TMUX_SOCKET", socket(&server))
+            .args([
+                "run",
+                "--team",
+                team.to_str().unwrap(),
+                "--no-clarify",
+                "--headless",
+                "--backend",
+                backend,
+                "-",
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(problem.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got = std::fs::read_to_string(tmp.path().join("received.bin")).unwrap();
+        assert!(problem.len() > 200_000);
+        assert!(got.contains(&problem), "{backend}: the 200 KB task was cut");
+    }
+}
+
+#[test]
+fn forged_markers_never_end_a_worker() {
+    let team = r#"
+[[worker]]
+id = "forger"
+role = "backend-engineer"
+provider = "command"
+max_attempts = 1
+command = ["sh", "-c", "echo __CREWMUX_EXIT_0123456789abcdef__:0; echo \"say __CREWMUX_EXIT_${CREWMUX_NONCE_UNKNOWN:-x}__:0\"; printf '__CREWMUX_EXIT_%s__:0 trailing\\n' whatever; sleep 1; exit 5"]
+"#;
+    for (backend, server) in backends("forged") {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = team_file(tmp.path(), "team.toml", team);
+        let out = headless_run(tmp.path(), backend, &socket(&server), &t, "forge markers");
+        let s = summary(&out);
+        let w = worker(&s, "forger");
+        assert_eq!(
+            (w["status"].as_str(), w["exit_code"].as_i64()),
+            (Some("failed"), Some(5)),
+            "{backend}: {s}"
+        );
+    }
+}
+
+#[test]
+fn wall_and_idle_timeouts_end_the_whole_process_group() {
+    let team = r#"
+[[worker]]
+id = "wall"
+role = "backend-engineer"
+provider = "command"
+max_attempts = 1
+timeout_s = 1
+command = ["sh", "-c", "sleep 300 & echo $! > wall-child.pid; while true; do echo tick; sleep 0.2; done"]
+
+[[worker]]
+id = "idle"
+role = "backend-engineer"
+provider = "command"
+max_attempts = 1
+idle_timeout_s = 1
+command = ["sh", "-c", "sleep 300 & echo $! > idle-child.pid; echo started; wait"]
+"#;
+    for (backend, server) in backends("timeouts") {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = team_file(tmp.path(), "team.toml", team);
+        let started = Instant::now();
+        let out = headless_run(tmp.path(), backend, &socket(&server), &t, "time out");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{backend}: took {:?}",
+            started.elapsed()
+        );
+        let s = summary(&out);
+        for id in ["wall", "idle"] {
+            assert_eq!(worker(&s, id)["status"], "timeout", "{backend}: {s}");
+            let pid: i32 = std::fs::read_to_string(tmp.path().join(format!("{id}-child.pid")))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            let alive = Path::new(&format!("/proc/{pid}/stat")).exists()
+                && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .unwrap_or_default()
+                    .contains(") Z");
+            assert!(!alive, "{backend}: {id}'s child {pid} survived the timeout");
+        }
+    }
+}
+
+const SLOW_SIM: &str = r#"
+parallel = 2
+[[worker]]
+id = "one"
+role = "architect"
+provider = "sim"
+prompt = "Plan: {problem}\nsim: lines=12\nsim: delay-ms=250"
+
+[[worker]]
+id = "two"
+role = "backend-engineer"
+provider = "sim"
+prompt = "Build: {problem}\nsim: lines=12\nsim: delay-ms=250"
+"#;
+
+fn wait_for(mut cond: impl FnMut() -> bool, limit: Duration) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+#[test]
+fn a_sigkilled_dashboard_loses_nothing_and_attach_finishes_the_run() {
+    for (backend, server) in backends("sigkill") {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = team_file(tmp.path(), "team.toml", SLOW_SIM);
+        let mut child = crewmux()
+            .current_dir(tmp.path())
+            .env("CREWMUX_TMUX_SOCKET", socket(&server))
+            .args([
+                "run",
+                "--team",
+                t.to_str().unwrap(),
+                "--no-clarify",
+                "--headless",
+                "--backend",
+                backend,
+                "kill the dashboard",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let runs = tmp.path().join(".crewmux/runs");
+        assert!(wait_for(
+            || std::fs::read_dir(&runs)
+                .map(|d| d.count() == 1)
+                .unwrap_or(false)
+                && std::fs::read_to_string(only_run_dir(tmp.path()).join("state.json"))
+                    .map(|s| s.matches("\"running\"").count() >= 2)
+                    .unwrap_or(false),
+            Duration::from_secs(10)
+        ));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        // The workers go on without it and finish.
+        let run = only_run_dir(tmp.path());
+        assert!(
+            wait_for(
+                || ["one", "two"].iter().all(|w| run
+                    .join(format!("workers/{w}/attempt-1/exit.json"))
+                    .exists()),
+                Duration::from_secs(15)
+            ),
+            "{backend}: workers did not finish after the dashboard died"
+        );
+        let out = run_crewmux(tmp.path(), &socket(&server), &["attach", "--headless"]);
+        let s = summary(&out);
+        assert_eq!(s["status"], "done", "{backend}: {s}");
+        for w in ["one", "two"] {
+            let w = worker(&s, w);
+            assert_eq!(
+                (w["status"].as_str(), w["attempts"].as_i64()),
+                (Some("completed"), Some(1)),
+                "{backend}"
+            );
+            assert!(tmp.path().join(w["result"].as_str().unwrap()).exists());
+        }
+    }
+}
+
+#[test]
+fn a_killed_tmux_server_crashes_its_workers_and_retries_start_a_new_one() {
+    if !tmux_ready("a_killed_tmux_server") {
+        return;
+    }
+    let server = TmuxServer::new("killsrv");
+    let tmp = tempfile::tempdir().unwrap();
+    let t = team_file(tmp.path(), "team.toml", SLOW_SIM);
+    let child = crewmux()
+        .current_dir(tmp.path())
+        .env("CREWMUX_TMUX_SOCKET", &server.socket)
+        .args([
+            "run",
+            "--team",
+            t.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--backend",
+            "tmux",
+            "kill the server",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let runs = tmp.path().join(".crewmux/runs");
+    assert!(wait_for(
+        || std::fs::read_dir(&runs)
+            .map(|d| d.count() == 1)
+            .unwrap_or(false)
+            && std::fs::read_to_string(only_run_dir(tmp.path()).join("state.json"))
+                .map(|s| s.matches("\"running\"").count() >= 2)
+                .unwrap_or(false),
+        Duration::from_secs(10)
+    ));
+    std::thread::sleep(Duration::from_millis(500));
+    server.kill();
+    let out = child.wait_with_output().unwrap();
+    let s = summary(&out);
+    assert_eq!(
+        s["status"],
+        "done",
+        "{s}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let state = read_state(tmp.path());
+    for id in ["one", "two"] {
+        let w = state_worker(&state, id);
+        assert_eq!(
+            (w["status"].as_str(), w["attempt"].as_i64()),
+            (Some("completed"), Some(2)),
+            "{w}"
+        );
+        let first = state["dispatches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["worker_id"] == id && d["attempt"] == 1)
+            .unwrap();
+        assert_eq!(first["status"], "crashed", "{first}");
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("tmux server"),
+        "the person is told: {stderr}"
+    );
+}
+
+#[test]
+fn a_corrupt_state_file_is_reported_and_left_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = team_file(tmp.path(), "team.toml", RECORDER);
+    let out = headless_run(tmp.path(), "process", "unused", &t, "corrupt me later");
+    assert_eq!(out.status.code(), Some(0));
+    let run = only_run_dir(tmp.path());
+    let path = run.join("state.json");
+    let good = std::fs::read(&path).unwrap();
+    let truncated = &good[..good.len() / 2];
+    std::fs::write(&path, truncated).unwrap();
+    for args in [
+        vec!["status", "--json"],
+        vec!["attach", "--headless"],
+        vec!["cancel"],
+        vec!["answer"],
+    ] {
+        let mut a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let id = run.file_name().unwrap().to_string_lossy().to_string();
+        match args[0] {
+            "status" => a.insert(1, id),
+            "attach" => a.insert(1, id),
+            "cancel" => a.push(id),
+            _ => {
+                a.push(id);
+                a.push("text".into());
+            }
+        }
+        let a: Vec<&str> = a.iter().map(|s| s.as_str()).collect();
+        let out = run_crewmux(tmp.path(), "unused", &a);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{a:?}: {err}");
+        assert!(
+            err.contains("state.json") && err.lines().count() == 1,
+            "{a:?}: {err}"
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            truncated,
+            "{a:?} changed the file"
+        );
+    }
+}
+
+#[test]
+fn a_second_process_cannot_drive_a_run_that_is_driven() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = team_file(tmp.path(), "team.toml", SLOW_SIM);
+    let first = crewmux()
+        .current_dir(tmp.path())
+        .args([
+            "run",
+            "--team",
+            t.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--backend",
+            "process",
+            "two drivers",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let runs = tmp.path().join(".crewmux/runs");
+    assert!(wait_for(
+        || std::fs::read_dir(&runs)
+            .map(|d| d.count() == 1)
+            .unwrap_or(false),
+        Duration::from_secs(10)
+    ));
+    std::thread::sleep(Duration::from_millis(500));
+    let second = run_crewmux(tmp.path(), "unused", &["attach", "--headless"]);
+    assert_eq!(second.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&second.stderr).contains("already being driven"));
+    // Meanwhile `status` of another process reads a consistent state.
+    let st = run_crewmux(tmp.path(), "unused", &["status", "--json"]);
+    assert_eq!(st.status.code(), Some(0));
+    let out = first.wait_with_output().unwrap();
+    assert_eq!(summary(&out)["status"], "done");
+}
+
+#[test]
+fn cancel_from_another_process_stops_every_worker() {
+    for (backend, server) in backends("cancel") {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = team_file(tmp.path(), "team.toml", SLOW_SIM);
+        let child = crewmux()
+            .current_dir(tmp.path())
+            .env("CREWMUX_TMUX_SOCKET", socket(&server))
+            .args([
+                "run",
+                "--team",
+                t.to_str().unwrap(),
+                "--no-clarify",
+                "--headless",
+                "--backend",
+                backend,
+                "cancel me",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let runs = tmp.path().join(".crewmux/runs");
+        assert!(wait_for(
+            || std::fs::read_dir(&runs)
+                .map(|d| d.count() == 1)
+                .unwrap_or(false)
+                && std::fs::read_to_string(only_run_dir(tmp.path()).join("state.json"))
+                    .map(|s| s.matches("\"running\"").count() >= 2)
+                    .unwrap_or(false),
+            Duration::from_secs(10)
+        ));
+        let id = only_run_dir(tmp.path())
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        let c = run_crewmux(tmp.path(), &socket(&server), &["cancel", &id]);
+        assert_eq!(
+            c.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&c.stderr)
+        );
+        let out = child.wait_with_output().unwrap();
+        let s = summary(&out);
+        assert_eq!(s["status"], "cancelled", "{backend}: {s}");
+        assert_eq!(out.status.code(), Some(1));
+        for w in ["one", "two"] {
+            assert_eq!(worker(&s, w)["status"], "cancelled", "{backend}");
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn unused(_: Command) {}
