@@ -1,0 +1,267 @@
+//! Snapshots of each panel and of the whole screen at fixed sizes (ratatui `TestBackend` +
+//! insta), from the hand-made runs of `fixtures`.
+
+use ratatui::backend::TestBackend;
+use ratatui::layout::Rect;
+use ratatui::Terminal;
+
+use super::fixtures::{self, backend_output};
+use super::panels::{clarification, council, footer, header, log, output, roster};
+use super::{draw, Focus, UiState, View};
+use crate::domain::RunState;
+
+fn view<'a>(
+    run: &'a RunState,
+    ui: &'a UiState,
+    out: &'a [ratatui::text::Line<'static>],
+) -> View<'a> {
+    View {
+        run,
+        output: out,
+        now: fixtures::now(),
+        ui,
+        backend: "tmux",
+        tmux_socket: "crewmux",
+        attach_hint: true,
+    }
+}
+
+type Panel = fn(&mut ratatui::Frame, Rect, &View);
+
+fn render_panel(panel: Panel, width: u16, height: u16, view: &View) -> TestBackend {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|f| panel(f, f.area(), view)).unwrap();
+    terminal.backend().clone()
+}
+
+fn render_screen(width: u16, height: u16, view: &View) -> TestBackend {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|f| draw(f, view)).unwrap();
+    terminal.backend().clone()
+}
+
+#[test]
+fn header_panel() {
+    let run = fixtures::crazy_run();
+    let ui = UiState::default();
+    insta::assert_snapshot!(render_panel(header::render, 100, 3, &view(&run, &ui, &[])));
+}
+
+#[test]
+fn header_panel_halted_at_team_plan() {
+    let run = fixtures::halted_run();
+    let ui = UiState::default();
+    insta::assert_snapshot!(render_panel(header::render, 100, 3, &view(&run, &ui, &[])));
+}
+
+#[test]
+fn header_panel_done_after_a_fix_round() {
+    let run = fixtures::done_run();
+    let ui = UiState::default();
+    insta::assert_snapshot!(render_panel(header::render, 100, 3, &view(&run, &ui, &[])));
+}
+
+#[test]
+fn roster_panel() {
+    let run = fixtures::crazy_run();
+    let ui = UiState {
+        selected: 1,
+        ..UiState::default()
+    };
+    insta::assert_snapshot!(render_panel(roster::render, 90, 8, &view(&run, &ui, &[])));
+}
+
+#[test]
+fn roster_panel_narrow_drops_the_role_column() {
+    let run = fixtures::crazy_run();
+    let ui = UiState {
+        selected: 2,
+        ..UiState::default()
+    };
+    insta::assert_snapshot!(render_panel(roster::render, 60, 8, &view(&run, &ui, &[])));
+}
+
+#[test]
+fn output_panel() {
+    let run = fixtures::crazy_run();
+    let ui = UiState {
+        selected: 1,
+        ..UiState::default()
+    };
+    let out = backend_output();
+    insta::assert_snapshot!(render_panel(output::render, 80, 10, &view(&run, &ui, &out)));
+}
+
+#[test]
+fn output_panel_scrolled_up() {
+    let run = fixtures::crazy_run();
+    let out = backend_output();
+    let ui = UiState {
+        selected: 1,
+        focus: Focus::Output,
+        output_scroll: 4,
+        ..UiState::default()
+    };
+    insta::assert_snapshot!(render_panel(output::render, 80, 10, &view(&run, &ui, &out)));
+}
+
+#[test]
+fn output_panel_failed_worker_without_output() {
+    let run = fixtures::crazy_run();
+    let ui = UiState {
+        selected: 3,
+        ..UiState::default()
+    };
+    insta::assert_snapshot!(render_panel(output::render, 80, 6, &view(&run, &ui, &[])));
+}
+
+#[test]
+fn council_panel() {
+    let run = fixtures::crazy_run();
+    let ui = UiState::default();
+    insta::assert_snapshot!(render_panel(council::render, 70, 12, &view(&run, &ui, &[])));
+}
+
+#[test]
+fn council_panel_focused_shows_every_finding() {
+    let run = fixtures::crazy_run();
+    let ui = UiState {
+        focus: Focus::Council,
+        ..UiState::default()
+    };
+    insta::assert_snapshot!(render_panel(council::render, 70, 12, &view(&run, &ui, &[])));
+}
+
+#[test]
+fn council_panel_pending() {
+    let run = fixtures::halted_run();
+    let ui = UiState::default();
+    insta::assert_snapshot!(render_panel(council::render, 70, 4, &view(&run, &ui, &[])));
+}
+
+#[test]
+fn clarification_panel_run_level() {
+    let run = fixtures::crazy_run();
+    let ui = UiState::default();
+    let v = view(&run, &ui, &[]);
+    let h = clarification::wanted_height(&v, 80);
+    insta::assert_snapshot!(render_panel(clarification::render, 80, h, &v));
+}
+
+#[test]
+fn clarification_panel_worker_question_while_typing() {
+    let run = fixtures::crazy_run_worker_question();
+    let mut ui = UiState {
+        selected: 2,
+        focus: Focus::Clarification,
+        ..UiState::default()
+    };
+    for c in "react-datepicker, it is already themed".chars() {
+        ui.input.insert(c);
+    }
+    let v = view(&run, &ui, &[]);
+    let h = clarification::wanted_height(&v, 80);
+    let mut terminal = Terminal::new(TestBackend::new(80, h)).unwrap();
+    terminal
+        .draw(|f| clarification::render(f, f.area(), &v))
+        .unwrap();
+    // The cursor sits after the typed text: border + "› " + 38 chars.
+    let cursor = terminal.get_cursor_position().unwrap();
+    assert_eq!((cursor.x, cursor.y), (1 + 2 + 38, h - 2));
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
+fn log_panel_empty() {
+    let run = fixtures::crazy_run();
+    let ui = UiState::default();
+    insta::assert_snapshot!(render_panel(log::render, 60, 4, &view(&run, &ui, &[])));
+}
+
+#[test]
+fn footer_panel() {
+    let run = fixtures::crazy_run();
+    let ui = UiState::default();
+    insta::assert_snapshot!(render_panel(footer::render, 120, 2, &view(&run, &ui, &[])));
+}
+
+#[test]
+fn full_screen_120x40() {
+    let run = fixtures::crazy_run();
+    let out = backend_output();
+    let ui = UiState {
+        selected: 1,
+        ..UiState::default()
+    };
+    insta::assert_snapshot!(render_screen(120, 40, &view(&run, &ui, &out)));
+}
+
+#[test]
+fn full_screen_80x24() {
+    let run = fixtures::crazy_run();
+    let out = backend_output();
+    let ui = UiState {
+        selected: 1,
+        ..UiState::default()
+    };
+    insta::assert_snapshot!(render_screen(80, 24, &view(&run, &ui, &out)));
+}
+
+#[test]
+fn full_screen_200x50() {
+    let run = fixtures::crazy_run();
+    let out = backend_output();
+    let ui = UiState {
+        selected: 1,
+        ..UiState::default()
+    };
+    insta::assert_snapshot!(render_screen(200, 50, &view(&run, &ui, &out)));
+}
+
+#[test]
+fn full_screen_worker_question_120x40() {
+    let run = fixtures::crazy_run_worker_question();
+    let ui = UiState {
+        selected: 2,
+        ..UiState::default()
+    };
+    insta::assert_snapshot!(render_screen(120, 40, &view(&run, &ui, &[])));
+}
+
+#[test]
+fn full_screen_done_120x40() {
+    let run = fixtures::done_run();
+    let out = backend_output();
+    let ui = UiState::default();
+    insta::assert_snapshot!(render_screen(120, 40, &view(&run, &ui, &out)));
+}
+
+#[test]
+fn help_overlay_120x40() {
+    let run = fixtures::crazy_run();
+    let ui = UiState {
+        help: true,
+        ..UiState::default()
+    };
+    insta::assert_snapshot!(render_screen(120, 40, &view(&run, &ui, &[])));
+}
+
+#[test]
+fn help_overlay_80x24() {
+    let run = fixtures::crazy_run();
+    let ui = UiState {
+        help: true,
+        ..UiState::default()
+    };
+    insta::assert_snapshot!(render_screen(80, 24, &view(&run, &ui, &[])));
+}
+
+#[test]
+fn confirm_cancel_all_80x24() {
+    let run = fixtures::crazy_run();
+    let ui = UiState {
+        confirm: Some(super::Confirm::CancelAll),
+        ..UiState::default()
+    };
+    insta::assert_snapshot!(render_screen(80, 24, &view(&run, &ui, &[])));
+}
