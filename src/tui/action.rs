@@ -379,6 +379,31 @@ mod tests {
     }
 
     #[test]
+    fn descriptions_fit_the_help_column() {
+        let all = [GLOBAL, ROSTER, SCROLL, OUTPUT, INPUT, HELP, CONFIRM];
+        for b in all.iter().flat_map(|m| m.iter()) {
+            let d = b.action.description();
+            assert!(
+                !d.is_empty() && d.chars().count() <= 30,
+                "{:?}: {d}",
+                b.action
+            );
+        }
+    }
+
+    #[test]
+    fn no_keymap_binds_one_key_twice() {
+        for map in [GLOBAL, ROSTER, SCROLL, OUTPUT, INPUT, HELP, CONFIRM] {
+            for (i, a) in map.iter().enumerate() {
+                let dup = map[i + 1..]
+                    .iter()
+                    .find(|b| b.code == a.code && b.mods == a.mods);
+                assert!(dup.is_none(), "{} bound twice", a.label);
+            }
+        }
+    }
+
+    #[test]
     fn actions_serialise_in_kebab_case() {
         assert_eq!(
             serde_json::to_string(&A::NextWaiting).unwrap(),

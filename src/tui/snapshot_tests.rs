@@ -265,3 +265,129 @@ fn confirm_cancel_all_80x24() {
     };
     insta::assert_snapshot!(render_screen(80, 24, &view(&run, &ui, &[])));
 }
+
+#[test]
+fn any_screen_size_draws_without_panicking_and_panels_stay_inside() {
+    let run = fixtures::crazy_run();
+    let out = backend_output();
+    let mut typing = UiState {
+        focus: Focus::Clarification,
+        ..UiState::default()
+    };
+    for c in "a fairly long answer that will need to scroll sideways in a small box".chars() {
+        typing.input.insert(c);
+    }
+    let states = [
+        UiState::default(),
+        typing,
+        UiState {
+            help: true,
+            ..UiState::default()
+        },
+        UiState {
+            confirm: Some(super::Confirm::CancelAll),
+            ..UiState::default()
+        },
+    ];
+    for ui in &states {
+        let v = view(&run, ui, &out);
+        for (w, h) in [
+            (0, 0),
+            (1, 1),
+            (10, 3),
+            (20, 5),
+            (40, 10),
+            (60, 15),
+            (80, 24),
+            (139, 30),
+            (140, 30),
+            (220, 60),
+        ] {
+            let screen = Rect::new(0, 0, w, h);
+            let areas = super::layout(screen, &v);
+            let panels = [
+                Some(areas.header),
+                Some(areas.roster),
+                Some(areas.output),
+                areas.council,
+                areas.clarification,
+                areas.log,
+                Some(areas.footer),
+            ];
+            let panels: Vec<Rect> = panels
+                .into_iter()
+                .flatten()
+                .filter(|r| r.area() > 0)
+                .collect();
+            for (i, a) in panels.iter().enumerate() {
+                assert_eq!(screen.intersection(*a), *a, "{a:?} leaves {w}x{h}");
+                for b in &panels[i + 1..] {
+                    assert!(!a.intersects(*b), "{a:?} overlaps {b:?} at {w}x{h}");
+                }
+            }
+            render_screen(w, h, &v);
+        }
+    }
+}
+
+#[test]
+fn no_question_means_no_clarification_panel() {
+    let run = fixtures::done_run();
+    let ui = UiState::default();
+    let v = view(&run, &ui, &[]);
+    assert_eq!(clarification::wanted_height(&v, 120), 0);
+    assert_eq!(
+        super::layout(Rect::new(0, 0, 120, 40), &v).clarification,
+        None
+    );
+}
+
+#[test]
+fn the_wide_layout_puts_output_right_of_the_roster() {
+    let run = fixtures::crazy_run();
+    let ui = UiState::default();
+    let v = view(&run, &ui, &[]);
+    let wide = super::layout(Rect::new(0, 0, 200, 50), &v);
+    assert!(wide.output.x > wide.roster.x && wide.output.y == wide.roster.y);
+    assert!(wide
+        .council
+        .is_some_and(|c| c.y > wide.roster.y && c.x == wide.roster.x));
+    let narrow = super::layout(Rect::new(0, 0, 120, 40), &v);
+    assert!(narrow.output.y > narrow.roster.y);
+    let small = super::layout(Rect::new(0, 0, 80, 24), &v);
+    assert_eq!(
+        small.roster.height, 8,
+        "every worker of the team is visible at 80x24"
+    );
+    assert!(
+        small.output.height >= 4,
+        "the output keeps a few lines at 80x24"
+    );
+}
+
+#[test]
+fn full_screen_halted_at_the_gate_80x24() {
+    let run = fixtures::halted_run();
+    let ui = UiState::default();
+    insta::assert_snapshot!(render_screen(80, 24, &view(&run, &ui, &[])));
+}
+
+#[test]
+fn full_screen_typing_an_answer_with_a_notice_120x40() {
+    let run = fixtures::crazy_run();
+    let out = backend_output();
+    let mut ui = UiState {
+        selected: 1,
+        ..UiState::default()
+    };
+    let run_ref = &run;
+    for action in [super::Action::Answer].into_iter().chain(
+        "per API key; reject with 429"
+            .chars()
+            .map(super::Action::InsertChar),
+    ) {
+        super::update(&mut ui, run_ref, action);
+    }
+    ui.notice = Some("cancelling backend".into());
+    insta::assert_snapshot!(render_screen(120, 40, &view(&run, &ui, &out)));
+}

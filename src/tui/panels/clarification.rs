@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, BorderType, Paragraph};
 use ratatui::Frame;
 use unicode_width::UnicodeWidthStr;
 
-use crate::domain::WorkerStatus;
+use crate::domain::{Stage, WorkerStatus};
 use crate::tui::state::{Focus, PendingQuestion, View};
 
 /// Most question lines shown; a longer question ends in `…` (attach to read it whole).
@@ -67,7 +67,10 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
             Span::raw(w.id.clone()).bold(),
             Span::raw(" is waiting for your answer "),
         ],
-        None => vec![Span::raw(" ? Clarification needed before the team starts ")],
+        None if view.run.stage == Stage::TeamPlan => {
+            vec![Span::raw(" ? Clarification needed before the team starts ")]
+        }
+        None => vec![Span::raw(" ? The run needs your answer to go on ")],
     };
     let others = view
         .run
@@ -157,7 +160,7 @@ fn render_input(frame: &mut Frame, area: Rect, view: &View, focused: bool) {
         Paragraph::new(Line::from(vec![prompt, Span::styled(shown, text_style)])),
         area,
     );
-    if focused {
+    if focused && area.width > 0 {
         let before = input.cursor_width() - input.text()[..skipped].width();
         let x = area.x + (PROMPT.width() + before).min(area.width as usize - 1) as u16;
         frame.set_cursor_position(Position { x, y: area.y });
