@@ -391,3 +391,62 @@ fn full_screen_typing_an_answer_with_a_notice_120x40() {
     ui.notice = Some("cancelling backend".into());
     insta::assert_snapshot!(render_screen(120, 40, &view(&run, &ui, &out)));
 }
+
+/// The style of the first cell of `needle` on the screen.
+fn style_of(backend: &TestBackend, needle: &str) -> ratatui::style::Style {
+    let buf = backend.buffer();
+    for y in 0..buf.area.height {
+        let row: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
+        if let Some(byte) = row.find(needle) {
+            let x = row[..byte].chars().count() as u16;
+            return buf[(x, y)].style();
+        }
+    }
+    panic!("{needle:?} is not on the screen");
+}
+
+#[test]
+fn colours_carry_status_verdict_and_current_stage() {
+    use ratatui::style::Color;
+    let run = fixtures::crazy_run();
+    let ui = UiState::default();
+    let v = view(&run, &ui, &[]);
+    let roster = render_panel(roster::render, 90, 8, &v);
+    assert_eq!(style_of(&roster, "failed").fg, Some(Color::Red));
+    assert_eq!(style_of(&roster, "waiting").fg, Some(Color::Yellow));
+    assert_eq!(style_of(&roster, "completed").fg, Some(Color::Green));
+    assert_eq!(style_of(&roster, "running").fg, Some(Color::Cyan));
+    let council = render_panel(council::render, 70, 12, &v);
+    assert_eq!(style_of(&council, "✗ fail").fg, Some(Color::Red));
+    assert_eq!(style_of(&council, "▲ warn").fg, Some(Color::Yellow));
+    assert_eq!(style_of(&council, "blocked").fg, Some(Color::Red));
+    let header = render_panel(header::render, 100, 3, &v);
+    assert_eq!(
+        style_of(&header, "team-verify").bg,
+        Some(Color::Cyan),
+        "current stage"
+    );
+    assert_eq!(
+        style_of(&header, "team-exec").fg,
+        Some(Color::Green),
+        "stage done"
+    );
+    assert_eq!(
+        style_of(&header, "done").fg,
+        Some(Color::DarkGray),
+        "stage to come"
+    );
+}
+
+#[test]
+fn the_focused_panel_has_a_cyan_border() {
+    use ratatui::style::Color;
+    let run = fixtures::crazy_run();
+    let ui = UiState {
+        focus: Focus::Council,
+        ..UiState::default()
+    };
+    let screen = render_screen(120, 40, &view(&run, &ui, &[]));
+    assert_eq!(style_of(&screen, "┏ Council").fg, Some(Color::Cyan));
+    assert_eq!(style_of(&screen, "╭ Workers").fg, Some(Color::DarkGray));
+}

@@ -69,9 +69,10 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
         .iter()
         .map(|w| row(w, with_role, with_note, view));
     let focused = view.ui.focus == Focus::Roster;
+    // xterm 237: a dark grey on which every status colour stays readable.
     let highlight = if focused {
         Style::default()
-            .bg(Color::DarkGray)
+            .bg(Color::Indexed(237))
             .add_modifier(Modifier::BOLD)
     } else {
         Style::default().add_modifier(Modifier::BOLD)
