@@ -18,7 +18,7 @@ use ratatui::Frame;
 pub use action::{map_key, Action};
 pub use panels::output::capture_to_lines;
 pub use state::{AnswerTarget, Confirm, Focus, InputLine, PendingQuestion, UiState, View};
-pub use update::{update, UiEffect};
+pub use update::{paste, reconcile, update, UiEffect};
 
 use panels::{clarification, council, footer, header, log, output, overlay, roster};
 

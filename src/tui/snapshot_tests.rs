@@ -450,3 +450,13 @@ fn the_focused_panel_has_a_cyan_border() {
     assert_eq!(style_of(&screen, "┏ Council").fg, Some(Color::Cyan));
     assert_eq!(style_of(&screen, "╭ Workers").fg, Some(Color::DarkGray));
 }
+
+#[test]
+fn a_narrow_footer_keeps_the_help_key_and_the_way_back() {
+    let run = fixtures::crazy_run();
+    let ui = UiState::default();
+    let footer = render_panel(footer::render, 50, 2, &view(&run, &ui, &[]));
+    let text: String = footer.buffer().content.iter().map(|c| c.symbol()).collect();
+    assert!(text.contains("? help"), "{text}");
+    assert!(text.contains("crewmux attach 20261130-0600-7f3a"), "{text}");
+}

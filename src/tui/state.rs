@@ -31,13 +31,13 @@ impl Focus {
         Focus::Log,
     ];
 
-    /// The panel's name as shown in the footer and the help overlay.
+    /// The panel's name as the footer shows it before the key hints.
     pub fn label(self) -> &'static str {
         match self {
             Focus::Roster => "workers",
             Focus::Output => "output",
             Focus::Council => "council",
-            Focus::Clarification => "answer",
+            Focus::Clarification => "typing an answer",
             Focus::Log => "log",
         }
     }
@@ -85,6 +85,7 @@ pub struct InputLine {
 }
 
 impl InputLine {
+    /// The typed text.
     pub fn text(&self) -> &str {
         &self.text
     }
@@ -143,18 +144,22 @@ impl InputLine {
         }
     }
 
+    /// Move the cursor one char left (stops at the start).
     pub fn left(&mut self) {
         self.cursor = self.cursor.saturating_sub(1);
     }
 
+    /// Move the cursor one char right (stops at the end).
     pub fn right(&mut self) {
         self.cursor = (self.cursor + 1).min(self.len_chars());
     }
 
+    /// Cursor to the start of the line.
     pub fn home(&mut self) {
         self.cursor = 0;
     }
 
+    /// Cursor to the end of the line.
     pub fn end(&mut self) {
         self.cursor = self.len_chars();
     }

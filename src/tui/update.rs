@@ -78,6 +78,47 @@ pub fn update(ui: &mut UiState, run: &RunState, action: Action) -> Vec<UiEffect>
     Vec::new()
 }
 
+/// Bring `ui` in line with a new `run` state; the app loop calls it whenever the run state
+/// changes (a worker ends, a question is answered from the command line). It clamps the
+/// selection, and when the question being answered is no longer pending it forgets the
+/// target and leaves the input (typed text is kept, a notice says so), so keys never go to
+/// a panel that is no longer shown.
+pub fn reconcile(ui: &mut UiState, run: &RunState) {
+    ui.selected = ui.selected.min(run.workers.len().saturating_sub(1));
+    ui.council_scroll = ui.council_scroll.min(council::line_count(run));
+    if let Some(target) = &ui.answering {
+        if question_for(run, target).is_none() {
+            let who = match target {
+                AnswerTarget::Run => "the run".to_string(),
+                AnswerTarget::Worker(id) => id.clone(),
+            };
+            ui.answering = None;
+            if ui.focus == Focus::Clarification {
+                ui.focus = Focus::Roster;
+            }
+            if !ui.input.is_empty() {
+                ui.notice = Some(format!(
+                    "{who} no longer needs an answer; your text is kept (a to reuse, Ctrl-C clears)"
+                ));
+            }
+        }
+    }
+    if ui.focus == Focus::Clarification && ui.pending_question(run).is_none() {
+        ui.focus = Focus::Roster;
+    }
+}
+
+/// Type `text` (a bracketed paste) into the answer input when it has the focus. Line breaks
+/// and tabs become spaces so a paste never sends an early Enter to a worker's pane.
+pub fn paste(ui: &mut UiState, text: &str) {
+    if ui.focus != Focus::Clarification || ui.help || ui.confirm.is_some() {
+        return;
+    }
+    for c in text.chars() {
+        ui.input.insert(if c.is_whitespace() { ' ' } else { c });
+    }
+}
+
 fn confirm(ui: &mut UiState, run: &RunState, action: Action) -> Vec<UiEffect> {
     match (ui.confirm, action) {
         (Some(Confirm::CancelAll), Action::Confirm) => {

@@ -335,3 +335,49 @@ fn effects_serialise_for_scripts() {
         r#"{"effect":"answer","worker_id":null,"text":"yes"}"#
     );
 }
+
+#[test]
+fn reconcile_leaves_the_input_when_its_question_was_answered_elsewhere() {
+    let mut run = crazy_run();
+    let mut ui = UiState::default();
+    let mut k = vec![KeyCode::Char('a')];
+    k.extend(typed("both"));
+    keys(&mut ui, &run, &k);
+    // `crewmux answer` resolved the run-level question meanwhile.
+    run.clarification.pending = false;
+    reconcile(&mut ui, &run);
+    assert_eq!(ui.focus, Focus::Roster);
+    assert_eq!(ui.answering, None);
+    assert_eq!(ui.input.text(), "both");
+    assert!(ui
+        .notice
+        .as_deref()
+        .unwrap()
+        .contains("the run no longer needs an answer"));
+    // The waiting worker's question is next; `a` opens it with the kept text.
+    keys(&mut ui, &run, &[KeyCode::Char('a')]);
+    assert_eq!(ui.answering, Some(AnswerTarget::Worker("frontend".into())));
+}
+
+#[test]
+fn reconcile_clamps_the_selection_when_workers_go_away() {
+    let mut run = crazy_run();
+    let mut ui = UiState {
+        selected: 4,
+        ..UiState::default()
+    };
+    run.workers.truncate(2);
+    reconcile(&mut ui, &run);
+    assert_eq!(ui.selected, 1);
+}
+
+#[test]
+fn paste_types_into_the_input_without_line_breaks() {
+    let run = crazy_run();
+    let mut ui = UiState::default();
+    paste(&mut ui, "ignored: the input is not focused");
+    assert!(ui.input.is_empty());
+    keys(&mut ui, &run, &[KeyCode::Char('a')]);
+    paste(&mut ui, "per key\nreject\twith 429");
+    assert_eq!(ui.input.text(), "per key reject with 429");
+}

@@ -56,6 +56,8 @@ fn body(view: &View, q: &PendingQuestion, width: usize) -> Vec<Line<'static>> {
     wrapped
 }
 
+/// Draw the pending question and the input line in `area` (nothing when none is pending).
+/// With the focus, the terminal cursor is placed in the input line.
 pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     let Some(q) = view.ui.pending_question(view.run) else {
         return;

@@ -64,6 +64,7 @@ pub fn lines(run: &RunState, findings: usize, width: usize) -> Vec<Line<'static>
     out
 }
 
+/// Draw the council in `area`; focused, every finding and `UiState::council_scroll`.
 pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     let run = view.run;
     let focused = view.ui.focus == Focus::Council;

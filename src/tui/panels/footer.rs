@@ -14,6 +14,8 @@ use crate::tui::state::{Focus, View};
 /// Rows the footer takes.
 pub const HEIGHT: u16 = 2;
 
+/// Draw the footer: the notice or the way back after `q`, then the key hints (one row:
+/// hints only).
 pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     if area.height == 0 {
         return;
@@ -59,22 +61,30 @@ pub fn hints(view: &View) -> Vec<(String, &'static str)> {
 
 fn hint_line(view: &View, width: usize) -> Line<'static> {
     let mut spans = vec![Span::raw(" ")];
-    if view.ui.focus == Focus::Clarification && view.ui.confirm.is_none() && !view.ui.help {
+    if view.ui.confirm.is_none() && !view.ui.help {
+        let colour = if view.ui.focus == Focus::Clarification {
+            Color::Yellow
+        } else {
+            Color::Cyan
+        };
         spans.push(Span::styled(
-            "typing an answer  ",
-            Style::default().fg(Color::Yellow),
+            view.ui.focus.label(),
+            Style::default().fg(colour),
         ));
+        spans.push(Span::styled(" │ ", Style::default().fg(Color::DarkGray)));
     }
     let mut used: usize = spans.iter().map(|s| s.content.width()).sum();
     let cost = |(keys, word): &(String, &str)| keys.width() + word.width() + 3;
+    let mut all = hints(view);
+    // `? help` lists the rest: its room is kept first, it goes last.
+    let help = all
+        .iter()
+        .position(|(_, w)| *w == "help")
+        .map(|i| all.remove(i));
+    used += help.as_ref().map_or(0, cost);
     let mut shown = Vec::new();
-    let mut help = None;
-    for h in hints(view) {
-        if h.1 == "help" {
-            // `? help` lists the rest: it is kept when others have to go.
-            used += cost(&h);
-            help = Some(h);
-        } else if used + cost(&h) <= width {
+    for h in all {
+        if used + cost(&h) <= width {
             used += cost(&h);
             shown.push(h);
         }

@@ -14,6 +14,7 @@ use crate::tui::state::View;
 /// Rows the header takes.
 pub const HEIGHT: u16 = 3;
 
+/// Draw the three header rows in `area` (nothing when it has fewer than [`HEIGHT`] rows).
 pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     let run = view.run;
     let dim = Style::default().fg(Color::DarkGray);

@@ -66,6 +66,7 @@ pub fn status_symbol(status: WorkerStatus) -> &'static str {
     }
 }
 
+/// Colour of a critic's verdict: pass green, warn yellow, fail bold red.
 pub fn verdict_style(v: Verdict) -> Style {
     match v {
         Verdict::Pass => Style::default().fg(Color::Green),
@@ -74,6 +75,7 @@ pub fn verdict_style(v: Verdict) -> Style {
     }
 }
 
+/// A one-cell symbol before the verdict word.
 pub fn verdict_symbol(v: Verdict) -> &'static str {
     match v {
         Verdict::Pass => "✓",
@@ -93,6 +95,7 @@ pub fn council_badge(status: CouncilStatus) -> Span<'static> {
     Span::styled(format!("{sym} {}", status.as_str()), style.bold())
 }
 
+/// Colour of the run status in the header.
 pub fn run_status_style(status: RunStatus) -> Style {
     match status {
         RunStatus::Running => Style::default().fg(Color::Cyan),

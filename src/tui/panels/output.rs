@@ -45,6 +45,8 @@ pub fn capture_to_lines(capture: &[u8]) -> Vec<Line<'static>> {
     lines
 }
 
+/// Draw the selected worker's output in `area`: the newest lines that fit, or
+/// `UiState::output_scroll` lines higher; status, reason and the attach hint on the border.
 pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     let focused = view.ui.focus == Focus::Output;
     let Some(worker) = view.ui.selected_worker(view.run) else {

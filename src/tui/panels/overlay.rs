@@ -82,6 +82,7 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
     }
 }
 
+/// Draw the help centred over `area`: two columns from 76 cells, one below.
 pub fn render_help(frame: &mut Frame, area: Rect, view: &View) {
     // Two columns of up to 42 cells when the screen allows (80 columns do), else one.
     let two_columns = area.width >= 76;
@@ -136,6 +137,7 @@ pub fn render_help(frame: &mut Frame, area: Rect, view: &View) {
     }
 }
 
+/// Draw the open confirm dialog (see [`Confirm`]) centred over `area`.
 pub fn render_confirm(frame: &mut Frame, area: Rect, view: &View) {
     let Some(Confirm::CancelAll) = view.ui.confirm else {
         return;

@@ -21,6 +21,8 @@ pub fn wanted_height(run: &RunState) -> u16 {
     run.workers.len().max(1) as u16 + 3
 }
 
+/// Draw the roster in `area`; columns drop from the right edge inwards (note, then role)
+/// as the width shrinks.
 pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     let run = view.run;
     let block = panel(title(run), view.ui.focus == Focus::Roster);
