@@ -169,6 +169,8 @@ pub fn crazy_run() -> RunState {
             }),
             answers: vec![],
         },
+        clarify: true,
+        checks: vec![],
         report: None,
         created_at: t0(),
         updated_at: now(),
