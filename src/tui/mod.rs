@@ -1,6 +1,34 @@
 //! The dashboard's view layer: UI state, actions and keymaps, the pure update, and the
 //! panels with the layout that draws them from a borrowed [`View`]. The app loop (terminal,
 //! tmux, timers) lives elsewhere and calls [`map_key`], [`update`] and [`draw`].
+//!
+//! One turn of the app loop, in order:
+//! 1. a key arrives: `if let Some(a) = map_key(&ui, key) { effects = update(&mut ui, &run, a) }`
+//!    (a bracketed paste goes to [`paste`]);
+//! 2. each [`UiEffect`] is carried out: `Select` → show that worker's output, `Attach` →
+//!    suspend and attach to its pane, `Answer`/`Cancel` → the run driver, `Quit` → leave;
+//! 3. a new run state arrives: store it, call [`reconcile`]; a new capture of the selected
+//!    pane: `lines = capture_to_lines(screen.as_bytes()); ui.output_len = lines.len()`;
+//! 4. something changed: `terminal.draw(|f| draw(f, &view))`.
+//!
+//! ```
+//! use crewmux::tui::{draw, UiState, View};
+//! fn frame(run: &crewmux::domain::RunState, ui: &UiState) -> ratatui::buffer::Buffer {
+//!     let backend = ratatui::backend::TestBackend::new(120, 40);
+//!     let mut terminal = ratatui::Terminal::new(backend).unwrap();
+//!     let view = View {
+//!         run,
+//!         output: &[],
+//!         now: chrono::Utc::now(), // read by the loop, never by draw
+//!         ui,
+//!         backend: run.backend.as_str(),
+//!         tmux_socket: &run.tmux_socket,
+//!         attach_hint: true,
+//!     };
+//!     terminal.draw(|f| draw(f, &view)).unwrap();
+//!     terminal.backend().buffer().clone()
+//! }
+//! ```
 
 pub mod action;
 pub mod panels;

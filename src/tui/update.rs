@@ -15,6 +15,9 @@ pub const PAGE_LINES: usize = 10;
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "effect", rename_all = "kebab-case")]
 pub enum UiEffect {
+    /// The selected worker changed: show its output (the driver's `Control::Focus`). The
+    /// lines of the previous worker should be dropped until the new capture arrives.
+    Select { worker_id: String },
     /// Suspend the dashboard and attach the terminal to this worker's pane; redraw on detach.
     Attach { worker_id: String },
     /// Deliver an answer: `worker_id: None` answers the run-level clarification (as
@@ -32,6 +35,22 @@ pub enum UiEffect {
 /// Apply `action` to `ui` given the current `run`; pure. Sets `ui.notice` to say why an
 /// action did nothing (no pane to attach, no question pending, ...).
 pub fn update(ui: &mut UiState, run: &RunState, action: Action) -> Vec<UiEffect> {
+    let before = ui.selected_worker(run).map(|w| w.id.clone());
+    let mut effects = apply(ui, run, action);
+    if let Some(now) = ui.selected_worker(run) {
+        if before.as_deref() != Some(now.id.as_str()) {
+            effects.insert(
+                0,
+                UiEffect::Select {
+                    worker_id: now.id.clone(),
+                },
+            );
+        }
+    }
+    effects
+}
+
+fn apply(ui: &mut UiState, run: &RunState, action: Action) -> Vec<UiEffect> {
     if !matches!(action, Action::InsertChar(_)) {
         ui.notice = None;
     }

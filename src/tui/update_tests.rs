@@ -381,3 +381,30 @@ fn paste_types_into_the_input_without_line_breaks() {
     paste(&mut ui, "per key\nreject\twith 429");
     assert_eq!(ui.input.text(), "per key reject with 429");
 }
+
+#[test]
+fn a_new_selection_asks_for_that_workers_output() {
+    let run = crazy_run();
+    let mut ui = UiState::default();
+    assert_eq!(
+        keys(&mut ui, &run, &[KeyCode::Char('j')]),
+        vec![UiEffect::Select {
+            worker_id: "backend".into()
+        }]
+    );
+    assert_eq!(
+        keys(&mut ui, &run, &[KeyCode::Char('n')]),
+        vec![UiEffect::Select {
+            worker_id: "frontend".into()
+        }]
+    );
+    assert!(
+        keys(&mut ui, &run, &[KeyCode::Char('n')]).is_empty(),
+        "still frontend"
+    );
+    ui.focus = Focus::Output;
+    assert!(
+        keys(&mut ui, &run, &[KeyCode::Char('j')]).is_empty(),
+        "scrolling is not selecting"
+    );
+}
