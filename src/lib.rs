@@ -19,3 +19,4 @@ pub mod providers;
 pub mod sim;
 pub mod store;
 pub mod tmux;
+pub mod tui;

@@ -1,0 +1,271 @@
+//! Actions as data: the one `Action` enum, its descriptions, and the keymap per focus that
+//! turns a key into an action. The same tables feed the footer's hints and the help overlay.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use serde::{Deserialize, Serialize};
+
+use super::state::{Focus, UiState};
+
+/// Everything a person can ask of the dashboard. Serialised in kebab case
+/// (`"next-waiting"`, `{"insert-char":"x"}`) so scripted tests and key configs can name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    /// Previous worker in the roster, or scroll up in the focused panel.
+    Up,
+    /// Next worker in the roster, or scroll down in the focused panel.
+    Down,
+    PageUp,
+    PageDown,
+    /// First worker, or the oldest line of the focused panel.
+    Top,
+    /// Last worker, or back to following the newest line.
+    Bottom,
+    /// Attach the terminal to the selected worker's tmux pane; detaching comes back.
+    Attach,
+    FocusNext,
+    FocusPrev,
+    ToggleHelp,
+    /// Leave the dashboard; workers keep running (`crewmux attach <run>` comes back).
+    Quit,
+    /// Open the answer input for the pending question.
+    Answer,
+    /// Select the next worker that waits for input.
+    NextWaiting,
+    /// Cancel the selected worker.
+    CancelWorker,
+    /// Ask to cancel every worker of the run (confirmed with `y`).
+    CancelAll,
+    /// `y` in a confirm dialog.
+    Confirm,
+    /// Esc: close the dialog or help, leave the input line, return focus to the roster.
+    Back,
+    InsertChar(char),
+    DeleteBack,
+    DeleteForward,
+    CursorLeft,
+    CursorRight,
+    CursorHome,
+    CursorEnd,
+    /// Send the typed answer.
+    Submit,
+    /// Ctrl-C in the input line: empty it and leave (a second Ctrl-C quits).
+    ClearInput,
+}
+
+impl Action {
+    /// A short phrase (at most 30 cells) for the help overlay.
+    pub fn description(self) -> &'static str {
+        match self {
+            Action::Up => "previous worker / scroll up",
+            Action::Down => "next worker / scroll down",
+            Action::PageUp => "scroll a page up",
+            Action::PageDown => "scroll a page down",
+            Action::Top => "first worker / oldest line",
+            Action::Bottom => "last worker / follow output",
+            Action::Attach => "attach to the worker's pane",
+            Action::FocusNext => "focus the next panel",
+            Action::FocusPrev => "focus the previous panel",
+            Action::ToggleHelp => "show or hide this help",
+            Action::Quit => "quit; workers keep running",
+            Action::Answer => "answer the pending question",
+            Action::NextWaiting => "jump to next waiting worker",
+            Action::CancelWorker => "cancel the selected worker",
+            Action::CancelAll => "cancel every worker (asks)",
+            Action::Confirm => "yes, do it",
+            Action::Back => "close / leave input / back",
+            Action::InsertChar(_) => "type into the answer",
+            Action::DeleteBack => "delete before the cursor",
+            Action::DeleteForward => "delete under the cursor",
+            Action::CursorLeft => "cursor left",
+            Action::CursorRight => "cursor right",
+            Action::CursorHome => "cursor to the start",
+            Action::CursorEnd => "cursor to the end",
+            Action::Submit => "send the answer",
+            Action::ClearInput => "clear the answer and leave",
+        }
+    }
+
+    /// One or two words for the footer's key hints.
+    pub fn hint(self) -> &'static str {
+        match self {
+            Action::Up | Action::Down => "move",
+            Action::PageUp | Action::PageDown => "page",
+            Action::Top | Action::Bottom => "ends",
+            Action::Attach => "attach",
+            Action::FocusNext | Action::FocusPrev => "focus",
+            Action::ToggleHelp => "help",
+            Action::Quit => "quit",
+            Action::Answer => "answer",
+            Action::NextWaiting => "next waiting",
+            Action::CancelWorker => "cancel",
+            Action::CancelAll => "cancel all",
+            Action::Confirm => "yes",
+            Action::Back => "back",
+            Action::InsertChar(_) => "type",
+            Action::DeleteBack | Action::DeleteForward => "delete",
+            Action::CursorLeft | Action::CursorRight => "cursor",
+            Action::CursorHome | Action::CursorEnd => "home/end",
+            Action::Submit => "send",
+            Action::ClearInput => "clear",
+        }
+    }
+}
+
+/// One key of a keymap. `label` is how the key is written in hints (`↑`, `C-c`, `Tab`).
+/// `hint` marks the bindings the footer shows; the help overlay shows all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Binding {
+    pub code: KeyCode,
+    pub mods: KeyModifiers,
+    pub label: &'static str,
+    pub action: Action,
+    pub hint: bool,
+}
+
+const fn key(code: KeyCode, label: &'static str, action: Action, hint: bool) -> Binding {
+    Binding {
+        code,
+        mods: KeyModifiers::NONE,
+        label,
+        action,
+        hint,
+    }
+}
+
+const fn ctrl(c: char, label: &'static str, action: Action) -> Binding {
+    Binding {
+        code: KeyCode::Char(c),
+        mods: KeyModifiers::CONTROL,
+        label,
+        action,
+        hint: false,
+    }
+}
+
+use Action as A;
+use KeyCode as K;
+
+/// Keys that work in every focus except the input line.
+pub const GLOBAL: &[Binding] = &[
+    key(K::Tab, "Tab", A::FocusNext, true),
+    key(K::BackTab, "S-Tab", A::FocusPrev, false),
+    key(K::Char('a'), "a", A::Answer, true),
+    key(K::Char('n'), "n", A::NextWaiting, true),
+    key(K::Char('C'), "C", A::CancelAll, true),
+    key(K::Char('?'), "?", A::ToggleHelp, true),
+    key(K::Char('q'), "q", A::Quit, true),
+    ctrl('c', "C-c", A::Quit),
+    key(K::Esc, "Esc", A::Back, false),
+];
+
+/// The worker roster.
+pub const ROSTER: &[Binding] = &[
+    key(K::Up, "↑", A::Up, true),
+    key(K::Char('k'), "k", A::Up, false),
+    key(K::Down, "↓", A::Down, true),
+    key(K::Char('j'), "j", A::Down, false),
+    key(K::Home, "Home", A::Top, false),
+    key(K::Char('g'), "g", A::Top, false),
+    key(K::End, "End", A::Bottom, false),
+    key(K::Char('G'), "G", A::Bottom, false),
+    key(K::Enter, "Enter", A::Attach, true),
+    key(K::Char('c'), "c", A::CancelWorker, true),
+];
+
+/// The selected worker's output, the council and the log: scrolling.
+pub const SCROLL: &[Binding] = &[
+    key(K::Up, "↑", A::Up, true),
+    key(K::Char('k'), "k", A::Up, false),
+    key(K::Down, "↓", A::Down, true),
+    key(K::Char('j'), "j", A::Down, false),
+    key(K::PageUp, "PgUp", A::PageUp, false),
+    key(K::PageDown, "PgDn", A::PageDown, false),
+    key(K::Home, "Home", A::Top, false),
+    key(K::Char('g'), "g", A::Top, false),
+    key(K::End, "End", A::Bottom, true),
+    key(K::Char('G'), "G", A::Bottom, false),
+];
+
+/// The output panel adds attach and cancel of the worker it shows.
+pub const OUTPUT: &[Binding] = &[
+    key(K::Enter, "Enter", A::Attach, true),
+    key(K::Char('c'), "c", A::CancelWorker, false),
+];
+
+/// The answer input line. Printable chars without Ctrl/Alt are typed (see [`map_key`]).
+pub const INPUT: &[Binding] = &[
+    key(K::Enter, "Enter", A::Submit, true),
+    key(K::Esc, "Esc", A::Back, true),
+    ctrl('c', "C-c", A::ClearInput),
+    key(K::Backspace, "Bksp", A::DeleteBack, false),
+    key(K::Delete, "Del", A::DeleteForward, false),
+    key(K::Left, "←", A::CursorLeft, false),
+    key(K::Right, "→", A::CursorRight, false),
+    key(K::Home, "Home", A::CursorHome, false),
+    ctrl('a', "C-a", A::CursorHome),
+    key(K::End, "End", A::CursorEnd, false),
+    ctrl('e', "C-e", A::CursorEnd),
+    key(K::Tab, "Tab", A::FocusNext, false),
+    key(K::BackTab, "S-Tab", A::FocusPrev, false),
+];
+
+/// The help overlay: any of these closes it.
+pub const HELP: &[Binding] = &[
+    key(K::Esc, "Esc", A::Back, true),
+    key(K::Char('?'), "?", A::Back, false),
+    key(K::Char('q'), "q", A::Back, false),
+    ctrl('c', "C-c", A::Back),
+];
+
+/// A confirm dialog: `y` confirms, `n`, Esc or Ctrl-C declines.
+pub const CONFIRM: &[Binding] = &[
+    key(K::Char('y'), "y", A::Confirm, true),
+    key(K::Char('n'), "n", A::Back, true),
+    key(K::Esc, "Esc", A::Back, false),
+    ctrl('c', "C-c", A::Back),
+];
+
+/// The keymaps active for the current UI state, most specific first. Overlays replace
+/// everything; the input line replaces the global keys so `q` and `a` can be typed.
+pub fn keymaps(ui: &UiState) -> Vec<&'static [Binding]> {
+    if ui.confirm.is_some() {
+        return vec![CONFIRM];
+    }
+    if ui.help {
+        return vec![HELP];
+    }
+    match ui.focus {
+        Focus::Roster => vec![ROSTER, GLOBAL],
+        Focus::Output => vec![OUTPUT, SCROLL, GLOBAL],
+        Focus::Council | Focus::Log => vec![SCROLL, GLOBAL],
+        Focus::Clarification => vec![INPUT],
+    }
+}
+
+/// The action for `key` in the current UI state, or `None` when the key means nothing here.
+/// Key releases are ignored (Windows and the kitty protocol report them). In the input line
+/// every printable char (Shift allowed, Ctrl/Alt not) becomes [`Action::InsertChar`].
+pub fn map_key(ui: &UiState, key: KeyEvent) -> Option<Action> {
+    if key.kind == KeyEventKind::Release {
+        return None;
+    }
+    // Terminals report BackTab with or without SHIFT and uppercase letters with SHIFT:
+    // compare on Ctrl/Alt only.
+    let mods = key.modifiers & (KeyModifiers::CONTROL | KeyModifiers::ALT);
+    for map in keymaps(ui) {
+        if let Some(b) = map.iter().find(|b| b.code == key.code && b.mods == mods) {
+            return Some(b.action);
+        }
+    }
+    if ui.focus == Focus::Clarification && ui.confirm.is_none() && !ui.help && mods.is_empty() {
+        if let KeyCode::Char(c) = key.code {
+            return Some(Action::InsertChar(c));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+#[path = "action_tests.rs"]
+mod tests;

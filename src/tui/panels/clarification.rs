@@ -1,0 +1,170 @@
+//! The clarification panel, shown only while a question is pending: the run-level gate's
+//! question or a waiting worker's, wrapped, and the answer input line with its cursor.
+
+use ratatui::layout::{Position, Rect};
+use ratatui::style::{Color, Modifier, Style, Stylize};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Paragraph};
+use ratatui::Frame;
+use unicode_width::UnicodeWidthStr;
+
+use crate::domain::{Stage, WorkerStatus};
+use crate::tui::state::{Focus, PendingQuestion, View};
+
+/// Most question lines shown; a longer question ends in `…` (attach to read it whole).
+pub const MAX_QUESTION_LINES: usize = 4;
+const PROMPT: &str = "› ";
+
+/// Rows the panel needs at `width` columns, 0 when no question is pending.
+pub fn wanted_height(view: &View, width: u16) -> u16 {
+    match view.ui.pending_question(view.run) {
+        None => 0,
+        Some(q) => body(view, &q, width.saturating_sub(2) as usize).len() as u16 + 3,
+    }
+}
+
+/// The question wrapped to `width`, and for the run-level gate a line naming what is missing.
+fn body(view: &View, q: &PendingQuestion, width: usize) -> Vec<Line<'static>> {
+    let text = q.text.unwrap_or(match q.worker {
+        Some(_) => "(waiting for input; no question text was captured — Enter on the roster attaches to its pane)",
+        None => "(the run is halted at a question the gate did not word)",
+    });
+    let mut wrapped: Vec<Line<'static>> = textwrap::wrap(text, width.max(10))
+        .into_iter()
+        .map(|l| Line::from(l.into_owned()))
+        .collect();
+    if wrapped.len() > MAX_QUESTION_LINES {
+        wrapped.truncate(MAX_QUESTION_LINES);
+        if let Some(last) = wrapped.last_mut() {
+            last.push_span(Span::raw("…"));
+        }
+    }
+    if q.worker.is_none() {
+        if let Some(gate) = &view.run.clarification.gate {
+            if !gate.missing_slots.is_empty() {
+                wrapped.push(Line::from(Span::styled(
+                    format!(
+                        "intent {} · missing {}",
+                        gate.intent_class,
+                        gate.missing_slots.join(", ")
+                    ),
+                    Style::default().fg(Color::DarkGray),
+                )));
+            }
+        }
+    }
+    wrapped
+}
+
+/// Draw the pending question and the input line in `area` (nothing when none is pending).
+/// With the focus, the terminal cursor is placed in the input line.
+pub fn render(frame: &mut Frame, area: Rect, view: &View) {
+    let Some(q) = view.ui.pending_question(view.run) else {
+        return;
+    };
+    let focused = view.ui.focus == Focus::Clarification;
+    let mut title = match q.worker {
+        Some(w) => vec![
+            Span::raw(" ? "),
+            Span::raw(w.id.clone()).bold(),
+            Span::raw(" is waiting for your answer "),
+        ],
+        None if view.run.stage == Stage::TeamPlan => {
+            vec![Span::raw(" ? Clarification needed before the team starts ")]
+        }
+        None => vec![Span::raw(" ? The run needs your answer to go on ")],
+    };
+    let others = view
+        .run
+        .workers
+        .iter()
+        .filter(|w| w.status == WorkerStatus::Waiting)
+        .filter(|w| q.worker.is_none_or(|x| x.id != w.id))
+        .count();
+    if others > 0 {
+        title.push(Span::styled(
+            format!("(+{others} waiting · n next) "),
+            Style::default().fg(Color::Gray),
+        ));
+    }
+    let border = Style::default().fg(Color::Yellow);
+    let block = Block::bordered()
+        .title(Line::from(title).style(Style::default().fg(Color::Yellow).bold()))
+        .border_type(if focused {
+            BorderType::Thick
+        } else {
+            BorderType::Rounded
+        })
+        .border_style(border);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if inner.height == 0 {
+        return;
+    }
+
+    let mut lines = body(view, &q, inner.width as usize);
+    let room = inner.height as usize - 1;
+    lines.truncate(room);
+    let question_area = Rect {
+        height: lines.len() as u16,
+        ..inner
+    };
+    frame.render_widget(Paragraph::new(lines), question_area);
+
+    let input_area = Rect {
+        y: inner.y + inner.height - 1,
+        height: 1,
+        ..inner
+    };
+    render_input(frame, input_area, view, focused);
+}
+
+/// `› text` with the cursor; a text longer than the line scrolls so the cursor stays visible.
+fn render_input(frame: &mut Frame, area: Rect, view: &View, focused: bool) {
+    let input = &view.ui.input;
+    let prompt = Span::styled(
+        PROMPT,
+        Style::default()
+            .fg(Color::Yellow)
+            .add_modifier(Modifier::BOLD),
+    );
+    if input.is_empty() && !focused {
+        let hint = Line::from(vec![
+            prompt,
+            Span::styled("press ", Style::default().fg(Color::DarkGray)),
+            Span::styled("a", Style::default().fg(Color::Cyan).bold()),
+            Span::styled(" to answer", Style::default().fg(Color::DarkGray)),
+        ]);
+        frame.render_widget(Paragraph::new(hint), area);
+        return;
+    }
+    let room = (area.width as usize).saturating_sub(PROMPT.width() + 1);
+    // Skip leading chars until the cursor fits on the line.
+    let mut skip_width = input.cursor_width().saturating_sub(room);
+    let mut shown = input.text();
+    while skip_width > 0 {
+        let mut chars = shown.chars();
+        let c = chars.next().unwrap_or(' ');
+        skip_width = skip_width.saturating_sub(
+            unicode_width::UnicodeWidthChar::width(c)
+                .unwrap_or(0)
+                .max(1),
+        );
+        shown = chars.as_str();
+    }
+    let skipped = input.text().len() - shown.len();
+    let text_style = if focused {
+        Style::default()
+    } else {
+        Style::default().fg(Color::Gray)
+    };
+    frame.render_widget(
+        Paragraph::new(Line::from(vec![prompt, Span::styled(shown, text_style)])),
+        area,
+    );
+    if focused && area.width > 0 {
+        let before = input.cursor_width() - input.text()[..skipped].width();
+        let x = area.x + (PROMPT.width() + before).min(area.width as usize - 1) as u16;
+        frame.set_cursor_position(Position { x, y: area.y });
+    }
+}

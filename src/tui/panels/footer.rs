@@ -1,0 +1,119 @@
+//! The footer: a notice (or how to come back after quitting) and the key hints of the
+//! active keymap, built from the `Action` tables.
+
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+use unicode_width::UnicodeWidthStr;
+
+use crate::tui::action::{keymaps, Binding};
+use crate::tui::state::{Focus, View};
+
+/// Rows the footer takes.
+pub const HEIGHT: u16 = 2;
+
+/// Draw the footer: the notice or the way back after `q`, then the key hints (one row:
+/// hints only).
+pub fn render(frame: &mut Frame, area: Rect, view: &View) {
+    if area.height == 0 {
+        return;
+    }
+    let first = match &view.ui.notice {
+        Some(notice) => Line::from(vec![
+            Span::styled(" ● ", Style::default().fg(Color::Yellow)),
+            Span::styled(notice.clone(), Style::default().fg(Color::Yellow)),
+        ]),
+        None => quit_hint(&view.run.run_id, area.width as usize),
+    };
+    let hints = hint_line(view, area.width as usize);
+    let lines = if area.height >= 2 {
+        vec![first, hints]
+    } else {
+        vec![hints]
+    };
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
+/// `key word` pairs of the active keymaps' hinted bindings, same words merged (`↑/↓ move`),
+/// as many as fit in `width` cells (whole hints only).
+pub fn hints(view: &View) -> Vec<(String, &'static str)> {
+    let mut out: Vec<(String, &'static str)> = Vec::new();
+    let maps = keymaps(view.ui);
+    for b in maps
+        .iter()
+        .flat_map(|m| m.iter())
+        .filter(|b: &&Binding| b.hint)
+    {
+        let word = b.action.hint();
+        match out.iter_mut().find(|(_, w)| *w == word) {
+            Some((keys, _)) if !keys.split('/').any(|k| k == b.label) => {
+                keys.push('/');
+                keys.push_str(b.label);
+            }
+            Some(_) => {}
+            None => out.push((b.label.to_string(), word)),
+        }
+    }
+    out
+}
+
+fn hint_line(view: &View, width: usize) -> Line<'static> {
+    let mut spans = vec![Span::raw(" ")];
+    if view.ui.confirm.is_none() && !view.ui.help {
+        let colour = if view.ui.focus == Focus::Clarification {
+            Color::Yellow
+        } else {
+            Color::Cyan
+        };
+        spans.push(Span::styled(
+            view.ui.focus.label(),
+            Style::default().fg(colour),
+        ));
+        spans.push(Span::styled(" │ ", Style::default().fg(Color::DarkGray)));
+    }
+    let mut used: usize = spans.iter().map(|s| s.content.width()).sum();
+    let cost = |(keys, word): &(String, &str)| keys.width() + word.width() + 3;
+    let mut all = hints(view);
+    // `? help` lists the rest: its room is kept first, it goes last.
+    let help = all
+        .iter()
+        .position(|(_, w)| *w == "help")
+        .map(|i| all.remove(i));
+    used += help.as_ref().map_or(0, cost);
+    let mut shown = Vec::new();
+    for h in all {
+        if used + cost(&h) <= width {
+            used += cost(&h);
+            shown.push(h);
+        }
+    }
+    shown.extend(help);
+    for (keys, word) in shown {
+        spans.push(Span::styled(keys, Style::default().fg(Color::Cyan).bold()));
+        spans.push(Span::styled(
+            format!(" {word}  "),
+            Style::default().fg(Color::Gray),
+        ));
+    }
+    Line::from(spans)
+}
+
+/// How to come back after quitting, in the longest wording that fits `width`.
+fn quit_hint(run_id: &str, width: usize) -> Line<'static> {
+    let dim = Style::default().fg(Color::DarkGray);
+    let command = format!("crewmux attach {run_id}");
+    let lead = [
+        " q quits the dashboard; workers keep running · come back with ",
+        " q: workers keep running · back with ",
+        " back: ",
+    ]
+    .into_iter()
+    .find(|l| l.width() + command.width() <= width)
+    .unwrap_or(" ");
+    Line::from(vec![
+        Span::styled(lead, dim),
+        Span::styled(command, Style::default().fg(Color::Cyan)),
+    ])
+}

@@ -1,0 +1,185 @@
+//! Overlays drawn over the dashboard: the help (every action of every keymap, generated from
+//! the `Action` tables) and the confirm dialog (cancel all).
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Style, Stylize};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Wrap};
+use ratatui::Frame;
+
+use super::truncate;
+use crate::tui::action::{Action, Binding, CONFIRM, GLOBAL, INPUT, OUTPUT, ROSTER, SCROLL};
+use crate::tui::state::{Confirm, View};
+
+/// Width of the key column in the help.
+const KEY_WIDTH: usize = 10;
+
+/// The help's sections: heading and the bindings it lists (one row per action, keys merged).
+fn sections() -> [(&'static str, Vec<Binding>); 5] {
+    let movement: Vec<Binding> = SCROLL.to_vec();
+    let workers: Vec<Binding> = ROSTER
+        .iter()
+        .chain(OUTPUT)
+        .filter(|b| !SCROLL.iter().any(|s| s.action == b.action))
+        .copied()
+        .collect();
+    // Tab in the input line does what it does everywhere: listed once.
+    let input: Vec<Binding> = INPUT
+        .iter()
+        .filter(|b| !matches!(b.action, Action::FocusNext | Action::FocusPrev))
+        .copied()
+        .collect();
+    [
+        ("Everywhere", GLOBAL.to_vec()),
+        ("Move and scroll", movement),
+        ("Selected worker", workers),
+        ("Answer input", input),
+        ("Dialogs", CONFIRM.to_vec()),
+    ]
+}
+
+/// One line per action: `keys  description`.
+fn section_lines(heading: &'static str, bindings: &[Binding], width: usize) -> Vec<Line<'static>> {
+    let mut rows: Vec<(String, Action)> = Vec::new();
+    for b in bindings {
+        match rows.iter_mut().find(|(_, a)| *a == b.action) {
+            Some((keys, _)) if !keys.split('/').any(|k| k == b.label) => {
+                keys.push('/');
+                keys.push_str(b.label);
+            }
+            Some(_) => {}
+            None => rows.push((b.label.to_string(), b.action)),
+        }
+    }
+    let mut lines = vec![Line::from(Span::styled(
+        heading,
+        Style::default().fg(Color::Yellow).bold(),
+    ))];
+    for (keys, action) in rows {
+        lines.push(Line::from(vec![
+            Span::styled(
+                format!(" {keys:<KEY_WIDTH$}"),
+                Style::default().fg(Color::Cyan).bold(),
+            ),
+            Span::raw(truncate(
+                action.description(),
+                width.saturating_sub(KEY_WIDTH + 1),
+            )),
+        ]));
+    }
+    lines
+}
+
+/// A `width`×`height` rectangle centred in `area` (clipped to it).
+fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let width = width.min(area.width);
+    let height = height.min(area.height);
+    Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    }
+}
+
+/// Draw the help centred over `area`: two columns from 76 cells, one below.
+pub fn render_help(frame: &mut Frame, area: Rect, view: &View) {
+    // Two columns of up to 42 cells when the screen allows (80 columns do), else one.
+    let two_columns = area.width >= 76;
+    let column_width: u16 = if two_columns {
+        ((area.width - 3) / 2).min(42)
+    } else {
+        area.width.saturating_sub(2).min(42)
+    };
+    let w = column_width as usize;
+    let [a, b, c, d, e] = sections();
+    let mut left = section_lines(a.0, &a.1, w);
+    left.push(Line::raw(""));
+    left.extend(section_lines(b.0, &b.1, w));
+    let mut right = section_lines(c.0, &c.1, w);
+    right.push(Line::raw(""));
+    right.extend(section_lines(d.0, &d.1, w));
+    right.push(Line::raw(""));
+    right.extend(section_lines(e.0, &e.1, w));
+    let (width, body_height) = if two_columns {
+        (2 * column_width + 3, left.len().max(right.len()) as u16)
+    } else {
+        left.push(Line::raw(""));
+        left.append(&mut right);
+        (column_width + 2, left.len() as u16)
+    };
+    let popup = centered(area, width, body_height + 2);
+    let block = Block::bordered()
+        .border_type(BorderType::Double)
+        .border_style(Style::default().fg(Color::Cyan))
+        .title(Line::from(" crewmux keys ").bold())
+        .title_bottom(
+            Line::from(vec![
+                Span::styled(" Esc", Style::default().fg(Color::Cyan)),
+                Span::raw(format!(
+                    " closes · after q, crewmux attach {} comes back ",
+                    view.run.run_id
+                )),
+            ])
+            .centered(),
+        );
+    let inner = block.inner(popup);
+    frame.render_widget(Clear, popup);
+    frame.render_widget(block, popup);
+    if two_columns {
+        let [l, r] = Layout::horizontal([Constraint::Length(column_width), Constraint::Fill(1)])
+            .spacing(1)
+            .areas(inner);
+        frame.render_widget(Paragraph::new(left), l);
+        frame.render_widget(Paragraph::new(right), r);
+    } else {
+        frame.render_widget(Paragraph::new(left), inner);
+    }
+}
+
+/// Draw the open confirm dialog (see [`Confirm`]) centred over `area`.
+pub fn render_confirm(frame: &mut Frame, area: Rect, view: &View) {
+    let Some(Confirm::CancelAll) = view.ui.confirm else {
+        return;
+    };
+    let live: Vec<&str> = view
+        .run
+        .workers
+        .iter()
+        .filter(|w| !w.status.is_terminal())
+        .map(|w| w.id.as_str())
+        .collect();
+    let key = |k: &'static str| Span::styled(k, Style::default().fg(Color::Cyan).bold());
+    let text = vec![
+        Line::from(vec![
+            Span::raw(format!("{} workers have not ended: ", live.len())),
+            Span::raw(live.join(", ")).bold(),
+        ]),
+        Line::from(Span::styled(
+            "Each gets SIGTERM, then SIGKILL after a grace period; the run is marked cancelled.",
+            Style::default().fg(Color::Gray),
+        )),
+        Line::raw(""),
+        Line::from(vec![
+            key("y"),
+            Span::raw(" cancel them all      "),
+            key("n"),
+            Span::raw("/"),
+            key("Esc"),
+            Span::raw(" keep them running"),
+        ])
+        .centered(),
+    ];
+    let popup = centered(area, 60, 8);
+    let block = Block::bordered()
+        .border_type(BorderType::Double)
+        .border_style(Style::default().fg(Color::Red))
+        .title(Line::from(" Cancel all workers? ").bold().red());
+    frame.render_widget(Clear, popup);
+    frame.render_widget(
+        Paragraph::new(text)
+            .wrap(Wrap { trim: true })
+            .block(block.padding(ratatui::widgets::Padding::horizontal(1))),
+        popup,
+    );
+}

@@ -1,0 +1,197 @@
+//! The roster: one row per worker (worker, role, provider, status, attempt, elapsed, exit
+//! code), the selected row highlighted, a count of statuses in the title.
+
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Color, Modifier, Style, Stylize};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, HighlightSpacing, Paragraph, Row, Table, TableState};
+use ratatui::Frame;
+
+use super::{elapsed, panel, status_style, status_symbol};
+use crate::domain::{RunState, WorkerState, WorkerStatus};
+use crate::tui::state::{Focus, View};
+
+/// Below this inner width the role column is dropped (the output title still names it).
+const ROLE_MIN_WIDTH: u16 = 66;
+/// From this inner width a `note` column shows why a worker ended or what it asks.
+const NOTE_MIN_WIDTH: u16 = 96;
+
+/// Rows the roster wants: one per worker, a header row and the borders.
+pub fn wanted_height(run: &RunState) -> u16 {
+    run.workers.len().max(1) as u16 + 3
+}
+
+/// Draw the roster in `area`; columns drop from the right edge inwards (note, then role)
+/// as the width shrinks.
+pub fn render(frame: &mut Frame, area: Rect, view: &View) {
+    let run = view.run;
+    let block = panel(title(run), view.ui.focus == Focus::Roster);
+    if run.workers.is_empty() {
+        let empty = Paragraph::new("no workers yet: the team is being planned").dark_gray();
+        frame.render_widget(empty.block(block), area);
+        return;
+    }
+    let inner_width = block.inner(area).width;
+    let with_role = inner_width >= ROLE_MIN_WIDTH;
+    let with_note = inner_width >= NOTE_MIN_WIDTH;
+    let role_width = run.workers.iter().map(|w| w.role.len()).max().unwrap_or(4) as u16;
+    let id_width = run
+        .workers
+        .iter()
+        .map(|w| w.id.len())
+        .max()
+        .unwrap_or(6)
+        .max(6) as u16;
+
+    let mut header = vec!["worker"];
+    let mut widths = vec![Constraint::Length(id_width)];
+    if with_role {
+        header.push("role");
+        widths.push(if with_note {
+            Constraint::Length(role_width)
+        } else {
+            Constraint::Fill(1)
+        });
+    }
+    header.extend(["provider", "status", "try", "elapsed", "exit"]);
+    widths.extend([
+        Constraint::Length(8),
+        Constraint::Length(11),
+        Constraint::Length(3),
+        Constraint::Length(7),
+        Constraint::Length(4),
+    ]);
+    if with_note {
+        header.push("note");
+        widths.push(Constraint::Fill(1));
+    }
+
+    let rows = run
+        .workers
+        .iter()
+        .map(|w| row(w, with_role, with_note, view));
+    let focused = view.ui.focus == Focus::Roster;
+    // xterm 237: a dark grey on which every status colour stays readable.
+    let highlight = if focused {
+        Style::default()
+            .bg(Color::Indexed(237))
+            .add_modifier(Modifier::BOLD)
+    } else {
+        Style::default().add_modifier(Modifier::BOLD)
+    };
+    let table = Table::new(rows, widths)
+        .header(Row::new(header).style(Style::default().fg(Color::DarkGray)))
+        .block(block)
+        .row_highlight_style(highlight)
+        .highlight_symbol(Span::styled("▶ ", Style::default().fg(Color::Cyan)))
+        .highlight_spacing(HighlightSpacing::Always);
+    let mut state =
+        TableState::default().with_selected(Some(view.ui.selected.min(run.workers.len() - 1)));
+    frame.render_stateful_widget(table, area, &mut state);
+}
+
+fn row<'a>(w: &'a WorkerState, with_role: bool, with_note: bool, view: &View) -> Row<'a> {
+    let style = status_style(w.status);
+    let mut cells = vec![Cell::from(w.id.as_str())];
+    if with_role {
+        cells.push(Cell::from(Span::styled(
+            w.role.as_str(),
+            Style::default().fg(Color::Gray),
+        )));
+    }
+    let attempt = if w.attempt == 0 {
+        format!("-/{}", w.max_attempts)
+    } else {
+        format!("{}/{}", w.attempt, w.max_attempts)
+    };
+    let last_try = w.attempt >= w.max_attempts && w.status == WorkerStatus::Failed;
+    let exit = match w.exit_code {
+        Some(0) => Span::styled("0", Style::default().fg(Color::Green)),
+        Some(code) => Span::styled(code.to_string(), Style::default().fg(Color::Red).bold()),
+        None if w.status == WorkerStatus::Crashed => {
+            Span::styled("—", Style::default().fg(Color::Red))
+        }
+        None => Span::raw(""),
+    };
+    cells.extend([
+        Cell::from(w.provider.as_str()),
+        Cell::from(Line::from(vec![
+            Span::styled(status_symbol(w.status), style),
+            Span::raw(" "),
+            Span::styled(w.status.as_str(), style),
+        ])),
+        Cell::from(Span::styled(
+            attempt,
+            if last_try {
+                Style::default().fg(Color::Red)
+            } else {
+                Style::default()
+            },
+        )),
+        Cell::from(elapsed(w.started_at, w.ended_at, view.now)),
+        Cell::from(exit),
+    ]);
+    if with_note {
+        let note = match w.status {
+            WorkerStatus::Waiting => w
+                .question
+                .as_deref()
+                .map(|q| q.split_whitespace().collect::<Vec<_>>().join(" ")),
+            s if s.is_terminal() => w.reason.clone(),
+            _ => None,
+        };
+        cells.push(Cell::from(Span::styled(
+            note.unwrap_or_default(),
+            Style::default().fg(Color::Gray),
+        )));
+    }
+    Row::new(cells)
+}
+
+/// ` Workers 5 · 1 running · 1 waiting · 1 done · 2 failed `
+fn title(run: &RunState) -> Line<'static> {
+    let count = |f: fn(WorkerStatus) -> bool| run.workers.iter().filter(|w| f(w.status)).count();
+    let parts = [
+        (
+            count(|s| matches!(s, WorkerStatus::Running | WorkerStatus::Starting)),
+            "running",
+            Color::Cyan,
+        ),
+        (
+            count(|s| s == WorkerStatus::Waiting),
+            "waiting",
+            Color::Yellow,
+        ),
+        (
+            count(|s| s == WorkerStatus::Completed),
+            "done",
+            Color::Green,
+        ),
+        (
+            count(|s| {
+                matches!(
+                    s,
+                    WorkerStatus::Failed | WorkerStatus::Timeout | WorkerStatus::Crashed
+                )
+            }),
+            "failed",
+            Color::Red,
+        ),
+        (
+            count(|s| s == WorkerStatus::Pending),
+            "pending",
+            Color::DarkGray,
+        ),
+    ];
+    let mut spans = vec![Span::raw(format!(" Workers {} ", run.workers.len()))];
+    for (n, word, colour) in parts {
+        if n > 0 {
+            spans.push(Span::styled("· ", Style::default().fg(Color::DarkGray)));
+            spans.push(Span::styled(
+                format!("{n} {word} "),
+                Style::default().fg(colour),
+            ));
+        }
+    }
+    Line::from(spans)
+}
