@@ -14,6 +14,7 @@ pub mod engine;
 pub mod error;
 pub mod judge;
 pub mod launch;
+pub mod logging;
 pub mod process;
 pub mod providers;
 pub mod sim;

@@ -85,6 +85,10 @@ pub trait Multiplexer: Send {
     /// A command that shows the attempt interactively (tmux `attach-session`), for the
     /// dashboard to run with the terminal handed over; `None` when only the log can be shown.
     fn attach_command(&self, target: &Target) -> Option<std::process::Command>;
+
+    /// Forget what was last captured, so the next poll hands over the focused screen even
+    /// if it did not change (after the dashboard switches workers).
+    fn forget_screen(&mut self) {}
 }
 
 /// End an attempt's process group: SIGTERM now; the caller sends SIGKILL after the grace

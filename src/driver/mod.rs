@@ -364,6 +364,7 @@ impl Driver {
             Control::Cancel { worker } => vec![Input::Cancel { worker }],
             Control::Focus(w) => {
                 self.focus = w;
+                self.backend.forget_screen();
                 vec![]
             }
             Control::Quit => vec![],

@@ -224,6 +224,10 @@ impl Multiplexer for TmuxBackend {
         let pane = target.pane_id.as_deref()?;
         Some(self.client.attach_command(&self.session, pane))
     }
+
+    fn forget_screen(&mut self) {
+        self.last_sig.clear();
+    }
 }
 
 impl TmuxBackend {

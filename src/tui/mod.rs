@@ -31,6 +31,7 @@
 //! ```
 
 pub mod action;
+pub mod app;
 pub mod panels;
 pub mod state;
 pub mod update;

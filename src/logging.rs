@@ -1,0 +1,40 @@
+//! Logging: `tracing` events go to `<project>/.crewmux/crewmux.log` and, while the dashboard
+//! owns the screen, to its log panel (tui-logger); never to stdout. `CREWMUX_LOG` sets the
+//! filter (default `info`).
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+/// Install the subscriber once per process; later calls do nothing. A log file that cannot
+/// be opened is skipped (logging never stops a run).
+pub fn init(project: &Path, dashboard: bool) {
+    let filter = || EnvFilter::try_from_env("CREWMUX_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let dir = project.join(".crewmux");
+    let file = std::fs::create_dir_all(&dir)
+        .ok()
+        .and_then(|_| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join("crewmux.log"))
+                .ok()
+        });
+    let file_layer = file.map(|f| {
+        tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(Mutex::new(f))
+            .with_filter(filter())
+    });
+    let tui_layer = dashboard.then(|| tui_logger::TuiTracingSubscriberLayer.with_filter(filter()));
+    if dashboard {
+        let _ = tui_logger::init_logger(tui_logger::LevelFilter::Info);
+    }
+    let _ = tracing_subscriber::registry()
+        .with(file_layer)
+        .with(tui_layer)
+        .try_init();
+}
