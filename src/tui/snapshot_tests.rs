@@ -460,3 +460,28 @@ fn a_narrow_footer_keeps_the_help_key_and_the_way_back() {
     assert!(text.contains("? help"), "{text}");
     assert!(text.contains("crewmux attach 20261130-0600-7f3a"), "{text}");
 }
+
+#[test]
+fn a_long_roster_scrolls_to_keep_the_selected_worker_visible() {
+    let mut run = fixtures::done_run();
+    for i in 0..12 {
+        let mut w = fixtures::worker(
+            &format!("fixer-{i}"),
+            "fixer",
+            crate::domain::WorkerStatus::Running,
+        );
+        w.round = 1;
+        run.workers.push(w);
+    }
+    let ui = UiState {
+        selected: run.workers.len() - 1,
+        ..UiState::default()
+    };
+    let screen = render_screen(80, 24, &view(&run, &ui, &[]));
+    let text: String = screen.buffer().content.iter().map(|c| c.symbol()).collect();
+    assert!(
+        text.contains("▶ fixer-11"),
+        "the selected worker is on screen"
+    );
+    assert!(!text.contains("architect"), "the first rows scrolled away");
+}

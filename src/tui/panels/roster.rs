@@ -12,9 +12,9 @@ use crate::domain::{RunState, WorkerState, WorkerStatus};
 use crate::tui::state::{Focus, View};
 
 /// Below this inner width the role column is dropped (the output title still names it).
-const ROLE_MIN_WIDTH: u16 = 66;
+const ROLE_MIN_WIDTH: u16 = 70;
 /// From this inner width a `note` column shows why a worker ended or what it asks.
-const NOTE_MIN_WIDTH: u16 = 96;
+const NOTE_MIN_WIDTH: u16 = 100;
 
 /// Rows the roster wants: one per worker, a header row and the borders.
 pub fn wanted_height(run: &RunState) -> u16 {
@@ -53,11 +53,11 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
             Constraint::Fill(1)
         });
     }
-    header.extend(["provider", "status", "try", "elapsed", "exit"]);
+    header.extend(["provider", "status", "attempt", "elapsed", "exit"]);
     widths.extend([
         Constraint::Length(8),
         Constraint::Length(11),
-        Constraint::Length(3),
+        Constraint::Length(7),
         Constraint::Length(7),
         Constraint::Length(4),
     ]);
