@@ -9,4 +9,5 @@ pub mod cli;
 pub mod commands;
 pub mod domain;
 pub mod error;
+pub mod judge;
 pub mod providers;

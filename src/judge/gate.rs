@@ -1,0 +1,643 @@
+//! The run-level clarification gate (SPEC §6): decides, with no network and no clock,
+//! whether a problem names enough to act on, and if not, which one question to ask.
+//!
+//! It mirrors the OMG seed's intent gate (`requires_clarification`, `intent_class`,
+//! `clarification_prompt`, `confidence`) and extends it to coding work.
+//!
+//! # Rules, in order
+//! The problem and every answer given so far are read together as one text, so a good
+//! answer clears the gate on the next evaluation.
+//!
+//! 1. **Nothing to read**: no word at all (empty, only punctuation or emoji) → slot `problem`.
+//! 2. **Too short**: fewer than [`MIN_WORDS`] words *and* no concrete target (a file path,
+//!    a code identifier such as `parse_args`, `Foo::bar`, `HttpClient` or a backticked
+//!    span) → slot `detail`. Words are Unicode words (UAX #29, `unicode-segmentation`);
+//!    a word written in a script without spaces (Han, kana, Thai) counts half a word per
+//!    character, since such words average about two characters.
+//! 3. **No verb**: English text with no action verb (implement, fix, refactor, …) and no
+//!    symptom word that implies a fix (crash, panic, broken, …) → slot `verb`.
+//! 4. **No object**: English text where, after removing verbs, function words and vague
+//!    words (`it`, `this`, `everything`, `code`, `better`, `bug`, …), no content word and no
+//!    concrete target is left → slot `target`. This catches "fix it", "make it better",
+//!    "clean up the code".
+//! 5. **Auth/config intent** (an auth word such as OAuth, SSO, API key, token, credentials,
+//!    together with a set-up verb such as add, configure, enable, rotate) must name a
+//!    `provider` (GitHub, Google, Okta, …), a `credential_source` (env var, `.env`, vault,
+//!    secrets manager, keychain, file) and a `scope` (scopes, permissions, roles, read-only,
+//!    …); each one missing is a slot.
+//!
+//! **Non-English text.** The verb and object lists are English, so rules 3 and 4 apply only
+//! to text the gate can read as English. Text is *not* English when most of its letters are
+//! outside the Latin script (CJK, Cyrillic, Arabic, …), or when it is Latin script with no
+//! English action verb and either accented letters or a common French, Spanish, German,
+//! Italian or Portuguese function word (`le`, `la`, `der`, `und`, `para`, …). Such text is
+//! judged on length only (rules 1 and 2); its intent is taken from any English keyword it
+//! contains (`bug`, `OAuth`, a file path), else `unknown`, and its confidence is capped at
+//! [`NON_ENGLISH_CONFIDENCE_CAP`].
+//!
+//! # Confidence
+//! How sure the gate is that it understood the problem well enough to act on it
+//! (`0.0..=1.0`): 0.5, +0.2 when an intent was recognised, +0.1 for a concrete target,
+//! +0.1 for at least 8 words, −0.15 per missing slot (so at most 0.9); clamped to
+//! `0.05..=0.95`.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use unicode_segmentation::UnicodeSegmentation;
+
+use crate::domain::ClarificationGate;
+
+/// Fewer words than this (with no concrete target) is too short to act on.
+pub const MIN_WORDS: f64 = 4.0;
+/// The highest confidence given to text the gate cannot read as English.
+pub const NON_ENGLISH_CONFIDENCE_CAP: f64 = 0.6;
+
+/// Intent classes, as stored in [`ClarificationGate::intent_class`].
+pub const INTENT_IMPLEMENT: &str = "implement";
+pub const INTENT_FIX: &str = "fix";
+pub const INTENT_REVIEW: &str = "review";
+pub const INTENT_REFACTOR: &str = "refactor";
+pub const INTENT_TEST: &str = "test";
+pub const INTENT_DOCS: &str = "docs";
+pub const INTENT_AUTH_CONFIG: &str = "auth-config";
+pub const INTENT_UNKNOWN: &str = "unknown";
+
+/// Missing-slot names, as stored in [`ClarificationGate::missing_slots`].
+pub const SLOT_PROBLEM: &str = "problem";
+pub const SLOT_DETAIL: &str = "detail";
+pub const SLOT_VERB: &str = "verb";
+pub const SLOT_TARGET: &str = "target";
+pub const SLOT_PROVIDER: &str = "provider";
+pub const SLOT_CREDENTIAL_SOURCE: &str = "credential_source";
+pub const SLOT_SCOPE: &str = "scope";
+
+/// Verbs (base forms) and the intent each one signals.
+const VERBS: &[(&str, &str)] = &[
+    ("review", INTENT_REVIEW),
+    ("audit", INTENT_REVIEW),
+    ("inspect", INTENT_REVIEW),
+    ("assess", INTENT_REVIEW),
+    ("evaluate", INTENT_REVIEW),
+    ("critique", INTENT_REVIEW),
+    ("analyze", INTENT_REVIEW),
+    ("analyse", INTENT_REVIEW),
+    ("investigate", INTENT_REVIEW),
+    ("explain", INTENT_REVIEW),
+    ("document", INTENT_DOCS),
+    ("describe", INTENT_DOCS),
+    ("test", INTENT_TEST),
+    ("verify", INTENT_TEST),
+    ("cover", INTENT_TEST),
+    ("refactor", INTENT_REFACTOR),
+    ("rename", INTENT_REFACTOR),
+    ("restructure", INTENT_REFACTOR),
+    ("reorganize", INTENT_REFACTOR),
+    ("simplify", INTENT_REFACTOR),
+    ("extract", INTENT_REFACTOR),
+    ("split", INTENT_REFACTOR),
+    ("dedupe", INTENT_REFACTOR),
+    ("deduplicate", INTENT_REFACTOR),
+    ("tidy", INTENT_REFACTOR),
+    ("clean", INTENT_REFACTOR),
+    ("move", INTENT_REFACTOR),
+    ("fix", INTENT_FIX),
+    ("repair", INTENT_FIX),
+    ("debug", INTENT_FIX),
+    ("resolve", INTENT_FIX),
+    ("patch", INTENT_FIX),
+    ("correct", INTENT_FIX),
+    ("stop", INTENT_FIX),
+    ("implement", INTENT_IMPLEMENT),
+    ("add", INTENT_IMPLEMENT),
+    ("create", INTENT_IMPLEMENT),
+    ("build", INTENT_IMPLEMENT),
+    ("write", INTENT_IMPLEMENT),
+    ("make", INTENT_IMPLEMENT),
+    ("support", INTENT_IMPLEMENT),
+    ("introduce", INTENT_IMPLEMENT),
+    ("develop", INTENT_IMPLEMENT),
+    ("port", INTENT_IMPLEMENT),
+    ("migrate", INTENT_IMPLEMENT),
+    ("convert", INTENT_IMPLEMENT),
+    ("integrate", INTENT_IMPLEMENT),
+    ("update", INTENT_IMPLEMENT),
+    ("upgrade", INTENT_IMPLEMENT),
+    ("optimize", INTENT_IMPLEMENT),
+    ("optimise", INTENT_IMPLEMENT),
+    ("improve", INTENT_IMPLEMENT),
+    ("speed", INTENT_IMPLEMENT),
+    ("change", INTENT_IMPLEMENT),
+    ("replace", INTENT_IMPLEMENT),
+    ("remove", INTENT_IMPLEMENT),
+    ("delete", INTENT_IMPLEMENT),
+    ("drop", INTENT_IMPLEMENT),
+    ("enable", INTENT_IMPLEMENT),
+    ("disable", INTENT_IMPLEMENT),
+    ("handle", INTENT_IMPLEMENT),
+    ("expose", INTENT_IMPLEMENT),
+    ("design", INTENT_IMPLEMENT),
+    ("plan", INTENT_IMPLEMENT),
+    ("configure", INTENT_IMPLEMENT),
+    ("setup", INTENT_IMPLEMENT),
+    ("set", INTENT_IMPLEMENT),
+    ("wire", INTENT_IMPLEMENT),
+    ("connect", INTENT_IMPLEMENT),
+    ("rotate", INTENT_IMPLEMENT),
+    ("store", INTENT_IMPLEMENT),
+    ("deploy", INTENT_IMPLEMENT),
+    ("generate", INTENT_IMPLEMENT),
+    ("validate", INTENT_IMPLEMENT),
+    ("parse", INTENT_IMPLEMENT),
+    ("cache", INTENT_IMPLEMENT),
+    ("limit", INTENT_IMPLEMENT),
+    ("harden", INTENT_IMPLEMENT),
+];
+
+/// Symptom words: a problem that names one asks for a fix even without a verb.
+const SYMPTOMS: &[&str] = &[
+    "crash",
+    "crashes",
+    "crashed",
+    "crashing",
+    "panic",
+    "panics",
+    "panicking",
+    "broken",
+    "fails",
+    "failing",
+    "failed",
+    "failure",
+    "error",
+    "errors",
+    "regression",
+    "hangs",
+    "hanging",
+    "deadlock",
+    "deadlocks",
+    "leak",
+    "leaks",
+    "leaking",
+    "segfault",
+    "flaky",
+    "wrong",
+    "incorrect",
+    "timeout",
+    "timeouts",
+    "slow",
+];
+
+/// Nouns that turn a generic verb (add, write, improve) into the test or docs intent.
+const TEST_NOUNS: &[&str] = &["test", "tests", "testing", "coverage", "unittest", "e2e"];
+const DOCS_NOUNS: &[&str] = &[
+    "docs",
+    "doc",
+    "documentation",
+    "readme",
+    "docstring",
+    "docstrings",
+    "comments",
+    "changelog",
+    "manual",
+    "guide",
+    "tutorial",
+];
+
+/// Words that name nothing to act on: pronouns, fillers and nouns too generic to locate.
+const VAGUE: &[&str] = &[
+    "it",
+    "this",
+    "that",
+    "these",
+    "those",
+    "them",
+    "thing",
+    "things",
+    "stuff",
+    "everything",
+    "something",
+    "anything",
+    "all",
+    "whole",
+    "code",
+    "codebase",
+    "project",
+    "repo",
+    "app",
+    "application",
+    "program",
+    "better",
+    "faster",
+    "nicer",
+    "good",
+    "work",
+    "works",
+    "working",
+    "bug",
+    "bugs",
+    "issue",
+    "issues",
+    "problem",
+    "problems",
+    "up",
+    "again",
+    "properly",
+    "please",
+    "now",
+    "asap",
+    "somehow",
+    "more",
+    "less",
+    "yes",
+    "yeah",
+    "yep",
+    "nope",
+    "okay",
+    "sure",
+    "fine",
+    "thanks",
+    "whatever",
+    "idk",
+];
+
+/// English function words (also the tell-tale of English text).
+const STOPWORDS: &[&str] = &[
+    "the", "a", "an", "to", "in", "of", "for", "and", "or", "with", "on", "at", "by", "from", "is",
+    "are", "be", "so", "as", "into", "when", "if", "then", "than", "our", "my", "we", "i", "you",
+    "your", "its", "can", "should", "must", "will", "would", "not", "no", "there", "which",
+    "where", "how", "what", "why", "who", "out", "about", "over", "under", "after", "before",
+    "instead", "only", "also", "very", "just", "but", "do", "does", "don't", "doesn't", "same",
+    "new", "every", "each", "some", "any", "via",
+];
+
+/// Function words of French, Spanish, German, Italian and Portuguese: with no English
+/// verb present they mark Latin-script text as not English.
+const FOREIGN_FUNCTION_WORDS: &[&str] = &[
+    "le", "la", "les", "des", "du", "une", "dans", "avec", "pour", "est", "el", "los", "las",
+    "del", "con", "para", "por", "que", "una", "der", "die", "das", "und", "ein", "eine", "mit",
+    "für", "von", "nicht", "ist", "il", "di", "che", "per", "gli", "em", "um", "uma", "não", "na",
+    "nos", "ao",
+];
+
+/// Auth/config words (matched on the lower-cased text).
+static AUTH_WORDS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"\b(?:auth|authentication|authenticate|authori[sz]ation|oauth2?|oidc|openid connect|saml|sso|single sign-on|jwt|credentials?|api[- ]?keys?|(?:access|auth|bearer|refresh|api|personal access) tokens?|secrets?|client secret)\b",
+    )
+    .expect("auth regex compiles")
+});
+/// Verbs that make an auth word an auth/config task (rather than, say, a review of it).
+const AUTH_SETUP_VERBS: &[&str] = &[
+    "add",
+    "configure",
+    "setup",
+    "set",
+    "enable",
+    "integrate",
+    "wire",
+    "connect",
+    "rotate",
+    "store",
+    "implement",
+    "support",
+    "use",
+    "migrate",
+    "switch",
+    "provision",
+];
+const AUTH_PROVIDERS: &[&str] = &[
+    "github",
+    "gitlab",
+    "google",
+    "microsoft",
+    "azure",
+    "entra",
+    "okta",
+    "auth0",
+    "keycloak",
+    "cognito",
+    "firebase",
+    "apple",
+    "facebook",
+    "supabase",
+    "clerk",
+    "openai",
+    "anthropic",
+    "gemini",
+    "aws",
+    "gcp",
+    "ldap",
+    "bitbucket",
+    "slack",
+    "discord",
+    "stripe",
+    "twilio",
+    "vercel",
+    "heroku",
+    "cloudflare",
+    "workos",
+    "fusionauth",
+    "authentik",
+];
+/// Where credentials come from (matched on the lower-cased text).
+static CREDENTIAL_SOURCE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"\b(?:env|environment(?: variables?)?|dotenv|vault|keychain|keyring|1password|kms|ssm|doppler|sops|secrets? manager|secretsmanager|parameter store|infisical|file)\b|\.env\b",
+    )
+    .expect("credential-source regex compiles")
+});
+/// An environment variable named in the original text (`$GITHUB_TOKEN`, `GITHUB_TOKEN`).
+static ENV_VAR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\$[A-Z_][A-Z0-9_]*|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b").expect("env-var regex compiles")
+});
+/// Scopes and permissions (matched on the lower-cased text).
+static SCOPE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"\b(?:scopes?|permissions?|roles?|read[- ]only|read[/ -]write|(?:read|write|repo|admin):[a-z_]+|admin|tenant|org-wide|per-user|audience|claims|rbac|acl)\b",
+    )
+    .expect("scope regex compiles")
+});
+
+/// Concrete targets: a path with a directory or an extension, an identifier with `_`,
+/// `::`, `.` calls or inner capitals, or a backticked span.
+static CONCRETE_TARGET: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)
+        `[^`\n]+`
+        | (?:^|[\s(\x22'])(?:\.{0,2}/)?[\w.-]+/[\w./-]*\w
+        | \b[\w-]+\.(?:rs|py|ts|tsx|js|jsx|go|java|kt|c|h|cc|cpp|hpp|rb|php|cs|swift|toml|yaml|yml|json|md|sh|sql|html|css|vue|lock|cfg|ini|txt)\b
+        | \b[A-Za-z]+(?:_[A-Za-z0-9]+)+\b
+        | \b\w+::\w+
+        | \b[a-z]+[A-Z][A-Za-z]*\b
+        | \b[A-Z][a-z]+[A-Z][A-Za-z]*\b
+        | \b\w+\(\)
+        | \#\d+\b
+        ",
+    )
+    .expect("concrete-target regex compiles")
+});
+
+/// Evaluate the gate on the problem and the answers given so far (read together).
+///
+/// Deterministic and cheap (a few regex passes). `prompt` is `Some` exactly when
+/// `requires_clarification` is true: one question naming every missing slot.
+pub fn evaluate(problem: &str, answers: &[String]) -> ClarificationGate {
+    let mut text = problem.trim().to_string();
+    for answer in answers {
+        let answer = answer.trim();
+        if !answer.is_empty() {
+            text.push('\n');
+            text.push_str(answer);
+        }
+    }
+    let reading = Reading::of(&text);
+    let mut missing: Vec<&str> = Vec::new();
+
+    if reading.word_units == 0.0 {
+        missing.push(SLOT_PROBLEM);
+    } else {
+        if reading.word_units < MIN_WORDS && !reading.concrete_target {
+            missing.push(SLOT_DETAIL);
+        }
+        if reading.english {
+            if reading.first_verb_intent.is_none() && !reading.symptom {
+                missing.push(SLOT_VERB);
+            }
+            if !reading.concrete_target && !reading.content_word {
+                missing.push(SLOT_TARGET);
+            }
+        }
+        if reading.intent == INTENT_AUTH_CONFIG {
+            if !reading.has_any(AUTH_PROVIDERS) {
+                missing.push(SLOT_PROVIDER);
+            }
+            if !reading.credential_source {
+                missing.push(SLOT_CREDENTIAL_SOURCE);
+            }
+            if !reading.scope {
+                missing.push(SLOT_SCOPE);
+            }
+        }
+    }
+
+    let mut confidence = 0.5;
+    if reading.intent != INTENT_UNKNOWN {
+        confidence += 0.2;
+    }
+    if reading.concrete_target {
+        confidence += 0.1;
+    }
+    if reading.word_units >= 8.0 {
+        confidence += 0.1;
+    }
+    confidence -= 0.15 * missing.len() as f64;
+    if !reading.english {
+        confidence = confidence.min(NON_ENGLISH_CONFIDENCE_CAP);
+    }
+    let confidence = (confidence.clamp(0.05, 0.95) * 100.0).round() / 100.0;
+
+    let requires = !missing.is_empty();
+    ClarificationGate {
+        requires_clarification: requires,
+        intent_class: reading.intent.to_string(),
+        prompt: requires.then(|| question(problem, &missing)),
+        missing_slots: missing.into_iter().map(String::from).collect(),
+        confidence,
+    }
+}
+
+/// What the gate read from the text.
+struct Reading {
+    /// Lower-cased Unicode words, in order.
+    words: Vec<String>,
+    word_units: f64,
+    english: bool,
+    concrete_target: bool,
+    /// A credential source is named (an env var counts).
+    credential_source: bool,
+    /// A scope or permission is named.
+    scope: bool,
+    first_verb_intent: Option<&'static str>,
+    symptom: bool,
+    content_word: bool,
+    intent: &'static str,
+}
+
+impl Reading {
+    fn of(text: &str) -> Reading {
+        let words: Vec<String> = text.unicode_words().map(str::to_lowercase).collect();
+        let word_units = words.iter().map(|w| word_units(w)).sum();
+        let is = |list: &[&str], w: &str| list.contains(&w);
+        let first_verb_intent = words.iter().find_map(|w| verb_intent(w));
+        let symptom = words.iter().any(|w| is(SYMPTOMS, w));
+        let english = is_english(text, &words, first_verb_intent.is_some());
+        let concrete_target = CONCRETE_TARGET.is_match(text);
+        let lower = text.to_lowercase();
+        let credential_source = CREDENTIAL_SOURCE.is_match(&lower) || ENV_VAR.is_match(text);
+        let scope = SCOPE.is_match(&lower);
+        let content_word = words.iter().any(|w| {
+            w.chars().count() >= 3
+                && verb_intent(w).is_none()
+                && !is(VAGUE, w)
+                && !is(STOPWORDS, w)
+                && !w.chars().all(|c| c.is_ascii_digit())
+        });
+
+        let has = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+        let auth = AUTH_WORDS.is_match(&lower);
+        let auth_setup = words.iter().any(|w| {
+            AUTH_SETUP_VERBS.contains(&w.as_str())
+                || verb_intent(w).is_some_and(|_| AUTH_SETUP_VERBS.contains(&stem(w).as_str()))
+        });
+        let intent = if auth && auth_setup {
+            INTENT_AUTH_CONFIG
+        } else {
+            match first_verb_intent {
+                Some(INTENT_IMPLEMENT) if has(TEST_NOUNS) => INTENT_TEST,
+                Some(INTENT_IMPLEMENT) if has(DOCS_NOUNS) => INTENT_DOCS,
+                Some(intent) => intent,
+                None if symptom => INTENT_FIX,
+                None if has(TEST_NOUNS) => INTENT_TEST,
+                None if has(DOCS_NOUNS) => INTENT_DOCS,
+                None => INTENT_UNKNOWN,
+            }
+        };
+        Reading {
+            words,
+            word_units,
+            english,
+            concrete_target,
+            credential_source,
+            scope,
+            first_verb_intent,
+            symptom,
+            content_word,
+            intent,
+        }
+    }
+
+    fn has_any(&self, list: &[&str]) -> bool {
+        self.words.iter().any(|w| {
+            list.contains(&w.as_str()) || w.split(['-', '.']).any(|part| list.contains(&part))
+        })
+    }
+}
+
+/// The intent of an English verb in any simple inflection (`fixes`, `fixed`, `fixing`).
+fn verb_intent(word: &str) -> Option<&'static str> {
+    let base = stem(word);
+    VERBS
+        .iter()
+        .find(|(verb, _)| *verb == word || *verb == base)
+        .map(|(_, intent)| *intent)
+}
+
+/// A crude English stem: drops `-ing`, `-ed`, `-es`, `-s` (and a doubled final consonant).
+fn stem(word: &str) -> String {
+    for suffix in ["ing", "ed", "es", "s"] {
+        if let Some(base) = word.strip_suffix(suffix) {
+            if base.len() >= 3 {
+                if VERBS.iter().any(|(v, _)| *v == base) {
+                    return base.to_string();
+                }
+                let chars: Vec<char> = base.chars().collect();
+                let n = chars.len();
+                if n >= 2 && chars[n - 1] == chars[n - 2] && !"slz".contains(chars[n - 1]) {
+                    return chars[..n - 1].iter().collect();
+                }
+                let with_e = format!("{base}e");
+                if VERBS.iter().any(|(v, _)| *v == with_e) {
+                    return with_e;
+                }
+                return base.to_string();
+            }
+        }
+    }
+    word.to_string()
+}
+
+/// Word units of one Unicode word: 1, or half a unit per character in scripts written
+/// without spaces (Han, Hiragana, Katakana, Thai, Lao, Khmer, Myanmar).
+fn word_units(word: &str) -> f64 {
+    let chars = word.chars().count();
+    if chars > 0 && word.chars().all(is_spaceless_script) {
+        chars as f64 / 2.0
+    } else {
+        1.0
+    }
+}
+
+fn is_spaceless_script(c: char) -> bool {
+    matches!(c as u32,
+        0x0E00..=0x0EFF      // Thai, Lao
+        | 0x1000..=0x109F    // Myanmar
+        | 0x1780..=0x17FF    // Khmer
+        | 0x3040..=0x30FF    // Hiragana, Katakana
+        | 0x3400..=0x4DBF    // CJK extension A
+        | 0x4E00..=0x9FFF    // CJK unified ideographs
+        | 0xF900..=0xFAFF    // CJK compatibility ideographs
+        | 0x20000..=0x2FFFF) // CJK extensions B..
+}
+
+fn is_latin_letter(c: char) -> bool {
+    c.is_ascii_alphabetic() || matches!(c as u32, 0x00C0..=0x024F | 0x1E00..=0x1EFF)
+}
+
+/// See the module docs: the rule that decides whether the verb/object checks apply.
+fn is_english(text: &str, words: &[String], has_english_verb: bool) -> bool {
+    let letters: Vec<char> = text.chars().filter(|c| c.is_alphabetic()).collect();
+    if letters.is_empty() {
+        return true;
+    }
+    let latin = letters.iter().filter(|c| is_latin_letter(**c)).count();
+    if latin * 2 < letters.len() {
+        return false;
+    }
+    if has_english_verb {
+        return true;
+    }
+    let accented = letters.iter().any(|c| !c.is_ascii());
+    let foreign = words
+        .iter()
+        .any(|w| FOREIGN_FUNCTION_WORDS.contains(&w.as_str()));
+    !(accented || foreign)
+}
+
+/// One question naming every missing slot, quoting (a short form of) the problem.
+fn question(problem: &str, missing: &[&str]) -> String {
+    let asks: Vec<&str> = missing
+        .iter()
+        .map(|slot| match *slot {
+            SLOT_PROBLEM => "what the team should work on (what to change, and where)",
+            SLOT_DETAIL => "what should change, where, and how to tell it is done",
+            SLOT_VERB => "what to do (implement, fix, review, refactor, test or document)",
+            SLOT_TARGET => "which file, module, function or feature it concerns",
+            SLOT_PROVIDER => "which auth provider to use (e.g. GitHub, Google, Okta)",
+            SLOT_CREDENTIAL_SOURCE => {
+                "where the credentials come from (an env var, a secrets manager or a file)"
+            }
+            SLOT_SCOPE => "which scopes or permissions it needs",
+            other => other,
+        })
+        .collect();
+    let joined = match asks.as_slice() {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [init @ .., last] => format!("{} and {}", init.join(", "), last),
+    };
+    let shown: String = problem.trim().chars().take(60).collect();
+    let ellipsis = if problem.trim().chars().count() > 60 {
+        "…"
+    } else {
+        ""
+    };
+    if shown.is_empty() {
+        format!("Could you say {joined}?")
+    } else {
+        format!("\"{shown}{ellipsis}\": could you say {joined}?")
+    }
+}
+
+#[cfg(test)]
+#[path = "gate_tests.rs"]
+mod tests;

@@ -1,0 +1,10 @@
+//! Judging and steering a run, as pure functions over plain data: the run-level
+//! clarification gate, the deterministic critics, verdict parsing for critic workers and
+//! check commands, waiting-for-input detection on a pane screen, and the deterministic
+//! `report.md` merge. No tokio, tmux, clock or filesystem here: callers pass what they read.
+
+//pub mod critics;
+pub mod gate;
+//pub mod report;
+//pub mod verdict;
+//pub mod waiting;
