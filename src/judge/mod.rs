@@ -3,7 +3,8 @@
 //! check commands, waiting-for-input detection on a pane screen, and the deterministic
 //! `report.md` merge. No tokio, tmux, clock or filesystem here: callers pass what they read.
 
-//pub mod critics;
+pub mod critics;
+pub mod evidence;
 pub mod gate;
 //pub mod report;
 //pub mod verdict;
