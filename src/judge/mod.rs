@@ -7,5 +7,5 @@ pub mod critics;
 pub mod evidence;
 pub mod gate;
 //pub mod report;
-//pub mod verdict;
+pub mod verdict;
 //pub mod waiting;
