@@ -8,4 +8,11 @@ pub mod evidence;
 pub mod gate;
 //pub mod report;
 pub mod verdict;
-//pub mod waiting;
+pub mod waiting;
+
+/// Text as a reader sees it: ANSI escapes removed (`strip-ansi-escapes`, a VT parser),
+/// `\r\n` and lone `\r` made `\n`.
+pub fn clean_text(output: &str) -> String {
+    let stripped = strip_ansi_escapes::strip_str(output);
+    stripped.replace("\r\n", "\n").replace('\r', "\n")
+}

@@ -6,6 +6,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::Deserialize;
 
+use super::clean_text;
 use crate::domain::{CriticVerdict, Verdict};
 
 /// How many non-empty log lines a failed check quotes as findings.
@@ -33,12 +34,6 @@ struct RawVerdict {
     confidence: Option<f64>,
     #[serde(default)]
     findings: Vec<serde_json::Value>,
-}
-
-/// Text as a reader sees it: ANSI escapes removed, `\r\n` and lone `\r` made `\n`.
-pub fn clean_text(output: &str) -> String {
-    let stripped = strip_ansi_escapes::strip_str(output);
-    stripped.replace("\r\n", "\n").replace('\r', "\n")
 }
 
 /// Parse a critic worker's verdict from its output.
