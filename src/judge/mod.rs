@@ -6,7 +6,7 @@
 pub mod critics;
 pub mod evidence;
 pub mod gate;
-//pub mod report;
+pub mod report;
 pub mod verdict;
 pub mod waiting;
 
