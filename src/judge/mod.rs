@@ -6,6 +6,7 @@
 pub mod critics;
 pub mod evidence;
 pub mod gate;
+mod gate_words;
 pub mod report;
 pub mod verdict;
 pub mod waiting;
