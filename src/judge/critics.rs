@@ -23,6 +23,8 @@
 //!   `e.g.`, …). Every command shown as run is checked for what it needs: `cargo` needs
 //!   `Cargo.toml`, `cargo test --test NAME` needs `tests/NAME.rs`, `npm` needs
 //!   `package.json`, `make` a `Makefile`, path arguments must exist.
+//! * Rust module paths (`crate::store::lock`) must have their first module's file
+//!   (`src/store.rs` or `src/store/mod.rs`): a module that does not exist is an invented API.
 //! * Speculation markers (`hypothetical`, `I assume`, `presumably`, `placeholder`,
 //!   `your_api_key`, …) reveal guessed APIs or files.
 //! * fail: two or more missing references, or one when it is half or more of all checked;
@@ -216,6 +218,19 @@ pub fn hallucination_auditor(input: &CouncilInput<'_>) -> CriticVerdict {
                         alternatives.join(" or ")
                     ));
                 }
+            }
+        }
+        for (written, alternatives) in evidence::module_requirements(text) {
+            checked += 1;
+            if !alternatives
+                .iter()
+                .any(|p| (input.path_exists)(Path::new(p)))
+            {
+                missing.push(format!(
+                    "{}: {written} names a module with no {}",
+                    w.id,
+                    alternatives.join(" or ")
+                ));
             }
         }
         if let Some(line) = first_matching_line(&SPECULATION, text) {

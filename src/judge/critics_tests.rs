@@ -181,6 +181,20 @@ fn auditor_warns_on_one_missing_path_among_several_and_on_speculation() {
 }
 
 #[test]
+fn auditor_flags_an_invented_module() {
+    let text = format!("{GOOD_RESULT}\nThe error now goes through `crate::errors::report`.");
+    let v = judge(
+        hallucination_auditor,
+        &[worker("backend", WorkerStatus::Completed, Some(&text))],
+    );
+    assert_eq!(v.verdict, Verdict::Warn, "{v:?}");
+    assert_eq!(
+        v.findings,
+        vec!["backend: crate::errors::report names a module with no src/errors.rs or src/errors/mod.rs"]
+    );
+}
+
+#[test]
 fn auditor_fails_on_invented_files_and_commands_but_not_on_proposals() {
     let text = "I fixed src/config/reader.rs and ran the new suite:\n\n\
         $ cargo test --test config_reader\n\n\

@@ -117,6 +117,28 @@ pub fn scan(text: &str) -> Evidence {
     evidence
 }
 
+static CRATE_PATH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\bcrate((?:::[a-z_][a-z0-9_]*)+)").expect("crate-path regex compiles")
+});
+
+/// Rust module paths a result names (`crate::store::atomic::write`) with the files that
+/// would define their first module: `src/store.rs` or `src/store/mod.rs`. A module that
+/// has neither is an invented API. Returns `(path as written, alternatives)`, deduplicated.
+pub fn module_requirements(text: &str) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for cap in CRATE_PATH.captures_iter(text) {
+        let Some(first) = cap[1].trim_start_matches("::").split("::").next() else {
+            continue;
+        };
+        let written = format!("crate{}", &cap[1]);
+        let alternatives = vec![format!("src/{first}.rs"), format!("src/{first}/mod.rs")];
+        if !out.iter().any(|(_, alt)| *alt == alternatives) {
+            out.push((written, alternatives));
+        }
+    }
+    out
+}
+
 /// The relative paths a command needs (its project manifest and any path arguments),
 /// e.g. `cargo test --test api` → `Cargo.toml`, `tests/api.rs`. Each entry lists
 /// alternatives: the requirement holds when any one exists.
@@ -255,6 +277,20 @@ mod tests {
     fn absolute_paths_globs_and_placeholders_are_skipped() {
         let ev = scan("Read /etc/passwd, ~/x.rs, src/*.rs and path/to/file.rs");
         assert!(ev.paths.is_empty(), "{:?}", ev.paths);
+    }
+
+    #[test]
+    fn module_paths_need_their_first_module_file() {
+        let reqs =
+            module_requirements("Call `crate::store::atomic::write` and crate::store::lock.");
+        assert_eq!(
+            reqs,
+            vec![(
+                "crate::store::atomic::write".to_string(),
+                vec!["src/store.rs".to_string(), "src/store/mod.rs".to_string()]
+            )]
+        );
+        assert!(module_requirements("the crate is fine").is_empty());
     }
 
     #[test]
