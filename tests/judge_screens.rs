@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use crewmux::judge::waiting::{default_patterns, detect_waiting, StillTracker, DEFAULT_SETTLE};
+use crewmux::judge::waiting::{
+    default_patterns, detect_waiting, StillTracker, WaitingDetector, DEFAULT_SETTLE,
+};
 
 const SETTLED: Duration = Duration::from_millis(1600);
 
@@ -162,4 +164,21 @@ fn a_spinner_is_never_waiting() {
             None
         );
     }
+}
+
+#[test]
+fn a_detector_fed_real_captures_waits_only_after_the_settle_delay() {
+    let screen = fixture("gemini-0.61.0-trust-folder.txt");
+    let mut detector = WaitingDetector::for_provider("gemini");
+    let spinner = fixture("spinner-frame-1.txt");
+    assert_eq!(detector.observe(&spinner, 0), None);
+    assert_eq!(detector.observe(&screen, 250), None);
+    assert_eq!(detector.observe(&screen, 1_000), None);
+    let q = detector
+        .observe(&screen, 1_750)
+        .expect("waiting after 1.5 s still");
+    assert!(
+        q.starts_with("Do you trust the files in this folder?"),
+        "{q}"
+    );
 }

@@ -42,24 +42,21 @@ struct RawVerdict {
 /// JSON object `{"verdict": "pass|warn|fail", "confidence": 0..1, "findings": [..]}`;
 /// `verdict` is case-insensitive, `confidence` defaults to
 /// [`DEFAULT_CRITIC_CONFIDENCE`] and is clamped to `0.0..=1.0`, findings that are not
-/// strings are kept as their JSON text. ANSI escapes and `\r` are tolerated. With no
+/// strings are kept as their JSON text. ANSI escapes and `\r` are tolerated. When the
+/// plain text has no such block, the string fields of JSON-lines output are searched the
+/// same way. The prompt's own example (`"pass|warn|fail"`) is not a verdict. With no
 /// parsable block the verdict is `warn` with a finding that says so.
 pub fn parse_critic_output(critic: &str, output: &str) -> CriticVerdict {
     let text = clean_text(output);
-    let parsed = FENCE
-        .captures_iter(&text)
-        .filter(|cap| matches!(cap[1].to_ascii_lowercase().as_str(), "" | "json"))
-        .filter_map(|cap| serde_json::from_str::<RawVerdict>(cap[2].trim()).ok())
-        .filter_map(|raw| {
-            let verdict = match raw.verdict.trim().to_ascii_lowercase().as_str() {
-                "pass" => Verdict::Pass,
-                "warn" => Verdict::Warn,
-                "fail" => Verdict::Fail,
-                _ => return None,
-            };
-            Some((verdict, raw))
-        })
-        .last();
+    let parsed = last_verdict_block(&text).or_else(|| {
+        // JSON-lines output (`codex exec --json`, `claude -p --output-format stream-json`)
+        // carries the agent's message as an escaped JSON string: look inside those.
+        text.lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line.trim()).ok())
+            .flat_map(|value| string_leaves(&value))
+            .filter_map(|s| last_verdict_block(&s))
+            .last()
+    });
     match parsed {
         Some((verdict, raw)) => CriticVerdict {
             critic: critic.to_string(),
@@ -87,6 +84,34 @@ pub fn parse_critic_output(critic: &str, output: &str) -> CriticVerdict {
                 "{critic} gave no parsable verdict (expected a ```json block with \"verdict\": pass, warn or fail)"
             )],
         },
+    }
+}
+
+/// The last fenced `json` (or unlabelled) block of `text` that is a valid verdict.
+fn last_verdict_block(text: &str) -> Option<(Verdict, RawVerdict)> {
+    FENCE
+        .captures_iter(text)
+        .filter(|cap| matches!(cap[1].to_ascii_lowercase().as_str(), "" | "json"))
+        .filter_map(|cap| serde_json::from_str::<RawVerdict>(cap[2].trim()).ok())
+        .filter_map(|raw| {
+            let verdict = match raw.verdict.trim().to_ascii_lowercase().as_str() {
+                "pass" => Verdict::Pass,
+                "warn" => Verdict::Warn,
+                "fail" => Verdict::Fail,
+                _ => return None,
+            };
+            Some((verdict, raw))
+        })
+        .last()
+}
+
+/// Every string inside a JSON value that contains a fence, in document order.
+fn string_leaves(value: &serde_json::Value) -> Vec<String> {
+    match value {
+        serde_json::Value::String(s) if s.contains("```") => vec![s.clone()],
+        serde_json::Value::Array(items) => items.iter().flat_map(string_leaves).collect(),
+        serde_json::Value::Object(map) => map.values().flat_map(string_leaves).collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -169,6 +194,29 @@ mod tests {
     fn ignores_blocks_in_other_languages() {
         let out = "```rust\n{\"verdict\": \"pass\"}\n```";
         assert_eq!(parse_critic_output("r", out).verdict, Verdict::Warn);
+    }
+
+    #[test]
+    fn finds_the_verdict_inside_json_lines_output() {
+        let out = concat!(
+            r#"{"type":"thread.started","thread_id":"t1"}"#,
+            "\n",
+            r#"{"type":"item.completed","item":{"type":"agent_message","text":"Reviewed.\n```json\n{\"verdict\": \"fail\", \"confidence\": 0.7, \"findings\": [\"no test for empty input\"]}\n```"}}"#,
+            "\n",
+            r#"{"type":"turn.completed"}"#,
+        );
+        let v = parse_critic_output("reviewer", out);
+        assert_eq!(v.verdict, Verdict::Fail, "{v:?}");
+        assert_eq!(v.confidence, 0.7);
+        assert_eq!(v.findings, vec!["no test for empty input"]);
+    }
+
+    #[test]
+    fn the_prompt_example_echoed_back_is_not_a_verdict() {
+        let out = "Answer with:\n```json\n{\"verdict\": \"pass|warn|fail\", \"confidence\": 0.8, \"findings\": []}\n```\n";
+        let v = parse_critic_output("reviewer", out);
+        assert_eq!(v.verdict, Verdict::Warn);
+        assert!(v.findings[0].contains("no parsable verdict"));
     }
 
     #[test]

@@ -195,6 +195,36 @@ impl StillTracker {
     }
 }
 
+/// One pane's detector: its patterns, settle delay and [`StillTracker`], fed one capture
+/// at a time.
+#[derive(Debug, Clone)]
+pub struct WaitingDetector {
+    patterns: Vec<Regex>,
+    settle: Duration,
+    still: StillTracker,
+}
+
+impl WaitingDetector {
+    pub fn new(patterns: Vec<Regex>, settle: Duration) -> Self {
+        WaitingDetector {
+            patterns,
+            settle,
+            still: StillTracker::default(),
+        }
+    }
+
+    /// The default patterns of `provider` and [`DEFAULT_SETTLE`].
+    pub fn for_provider(provider: &str) -> Self {
+        Self::new(default_patterns(provider), DEFAULT_SETTLE)
+    }
+
+    /// Feed a capture taken at `now_ms` (monotonic ms); `Some(question)` while waiting.
+    pub fn observe(&mut self, screen: &str, now_ms: u64) -> Option<String> {
+        let still_for = self.still.observe(screen, now_ms);
+        detect_waiting(screen, &self.patterns, still_for, self.settle)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,6 +310,17 @@ mod tests {
         assert_eq!(t.observe("a", 1_400), Duration::from_millis(400));
         assert_eq!(t.observe("b", 1_500), Duration::ZERO);
         assert_eq!(t.observe("b", 3_100), Duration::from_millis(1_600));
+    }
+
+    #[test]
+    fn a_detector_waits_once_the_screen_has_settled() {
+        let mut d = WaitingDetector::for_provider("aider");
+        let screen = "Create new file src/new.rs? (Y)es/(N)o [Yes]:";
+        assert_eq!(d.observe("Thinking", 0), None);
+        assert_eq!(d.observe(screen, 250), None);
+        assert_eq!(d.observe(screen, 1_500), None);
+        assert_eq!(d.observe(screen, 1_750), Some(screen.to_string()));
+        assert_eq!(d.observe(&format!("{screen} y\nCreated."), 2_000), None);
     }
 
     #[test]
