@@ -302,7 +302,7 @@ fn question(problem: &str, missing: &[&str]) -> String {
         .iter()
         .map(|slot| match *slot {
             SLOT_PROBLEM => "what the team should work on (what to change, and where)",
-            SLOT_DETAIL => "what should change, where, and how to tell it is done",
+            SLOT_DETAIL => "what exactly should change and how to tell it is done",
             SLOT_VERB => "what to do (implement, fix, review, refactor, test or document)",
             SLOT_TARGET => "which file, module, function or feature it concerns",
             SLOT_PROVIDER => "which auth provider to use (e.g. GitHub, Google, Okta)",
@@ -316,7 +316,8 @@ fn question(problem: &str, missing: &[&str]) -> String {
     let joined = match asks.as_slice() {
         [] => String::new(),
         [one] => (*one).to_string(),
-        [init @ .., last] => format!("{} and {}", init.join(", "), last),
+        [first, second] => format!("{first}, and {second}"),
+        [init @ .., last] => format!("{}, and {}", init.join(", "), last),
     };
     let shown: String = problem.trim().chars().take(60).collect();
     let ellipsis = if problem.trim().chars().count() > 60 {

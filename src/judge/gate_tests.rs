@@ -19,6 +19,7 @@ const TABLE: &[(&str, bool, &str, &[&str])] = &[
     ("Add a --json flag to the status command", false, "implement", &[]),
     ("Investigate why the nightly job times out on large repos", false, "review", &[]),
     ("Fix issue #42", false, "fix", &[]),
+    ("Why does CI fail on the release branch?", false, "review", &[]),
     (
         "Add GitHub OAuth login with the client secret from the env var GITHUB_CLIENT_SECRET and the read:user scope",
         false,
@@ -35,6 +36,7 @@ const TABLE: &[(&str, bool, &str, &[&str])] = &[
     ("performance", true, "unknown", &["detail", "verb"]),
     ("Database migration for Postgres users table", true, "unknown", &["verb"]),
     ("Fix the bug", true, "fix", &["detail", "target"]),
+    ("Add tests", true, "test", &["detail", "target"]),
     ("please fix everything in this project", true, "fix", &["target"]),
     ("Add OAuth login", true, "auth-config", &["detail", "provider", "credential_source", "scope"]),
     (

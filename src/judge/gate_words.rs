@@ -21,6 +21,8 @@ pub(super) const VERBS: &[(&str, &str)] = &[
     ("analyse", INTENT_REVIEW),
     ("investigate", INTENT_REVIEW),
     ("explain", INTENT_REVIEW),
+    // Not a verb, but "why does X …?" asks for an investigation.
+    ("why", INTENT_REVIEW),
     ("document", INTENT_DOCS),
     ("describe", INTENT_DOCS),
     ("test", INTENT_TEST),
