@@ -55,7 +55,7 @@ pub fn parse_critic_output(critic: &str, output: &str) -> CriticVerdict {
             .filter_map(|line| serde_json::from_str::<serde_json::Value>(line.trim()).ok())
             .flat_map(|value| string_leaves(&value))
             .filter_map(|s| last_verdict_block(&s))
-            .last()
+            .next_back()
     });
     match parsed {
         Some((verdict, raw)) => CriticVerdict {
