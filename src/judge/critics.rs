@@ -48,6 +48,7 @@ use unicode_segmentation::UnicodeSegmentation;
 use super::evidence::{self, Evidence};
 use crate::domain::{CriticVerdict, Verdict, WorkerStatus};
 
+/// Critic names, as stored in [`CriticVerdict::critic`] and shown in the council panel.
 pub const SKEPTIC: &str = "skeptic";
 pub const HALLUCINATION_AUDITOR: &str = "hallucination-auditor";
 pub const EVIDENCE_COMPLETENESS: &str = "evidence-completeness";
