@@ -12,17 +12,16 @@ use tracing_subscriber::{EnvFilter, Layer};
 /// Install the subscriber once per process; later calls do nothing. A log file that cannot
 /// be opened is skipped (logging never stops a run).
 pub fn init(project: &Path, dashboard: bool) {
-    let filter = || EnvFilter::try_from_env("CREWMUX_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter =
+        || EnvFilter::try_from_env("CREWMUX_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     let dir = project.join(".crewmux");
-    let file = std::fs::create_dir_all(&dir)
-        .ok()
-        .and_then(|_| {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(dir.join("crewmux.log"))
-                .ok()
-        });
+    let file = std::fs::create_dir_all(&dir).ok().and_then(|_| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("crewmux.log"))
+            .ok()
+    });
     let file_layer = file.map(|f| {
         tracing_subscriber::fmt::layer()
             .with_ansi(false)

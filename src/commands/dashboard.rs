@@ -1,11 +1,23 @@
-//! Driving a run with the dashboard (interim: headless until the dashboard lands).
+//! Driving a run with the dashboard on this terminal.
 
 use crate::domain::RunState;
 use crate::driver::DriverOptions;
 use crate::error::Result;
 use crate::store::RunStore;
 
-/// Drive `state` with the dashboard on this terminal.
+/// Drive `state` with the dashboard; on quit, say how to come back. Returns the SPEC §3
+/// exit code of the run as last seen (0 when the person left it running).
 pub fn drive_dashboard(store: RunStore, state: RunState, opts: DriverOptions) -> Result<i32> {
-    super::drive::drive_headless(store, state, opts)
+    crate::logging::init(&state.project_dir, true);
+    let backend = super::drive::backend_for(&state, &store)?;
+    let run_id = state.run_id.clone();
+    let outcome = crate::tui::app::run(store, state, backend, opts)?;
+    if outcome.detached {
+        eprintln!(
+            "crewmux: left the dashboard; the workers keep running. Come back with: crewmux attach {run_id}"
+        );
+        return Ok(0);
+    }
+    eprint!("{}", super::manage::status_text(&outcome.state, false));
+    Ok(super::summary::exit_code(&outcome.state))
 }

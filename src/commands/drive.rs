@@ -43,6 +43,7 @@ fn hhmmss() -> String {
 /// Drive `state` without a dashboard: one line per event on stderr, the summary JSON on
 /// stdout at the end; returns the SPEC §3 exit code (3 when halted at a question).
 pub fn drive_headless(store: RunStore, state: RunState, opts: DriverOptions) -> Result<i32> {
+    crate::logging::init(&state.project_dir, false);
     let backend = backend_for(&state, &store)?;
     let run_id = state.run_id.clone();
     let (ctl_tx, ctl_rx) = mpsc::channel();

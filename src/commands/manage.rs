@@ -221,6 +221,8 @@ pub fn answer(args: AnswerArgs) -> Result<i32> {
         }
         None => {
             store.update_state(|s| {
+                let q = s.clarification.prompt.clone().unwrap_or_default();
+                s.clarification.questions.push(q);
                 s.clarification.answers.push(args.text.clone());
                 s.clarification.pending = false;
                 s.clarification.gate = None;

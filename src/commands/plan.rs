@@ -171,6 +171,7 @@ pub fn create_run(
         workers,
         dispatches: vec![],
         council: Council::default(),
+        council_history: vec![],
         clarification: ClarificationState::default(),
         clarify: req.clarify,
         checks: req.team.checks.clone(),

@@ -23,4 +23,7 @@ pub struct ClarificationState {
     pub gate: Option<ClarificationGate>,
     #[serde(default)]
     pub answers: Vec<String>,
+    /// The question each answer in `answers` replied to, same order.
+    #[serde(default)]
+    pub questions: Vec<String>,
 }

@@ -88,6 +88,9 @@ pub struct RunState {
     pub workers: Vec<WorkerState>,
     pub dispatches: Vec<DispatchRecord>,
     pub council: Council,
+    /// The council of every verify pass, in order (index n = after fix round n).
+    #[serde(default)]
+    pub council_history: Vec<Council>,
     pub clarification: ClarificationState,
     /// Run the run-level clarification gate before dispatch (`--no-clarify` clears it).
     #[serde(default = "default_true")]

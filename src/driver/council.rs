@@ -1,70 +1,105 @@
-//! The driver's side of the council: gather the workers' results, run the critics and the
-//! check verdicts, and write `report.md`.
+//! The driver's side of the council: gather the workers' results from disk, run the
+//! deterministic critics and the check verdicts (`crate::judge`), and write `report.md`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::domain::{CriticVerdict, RunState, Verdict, WorkerKind, WorkerStatus};
+use crate::domain::{CriticVerdict, RunState, WorkerKind};
 use crate::error::Result;
+use crate::judge::critics::{run_critics, CouncilInput, WorkerResult};
+use crate::judge::report::{merge_report, Clarification, ReportInput, ReportWorker};
+use crate::judge::verdict::check_verdict;
 use crate::store::RunStore;
 
-/// A check worker's verdict: exit 0 → pass, else fail with the log tail as finding.
-pub fn check_verdict(state: &RunState, store: &RunStore, worker: &str) -> Option<CriticVerdict> {
-    let w = state.worker(worker)?;
-    let log = std::fs::read_to_string(store.attempt_dir(&w.id, w.attempt).join("output.log"))
-        .unwrap_or_default();
-    let tail: Vec<String> = crate::launch::strip_ansi(&log)
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with("__CREWMUX_EXIT_"))
-        .map(str::to_string)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .take(10)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    let pass = w.status == WorkerStatus::Completed && w.exit_code == Some(0);
-    Some(CriticVerdict {
-        critic: w.id.clone(),
-        verdict: if pass { Verdict::Pass } else { Verdict::Fail },
-        confidence: 1.0,
-        findings: if pass {
-            vec![format!("{} passed", w.task)]
-        } else {
-            let mut f = vec![format!(
-                "{} failed ({})",
-                w.task,
-                w.exit_code
-                    .map(|c| format!("exit {c}"))
-                    .unwrap_or_else(|| w.status.to_string())
-            )];
-            f.extend(tail);
-            f
-        },
-    })
+fn read(path: Option<&Path>) -> Option<String> {
+    path.and_then(|p| std::fs::read_to_string(p).ok())
 }
 
-/// The council of the current round: check verdicts of this round's checks.
+/// The council of the current round: the three critics over the team's workers and fixers,
+/// then one verdict per check of this round (exit 0 → pass, else fail with the log tail).
 pub fn run_council(state: &RunState, store: &RunStore) -> Vec<CriticVerdict> {
-    state
+    let workers: Vec<WorkerResult> = state
+        .workers
+        .iter()
+        .filter(|w| matches!(w.kind, WorkerKind::Worker | WorkerKind::Fixer))
+        .map(|w| WorkerResult {
+            id: w.id.clone(),
+            role: w.role.clone(),
+            status: w.status,
+            exit_code: w.exit_code,
+            result_text: read(w.result.as_deref()),
+            required_artifacts_missing: w
+                .artifacts
+                .iter()
+                .filter(|a| !store.attempt_dir(&w.id, w.attempt).join(a).exists())
+                .cloned()
+                .collect(),
+        })
+        .collect();
+    let project = state.project_dir.clone();
+    let exists = move |p: &Path| project.join(p).exists();
+    let mut verdicts = run_critics(&CouncilInput {
+        problem: &state.problem,
+        workers: &workers,
+        path_exists: &exists,
+    });
+    for w in state
         .workers
         .iter()
         .filter(|w| w.kind == WorkerKind::Check && w.round == state.fix_round)
-        .filter_map(|w| check_verdict(state, store, &w.id))
-        .collect()
+    {
+        let log = std::fs::read_to_string(store.attempt_dir(&w.id, w.attempt).join("output.log"))
+            .unwrap_or_default();
+        verdicts.push(check_verdict(&w.id, w.exit_code, &log));
+    }
+    verdicts
 }
 
-/// Write `report.md`; returns its path and size in bytes.
+/// Write `report.md` (the deterministic merge); returns its path and size in bytes.
 pub fn write_report(state: &RunState, store: &RunStore) -> Result<(PathBuf, u64)> {
-    let mut md = format!("# crewmux report\n\nProblem: {}\n\n", state.problem);
-    for w in &state.workers {
-        md.push_str(&format!("## {} ({}) — {}\n\n", w.id, w.role, w.status));
-        if let Some(r) = &w.result {
-            md.push_str(&std::fs::read_to_string(r).unwrap_or_default());
-            md.push('\n');
-        }
+    let c = &state.clarification;
+    let mut clarifications: Vec<Clarification> = c
+        .answers
+        .iter()
+        .enumerate()
+        .map(|(i, a)| Clarification {
+            question: c.questions.get(i).cloned().unwrap_or_default(),
+            answer: Some(a.clone()),
+        })
+        .collect();
+    if c.pending {
+        clarifications.push(Clarification {
+            question: c.prompt.clone().unwrap_or_default(),
+            answer: None,
+        });
     }
+    let input = ReportInput {
+        run_id: state.run_id.clone(),
+        problem: state.problem.clone(),
+        team: state.team.clone(),
+        clarifications,
+        workers: state
+            .workers
+            .iter()
+            .map(|w| ReportWorker {
+                id: w.id.clone(),
+                role: w.role.clone(),
+                provider: w.provider.clone(),
+                kind: w.kind,
+                round: w.round,
+                status: w.status,
+                exit_code: w.exit_code,
+                attempts: w.attempt,
+                reason: w.reason.clone(),
+                result_text: read(w.result.as_deref()),
+            })
+            .collect(),
+        verify_passes: if state.council_history.is_empty() {
+            vec![state.council.clone()]
+        } else {
+            state.council_history.clone()
+        },
+    };
+    let md = merge_report(&input);
     let path = store.dir().join("report.md");
     crate::store::write_atomic(&path, md.as_bytes())?;
     Ok((path, md.len() as u64))

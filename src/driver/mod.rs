@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
-pub use council::{check_verdict, run_council, write_report};
+pub use council::{run_council, write_report};
 pub use prepare::{prepare, prompt_text, Prepared};
 pub use watch::{Watch, OUTPUT_RING_LINES};
 

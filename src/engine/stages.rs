@@ -76,6 +76,8 @@ pub(super) fn on_run_answer(state: &mut RunState, text: String, fx: &mut Effects
     if !state.clarification.pending {
         return;
     }
+    let question = state.clarification.prompt.clone().unwrap_or_default();
+    state.clarification.questions.push(question);
     state.clarification.answers.push(text.clone());
     state.clarification.pending = false;
     state.clarification.gate = None;
@@ -308,6 +310,7 @@ pub(super) fn on_council(
                 .map(move |f| format!("[{}] {f}", v.critic))
         })
         .collect();
+    state.council_history.push(council.clone());
     state.council = council;
     if status == CouncilStatus::Blocked && state.fix_round < state.max_fix_rounds {
         state.fix_round += 1;

@@ -46,6 +46,7 @@ fn run(workers: usize, parallel: usize) -> RunState {
         workers,
         dispatches: vec![],
         council: Council::default(),
+        council_history: vec![],
         clarification: ClarificationState::default(),
         clarify: false,
         checks: vec![],

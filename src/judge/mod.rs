@@ -1,27 +1,19 @@
-//! Judging a run: the clarification gate, critics, verdict parsing and the report merge.
-//! (Interim: replaced by the full judge module.)
+//! Judging and steering a run, as pure functions over plain data: the run-level
+//! clarification gate, the deterministic critics, verdict parsing for critic workers and
+//! check commands, waiting-for-input detection on a pane screen, and the deterministic
+//! `report.md` merge. No tokio, tmux, clock or filesystem here: callers pass what they read.
 
-pub mod gate {
-    use crate::domain::ClarificationGate;
+pub mod critics;
+pub mod evidence;
+pub mod gate;
+mod gate_words;
+pub mod report;
+pub mod verdict;
+pub mod waiting;
 
-    /// Interim gate: asks only when the problem has fewer than three words.
-    pub fn evaluate(problem: &str, answers: &[String]) -> ClarificationGate {
-        let words = problem.split_whitespace().count()
-            + answers
-                .iter()
-                .map(|a| a.split_whitespace().count())
-                .sum::<usize>();
-        let requires = words < 3;
-        ClarificationGate {
-            requires_clarification: requires,
-            intent_class: "unknown".into(),
-            missing_slots: if requires {
-                vec!["target".into()]
-            } else {
-                vec![]
-            },
-            prompt: requires.then(|| "What should the team work on, exactly?".to_string()),
-            confidence: 0.5,
-        }
-    }
+/// Text as a reader sees it: ANSI escapes removed (`strip-ansi-escapes`, a VT parser),
+/// `\r\n` and lone `\r` made `\n`.
+pub fn clean_text(output: &str) -> String {
+    let stripped = strip_ansi_escapes::strip_str(output);
+    stripped.replace("\r\n", "\n").replace('\r', "\n")
 }

@@ -245,7 +245,11 @@ fn leave_terminal() {
 
 /// Read terminal events on a thread of their own; while `paused` (a worker's pane owns the
 /// terminal) nothing is read, so no keystroke is stolen from tmux.
-fn spawn_input_thread(tx: mpsc::UnboundedSender<Msg>, paused: Arc<AtomicBool>, stop: Arc<AtomicBool>) {
+fn spawn_input_thread(
+    tx: mpsc::UnboundedSender<Msg>,
+    paused: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+) {
     std::thread::Builder::new()
         .name("crewmux-input".into())
         .spawn(move || {

@@ -126,6 +126,7 @@ pub fn crazy_run() -> RunState {
         max_fix_rounds: 1,
         workers: vec![architect, backend, frontend, security, testing],
         dispatches: vec![],
+        council_history: vec![],
         council: Council::from_verdicts(vec![
             verdict(
                 "skeptic",
@@ -168,6 +169,7 @@ pub fn crazy_run() -> RunState {
                 confidence: 0.72,
             }),
             answers: vec![],
+            questions: vec![],
         },
         clarify: true,
         checks: vec![],

@@ -1,0 +1,251 @@
+//! The deterministic merge that writes `report.md` when no synthesis worker is available
+//! (SPEC §2 step 5): problem, clarifications, per-worker outcome and result excerpt, the
+//! council's verdicts with findings, and the fix rounds. Same input, same bytes: no clock,
+//! no paths read.
+
+use std::fmt::Write as _;
+
+use super::clean_text;
+use crate::domain::{Council, Verdict, WorkerKind, WorkerStatus};
+
+/// A result excerpt keeps at most this many non-empty lines …
+pub const EXCERPT_LINES: usize = 12;
+/// … and at most this many characters.
+pub const EXCERPT_CHARS: usize = 1200;
+
+/// One answered (or still open) run-level question.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Clarification {
+    pub question: String,
+    /// `None` while the question is pending.
+    pub answer: Option<String>,
+}
+
+/// One worker as the report shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportWorker {
+    pub id: String,
+    pub role: String,
+    pub provider: String,
+    pub kind: WorkerKind,
+    /// Fix round the worker belongs to (0 for the first pass).
+    pub round: u32,
+    pub status: WorkerStatus,
+    pub exit_code: Option<i32>,
+    /// Attempts launched (1-based count; 0 when never launched).
+    pub attempts: u32,
+    /// Why it ended as it did, when known (e.g. `required artifact result.md missing`).
+    pub reason: Option<String>,
+    /// The text of its last result file, if any.
+    pub result_text: Option<String>,
+}
+
+/// Everything the merge needs, in display order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportInput {
+    pub run_id: String,
+    pub problem: String,
+    /// Team name or mode (`crazy`, `ccg`, `solo`, a team file's name).
+    pub team: String,
+    pub clarifications: Vec<Clarification>,
+    pub workers: Vec<ReportWorker>,
+    /// The council of each verify pass, in order: index 0 is the first verify, index n the
+    /// verify after fix round n. The last one is the run's council.
+    pub verify_passes: Vec<Council>,
+}
+
+/// Merge a run into the Markdown text of `report.md`.
+pub fn merge_report(input: &ReportInput) -> String {
+    let mut out = String::new();
+    let council = input.verify_passes.last();
+    let council_status = council.map_or("pending", |c| c.status.as_str());
+    let _ = writeln!(out, "# Report of run {}\n", input.run_id);
+    let _ = writeln!(out, "## Problem\n\n{}\n", input.problem.trim());
+    let _ = writeln!(
+        out,
+        "Team: {} · workers: {} · council: {} · fix rounds: {}\n",
+        input.team,
+        input.workers.len(),
+        council_status,
+        input.verify_passes.len().saturating_sub(1)
+    );
+
+    out.push_str("## Clarifications\n\n");
+    if input.clarifications.is_empty() {
+        out.push_str("None were needed.\n\n");
+    }
+    for (i, c) in input.clarifications.iter().enumerate() {
+        let answer = c.answer.as_deref().unwrap_or("(not answered yet)");
+        let _ = writeln!(
+            out,
+            "{}. **Q:** {}\n   **A:** {}",
+            i + 1,
+            one_line(&c.question),
+            one_line(answer)
+        );
+    }
+    if !input.clarifications.is_empty() {
+        out.push('\n');
+    }
+
+    out.push_str("## Workers\n\n");
+    if input.workers.is_empty() {
+        out.push_str("No worker ran.\n\n");
+    } else {
+        out.push_str("| worker | role | provider | kind | round | status | exit | attempts |\n");
+        out.push_str("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+        for w in &input.workers {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                cell(&w.id),
+                cell(&w.role),
+                cell(&w.provider),
+                kind_str(w.kind),
+                w.round,
+                w.status,
+                w.exit_code.map_or("-".to_string(), |c| c.to_string()),
+                w.attempts
+            );
+        }
+        out.push('\n');
+        for w in &input.workers {
+            let _ = writeln!(out, "### {} ({})\n", w.id, w.role);
+            if let Some(reason) = &w.reason {
+                let _ = writeln!(out, "Ended {}: {}\n", w.status, one_line(reason));
+            }
+            match w.result_text.as_deref().map(excerpt) {
+                Some(text) if !text.is_empty() => {
+                    for line in text.lines() {
+                        let _ = writeln!(out, "> {line}");
+                    }
+                    out.push('\n');
+                }
+                _ => out.push_str("_No result._\n\n"),
+            }
+        }
+    }
+
+    let _ = writeln!(out, "## Council: {council_status}\n");
+    match council {
+        None => out.push_str("The council has not sat.\n\n"),
+        Some(c) => write_council(&mut out, c),
+    }
+
+    out.push_str("## Fix rounds\n\n");
+    if input.verify_passes.len() <= 1 {
+        out.push_str("None.\n");
+    }
+    for (round, pair) in input.verify_passes.windows(2).enumerate() {
+        let round = round as u32 + 1;
+        let _ = writeln!(
+            out,
+            "### Round {round}: {} → {}\n",
+            pair[0].status.as_str(),
+            pair[1].status.as_str()
+        );
+        out.push_str("Failing findings sent to the fixers:\n\n");
+        for v in pair[0]
+            .verdicts
+            .iter()
+            .filter(|v| v.verdict == Verdict::Fail)
+        {
+            for finding in &v.findings {
+                let _ = writeln!(out, "- {}: {}", v.critic, one_line(finding));
+            }
+        }
+        out.push('\n');
+        let fixers: Vec<String> = input
+            .workers
+            .iter()
+            .filter(|w| w.round == round && w.kind == WorkerKind::Fixer)
+            .map(|w| format!("{} ({})", w.id, w.status))
+            .collect();
+        let _ = writeln!(
+            out,
+            "Fixers: {}\n",
+            if fixers.is_empty() {
+                "none".to_string()
+            } else {
+                fixers.join(", ")
+            }
+        );
+    }
+    while out.ends_with("\n\n") {
+        out.pop();
+    }
+    out
+}
+
+fn write_council(out: &mut String, council: &Council) {
+    if council.verdicts.is_empty() {
+        out.push_str("No verdicts.\n\n");
+        return;
+    }
+    out.push_str("| critic | verdict | confidence |\n| --- | --- | --- |\n");
+    for v in &council.verdicts {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.2} |",
+            cell(&v.critic),
+            v.verdict.as_str(),
+            v.confidence
+        );
+    }
+    out.push('\n');
+    for v in &council.verdicts {
+        let _ = writeln!(out, "**{}** ({}):\n", v.critic, v.verdict.as_str());
+        if v.findings.is_empty() {
+            out.push_str("- no findings\n");
+        }
+        for finding in &v.findings {
+            let _ = writeln!(out, "- {}", one_line(finding));
+        }
+        out.push('\n');
+    }
+}
+
+/// The first [`EXCERPT_LINES`] non-empty lines of a result, ANSI stripped, cut at
+/// [`EXCERPT_CHARS`] characters; `…` marks a cut.
+pub fn excerpt(result: &str) -> String {
+    let text = clean_text(result);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let mut kept = lines[..lines.len().min(EXCERPT_LINES)].join("\n");
+    let mut cut = lines.len() > EXCERPT_LINES;
+    if kept.chars().count() > EXCERPT_CHARS {
+        kept = kept.chars().take(EXCERPT_CHARS).collect();
+        cut = true;
+    }
+    if cut {
+        kept.push_str(" …");
+    }
+    kept
+}
+
+fn kind_str(kind: WorkerKind) -> &'static str {
+    match kind {
+        WorkerKind::Worker => "worker",
+        WorkerKind::Check => "check",
+        WorkerKind::Critic => "critic",
+        WorkerKind::Fixer => "fixer",
+        WorkerKind::Synthesizer => "synthesizer",
+    }
+}
+
+/// Text on one line (newlines become spaces).
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Text safe in a Markdown table cell.
+fn cell(text: &str) -> String {
+    one_line(text).replace('|', "\\|")
+}
+
+#[cfg(test)]
+#[path = "report_tests.rs"]
+mod tests;
