@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod creds;
 pub mod domain;
 pub mod error;
 pub mod providers;
