@@ -139,6 +139,11 @@ fn nothing_to_select_is_none_and_writes_nothing() {
         .is_none());
     assert_eq!(store.on_rate_limit("codex", None, None).unwrap(), None);
     assert!(!path.exists(), "no store file is created by a lookup");
+    assert_eq!(
+        fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nor a lock file"
+    );
 }
 
 #[test]

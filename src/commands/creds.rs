@@ -6,7 +6,9 @@ use chrono::NaiveDate;
 use zeroize::Zeroizing;
 
 use crate::cli::CredsCommand;
-use crate::creds::{key_var, known_providers, ApiKey, Expiry, KeyView, Store, Strategy};
+use crate::creds::{
+    key_var, known_providers, ApiKey, Expiry, KeyView, Store, Strategy, MAX_KEY_BYTES,
+};
 use crate::error::{Error, Result};
 
 /// Run one `creds` subcommand; returns the exit code (0) or a one-line error.
@@ -43,9 +45,13 @@ fn read_key(provider: &str) -> Result<ApiKey> {
                 .map_err(|e| Error::Other(format!("cannot read the key at the prompt: {e}")))?,
         )
     } else {
-        let mut text = Zeroizing::new(String::new());
+        // Reserved up front and bounded, so the buffer never reallocates (which would leave
+        // an unzeroed copy of the key behind); longer input is refused by `ApiKey::new`.
+        let limit = 2 * MAX_KEY_BYTES;
+        let mut text = Zeroizing::new(String::with_capacity(limit + 1));
         stdin
             .lock()
+            .take(limit as u64)
             .read_to_string(&mut text)
             .map_err(|e| Error::Usage(format!("cannot read the key from stdin: {e}")))?;
         text

@@ -78,7 +78,8 @@ pub enum SealError {
     #[error("damaged: {0}; restore it from a backup")]
     Damaged(String),
     #[error(
-        "wrong passphrase (check CREWMUX_CREDENTIAL_PASSPHRASE or what was typed at the prompt)"
+        "wrong passphrase (check CREWMUX_CREDENTIAL_PASSPHRASE or what was typed at the \
+         prompt), or its header was modified"
     )]
     WrongPassphrase,
     #[error("modified since it was written (authentication failed); restore it from a backup")]
@@ -312,6 +313,14 @@ mod tests {
         assert!(matches!(
             open(&flipped, &pass("pw"), None),
             Err(SealError::Tampered)
+        ));
+
+        // The salt feeds the KDF, so a changed salt reads as a wrong passphrase.
+        let mut salt_flipped = bytes.clone();
+        salt_flipped[30] ^= 1;
+        assert!(matches!(
+            open(&salt_flipped, &pass("pw"), None),
+            Err(SealError::WrongPassphrase)
         ));
 
         let mut nonce_flipped = bytes.clone();

@@ -146,6 +146,9 @@ impl Store {
             key: None,
             data: StoreData::default(),
         };
+        if !store.path.exists() {
+            return Ok(store); // nothing to read; the directory is made by the first write
+        }
         let _lock = file::lock(&store.path, false)?;
         store.load()?;
         Ok(store)
@@ -349,6 +352,9 @@ impl Store {
         let Some(env_var) = key_var(provider) else {
             return Ok(None);
         };
+        if !self.path.exists() {
+            return Ok(None); // no store: the worker runs with its own login
+        }
         self.update(|data, now| {
             let Some(p) = data
                 .providers
@@ -387,6 +393,9 @@ impl Store {
         limited_label: Option<&str>,
         session_id: Option<&str>,
     ) -> Result<Option<String>> {
+        if !self.path.exists() {
+            return Ok(None);
+        }
         self.update(|data, now| {
             let Some(p) = data
                 .providers
