@@ -235,3 +235,42 @@ fn tmux_env_arg_reaches_a_pane_without_touching_argv() {
         "key on the argv of pids {argv_hits:?}"
     );
 }
+
+/// A worker run as a child process: the key is in its environment only, a rate-limit line in
+/// its output moves the provider on, and the retry's child sees the next key.
+#[test]
+fn a_child_worker_gets_the_key_by_environment_and_the_retry_the_next_one() {
+    let (dir, _path, mut store) = store_with("sim", &["first", "second"]);
+    // Failover keeps a key until it is limited, so only the rotation can change it.
+    store.set_strategy("sim", Strategy::Failover).unwrap();
+    let patterns = RateLimitPatterns::default();
+    let seen = dir.path().join("seen");
+    // The child records the key it was given (so the test can compare) and fails the way a
+    // rate-limited agent does; the key is never on its argv or in its output.
+    let script = "printenv CREWMUX_SIM_API_KEY >> \"$SEEN\"; \
+                  echo 'Error: 429 Too Many Requests'; exit 1";
+    let mut labels = Vec::new();
+    for _attempt in 1..=2 {
+        let selected = store.select_for_launch("sim", None).unwrap().unwrap();
+        let (var, value) = selected.env_pair();
+        let out = Command::new("sh")
+            .args(["-c", script])
+            .env(var, value)
+            .env("SEEN", &seen)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert!(!stdout.contains("secret"), "{stdout}");
+        labels.push(selected.label.clone());
+        if stdout.lines().any(|l| rate_limit_matches(l, &patterns)) {
+            store
+                .on_rate_limit("sim", Some(&selected.label), None)
+                .unwrap();
+        }
+    }
+    assert_eq!(labels, ["first", "second"]);
+    assert_eq!(
+        fs::read_to_string(&seen).unwrap(),
+        "sk-first-secret-0123456789\nsk-second-secret-0123456789\n"
+    );
+}

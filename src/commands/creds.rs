@@ -6,9 +6,7 @@ use chrono::NaiveDate;
 use zeroize::Zeroizing;
 
 use crate::cli::CredsCommand;
-use crate::creds::{
-    key_var, known_providers, ApiKey, Expiry, KeyView, Store, Strategy, MAX_KEY_BYTES,
-};
+use crate::creds::{require_key_var, ApiKey, Expiry, KeyView, Store, Strategy, MAX_KEY_BYTES};
 use crate::error::{Error, Result};
 
 /// Run one `creds` subcommand; returns the exit code (0) or a one-line error.
@@ -60,12 +58,7 @@ fn read_key(provider: &str) -> Result<ApiKey> {
 }
 
 fn add(provider: &str, label: Option<&str>, expires: Option<&str>) -> Result<i32> {
-    let env_var = key_var(provider).ok_or_else(|| {
-        Error::Usage(format!(
-            "provider `{provider}` takes no API key from the credential store; use one of {}",
-            known_providers()
-        ))
-    })?;
+    let env_var = require_key_var(provider)?;
     let expires = expires.map(parse_expiry).transpose()?;
     let key = read_key(provider)?;
     let mut store = Store::open_or_create_default()?;

@@ -3,6 +3,8 @@
 //! A built-in table until the provider registry supplies the variable itself; each row names
 //! where the variable comes from.
 
+use crate::error::{Error, Result};
+
 /// `(provider, variable, source)` for every provider the store holds keys for.
 ///
 /// | provider | variable | source |
@@ -32,6 +34,18 @@ pub fn key_var(provider: &str) -> Option<&'static str> {
         .map(|(_, var, _)| *var)
 }
 
+/// Like [`key_var`], for commands that need one.
+///
+/// Errors (usage): the provider has no variable; the message lists those that do.
+pub fn require_key_var(provider: &str) -> Result<&'static str> {
+    key_var(provider).ok_or_else(|| {
+        Error::Usage(format!(
+            "provider `{provider}` takes no API key from the credential store; use one of {}",
+            known_providers()
+        ))
+    })
+}
+
 /// The providers of [`PROVIDER_KEY_VARS`], comma-separated, for error messages.
 pub fn known_providers() -> String {
     PROVIDER_KEY_VARS
@@ -54,5 +68,10 @@ mod tests {
         assert_eq!(key_var("qwen"), Some("DASHSCOPE_API_KEY"));
         assert_eq!(key_var("nope"), None);
         assert!(known_providers().starts_with("codex, gemini"));
+        let err = require_key_var("command").unwrap_err().to_string();
+        assert!(
+            err.contains("`command`") && err.contains("codex, gemini"),
+            "{err}"
+        );
     }
 }

@@ -8,7 +8,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use secrecy::SecretString;
 use zeroize::Zeroizing;
 
-use super::env_vars::{key_var, known_providers};
+use super::env_vars::{key_var, require_key_var};
 use super::file;
 use super::model::{KeyRecord, StoreData, Strategy};
 use super::passphrase::passphrase_from_env_or_prompt;
@@ -84,15 +84,6 @@ fn validate_label(label: &str) -> Result<()> {
             "label `{label}` is not accepted; use 1-64 letters, digits, `-`, `_` or `.`"
         )))
     }
-}
-
-fn known_provider(provider: &str) -> Result<&'static str> {
-    key_var(provider).ok_or_else(|| {
-        Error::Usage(format!(
-            "provider `{provider}` takes no API key from the credential store; use one of {}",
-            known_providers()
-        ))
-    })
 }
 
 impl Store {
@@ -239,7 +230,7 @@ impl Store {
         key: ApiKey,
         expires: Option<NaiveDate>,
     ) -> Result<String> {
-        known_provider(provider)?;
+        require_key_var(provider)?;
         if let Some(label) = label {
             validate_label(label)?;
         }
