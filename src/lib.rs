@@ -5,9 +5,18 @@
 //! (`tmux`, `process`, `store`, `providers`, `creds`) ← `driver` (async glue) ← `tui` and
 //! `commands` (the binary's edge).
 
+pub mod backend;
 pub mod cli;
 pub mod commands;
 pub mod creds;
 pub mod domain;
+pub mod driver;
+pub mod engine;
 pub mod error;
+pub mod judge;
+pub mod launch;
+pub mod process;
 pub mod providers;
+pub mod sim;
+pub mod store;
+pub mod tmux;

@@ -58,6 +58,9 @@ impl CouncilStatus {
 pub struct Council {
     pub status: CouncilStatus,
     pub verdicts: Vec<CriticVerdict>,
+    /// The fix round these verdicts judged (0 = first verify); `None` before any.
+    #[serde(default)]
+    pub round: Option<u32>,
 }
 
 impl Council {
@@ -66,6 +69,7 @@ impl Council {
         Council {
             status: council_status(&verdicts),
             verdicts,
+            round: None,
         }
     }
 }

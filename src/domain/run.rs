@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::{ClarificationState, Council, DispatchRecord, Stage, WorkerState};
+use super::{CheckSpec, ClarificationState, Council, DispatchRecord, Stage, WorkerState};
 
 /// Schema of `state.json`, `manifest.json` and `events.jsonl` lines. A file with a newer
 /// version is refused, never overwritten.
@@ -89,6 +89,12 @@ pub struct RunState {
     pub dispatches: Vec<DispatchRecord>,
     pub council: Council,
     pub clarification: ClarificationState,
+    /// Run the run-level clarification gate before dispatch (`--no-clarify` clears it).
+    #[serde(default = "default_true")]
+    pub clarify: bool,
+    /// Council checks of the team file, run as workers at every verify stage.
+    #[serde(default)]
+    pub checks: Vec<CheckSpec>,
     #[serde(default)]
     pub report: Option<PathBuf>,
     pub created_at: DateTime<Utc>,
@@ -118,4 +124,8 @@ pub struct RunEvent {
     pub attempt: Option<u32>,
     pub source: String,
     pub message: String,
+}
+
+fn default_true() -> bool {
+    true
 }

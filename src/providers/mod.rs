@@ -3,6 +3,8 @@
 //! This first version knows the built-in `sim` agent and the `command` provider; the full
 //! registry (assets/providers.toml, user overrides, doctor, routing) grows from here.
 
+pub mod prompt;
+
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};

@@ -1,0 +1,124 @@
+//! The `Multiplexer` adapter: where workers run (a tmux pane, or a child process), how they
+//! are watched and how text reaches them. Calls block; the driver runs them on a dedicated
+//! thread (TMUX-NOTES: tmux_interface calls are `std::process::Command`s).
+
+use std::path::PathBuf;
+
+use crate::domain::BackendKind;
+use crate::error::Result;
+
+/// What to start: the wrapper `launch` (run as `sh <launch>`) in `cwd`.
+#[derive(Debug, Clone)]
+pub struct SpawnSpec {
+    pub worker: String,
+    pub attempt: u32,
+    /// tmux window name (`<worker>-<attempt>`).
+    pub window: String,
+    pub cwd: PathBuf,
+    pub launch: PathBuf,
+    /// `output.log` of the attempt: tmux `pipe-pane` appends to it; the process backend
+    /// redirects stdout and stderr into it.
+    pub log: PathBuf,
+    /// Extra environment (not secret).
+    pub env: Vec<(String, String)>,
+    /// Secret environment (API keys): never on a command line, a file or a log line.
+    pub secret_env: Vec<(String, String)>,
+}
+
+/// A started attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spawned {
+    pub pane_id: Option<String>,
+    /// The wrapper's pid, leader of the attempt's process group.
+    pub pid: Option<u32>,
+}
+
+/// Which attempt to look at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub worker: String,
+    pub attempt: u32,
+    pub pane_id: Option<String>,
+    pub pid: Option<u32>,
+}
+
+/// Whether an attempt's pane or process is still there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Liveness {
+    Alive,
+    /// Exited; `status` is tmux's `#{pane_dead_status}` or the child's wait status when
+    /// known (empty before tmux 3.6 when the SIGCHLD was lost).
+    Dead {
+        status: Option<i32>,
+    },
+    /// The pane or process is gone (killed, or the tmux server died).
+    Gone,
+}
+
+/// One poll of every watched attempt, in one round trip.
+#[derive(Debug, Clone, Default)]
+pub struct Poll {
+    /// Same order as the targets given.
+    pub liveness: Vec<Liveness>,
+    /// The focused attempt's screen (ANSI text) when it changed since the last poll.
+    pub screen: Option<String>,
+    /// Set when the whole server is unreachable (its panes are all `Gone`).
+    pub server_down: Option<String>,
+}
+
+/// Where workers run. Every method blocks.
+pub trait Multiplexer: Send {
+    fn kind(&self) -> BackendKind;
+
+    /// Start an attempt.
+    ///
+    /// Errors: tmux refused (message from its stderr), or the process could not start.
+    fn spawn(&mut self, spec: &SpawnSpec) -> Result<Spawned>;
+
+    /// Liveness of `targets` and, if `focus` is given, its screen when changed.
+    fn poll(&mut self, targets: &[Target], focus: Option<&Target>) -> Poll;
+
+    /// Type `text` into the attempt, then Enter (tmux: `load-buffer -` + `paste-buffer -d
+    /// -p` + `send-keys Enter`; process: a line on its stdin). Never repeated automatically.
+    fn send_text(&mut self, target: &Target, text: &str) -> Result<()>;
+
+    /// A command that shows the attempt interactively (tmux `attach-session`), for the
+    /// dashboard to run with the terminal handed over; `None` when only the log can be shown.
+    fn attach_command(&self, target: &Target) -> Option<std::process::Command>;
+}
+
+/// End an attempt's process group: SIGTERM now; the caller sends SIGKILL after the grace
+/// period with `hard = true`. Only the group led by `pid` is signalled, never crewmux.
+pub fn signal_group(pid: u32, hard: bool) -> Result<()> {
+    use nix::sys::signal::{killpg, Signal};
+    use nix::unistd::Pid;
+    let pid_i =
+        i32::try_from(pid).map_err(|_| crate::error::Error::Other(format!("bad pid {pid}")))?;
+    if pid_i <= 1 || pid == std::process::id() {
+        return Err(crate::error::Error::Other(format!(
+            "refusing to signal process group {pid}"
+        )));
+    }
+    let sig = if hard {
+        Signal::SIGKILL
+    } else {
+        Signal::SIGTERM
+    };
+    match killpg(Pid::from_raw(pid_i), sig) {
+        Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
+        Err(e) => Err(crate::error::Error::Other(format!(
+            "signal {sig} to process group {pid}: {e}"
+        ))),
+    }
+}
+
+/// True when a process with `pid` exists and is not a zombie.
+pub fn pid_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
+            .unwrap_or(true),
+        Err(_) => false,
+    }
+}

@@ -1,0 +1,102 @@
+//! Driving a run from the command line: build its backend and driver, then either the
+//! dashboard or the headless printer.
+
+use std::sync::mpsc;
+
+use crate::backend::Multiplexer;
+use crate::domain::{BackendKind, RunState, RunStatus};
+use crate::driver::{Driver, DriverOptions, Update};
+use crate::error::{Error, Result};
+use crate::process::ProcessBackend;
+use crate::store::RunStore;
+use crate::tmux::TmuxBackend;
+
+/// The backend a run was planned with.
+///
+/// Errors: a tmux run when tmux is no longer on PATH.
+pub fn backend_for(state: &RunState, store: &RunStore) -> Result<Box<dyn Multiplexer>> {
+    Ok(match state.backend {
+        BackendKind::Tmux => {
+            if !crate::tmux::tmux_available() {
+                return Err(Error::Usage(format!(
+                    "run {} uses tmux, which is not on PATH: install tmux to continue it",
+                    state.run_id
+                )));
+            }
+            let home = vec![
+                "tail".to_string(),
+                "-n".into(),
+                "+1".into(),
+                "-F".into(),
+                store.events_path().display().to_string(),
+            ];
+            Box::new(TmuxBackend::new(&state.tmux_socket, &state.session, home))
+        }
+        BackendKind::Process => Box::new(ProcessBackend::new()),
+    })
+}
+
+fn hhmmss() -> String {
+    chrono::Local::now().format("%H:%M:%S").to_string()
+}
+
+/// Drive `state` without a dashboard: one line per event on stderr, the summary JSON on
+/// stdout at the end; returns the SPEC §3 exit code (3 when halted at a question).
+pub fn drive_headless(store: RunStore, state: RunState, opts: DriverOptions) -> Result<i32> {
+    let backend = backend_for(&state, &store)?;
+    let run_id = state.run_id.clone();
+    let (ctl_tx, ctl_rx) = mpsc::channel();
+    let (up_tx, up_rx) = mpsc::channel();
+    let driver = Driver::new(store, state, backend, opts);
+    let handle = std::thread::Builder::new()
+        .name("crewmux-driver".into())
+        .spawn(move || {
+            driver.run(ctl_rx, move |u| {
+                let _ = up_tx.send(u);
+            })
+        })?;
+    let mut halted_reported = false;
+    for update in up_rx {
+        match update {
+            Update::Event(e) => {
+                let who = e
+                    .worker
+                    .as_deref()
+                    .map(|w| format!("{w}#{} ", e.attempt.unwrap_or(0)))
+                    .unwrap_or_default();
+                eprintln!("[{}] {who}{}: {}", hhmmss(), e.kind, e.message);
+                if e.kind == "worker-waiting" {
+                    if let Some(w) = &e.worker {
+                        eprintln!(
+                            "[{}] answer with: crewmux answer {run_id} --worker {w} \"<text>\"",
+                            hhmmss()
+                        );
+                    }
+                }
+            }
+            Update::Notice(n) => eprintln!("[{}] crewmux: {n}", hhmmss()),
+            Update::Snapshot { state, .. } => {
+                if state.status == RunStatus::Halted && !halted_reported {
+                    halted_reported = true;
+                    eprintln!(
+                        "[{}] halted at team-plan: {}\n[{}] answer with: crewmux answer {run_id} \"<text>\", then crewmux resume {run_id}",
+                        hhmmss(),
+                        state.clarification.prompt.as_deref().unwrap_or("clarification needed"),
+                        hhmmss()
+                    );
+                    let _ = ctl_tx.send(crate::driver::Control::Quit);
+                }
+            }
+            Update::Stopped { .. } => break,
+        }
+    }
+    let final_state = handle
+        .join()
+        .map_err(|_| Error::Other("the driver thread panicked".into()))??;
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&super::summary::summary(&final_state))
+            .map_err(|e| Error::Other(e.to_string()))?
+    );
+    Ok(super::summary::exit_code(&final_state))
+}

@@ -1,0 +1,377 @@
+//! `status`, `answer`, `cancel`, `resume`, `attach` and `clean`: commands on an existing run.
+//! When another process drives the run, requests go through its inbox; otherwise they act
+//! on the saved state and the tmux server directly.
+
+use std::time::Duration;
+
+use crate::cli::{AnswerArgs, AttachArgs, CancelArgs, CleanArgs, StatusArgs};
+use crate::domain::{BackendKind, RunState, RunStatus, WorkerStatus};
+use crate::driver::{Driver, DriverOptions};
+use crate::error::{Error, Result};
+use crate::store::{list_run_ids, InboxCommand, RunStore};
+
+use super::plan::project_dir;
+
+/// Reconcile a run nobody drives with what tmux and the files show: exits that happened
+/// while no dashboard was open are collected, a pane gone without evidence is `crashed`.
+/// Nothing is launched. Returns the (saved) state.
+pub fn reconcile(store: &RunStore) -> Result<RunState> {
+    let state = store.load_state()?;
+    if store.is_driven()? || state.status.is_final() {
+        return Ok(state);
+    }
+    if !state.workers.iter().any(|w| w.status.is_live()) {
+        return Ok(state);
+    }
+    let backend = super::drive::backend_for(&state, store)?;
+    let mut state = state;
+    if state.status == RunStatus::Running {
+        state.status = RunStatus::Detached;
+    }
+    let driver = Driver::new(store.clone(), state, backend, DriverOptions::default());
+    driver.observe_only(Duration::from_millis(700))
+}
+
+/// `crewmux status [<run>] [--json]`.
+pub fn status(args: StatusArgs) -> Result<i32> {
+    let project = project_dir(args.common.project.as_deref())?;
+    let Some(run) = args.run.as_deref() else {
+        return list_runs(&project, args.json);
+    };
+    let store = RunStore::open(&project, Some(run))?;
+    let state = reconcile(&store)?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&super::summary::summary(&state))
+                .map_err(|e| Error::Other(e.to_string()))?
+        );
+        return Ok(0);
+    }
+    print!("{}", status_text(&state, store.is_driven()?));
+    Ok(0)
+}
+
+/// One screen of text about a run.
+pub fn status_text(state: &RunState, driven: bool) -> String {
+    let mut s = format!(
+        "run {}  {}  stage {}  council {}{}\nproblem: {}\nteam: {}  backend: {}  dir: {}\n",
+        state.run_id,
+        state.status.as_str(),
+        state.stage,
+        state.council.status.as_str(),
+        if driven { "  (being driven)" } else { "" },
+        state.problem,
+        state.team,
+        state.backend.as_str(),
+        state.run_dir.display()
+    );
+    if let Some(r) = &state.reason {
+        s.push_str(&format!("reason: {r}\n"));
+    }
+    if state.clarification.pending {
+        s.push_str(&format!(
+            "question: {}\n  answer: crewmux answer {} \"<text>\"\n",
+            state.clarification.prompt.as_deref().unwrap_or(""),
+            state.run_id
+        ));
+    }
+    s.push_str(&format!(
+        "\n{:<18} {:<20} {:<9} {:<10} {:>7} {:>5}\n",
+        "WORKER", "ROLE", "PROVIDER", "STATUS", "ATTEMPT", "EXIT"
+    ));
+    for w in &state.workers {
+        s.push_str(&format!(
+            "{:<18} {:<20} {:<9} {:<10} {:>7} {:>5}\n",
+            w.id,
+            w.role,
+            w.provider,
+            w.status.as_str(),
+            format!("{}/{}", w.attempt, w.max_attempts),
+            w.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "-".into())
+        ));
+        if let Some(q) = &w.question {
+            s.push_str(&format!(
+                "  asks: {q}\n  answer: crewmux answer {} --worker {} \"<text>\"\n",
+                state.run_id, w.id
+            ));
+        }
+    }
+    for v in &state.council.verdicts {
+        s.push_str(&format!(
+            "\ncritic {}: {} ({:.2}) {}",
+            v.critic,
+            v.verdict.as_str(),
+            v.confidence,
+            v.findings.first().cloned().unwrap_or_default()
+        ));
+    }
+    if !state.council.verdicts.is_empty() {
+        s.push('\n');
+    }
+    if let Some(r) = &state.report {
+        s.push_str(&format!("\nreport: {}\n", r.display()));
+    }
+    s
+}
+
+fn list_runs(project: &std::path::Path, json: bool) -> Result<i32> {
+    let mut ids = list_run_ids(project)?;
+    ids.sort();
+    let mut rows = vec![];
+    for id in ids.iter().rev() {
+        let store = RunStore::at(crate::store::runs_root(project).join(id));
+        match store.load_state() {
+            Ok(s) => rows.push(Ok(s)),
+            Err(e) => rows.push(Err((id.clone(), e.to_string()))),
+        }
+    }
+    if json {
+        let list: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|r| match r {
+                Ok(s) => super::summary::summary(s),
+                Err((id, e)) => serde_json::json!({"run_id": id, "error": e}),
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
+        return Ok(0);
+    }
+    if rows.is_empty() {
+        println!("no runs under {}", crate::store::runs_root(project).display());
+        return Ok(0);
+    }
+    println!("{:<22} {:<10} {:<12} {:<10} PROBLEM", "RUN", "STATUS", "STAGE", "COUNCIL");
+    for r in rows {
+        match r {
+            Ok(s) => {
+                let problem: String = s.problem.chars().take(60).collect();
+                println!(
+                    "{:<22} {:<10} {:<12} {:<10} {}",
+                    s.run_id,
+                    s.status.as_str(),
+                    s.stage.as_str(),
+                    s.council.status.as_str(),
+                    problem
+                );
+            }
+            Err((id, e)) => println!("{id:<22} unreadable: {e}"),
+        }
+    }
+    Ok(0)
+}
+
+/// `crewmux answer <run> [--worker ID] "<text>"`.
+pub fn answer(args: AnswerArgs) -> Result<i32> {
+    let project = project_dir(args.common.project.as_deref())?;
+    let store = RunStore::open(&project, Some(&args.run))?;
+    let state = store.load_state()?;
+    if args.text.trim().is_empty() {
+        return Err(Error::Usage("the answer is empty: give the text to send".into()));
+    }
+    match &args.worker {
+        None if !state.clarification.pending => Err(Error::Usage(format!(
+            "run {} has no pending question; to answer a worker add --worker ID",
+            state.run_id
+        ))),
+        Some(w) if state.worker(w).is_none() => Err(Error::Usage(format!(
+            "run {} has no worker `{w}`; workers: {}",
+            state.run_id,
+            state
+                .workers
+                .iter()
+                .map(|w| w.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+        Some(w) if state.worker(w).map(|x| x.status) != Some(WorkerStatus::Waiting) => {
+            Err(Error::Usage(format!(
+                "worker `{w}` is not waiting for an answer (it is {})",
+                state.worker(w).map(|x| x.status.as_str()).unwrap_or("?")
+            )))
+        }
+        _ if store.is_driven()? => {
+            store.send_command(&match &args.worker {
+                None => InboxCommand::AnswerRun {
+                    text: args.text.clone(),
+                },
+                Some(w) => InboxCommand::AnswerWorker {
+                    worker: w.clone(),
+                    text: args.text.clone(),
+                },
+            })?;
+            eprintln!("crewmux: answer sent to the process driving run {}", state.run_id);
+            Ok(0)
+        }
+        None => {
+            store.update_state(|s| {
+                s.clarification.answers.push(args.text.clone());
+                s.clarification.pending = false;
+                s.clarification.gate = None;
+                s.status = RunStatus::Detached;
+            })?;
+            store.append_event(&crate::domain::RunEvent {
+                ts: chrono::Utc::now(),
+                kind: "clarification-answered".into(),
+                worker: None,
+                attempt: None,
+                source: "user".into(),
+                message: args.text.clone(),
+            })?;
+            eprintln!(
+                "crewmux: answer saved; continue with: crewmux resume {}",
+                state.run_id
+            );
+            Ok(0)
+        }
+        Some(w) => {
+            let ws = state.worker(w).expect("checked");
+            match (state.backend, ws.pane_id.as_deref()) {
+                (BackendKind::Tmux, Some(pane)) => {
+                    crate::tmux::TmuxClient::new(&state.tmux_socket).paste(pane, &args.text)?;
+                    store.append_event(&crate::domain::RunEvent {
+                        ts: chrono::Utc::now(),
+                        kind: "worker-answered".into(),
+                        worker: Some(w.clone()),
+                        attempt: Some(ws.attempt),
+                        source: "user".into(),
+                        message: format!("answer of {} bytes pasted", args.text.len()),
+                    })?;
+                    eprintln!("crewmux: answer pasted into {w}'s pane");
+                    Ok(0)
+                }
+                _ => Err(Error::Usage(format!(
+                    "worker `{w}` runs as a child of a crewmux process that is gone; its stdin cannot be reached"
+                ))),
+            }
+        }
+    }
+}
+
+/// `crewmux cancel <run> [--worker ID]`.
+pub fn cancel(args: CancelArgs) -> Result<i32> {
+    let project = project_dir(args.common.project.as_deref())?;
+    let store = RunStore::open(&project, Some(&args.run))?;
+    let state = store.load_state()?;
+    if state.status.is_final() {
+        return Err(Error::Usage(format!(
+            "run {} is already {}; nothing to cancel",
+            state.run_id,
+            state.status.as_str()
+        )));
+    }
+    if let Some(w) = &args.worker {
+        if state.worker(w).is_none() {
+            return Err(Error::Usage(format!("run {} has no worker `{w}`", state.run_id)));
+        }
+    }
+    if store.is_driven()? {
+        store.send_command(&InboxCommand::Cancel {
+            worker: args.worker.clone(),
+        })?;
+        eprintln!("crewmux: cancel sent to the process driving run {}", state.run_id);
+        return Ok(0);
+    }
+    let backend = super::drive::backend_for(&state, &store)?;
+    let opts = DriverOptions {
+        grace: Duration::from_secs(args.grace),
+        exit_when_finished: true,
+        ..DriverOptions::default()
+    };
+    let mut state = state;
+    state.status = RunStatus::Detached;
+    let driver = Driver::new(store.clone(), state, backend, opts);
+    let end = driver.cancel_now(args.worker.clone(), Duration::from_secs(args.grace + 5))?;
+    eprintln!(
+        "crewmux: run {} {}",
+        end.run_id,
+        if args.worker.is_some() { "worker cancelled" } else { end.status.as_str() }
+    );
+    Ok(0)
+}
+
+/// `crewmux attach [<run>]` and `crewmux resume [<run>]`: continue driving a run, with the
+/// dashboard on a terminal, headless otherwise.
+pub fn attach(args: AttachArgs, resume: bool) -> Result<i32> {
+    use std::io::IsTerminal;
+    let project = project_dir(args.common.project.as_deref())?;
+    let store = RunStore::open(&project, args.run.as_deref())?;
+    let state = store.load_state()?;
+    if store.is_driven()? {
+        return Err(Error::Usage(format!(
+            "run {} is already being driven by another crewmux process; `crewmux status {}` shows it",
+            state.run_id, state.run_id
+        )));
+    }
+    if resume && state.clarification.pending {
+        return Err(Error::Usage(format!(
+            "run {} is halted at a question: answer it first with crewmux answer {} \"<text>\"",
+            state.run_id, state.run_id
+        )));
+    }
+    let opts = DriverOptions {
+        exit_when_finished: args.headless || resume || !std::io::stdout().is_terminal(),
+        ..DriverOptions::default()
+    };
+    if state.status.is_final() && (args.headless || !std::io::stdout().is_terminal()) {
+        print!("{}", status_text(&state, false));
+        return Ok(super::summary::exit_code(&state));
+    }
+    if args.headless || !std::io::stdout().is_terminal() {
+        super::drive::drive_headless(store, state, opts)
+    } else {
+        super::dashboard::drive_dashboard(store, state, opts)
+    }
+}
+
+/// `crewmux clean [--run ID] [--purge]`: remove finished runs' tmux sessions (and with
+/// `--purge` their run directories). Runs that are driven or still have live workers are
+/// left alone and listed.
+pub fn clean(args: CleanArgs) -> Result<i32> {
+    let project = project_dir(args.common.project.as_deref())?;
+    let ids = match &args.run {
+        Some(r) => vec![RunStore::open(&project, Some(r))?
+            .dir()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()],
+        None => list_run_ids(&project)?,
+    };
+    let mut kept = 0;
+    for id in ids {
+        let store = RunStore::at(crate::store::runs_root(&project).join(&id));
+        let state = match store.load_state() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("crewmux: kept {id}: {e}");
+                kept += 1;
+                continue;
+            }
+        };
+        let live = state.workers.iter().any(|w| w.status.is_live());
+        if store.is_driven()? || live || !state.status.is_final() {
+            eprintln!(
+                "crewmux: kept {id}: it is {}{}",
+                state.status.as_str(),
+                if live { " with live workers" } else { "" }
+            );
+            kept += 1;
+            continue;
+        }
+        if state.backend == BackendKind::Tmux && crate::tmux::tmux_available() {
+            let client = crate::tmux::TmuxClient::new(&state.tmux_socket);
+            if client.has_session(&state.session) {
+                let mut cmd = tmux_interface::TmuxCommand::new();
+                cmd.name("kill-session");
+                cmd.push_option("-t", format!("={}", state.session));
+                client.run(tmux_interface::Tmux::new().add_command(cmd))?;
+                eprintln!("crewmux: removed tmux session {}", state.session);
+            }
+        }
+        if args.purge {
+            std::fs::remove_dir_all(store.dir())?;
+            eprintln!("crewmux: removed {}", store.dir().display());
+        }
+    }
+    Ok(if kept > 0 && args.run.is_some() { 1 } else { 0 })
+}

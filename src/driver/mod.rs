@@ -1,0 +1,711 @@
+//! The run driver: one loop on its own thread that owns the run state, feeds the pure
+//! engine with what the backend and the files show, carries out the engine's effects, saves
+//! the state and hands snapshots to the dashboard or the headless printer.
+
+mod council;
+mod prepare;
+mod watch;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+
+pub use council::{check_verdict, run_council, write_report};
+pub use prepare::{prepare, prompt_text, Prepared};
+pub use watch::{Watch, OUTPUT_RING_LINES};
+
+use crate::backend::{signal_group, Liveness, Multiplexer, Target};
+use crate::domain::{RunEvent, RunState, WorkerStatus};
+use crate::engine::{self, Effect, Input, Runtime};
+use crate::error::Result;
+use crate::store::{InboxCommand, RunStore};
+
+/// How the driver behaves.
+#[derive(Debug, Clone)]
+pub struct DriverOptions {
+    /// Between SIGTERM and SIGKILL.
+    pub grace: Duration,
+    /// Poll period (one tmux round trip per tick).
+    pub tick: Duration,
+    /// No bell or desktop notification.
+    pub quiet: bool,
+    /// The crewmux binary (the sim agent is `crewmux sim-agent`).
+    pub self_exe: PathBuf,
+    /// Cap on packaged prompts, characters.
+    pub prompt_max_chars: usize,
+    /// Leave the loop when the run reaches a final status.
+    pub exit_when_finished: bool,
+}
+
+impl Default for DriverOptions {
+    fn default() -> Self {
+        DriverOptions {
+            grace: Duration::from_secs(5),
+            tick: Duration::from_millis(200),
+            quiet: false,
+            self_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("crewmux")),
+            prompt_max_chars: 4000,
+            exit_when_finished: true,
+        }
+    }
+}
+
+/// From the dashboard to the driver.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Control {
+    /// Answer the run-level question (`worker: None`) or a waiting worker.
+    Answer {
+        worker: Option<String>,
+        text: String,
+    },
+    /// Cancel one worker, or the whole run.
+    Cancel { worker: Option<String> },
+    /// Show this worker's output.
+    Focus(Option<String>),
+    /// Stop driving; workers keep running.
+    Quit,
+}
+
+/// From the driver to whoever shows the run.
+#[derive(Debug, Clone)]
+pub enum Update {
+    /// The run changed; `screen` is the focused worker's output (ANSI text) if it changed.
+    Snapshot {
+        state: Box<RunState>,
+        screen: Option<String>,
+    },
+    /// One event, as appended to `events.jsonl`.
+    Event(RunEvent),
+    /// Something the person should read (a failed paste, a tmux error).
+    Notice(String),
+    /// The loop ended (`finished` = the run reached a final status).
+    Stopped { finished: bool },
+}
+
+/// A kill waiting for its SIGKILL.
+struct PendingKill {
+    worker: String,
+    attempt: u32,
+    pid: u32,
+    at: Instant,
+}
+
+/// The driver of one run.
+pub struct Driver {
+    store: RunStore,
+    state: RunState,
+    rt: Runtime,
+    backend: Box<dyn Multiplexer>,
+    opts: DriverOptions,
+    watches: HashMap<String, Watch>,
+    kills: Vec<PendingKill>,
+    inbox_offset: u64,
+    focus: Option<String>,
+    finished: bool,
+    server_down_reported: bool,
+}
+
+impl Driver {
+    /// A driver for a run whose `state.json` is `state`. Live workers of a saved state are
+    /// watched again (reattach): their exits while nobody watched are collected from the
+    /// files, and a pane that is gone with no evidence becomes `crashed`.
+    pub fn new(
+        store: RunStore,
+        state: RunState,
+        backend: Box<dyn Multiplexer>,
+        opts: DriverOptions,
+    ) -> Self {
+        let inbox_offset = store.inbox_len();
+        let mut d = Driver {
+            store,
+            state,
+            rt: Runtime::default(),
+            backend,
+            opts,
+            watches: HashMap::new(),
+            kills: vec![],
+            inbox_offset,
+            focus: None,
+            finished: false,
+            server_down_reported: false,
+        };
+        let now = Utc::now();
+        for w in d.state.workers.clone() {
+            if !w.status.is_live() {
+                continue;
+            }
+            let nonce = d
+                .state
+                .dispatches
+                .iter()
+                .rev()
+                .find(|r| r.worker_id == w.id && r.attempt == w.attempt)
+                .map(|r| r.nonce.clone());
+            match nonce {
+                Some(nonce) => {
+                    let dir = d.store.attempt_dir(&w.id, w.attempt);
+                    d.watches.insert(
+                        w.id.clone(),
+                        Watch::new(&w.id, w.attempt, &nonce, &dir, true),
+                    );
+                    d.rt.last_output.insert(w.id.clone(), now);
+                }
+                None => {
+                    // Launched by a process that died before recording it: nothing to watch.
+                    let fx = engine::update(
+                        &mut d.state,
+                        &mut d.rt,
+                        now,
+                        Input::LaunchFailed {
+                            worker: w.id.clone(),
+                            attempt: w.attempt,
+                            error: "the launching process ended before the attempt started".into(),
+                        },
+                    );
+                    d.pending_fx(fx);
+                }
+            }
+        }
+        d
+    }
+
+    pub fn state(&self) -> &RunState {
+        &self.state
+    }
+
+    /// Drive the run until it finishes (with `exit_when_finished`) or `Quit` arrives.
+    /// `emit` receives snapshots, events and notices; it must not block.
+    pub fn run(
+        mut self,
+        control: Receiver<Control>,
+        mut emit: impl FnMut(Update),
+    ) -> Result<RunState> {
+        let _driver_lock = self.store.try_driver_lock()?.ok_or_else(|| {
+            crate::error::Error::Usage(format!(
+                "run {} is already being driven by another crewmux process; use `crewmux status {}` or its dashboard",
+                self.state.run_id, self.state.run_id
+            ))
+        })?;
+        let mut pending = std::mem::take(&mut self.rt_pending());
+        pending.push(Input::Start);
+        self.apply_all(pending, &mut emit);
+        self.save(&mut emit);
+        emit(Update::Snapshot {
+            state: Box::new(self.state.clone()),
+            screen: None,
+        });
+        let mut last_tick = Instant::now() - self.opts.tick;
+        loop {
+            let wait = self.opts.tick.saturating_sub(last_tick.elapsed());
+            match control.recv_timeout(wait) {
+                Ok(Control::Quit) => break,
+                Ok(c) => {
+                    let inputs = self.control_inputs(c, &mut emit);
+                    if !inputs.is_empty() {
+                        self.apply_all(inputs, &mut emit);
+                        self.save(&mut emit);
+                        emit(Update::Snapshot {
+                            state: Box::new(self.state.clone()),
+                            screen: None,
+                        });
+                    }
+                    continue;
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            last_tick = Instant::now();
+            let before = serde_json::to_string(&self.state).unwrap_or_default();
+            let (inputs, screen) = self.observe(&mut emit);
+            self.apply_all(inputs, &mut emit);
+            self.hard_kills();
+            let changed = serde_json::to_string(&self.state).unwrap_or_default() != before;
+            if changed {
+                self.save(&mut emit);
+            }
+            if changed || screen.is_some() {
+                emit(Update::Snapshot {
+                    state: Box::new(self.state.clone()),
+                    screen,
+                });
+            }
+            if self.finished && self.opts.exit_when_finished {
+                break;
+            }
+        }
+        if !self.state.status.is_final() && self.state.status != crate::domain::RunStatus::Halted {
+            // Nobody drives the run now: say so, so `status` and `attach` know to continue it.
+            self.state.status = crate::domain::RunStatus::Detached;
+            self.save(&mut emit);
+        }
+        emit(Update::Stopped {
+            finished: self.finished,
+        });
+        Ok(self.state)
+    }
+
+    fn rt_pending(&mut self) -> Vec<Input> {
+        vec![]
+    }
+
+    /// Without driving the run (nothing is launched or killed): observe its attempts for
+    /// `span` and record what happened to them; returns the saved state. Used by `status`
+    /// on a run that no process drives.
+    ///
+    /// Errors: another process drives the run, or the state cannot be saved.
+    pub fn observe_only(mut self, span: Duration) -> Result<RunState> {
+        let _lock = self.store.try_driver_lock()?.ok_or_else(|| {
+            crate::error::Error::Usage("another crewmux process drives this run".into())
+        })?;
+        let mut sink = |_u: Update| {};
+        let end = Instant::now() + span;
+        loop {
+            let (inputs, _) = self.observe(&mut sink);
+            let inputs: Vec<Input> = inputs
+                .into_iter()
+                .filter(|i| !matches!(i, Input::Tick))
+                .collect();
+            self.apply_all(inputs, &mut sink);
+            if self.watches.is_empty() || Instant::now() >= end {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        self.save(&mut sink);
+        Ok(self.state)
+    }
+
+    /// Cancel one worker or every worker of a run that no process drives: SIGTERM, the
+    /// grace period, SIGKILL; waits up to `wait` for the attempts to end. The run is not
+    /// continued (no new launches); a full cancel marks it `cancelled`.
+    ///
+    /// Errors: another process drives the run, or the state cannot be saved.
+    pub fn cancel_now(mut self, worker: Option<String>, wait: Duration) -> Result<RunState> {
+        let _lock = self.store.try_driver_lock()?.ok_or_else(|| {
+            crate::error::Error::Usage("another crewmux process drives this run".into())
+        })?;
+        let mut sink = |_u: Update| {};
+        let all = worker.is_none();
+        self.apply_all(vec![Input::Cancel { worker }], &mut sink);
+        let end = Instant::now() + wait;
+        while !self.watches.is_empty() && Instant::now() < end {
+            let (inputs, _) = self.observe(&mut sink);
+            let inputs: Vec<Input> = inputs
+                .into_iter()
+                .filter(|i| !matches!(i, Input::Tick))
+                .collect();
+            self.apply_all(inputs, &mut sink);
+            self.hard_kills();
+            let cancelled_done = self
+                .state
+                .workers
+                .iter()
+                .all(|w| !w.status.is_live() || !self.rt.kills.contains_key(&w.id));
+            if cancelled_done {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        if all {
+            let now = Utc::now();
+            for w in self.state.workers.iter_mut() {
+                if !w.status.is_terminal() {
+                    w.status = WorkerStatus::Cancelled;
+                    w.reason = Some("cancelled".into());
+                    w.ended_at = Some(now);
+                }
+            }
+            self.state.status = crate::domain::RunStatus::Cancelled;
+            self.state.reason = Some("cancelled by the user".into());
+            let _ = self.store.append_event(&RunEvent {
+                ts: now,
+                kind: "run-cancelled".into(),
+                worker: None,
+                attempt: None,
+                source: "user".into(),
+                message: "every worker stopped".into(),
+            });
+        }
+        self.save(&mut sink);
+        Ok(self.state)
+    }
+
+    fn save(&mut self, emit: &mut impl FnMut(Update)) {
+        self.state.updated_at = Utc::now();
+        if let Err(e) = self.store.save_state(&self.state) {
+            emit(Update::Notice(format!("could not save the run state: {e}")));
+        }
+    }
+
+    fn control_inputs(&mut self, c: Control, emit: &mut impl FnMut(Update)) -> Vec<Input> {
+        match c {
+            Control::Answer { worker: None, text } => {
+                if !self.state.clarification.pending {
+                    emit(Update::Notice("no run-level question is pending".into()));
+                    return vec![];
+                }
+                vec![Input::AnswerRun { text }]
+            }
+            Control::Answer {
+                worker: Some(worker),
+                text,
+            } => {
+                if self.state.worker(&worker).map(|w| w.status) != Some(WorkerStatus::Waiting) {
+                    emit(Update::Notice(format!(
+                        "{worker} is not waiting for an answer"
+                    )));
+                    return vec![];
+                }
+                vec![Input::AnswerWorker { worker, text }]
+            }
+            Control::Cancel { worker } => vec![Input::Cancel { worker }],
+            Control::Focus(w) => {
+                self.focus = w;
+                vec![]
+            }
+            Control::Quit => vec![],
+        }
+    }
+
+    /// One observation: inbox commands, one backend poll, new log bytes, exit evidence.
+    fn observe(&mut self, emit: &mut impl FnMut(Update)) -> (Vec<Input>, Option<String>) {
+        let mut inputs = vec![];
+        match self.store.read_commands(self.inbox_offset) {
+            Ok((cmds, off)) => {
+                self.inbox_offset = off;
+                for cmd in cmds {
+                    let c = match cmd {
+                        InboxCommand::AnswerRun { text } => Control::Answer { worker: None, text },
+                        InboxCommand::AnswerWorker { worker, text } => Control::Answer {
+                            worker: Some(worker),
+                            text,
+                        },
+                        InboxCommand::Cancel { worker } => Control::Cancel { worker },
+                    };
+                    inputs.extend(self.control_inputs(c, emit));
+                }
+            }
+            Err(e) => emit(Update::Notice(format!("inbox: {e}"))),
+        }
+        let targets: Vec<Target> = self
+            .watches
+            .values()
+            .map(|w| {
+                let ws = self.state.worker(&w.worker);
+                Target {
+                    worker: w.worker.clone(),
+                    attempt: w.attempt,
+                    pane_id: ws.and_then(|s| s.pane_id.clone()),
+                    pid: ws.and_then(|s| s.pid),
+                }
+            })
+            .collect();
+        let focus_target = self.focus.as_ref().and_then(|f| {
+            let ws = self.state.worker(f)?;
+            Some(Target {
+                worker: f.clone(),
+                attempt: ws.attempt,
+                pane_id: ws.pane_id.clone(),
+                pid: ws.pid,
+            })
+        });
+        let poll = if targets.is_empty() && focus_target.is_none() {
+            Default::default()
+        } else {
+            self.backend.poll(&targets, focus_target.as_ref())
+        };
+        if let Some(msg) = &poll.server_down {
+            if !self.server_down_reported && !targets.is_empty() {
+                self.server_down_reported = true;
+                emit(Update::Notice(format!(
+                    "the tmux server is unreachable ({msg}); its workers are marked crashed"
+                )));
+            }
+        } else {
+            self.server_down_reported = false;
+        }
+        let mut screen = poll.screen;
+        for (i, t) in targets.iter().enumerate() {
+            let live = poll.liveness.get(i).copied().unwrap_or(Liveness::Alive);
+            let Some(watch) = self.watches.get_mut(&t.worker) else {
+                continue;
+            };
+            let news = watch.read_log();
+            if news.grew {
+                inputs.push(Input::Output {
+                    worker: t.worker.clone(),
+                    attempt: t.attempt,
+                });
+            }
+            if let Some(q) = news.question {
+                inputs.push(Input::Asked {
+                    worker: t.worker.clone(),
+                    attempt: t.attempt,
+                    question: q,
+                });
+            }
+            let evidence = watch.exit_evidence();
+            let exit = match (evidence, live) {
+                (Some((code, source)), _) => {
+                    if let (Some(m), crate::domain::ExitSource::ExitFile) =
+                        (watch.marker_code(), source)
+                    {
+                        if m != code {
+                            tracing::warn!(worker = %t.worker, "exit.json says {code}, marker says {m}");
+                        }
+                    }
+                    Some(Ok((code, source)))
+                }
+                (None, Liveness::Alive) => None,
+                (None, Liveness::Dead { status }) => {
+                    // pane_dead can precede the exit file by a few ms: give it 500 ms.
+                    let since = *watch.dead_since.get_or_insert_with(Instant::now);
+                    match status {
+                        Some(code) if since.elapsed() > Duration::from_millis(500) => {
+                            Some(Ok((code, crate::domain::ExitSource::PaneStatus)))
+                        }
+                        None if since.elapsed() > Duration::from_secs(3) => Some(Err(
+                            "pane dead with no status and no exit record".to_string(),
+                        )),
+                        _ => None,
+                    }
+                }
+                (None, Liveness::Gone) => {
+                    // One last read: the file may have landed between poll and read.
+                    let _ = watch.read_log();
+                    match watch.exit_evidence() {
+                        Some(e) => Some(Ok(e)),
+                        None => Some(Err(poll
+                            .server_down
+                            .clone()
+                            .map(|m| format!("tmux server gone: {m}"))
+                            .unwrap_or_else(|| "pane or process gone".into()))),
+                    }
+                }
+            };
+            if let Some(exit) = exit {
+                let w = self.watches.remove(&t.worker).expect("present");
+                inputs.push(match exit {
+                    Ok((code, source)) => {
+                        let ws = self.state.worker(&t.worker);
+                        let artifacts = ws.map(|s| s.artifacts.clone()).unwrap_or_default();
+                        let missing = artifacts
+                            .into_iter()
+                            .filter(|a| !w.dir.join(a).exists())
+                            .collect();
+                        let result = w.dir.join("result.md");
+                        Input::Exited {
+                            worker: t.worker.clone(),
+                            attempt: t.attempt,
+                            code,
+                            source,
+                            missing_artifacts: missing,
+                            result: result.exists().then_some(result),
+                        }
+                    }
+                    Err(detail) => Input::Vanished {
+                        worker: t.worker.clone(),
+                        attempt: t.attempt,
+                        detail,
+                    },
+                });
+            }
+        }
+        if screen.is_none() && self.state.backend == crate::domain::BackendKind::Process {
+            if let Some(w) = self.focus.as_ref().and_then(|f| self.watches.get(f)) {
+                screen = Some(w.ring.iter().cloned().collect::<Vec<_>>().join("\n"));
+            }
+        }
+        inputs.push(Input::Tick);
+        (inputs, screen)
+    }
+
+    /// Feed inputs to the engine and carry out effects, which may produce more inputs.
+    fn apply_all(&mut self, inputs: Vec<Input>, emit: &mut impl FnMut(Update)) {
+        let mut queue: std::collections::VecDeque<Input> = inputs.into();
+        while let Some(input) = queue.pop_front() {
+            let fx = engine::update(&mut self.state, &mut self.rt, Utc::now(), input);
+            for effect in fx {
+                if let Some(next) = self.carry_out(effect, emit) {
+                    queue.push_back(next);
+                }
+            }
+        }
+    }
+
+    fn pending_fx(&mut self, fx: Vec<Effect>) {
+        for effect in fx {
+            if let Effect::Event(e) = effect {
+                let _ = self.store.append_event(&e);
+            }
+        }
+    }
+
+    fn carry_out(&mut self, effect: Effect, emit: &mut impl FnMut(Update)) -> Option<Input> {
+        match effect {
+            Effect::Launch { worker, attempt } => Some(self.launch(&worker, attempt)),
+            Effect::Kill {
+                worker,
+                attempt,
+                reason,
+            } => {
+                let pid = self.state.worker(&worker).and_then(|w| w.pid);
+                if let Some(pid) = pid {
+                    if let Err(e) = signal_group(pid, false) {
+                        emit(Update::Notice(e.to_string()));
+                    }
+                    self.kills.push(PendingKill {
+                        worker: worker.clone(),
+                        attempt,
+                        pid,
+                        at: Instant::now() + self.opts.grace,
+                    });
+                }
+                tracing::info!(worker = %worker, attempt, ?reason, "SIGTERM sent to the process group");
+                None
+            }
+            Effect::Paste { worker, text } => {
+                let target = self.state.worker(&worker).map(|w| Target {
+                    worker: w.id.clone(),
+                    attempt: w.attempt,
+                    pane_id: w.pane_id.clone(),
+                    pid: w.pid,
+                });
+                if let Some(t) = target {
+                    if let Err(e) = self.backend.send_text(&t, &text) {
+                        emit(Update::Notice(format!("could not answer {worker}: {e}")));
+                    }
+                }
+                None
+            }
+            Effect::EvaluateGate => Some(Input::Gate(crate::judge::gate::evaluate(
+                &self.state.problem,
+                &self.state.clarification.answers,
+            ))),
+            Effect::RunCouncil => Some(Input::CouncilReady(run_council(&self.state, &self.store))),
+            Effect::WriteReport => match write_report(&self.state, &self.store) {
+                Ok((path, bytes)) => Some(Input::ReportWritten { path, bytes }),
+                Err(e) => {
+                    emit(Update::Notice(format!("could not write report.md: {e}")));
+                    Some(Input::ReportWritten {
+                        path: self.store.dir().join("report.md"),
+                        bytes: 0,
+                    })
+                }
+            },
+            Effect::Event(e) => {
+                if let Err(err) = self.store.append_event(&e) {
+                    emit(Update::Notice(format!("could not append an event: {err}")));
+                }
+                tracing::info!(
+                    target: "crewmux::run",
+                    "{}{} {}",
+                    e.worker.as_deref().map(|w| format!("{w}: ")).unwrap_or_default(),
+                    e.kind,
+                    e.message
+                );
+                emit(Update::Event(e));
+                None
+            }
+            Effect::Notify(msg) => {
+                if !self.opts.quiet {
+                    notify(&msg);
+                }
+                None
+            }
+            Effect::Finished => {
+                self.finished = true;
+                None
+            }
+        }
+    }
+
+    fn launch(&mut self, worker: &str, attempt: u32) -> Input {
+        let Some(w) = self.state.worker(worker).cloned() else {
+            return Input::LaunchFailed {
+                worker: worker.into(),
+                attempt,
+                error: "unknown worker".into(),
+            };
+        };
+        let dir = self.store.attempt_dir(worker, attempt);
+        let prepared = match prepare(
+            &self.state,
+            &w,
+            dir,
+            &self.opts.self_exe,
+            self.opts.prompt_max_chars,
+        ) {
+            Ok(p) => p,
+            Err(e) => {
+                return Input::LaunchFailed {
+                    worker: worker.into(),
+                    attempt,
+                    error: e.to_string(),
+                }
+            }
+        };
+        match self.backend.spawn(&prepared.spawn) {
+            Ok(spawned) => {
+                self.watches.insert(
+                    worker.to_string(),
+                    Watch::new(worker, attempt, &prepared.nonce, &prepared.paths.dir, false),
+                );
+                Input::Launched {
+                    worker: worker.into(),
+                    attempt,
+                    nonce: prepared.nonce,
+                    prompt_path: prepared.paths.prompt,
+                    backend: self.backend.kind().as_str().into(),
+                    pane_id: spawned.pane_id,
+                    pid: spawned.pid,
+                    credential_label: None,
+                }
+            }
+            Err(e) => Input::LaunchFailed {
+                worker: worker.into(),
+                attempt,
+                error: e.to_string(),
+            },
+        }
+    }
+
+    /// SIGKILL process groups still alive after their grace period.
+    fn hard_kills(&mut self) {
+        let now = Instant::now();
+        let state = &self.state;
+        self.kills.retain(|k| {
+            let still = state
+                .worker(&k.worker)
+                .is_some_and(|w| w.attempt == k.attempt && w.status.is_live());
+            if !still {
+                // Ended, but children that ignored SIGTERM may remain in the group.
+                let _ = signal_group(k.pid, true);
+                return false;
+            }
+            if now >= k.at {
+                let _ = signal_group(k.pid, true);
+                return false;
+            }
+            true
+        });
+    }
+}
+
+/// Ring the terminal bell on stderr and, when `notify-send` exists, post a desktop note.
+fn notify(msg: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(b"\x07");
+    if which::which("notify-send").is_ok() {
+        let _ = std::process::Command::new("notify-send")
+            .arg("crewmux")
+            .arg(msg)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+    }
+}

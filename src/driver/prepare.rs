@@ -1,0 +1,99 @@
+//! Preparing an attempt: its folder, packaged prompt, launch command and wrapper.
+
+use std::path::{Path, PathBuf};
+
+use crate::backend::SpawnSpec;
+use crate::domain::{RunState, WorkerState};
+use crate::error::Result;
+use crate::launch::{new_nonce, write_wrapper, AttemptPaths, WrapperSpec};
+use crate::providers::{build_launch, LaunchRequest};
+
+/// A prepared attempt, ready to spawn.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub paths: AttemptPaths,
+    pub nonce: String,
+    pub spawn: SpawnSpec,
+}
+
+/// The prompt a worker receives: the packaged prompt of its role and task, with the run's
+/// clarification answers as context.
+pub fn prompt_text(state: &RunState, w: &WorkerState, max_chars: usize) -> String {
+    let mut task = w.task.clone();
+    if !state.clarification.answers.is_empty() {
+        task.push_str("\n\nClarifications from the person running this team:\n");
+        for a in &state.clarification.answers {
+            task.push_str(&format!("- {a}\n"));
+        }
+    }
+    crate::providers::prompt::package(&w.role, &task, &state.project_dir, max_chars)
+}
+
+/// Write the attempt's `prompt.md` and `launch.sh` and describe how to spawn it.
+///
+/// Errors: the provider cannot build a launch (unknown, or `command` without argv), or I/O.
+pub fn prepare(
+    state: &RunState,
+    w: &WorkerState,
+    attempt_dir: PathBuf,
+    self_exe: &Path,
+    max_chars: usize,
+) -> Result<Prepared> {
+    std::fs::create_dir_all(&attempt_dir)?;
+    let paths = AttemptPaths::new(attempt_dir);
+    for stale in [&paths.exit, &paths.output] {
+        let _ = std::fs::remove_file(stale);
+    }
+    let prompt = prompt_text(state, w, max_chars);
+    crate::store::write_atomic(&paths.prompt, prompt.as_bytes())?;
+    let launch = build_launch(
+        &w.provider,
+        &LaunchRequest {
+            prompt_file: &paths.prompt,
+            result_file: &paths.result,
+            model: w.model.as_deref(),
+            command: w.command.as_deref(),
+            attempt: w.attempt,
+            self_exe,
+        },
+    )?;
+    let cwd = match &w.cwd {
+        Some(c) if c.is_absolute() => c.clone(),
+        Some(c) => state.project_dir.join(c),
+        None => state.project_dir.clone(),
+    };
+    let nonce = new_nonce();
+    let is_tmux = state.backend == crate::domain::BackendKind::Tmux;
+    write_wrapper(
+        &paths,
+        &WrapperSpec {
+            worker: &w.id,
+            attempt: w.attempt,
+            nonce: &nonce,
+            argv: &launch.argv,
+            cwd: &cwd,
+            stdin_file: launch.stdin_file.as_deref(),
+            wait_for_log: is_tmux,
+        },
+    )?;
+    if !is_tmux {
+        std::fs::write(&paths.output, b"")?;
+    }
+    let mut env = launch.env.clone();
+    env.push(("CREWMUX_RUN_ID".into(), state.run_id.clone()));
+    env.push(("CREWMUX_WORKER".into(), w.id.clone()));
+    Ok(Prepared {
+        spawn: SpawnSpec {
+            worker: w.id.clone(),
+            attempt: w.attempt,
+            window: format!("{}-{}", w.id, w.attempt),
+            cwd,
+            launch: paths.launch.clone(),
+            log: paths.output.clone(),
+            env,
+            secret_env: vec![],
+        },
+        paths,
+        nonce,
+    })
+}

@@ -1,0 +1,123 @@
+//! Watching attempts: new bytes of each `output.log` (marker, questions, activity) and the
+//! exit evidence in SPEC §4 order of trust: `exit.json`, the marker, `pane_dead_status`.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use crate::launch::{read_exit_file, strip_ansi, MarkerScanner};
+use crate::sim::ASK_PREFIX;
+
+/// Lines of each worker's output kept in memory (the rest stays on disk).
+pub const OUTPUT_RING_LINES: usize = 400;
+/// On reattach, how far back in an existing log to scan for a marker, bytes.
+pub const REATTACH_TAIL_BYTES: u64 = 64 * 1024;
+
+/// One watched attempt.
+#[derive(Debug)]
+pub struct Watch {
+    pub worker: String,
+    pub attempt: u32,
+    pub nonce: String,
+    pub dir: PathBuf,
+    pub log: PathBuf,
+    offset: u64,
+    scanner: MarkerScanner,
+    /// Last lines, ANSI kept, for the output panel of the process backend.
+    pub ring: VecDeque<String>,
+    /// When the pane was first seen dead without other evidence.
+    pub dead_since: Option<std::time::Instant>,
+    /// Catching up on a log written before this process started: questions there are old.
+    catching_up: bool,
+}
+
+/// What one read of a log found.
+#[derive(Debug, Default)]
+pub struct LogNews {
+    pub grew: bool,
+    pub question: Option<String>,
+    pub lines: Vec<String>,
+}
+
+impl Watch {
+    pub fn new(worker: &str, attempt: u32, nonce: &str, dir: &Path, reattach: bool) -> Self {
+        let log = dir.join("output.log");
+        let offset = if reattach {
+            std::fs::metadata(&log)
+                .map(|m| m.len().saturating_sub(REATTACH_TAIL_BYTES))
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        Watch {
+            worker: worker.to_string(),
+            attempt,
+            nonce: nonce.to_string(),
+            dir: dir.to_path_buf(),
+            log,
+            offset,
+            scanner: MarkerScanner::default(),
+            ring: VecDeque::new(),
+            dead_since: None,
+            catching_up: reattach,
+        }
+    }
+
+    /// Read what was appended to `output.log` since the last call (at most 1 MiB a call).
+    pub fn read_log(&mut self) -> LogNews {
+        let mut news = LogNews::default();
+        let Ok(mut file) = File::open(&self.log) else {
+            return news;
+        };
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if len < self.offset {
+            self.offset = 0; // truncated: start again
+        }
+        if len == self.offset {
+            self.catching_up = false;
+            return news;
+        }
+        let want = (len - self.offset).min(1 << 20);
+        let mut buf = vec![0u8; want as usize];
+        if file.seek(SeekFrom::Start(self.offset)).is_err() || file.read_exact(&mut buf).is_err() {
+            return news;
+        }
+        self.offset += want;
+        news.grew = true;
+        let lines = self.scanner.feed(&buf, &self.nonce);
+        for line in &lines {
+            let clean = strip_ansi(line);
+            if let Some(q) = clean.trim().strip_prefix(ASK_PREFIX) {
+                if !self.catching_up {
+                    news.question = Some(q.trim().to_string());
+                }
+            }
+            self.ring.push_back(line.clone());
+            if self.ring.len() > OUTPUT_RING_LINES {
+                self.ring.pop_front();
+            }
+        }
+        if self.offset >= len {
+            self.catching_up = false;
+        }
+        news.lines = lines;
+        news
+    }
+
+    /// The exit code from `exit.json`, then from the marker; `None` if neither has it.
+    pub fn exit_evidence(&self) -> Option<(i32, crate::domain::ExitSource)> {
+        use crate::domain::ExitSource;
+        match read_exit_file(&self.dir.join("exit.json"), &self.nonce) {
+            Ok(Some(code)) => return Some((code, ExitSource::ExitFile)),
+            Ok(None) => {}
+            Err(e) => tracing::warn!("{e}"),
+        }
+        self.scanner.found().map(|c| (c, ExitSource::Marker))
+    }
+
+    /// The marker code alone (to log disagreement with exit.json).
+    pub fn marker_code(&self) -> Option<i32> {
+        self.scanner.found()
+    }
+}

@@ -1,0 +1,423 @@
+//! Worker lifecycle: launches, exits, crashes, questions, timeouts, cancel and retries.
+
+use super::{Effect, Effects, Input, KillReason, Runtime};
+use crate::domain::{DispatchRecord, ExitSource, RunState, WorkerState, WorkerStatus};
+
+/// Apply an input that concerns one worker's attempt. Inputs for an attempt that is not
+/// the worker's current one are stale (an old pane, a late marker) and are ignored.
+pub(super) fn on_worker_input(
+    state: &mut RunState,
+    rt: &mut Runtime,
+    input: Input,
+    fx: &mut Effects,
+) {
+    match input {
+        Input::Launched {
+            worker,
+            attempt,
+            nonce,
+            prompt_path,
+            backend,
+            pane_id,
+            pid,
+            credential_label,
+        } => {
+            let Some(w) = current(state, &worker, attempt) else {
+                return;
+            };
+            if w.status != WorkerStatus::Starting {
+                return;
+            }
+            w.status = WorkerStatus::Running;
+            w.pane_id = pane_id.clone();
+            w.pid = pid;
+            w.started_at = Some(fx.now);
+            w.reason = None;
+            rt.last_output.insert(worker.clone(), fx.now);
+            let where_ = pane_id
+                .as_deref()
+                .map(|p| format!("pane {p}"))
+                .or_else(|| pid.map(|p| format!("pid {p}")))
+                .unwrap_or_default();
+            let label_note = credential_label
+                .as_deref()
+                .map(|l| format!(", credential `{l}`"))
+                .unwrap_or_default();
+            state.dispatches.push(DispatchRecord {
+                worker_id: worker.clone(),
+                prompt_path,
+                attempt,
+                backend,
+                status: WorkerStatus::Running,
+                reason: None,
+                nonce,
+                pane_id,
+                exit_code: None,
+                exit_source: None,
+                started_at: fx.now,
+                ended_at: None,
+                credential_label,
+            });
+            fx.event(
+                "worker-started",
+                Some((&worker, attempt)),
+                "engine",
+                format!("attempt {attempt} running in {where_}{label_note}"),
+            );
+        }
+        Input::LaunchFailed {
+            worker,
+            attempt,
+            error,
+        } => {
+            if current(state, &worker, attempt).is_none() {
+                return;
+            }
+            finish(
+                state,
+                rt,
+                &worker,
+                attempt,
+                WorkerStatus::Failed,
+                None,
+                None,
+                format!("launch failed: {error}"),
+                "engine",
+                fx,
+            );
+        }
+        Input::Exited {
+            worker,
+            attempt,
+            code,
+            source,
+            missing_artifacts,
+            result,
+        } => {
+            let Some(w) = current(state, &worker, attempt) else {
+                return;
+            };
+            if !w.status.is_live() {
+                return;
+            }
+            let (status, reason) = match rt.kills.get(&worker).map(|k| k.0) {
+                Some(KillReason::Cancel) => (WorkerStatus::Cancelled, "cancelled".to_string()),
+                Some(KillReason::Timeout) => (
+                    WorkerStatus::Timeout,
+                    format!("wall timeout of {}s", w.timeout_s.unwrap_or(0)),
+                ),
+                Some(KillReason::IdleTimeout) => (
+                    WorkerStatus::Timeout,
+                    format!("no output for {}s", w.idle_timeout_s.unwrap_or(0)),
+                ),
+                None if code == 0 && missing_artifacts.is_empty() => {
+                    (WorkerStatus::Completed, String::new())
+                }
+                None if code == 0 => (
+                    WorkerStatus::Failed,
+                    format!(
+                        "required artifact missing: {}",
+                        missing_artifacts.join(", ")
+                    ),
+                ),
+                None => (WorkerStatus::Failed, format!("exit code {code}")),
+            };
+            let source_name = match source {
+                ExitSource::ExitFile => "exit-file",
+                ExitSource::Marker => "marker",
+                ExitSource::PaneStatus => "pane-status",
+            };
+            finish(
+                state,
+                rt,
+                &worker,
+                attempt,
+                status,
+                Some((code, source)),
+                result,
+                reason,
+                source_name,
+                fx,
+            );
+        }
+        Input::Vanished {
+            worker,
+            attempt,
+            detail,
+        } => {
+            let Some(w) = current(state, &worker, attempt) else {
+                return;
+            };
+            if !w.status.is_live() {
+                return;
+            }
+            let status = match rt.kills.get(&worker).map(|k| k.0) {
+                Some(KillReason::Cancel) => WorkerStatus::Cancelled,
+                Some(_) => WorkerStatus::Timeout,
+                None => WorkerStatus::Crashed,
+            };
+            finish(
+                state,
+                rt,
+                &worker,
+                attempt,
+                status,
+                None,
+                None,
+                format!("vanished with no exit code: {detail}"),
+                "pane-status",
+                fx,
+            );
+        }
+        Input::Output { worker, attempt } => {
+            let Some(w) = current(state, &worker, attempt) else {
+                return;
+            };
+            rt.last_output.insert(worker.clone(), fx.now);
+            if w.status == WorkerStatus::Waiting && rt.answered.remove(&worker).is_some() {
+                w.status = WorkerStatus::Running;
+                w.question = None;
+                fx.event(
+                    "worker-resumed",
+                    Some((&worker, attempt)),
+                    "engine",
+                    "output moved after the answer",
+                );
+            }
+        }
+        Input::Asked {
+            worker,
+            attempt,
+            question,
+        } => {
+            let Some(w) = current(state, &worker, attempt) else {
+                return;
+            };
+            if !w.status.is_live() {
+                return;
+            }
+            w.status = WorkerStatus::Waiting;
+            w.question = Some(question.clone());
+            rt.answered.remove(&worker);
+            fx.event(
+                "worker-waiting",
+                Some((&worker, attempt)),
+                "engine",
+                question.clone(),
+            );
+            fx.push(Effect::Notify(format!("{worker} asks: {question}")));
+        }
+        Input::AnswerWorker { worker, text } => {
+            let Some(w) = state.worker_mut(&worker) else {
+                return;
+            };
+            if w.status != WorkerStatus::Waiting {
+                return;
+            }
+            let attempt = w.attempt;
+            rt.answered.insert(worker.clone(), fx.now);
+            fx.event(
+                "worker-answered",
+                Some((&worker, attempt)),
+                "user",
+                format!("answer of {} bytes pasted", text.len()),
+            );
+            fx.push(Effect::Paste { worker, text });
+        }
+        _ => {}
+    }
+}
+
+/// The worker `id` if `attempt` is its current attempt.
+fn current<'a>(state: &'a mut RunState, id: &str, attempt: u32) -> Option<&'a mut WorkerState> {
+    state.worker_mut(id).filter(|w| w.attempt == attempt)
+}
+
+/// End an attempt: set the status, update the dispatch record, and schedule a retry when
+/// the status allows it and attempts remain.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    state: &mut RunState,
+    rt: &mut Runtime,
+    id: &str,
+    attempt: u32,
+    status: WorkerStatus,
+    exit: Option<(i32, ExitSource)>,
+    result: Option<std::path::PathBuf>,
+    reason: String,
+    source: &str,
+    fx: &mut Effects,
+) {
+    rt.kills.remove(id);
+    rt.answered.remove(id);
+    let cancelled_run = rt.cancelled;
+    let now = fx.now;
+    let Some(w) = state.worker_mut(id) else {
+        return;
+    };
+    w.status = status;
+    w.exit_code = exit.map(|e| e.0);
+    w.ended_at = Some(now);
+    w.question = None;
+    w.reason = (!reason.is_empty()).then(|| reason.clone());
+    if status == WorkerStatus::Completed {
+        w.result = result;
+    }
+    let max = w.max_attempts;
+    let retry = matches!(
+        status,
+        WorkerStatus::Failed | WorkerStatus::Timeout | WorkerStatus::Crashed
+    ) && attempt < max
+        && !cancelled_run;
+    let code_note = exit
+        .map(|(c, _)| format!(" (exit {c})"))
+        .unwrap_or_default();
+    update_dispatch(state, id, attempt, status, exit, &reason, now);
+    fx.event(
+        &format!("worker-{}", status.as_str()),
+        Some((id, attempt)),
+        source,
+        format!(
+            "{}{code_note}{}",
+            status.as_str(),
+            if reason.is_empty() {
+                String::new()
+            } else {
+                format!(": {reason}")
+            }
+        ),
+    );
+    if retry {
+        if let Some(w) = state.worker_mut(id) {
+            w.status = WorkerStatus::Pending;
+            w.reason = Some(format!(
+                "retry {} of {max} after {}",
+                attempt + 1,
+                status.as_str()
+            ));
+        }
+        fx.event(
+            "worker-retry-scheduled",
+            Some((id, attempt)),
+            "engine",
+            format!("attempt {} of {max} after {}", attempt + 1, status.as_str()),
+        );
+    }
+}
+
+/// Update the dispatch record of `id`'s `attempt`: matched by prompt path and attempt, and
+/// when two rows match, the newest is updated (the okstra seed's fix: an older row updated
+/// instead would leave the live one running for good).
+fn update_dispatch(
+    state: &mut RunState,
+    id: &str,
+    attempt: u32,
+    status: WorkerStatus,
+    exit: Option<(i32, ExitSource)>,
+    reason: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) {
+    let prompt = state
+        .dispatches
+        .iter()
+        .rev()
+        .find(|r| r.worker_id == id && r.attempt == attempt)
+        .map(|r| r.prompt_path.clone());
+    let Some(prompt) = prompt else {
+        return;
+    };
+    if let Some(r) = state
+        .dispatches
+        .iter_mut()
+        .rev()
+        .find(|r| r.prompt_path == prompt && r.attempt == attempt)
+    {
+        r.status = status;
+        r.exit_code = exit.map(|e| e.0);
+        r.exit_source = exit.map(|e| e.1);
+        r.reason = (!reason.is_empty()).then(|| reason.to_string());
+        r.ended_at = Some(now);
+    }
+}
+
+/// Ask to end workers past their wall or idle timeout (once per attempt).
+pub(super) fn check_timeouts(state: &mut RunState, rt: &mut Runtime, fx: &mut Effects) {
+    for w in &state.workers {
+        if !w.status.is_live() || w.status == WorkerStatus::Starting || rt.kills.contains_key(&w.id)
+        {
+            continue;
+        }
+        let wall = w
+            .timeout_s
+            .zip(w.started_at)
+            .filter(|(t, started)| (fx.now - *started).num_milliseconds() >= (*t as i64) * 1000);
+        let idle = w
+            .idle_timeout_s
+            .filter(|_| w.status == WorkerStatus::Running)
+            .zip(rt.last_output.get(&w.id))
+            .filter(|(t, last)| (fx.now - **last).num_milliseconds() >= (*t as i64) * 1000);
+        let reason = if wall.is_some() {
+            KillReason::Timeout
+        } else if idle.is_some() {
+            KillReason::IdleTimeout
+        } else {
+            continue;
+        };
+        rt.kills.insert(w.id.clone(), (reason, fx.now));
+        fx.event(
+            "worker-timeout",
+            Some((&w.id, w.attempt)),
+            "timer",
+            match reason {
+                KillReason::Timeout => format!("wall timeout of {}s", w.timeout_s.unwrap_or(0)),
+                _ => format!("no output for {}s", w.idle_timeout_s.unwrap_or(0)),
+            },
+        );
+        fx.push(Effect::Kill {
+            worker: w.id.clone(),
+            attempt: w.attempt,
+            reason,
+        });
+    }
+}
+
+/// Cancel one worker, or every worker and the run.
+pub(super) fn cancel(state: &mut RunState, rt: &mut Runtime, only: Option<&str>, fx: &mut Effects) {
+    if only.is_none() {
+        rt.cancelled = true;
+    }
+    let now = fx.now;
+    for w in state.workers.iter_mut() {
+        if only.is_some_and(|id| id != w.id) {
+            continue;
+        }
+        match w.status {
+            WorkerStatus::Pending => {
+                w.status = WorkerStatus::Cancelled;
+                w.reason = Some("cancelled before it started".into());
+                w.ended_at = Some(now);
+                fx.event(
+                    "worker-cancelled",
+                    Some((&w.id, w.attempt)),
+                    "user",
+                    "cancelled before it started",
+                );
+            }
+            s if s.is_live() && !rt.kills.contains_key(&w.id) => {
+                rt.kills.insert(w.id.clone(), (KillReason::Cancel, now));
+                fx.push(Effect::Kill {
+                    worker: w.id.clone(),
+                    attempt: w.attempt,
+                    reason: KillReason::Cancel,
+                });
+                fx.event(
+                    "worker-cancel-requested",
+                    Some((&w.id, w.attempt)),
+                    "user",
+                    "SIGTERM, grace, SIGKILL",
+                );
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! The pure state machine of a run: `update(state, runtime, now, input) -> effects`.
+//! No tokio, tmux, clock or filesystem here: the driver feeds inputs (observed exits,
+//! output activity, user answers, timer ticks) and carries out the effects.
+
+mod lifecycle;
+mod stages;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+
+use crate::domain::{
+    ClarificationGate, CriticVerdict, ExitSource, RunEvent, RunState, RunStatus, WorkerStatus,
+};
+
+/// Why the engine asked for a worker's process group to be ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KillReason {
+    /// Wall-clock timeout.
+    Timeout,
+    /// No new output for the idle timeout.
+    IdleTimeout,
+    /// The user cancelled.
+    Cancel,
+}
+
+/// Something that happened, fed to [`update`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// Start (or continue) the run: gate, then launch what can be launched.
+    Start,
+    /// Periodic: timeouts and scheduling.
+    Tick,
+    /// The attempt's process is up.
+    Launched {
+        worker: String,
+        attempt: u32,
+        nonce: String,
+        prompt_path: PathBuf,
+        backend: String,
+        pane_id: Option<String>,
+        pid: Option<u32>,
+        credential_label: Option<String>,
+    },
+    /// The attempt could not be started.
+    LaunchFailed {
+        worker: String,
+        attempt: u32,
+        error: String,
+    },
+    /// The attempt exited with `code` (SPEC §4 order of trust decides `source`).
+    Exited {
+        worker: String,
+        attempt: u32,
+        code: i32,
+        source: ExitSource,
+        /// Required artifacts that do not exist.
+        missing_artifacts: Vec<String>,
+        /// The result file, if it exists.
+        result: Option<PathBuf>,
+    },
+    /// The pane or process is gone and no exit code can be found.
+    Vanished {
+        worker: String,
+        attempt: u32,
+        detail: String,
+    },
+    /// New output from the attempt.
+    Output { worker: String, attempt: u32 },
+    /// The attempt waits for input with this question.
+    Asked {
+        worker: String,
+        attempt: u32,
+        question: String,
+    },
+    /// The user answered a waiting worker.
+    AnswerWorker { worker: String, text: String },
+    /// The user answered the run-level question.
+    AnswerRun { text: String },
+    /// The gate's decision (after `Effect::EvaluateGate`).
+    Gate(ClarificationGate),
+    /// The council's verdicts (after `Effect::RunCouncil`).
+    CouncilReady(Vec<CriticVerdict>),
+    /// `report.md` was written (after `Effect::WriteReport`).
+    ReportWritten { path: PathBuf, bytes: u64 },
+    /// Cancel one worker, or all of them and the run.
+    Cancel { worker: Option<String> },
+}
+
+/// What the driver must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Prepare the attempt (prompt, wrapper) and start it.
+    Launch { worker: String, attempt: u32 },
+    /// End the attempt's process group: SIGTERM, grace, SIGKILL.
+    Kill {
+        worker: String,
+        attempt: u32,
+        reason: KillReason,
+    },
+    /// Paste `text` into the worker (bracketed paste, then Enter).
+    Paste { worker: String, text: String },
+    /// Run the gate over the problem and answers, then feed `Input::Gate`.
+    EvaluateGate,
+    /// Run the critics over the workers' results, then feed `Input::CouncilReady`.
+    RunCouncil,
+    /// Write `report.md`, then feed `Input::ReportWritten`.
+    WriteReport,
+    /// Append to `events.jsonl` (and log it).
+    Event(RunEvent),
+    /// Tell the person (bell / desktop notification): a question, the end of the run.
+    Notify(String),
+    /// The run reached a final status.
+    Finished,
+}
+
+/// Per-run facts that are not saved: timers and pending kills.
+#[derive(Debug, Default, Clone)]
+pub struct Runtime {
+    /// Last time each worker produced output.
+    pub last_output: HashMap<String, DateTime<Utc>>,
+    /// Kills asked for, by worker, and when.
+    pub kills: HashMap<String, (KillReason, DateTime<Utc>)>,
+    /// Workers answered but not yet seen producing output again.
+    pub answered: HashMap<String, DateTime<Utc>>,
+    /// The run was cancelled by the user.
+    pub cancelled: bool,
+    /// `RunCouncil` was asked for the current verify stage.
+    pub council_requested: bool,
+}
+
+/// Apply one input to the run; returns the effects to carry out, in order.
+pub fn update(
+    state: &mut RunState,
+    rt: &mut Runtime,
+    now: DateTime<Utc>,
+    input: Input,
+) -> Vec<Effect> {
+    let mut fx = Effects {
+        now,
+        out: Vec::new(),
+    };
+    if state.status.is_final() {
+        return fx.out;
+    }
+    match input {
+        Input::Start => stages::start(state, rt, &mut fx),
+        Input::Tick => {
+            lifecycle::check_timeouts(state, rt, &mut fx);
+            stages::advance(state, rt, &mut fx);
+        }
+        Input::Gate(gate) => stages::on_gate(state, rt, gate, &mut fx),
+        Input::AnswerRun { text } => stages::on_run_answer(state, text, &mut fx),
+        Input::CouncilReady(verdicts) => stages::on_council(state, rt, verdicts, &mut fx),
+        Input::ReportWritten { path, bytes } => stages::on_report(state, path, bytes, &mut fx),
+        Input::Cancel { worker } => {
+            lifecycle::cancel(state, rt, worker.as_deref(), &mut fx);
+            stages::advance(state, rt, &mut fx);
+        }
+        other => {
+            lifecycle::on_worker_input(state, rt, other, &mut fx);
+            stages::advance(state, rt, &mut fx);
+        }
+    }
+    if !fx.out.is_empty() {
+        state.updated_at = now;
+    }
+    fx.out
+}
+
+/// Collects effects with the current time for event stamps.
+pub(crate) struct Effects {
+    now: DateTime<Utc>,
+    out: Vec<Effect>,
+}
+
+impl Effects {
+    pub(crate) fn push(&mut self, effect: Effect) {
+        self.out.push(effect);
+    }
+
+    /// Record an event: `kind` kebab case, `source` who observed it.
+    pub(crate) fn event(
+        &mut self,
+        kind: &str,
+        worker: Option<(&str, u32)>,
+        source: &str,
+        message: impl Into<String>,
+    ) {
+        self.out.push(Effect::Event(RunEvent {
+            ts: self.now,
+            kind: kind.to_string(),
+            worker: worker.map(|(w, _)| w.to_string()),
+            attempt: worker.map(|(_, a)| a),
+            source: source.to_string(),
+            message: message.into(),
+        }));
+    }
+}
+
+/// True when no worker of the run will change without a new attempt.
+pub fn all_terminal(state: &RunState) -> bool {
+    state.workers.iter().all(|w| w.status.is_terminal())
+}
+
+/// Count of workers with a live attempt.
+pub fn live_count(state: &RunState) -> usize {
+    state.workers.iter().filter(|w| w.status.is_live()).count()
+}
+
+/// The first worker waiting for an answer, if any.
+pub fn first_waiting(state: &RunState) -> Option<&str> {
+    state
+        .workers
+        .iter()
+        .find(|w| w.status == WorkerStatus::Waiting)
+        .map(|w| w.id.as_str())
+}
+
+/// True while the run is stopped at a run-level question.
+pub fn is_halted(state: &RunState) -> bool {
+    state.status == RunStatus::Halted
+}
+
+/// Constructors other layers need to build a run's workers.
+pub mod stages_public {
+    pub use super::stages::blank_worker;
+}

@@ -1,0 +1,383 @@
+//! Stage transitions: the gate at `team-plan`, launching within `parallel`, verify with the
+//! council, fix rounds, report and finalize (SPEC §2).
+
+use std::path::PathBuf;
+
+use super::{all_terminal, live_count, Effect, Effects, Runtime};
+use crate::domain::{
+    ClarificationGate, Council, CouncilStatus, CriticVerdict, RunState, RunStatus, Stage, Verdict,
+    WorkerKind, WorkerState, WorkerStatus,
+};
+
+/// Start or continue a run from its saved stage.
+pub(super) fn start(state: &mut RunState, rt: &mut Runtime, fx: &mut Effects) {
+    if state.status == RunStatus::Detached {
+        state.status = RunStatus::Running;
+        fx.event("run-resumed", None, "user", format!("at {}", state.stage));
+    }
+    if state.stage == Stage::TeamPlan {
+        if state.clarification.pending {
+            halt(state, fx);
+            return;
+        }
+        if state.clarify && state.clarification.gate.is_none() {
+            fx.push(Effect::EvaluateGate);
+            return;
+        }
+        enter(state, Stage::TeamExec, fx);
+    }
+    advance(state, rt, fx);
+}
+
+fn halt(state: &mut RunState, fx: &mut Effects) {
+    state.status = RunStatus::Halted;
+    let prompt = state.clarification.prompt.clone().unwrap_or_default();
+    fx.event(
+        "run-halted",
+        None,
+        "engine",
+        format!("clarification needed: {prompt}"),
+    );
+    fx.push(Effect::Notify(format!("clarification needed: {prompt}")));
+}
+
+/// The gate decided: halt with the question, or go on to `team-exec`.
+pub(super) fn on_gate(
+    state: &mut RunState,
+    rt: &mut Runtime,
+    gate: ClarificationGate,
+    fx: &mut Effects,
+) {
+    if state.stage != Stage::TeamPlan {
+        return;
+    }
+    let requires = gate.requires_clarification;
+    state.clarification.prompt = gate.prompt.clone();
+    state.clarification.gate = Some(gate);
+    if requires {
+        state.clarification.pending = true;
+        halt(state, fx);
+        return;
+    }
+    state.clarification.pending = false;
+    state.status = RunStatus::Running;
+    fx.event(
+        "gate-passed",
+        None,
+        "engine",
+        "the problem names enough to act on",
+    );
+    enter(state, Stage::TeamExec, fx);
+    advance(state, rt, fx);
+}
+
+/// A run-level answer joins the context and the gate runs again.
+pub(super) fn on_run_answer(state: &mut RunState, text: String, fx: &mut Effects) {
+    if !state.clarification.pending {
+        return;
+    }
+    state.clarification.answers.push(text.clone());
+    state.clarification.pending = false;
+    state.clarification.gate = None;
+    state.status = RunStatus::Running;
+    fx.event("clarification-answered", None, "user", text);
+    fx.push(Effect::EvaluateGate);
+}
+
+fn enter(state: &mut RunState, stage: Stage, fx: &mut Effects) {
+    if state.stage == stage {
+        return;
+    }
+    let from = state.stage;
+    state.stage = stage;
+    let round = if state.fix_round > 0 {
+        format!(" (fix round {})", state.fix_round)
+    } else {
+        String::new()
+    };
+    fx.event(
+        "stage-changed",
+        None,
+        "engine",
+        format!("{from} → {stage}{round}"),
+    );
+}
+
+/// Launch what may be launched and move to the next stage when the current one is done.
+pub(super) fn advance(state: &mut RunState, rt: &mut Runtime, fx: &mut Effects) {
+    if state.status != RunStatus::Running {
+        return;
+    }
+    if rt.cancelled {
+        if all_terminal(state) {
+            state.status = RunStatus::Cancelled;
+            state.reason = Some("cancelled by the user".into());
+            fx.event("run-cancelled", None, "user", "every worker stopped");
+            fx.push(Effect::Finished);
+        }
+        return;
+    }
+    loop {
+        match state.stage {
+            Stage::TeamPlan | Stage::Done => return,
+            Stage::TeamExec | Stage::TeamFix | Stage::TeamVerify => {
+                launch_pending(state, fx);
+                if !stage_done(state) {
+                    return;
+                }
+                match state.stage {
+                    Stage::TeamExec | Stage::TeamFix => {
+                        enter(state, Stage::TeamVerify, fx);
+                        add_checks(state);
+                        rt.council_requested = false;
+                    }
+                    _ => {
+                        if !rt.council_requested && state.council_round_pending() {
+                            rt.council_requested = true;
+                            fx.push(Effect::RunCouncil);
+                        }
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl RunState {
+    /// True while the council of the current round has not been recorded.
+    fn council_round_pending(&self) -> bool {
+        self.council.round != Some(self.fix_round)
+    }
+}
+
+/// The stage's workers for the current round are all terminal.
+fn stage_done(state: &RunState) -> bool {
+    state
+        .workers
+        .iter()
+        .filter(|w| w.stage == state.stage && w.round == state.fix_round)
+        .all(|w| w.status.is_terminal())
+}
+
+/// Start pending workers of the current stage and round, in `order`, within `parallel`.
+fn launch_pending(state: &mut RunState, fx: &mut Effects) {
+    let mut slots = state.parallel.max(1).saturating_sub(live_count(state));
+    let (stage, round) = (state.stage, state.fix_round);
+    let mut ready: Vec<usize> = state
+        .workers
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| w.stage == stage && w.round == round && w.status == WorkerStatus::Pending)
+        .map(|(i, _)| i)
+        .collect();
+    ready.sort_by_key(|&i| (state.workers[i].order, i));
+    for i in ready {
+        if slots == 0 {
+            break;
+        }
+        slots -= 1;
+        let w = &mut state.workers[i];
+        w.attempt += 1;
+        w.status = WorkerStatus::Starting;
+        w.exit_code = None;
+        w.started_at = None;
+        w.ended_at = None;
+        w.pane_id = None;
+        w.pid = None;
+        fx.push(Effect::Launch {
+            worker: w.id.clone(),
+            attempt: w.attempt,
+        });
+    }
+}
+
+/// Add one check worker per team-file check for the current round (they run in panes).
+fn add_checks(state: &mut RunState) {
+    let round = state.fix_round;
+    let suffix = if round == 0 {
+        String::new()
+    } else {
+        format!("-r{round}")
+    };
+    let new: Vec<WorkerState> = state
+        .checks
+        .iter()
+        .map(|c| {
+            let mut w = blank_worker(
+                format!("check-{}{suffix}", c.id),
+                "check".into(),
+                "command".into(),
+                WorkerKind::Check,
+                Stage::TeamVerify,
+                round,
+            );
+            w.command = Some(c.command.clone());
+            w.cwd = c.cwd.clone();
+            w.timeout_s = c.timeout_s;
+            w.max_attempts = 1;
+            w.task = format!("check `{}`", c.command.join(" "));
+            w
+        })
+        .filter(|w| state.worker(&w.id).is_none())
+        .collect();
+    state.workers.extend(new);
+}
+
+/// A new pending worker.
+pub fn blank_worker(
+    id: String,
+    role: String,
+    provider: String,
+    kind: WorkerKind,
+    stage: Stage,
+    round: u32,
+) -> WorkerState {
+    WorkerState {
+        id,
+        role,
+        provider,
+        model: None,
+        kind,
+        stage,
+        round,
+        status: WorkerStatus::Pending,
+        reason: None,
+        attempt: 0,
+        max_attempts: 2,
+        exit_code: None,
+        started_at: None,
+        ended_at: None,
+        pane_id: None,
+        pid: None,
+        result: None,
+        question: None,
+        timeout_s: None,
+        idle_timeout_s: None,
+        artifacts: vec![],
+        task: String::new(),
+        command: None,
+        cwd: None,
+        order: 100,
+    }
+}
+
+/// The council judged: fix when blocked and rounds remain, else write the report.
+pub(super) fn on_council(
+    state: &mut RunState,
+    rt: &mut Runtime,
+    verdicts: Vec<CriticVerdict>,
+    fx: &mut Effects,
+) {
+    if state.stage != Stage::TeamVerify || !state.council_round_pending() {
+        return;
+    }
+    let mut council = Council::from_verdicts(verdicts);
+    council.round = Some(state.fix_round);
+    let status = council.status;
+    for v in &council.verdicts {
+        fx.event(
+            "critic-verdict",
+            None,
+            "engine",
+            format!(
+                "{}: {} ({:.2}){}",
+                v.critic,
+                v.verdict.as_str(),
+                v.confidence,
+                v.findings
+                    .first()
+                    .map(|f| format!(" — {f}"))
+                    .unwrap_or_default()
+            ),
+        );
+    }
+    fx.event(
+        "council",
+        None,
+        "engine",
+        format!("council {}", status.as_str()),
+    );
+    let failing: Vec<String> = council
+        .verdicts
+        .iter()
+        .filter(|v| v.verdict == Verdict::Fail)
+        .flat_map(|v| {
+            v.findings
+                .iter()
+                .map(move |f| format!("[{}] {f}", v.critic))
+        })
+        .collect();
+    state.council = council;
+    if status == CouncilStatus::Blocked && state.fix_round < state.max_fix_rounds {
+        state.fix_round += 1;
+        let provider = state
+            .workers
+            .iter()
+            .find(|w| w.kind == WorkerKind::Worker)
+            .map(|w| w.provider.clone())
+            .unwrap_or_else(|| "sim".into());
+        let mut fixer = blank_worker(
+            format!("fixer-r{}", state.fix_round),
+            "fixer".into(),
+            provider,
+            WorkerKind::Fixer,
+            Stage::TeamFix,
+            state.fix_round,
+        );
+        fixer.task = format!(
+            "Fix what the council blocked for: {}\n\nFailing findings:\n{}",
+            state.problem,
+            failing
+                .iter()
+                .map(|f| format!("- {f}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        state.workers.push(fixer);
+        enter(state, Stage::TeamFix, fx);
+        advance(state, rt, fx);
+        return;
+    }
+    fx.push(Effect::WriteReport);
+}
+
+/// `report.md` exists: finalize (SPEC §2.5).
+pub(super) fn on_report(state: &mut RunState, path: PathBuf, bytes: u64, fx: &mut Effects) {
+    state.report = Some(path);
+    let not_terminal: Vec<&str> = state
+        .workers
+        .iter()
+        .filter(|w| !w.status.is_terminal())
+        .map(|w| w.id.as_str())
+        .collect();
+    let (status, reason) = if !not_terminal.is_empty() {
+        (
+            RunStatus::Failed,
+            Some(format!("workers not finished: {}", not_terminal.join(", "))),
+        )
+    } else if bytes == 0 {
+        (RunStatus::Failed, Some("report.md is empty".to_string()))
+    } else {
+        (RunStatus::Done, None)
+    };
+    state.status = status;
+    state.reason = reason.clone();
+    state.stage = Stage::Done;
+    fx.event(
+        &format!("run-{}", status.as_str()),
+        None,
+        "engine",
+        format!(
+            "council {}{}",
+            state.council.status.as_str(),
+            reason.map(|r| format!("; {r}")).unwrap_or_default()
+        ),
+    );
+    fx.push(Effect::Notify(format!(
+        "run {} (council {})",
+        status.as_str(),
+        state.council.status.as_str()
+    )));
+    fx.push(Effect::Finished);
+}

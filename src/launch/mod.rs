@@ -1,0 +1,194 @@
+//! The launch wrapper every attempt runs in (both backends) and the exit evidence it leaves:
+//! `exit.json`, then the `__CREWMUX_EXIT_<nonce>__:<code>` marker line (SPEC §4,
+//! TMUX-NOTES "Exit detection").
+
+mod marker;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use marker::{find_marker, strip_ansi, MarkerScanner};
+
+use crate::error::{Error, Result};
+use crate::store::write_atomic;
+
+/// The files of one attempt: `workers/<id>/attempt-<n>/{prompt.md,launch.sh,output.log,
+/// exit.json,result.md}` (SPEC §7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptPaths {
+    pub dir: PathBuf,
+    pub prompt: PathBuf,
+    pub launch: PathBuf,
+    pub output: PathBuf,
+    pub exit: PathBuf,
+    pub result: PathBuf,
+}
+
+impl AttemptPaths {
+    pub fn new(dir: PathBuf) -> Self {
+        AttemptPaths {
+            prompt: dir.join("prompt.md"),
+            launch: dir.join("launch.sh"),
+            output: dir.join("output.log"),
+            exit: dir.join("exit.json"),
+            result: dir.join("result.md"),
+            dir,
+        }
+    }
+}
+
+/// `exit.json` as the wrapper writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitRecord {
+    pub schema_version: u32,
+    /// The agent's exit status; 128+n when killed by signal n.
+    pub code: i32,
+    pub nonce: String,
+}
+
+/// A fresh random nonce for one attempt: 16 hex characters.
+pub fn new_nonce() -> String {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    id[..16].to_string()
+}
+
+/// What the wrapper runs.
+#[derive(Debug, Clone)]
+pub struct WrapperSpec<'a> {
+    pub worker: &'a str,
+    pub attempt: u32,
+    pub nonce: &'a str,
+    pub argv: &'a [String],
+    pub cwd: &'a Path,
+    /// A file fed to the agent on stdin (prompt by stdin); `None` keeps the pane's tty.
+    pub stdin_file: Option<&'a Path>,
+    /// Wait (up to 2 s) for `output.log` to exist before starting, so that tmux's
+    /// `pipe-pane` is attached before the agent prints its first byte.
+    pub wait_for_log: bool,
+}
+
+/// Write `launch.sh` for an attempt. The agent's argv is quoted for `sh` (shlex); no text of
+/// the problem or prompt is in it, only paths and provider flags. The marker is assembled
+/// with `printf '%s'` pieces so that the script never contains the marker text itself.
+///
+/// Errors: an argv element that cannot be quoted (a NUL byte), or an I/O error.
+pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()> {
+    let q = |s: &str| -> Result<String> {
+        shlex::try_quote(s)
+            .map(|c| c.into_owned())
+            .map_err(|_| Error::Usage(format!("cannot pass {s:?} to a launch: it has a NUL byte")))
+    };
+    let argv = spec
+        .argv
+        .iter()
+        .map(|a| q(a))
+        .collect::<Result<Vec<_>>>()?
+        .join(" ");
+    let stdin = match spec.stdin_file {
+        Some(f) => format!(" < {}", q(&f.display().to_string())?),
+        None => String::new(),
+    };
+    let dir = q(&paths.dir.display().to_string())?;
+    let log_wait = if spec.wait_for_log {
+        "i=0\nwhile [ ! -e \"$dir/output.log\" ] && [ \"$i\" -lt 40 ]; do sleep 0.05; i=$((i+1)); done\n"
+    } else {
+        ""
+    };
+    let script = format!(
+        "#!/bin/sh\n\
+         # crewmux launch wrapper: worker {worker}, attempt {attempt}. Generated; do not edit.\n\
+         # Runs the agent in a subshell, writes exit.json, prints the exit marker, exits with\n\
+         # the agent's status so that tmux's pane_dead_status agrees.\n\
+         dir={dir}\n\
+         {log_wait}\
+         cd {cwd} || {{ echo \"crewmux: cannot enter the working directory\" >&2; }}\n\
+         ( exec {argv} ){stdin}\n\
+         code=$?\n\
+         printf '{{\"schema_version\":1,\"code\":%d,\"nonce\":\"%s\"}}\\n' \"$code\" {nonce} > \"$dir/.exit.json.tmp\" \\\n\
+           && mv -f \"$dir/.exit.json.tmp\" \"$dir/exit.json\"\n\
+         printf '\\n%s%s%s:%d\\n' '__CREWMUX_' 'EXIT_'{nonce} '__' \"$code\"\n\
+         sleep 0.05\n\
+         exit \"$code\"\n",
+        worker = spec.worker.replace('\n', " "),
+        attempt = spec.attempt,
+        cwd = q(&spec.cwd.display().to_string())?,
+        nonce = q(spec.nonce)?,
+    );
+    write_atomic(&paths.launch, script.as_bytes())
+}
+
+/// Read `exit.json` if it exists and carries this attempt's nonce. A record with another
+/// nonce (an older attempt's file) is ignored; one that does not parse is `Err`.
+pub fn read_exit_file(path: &Path, nonce: &str) -> Result<Option<i32>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let rec: ExitRecord = serde_json::from_slice(&bytes).map_err(|e| Error::CorruptState {
+        path: path.to_path_buf(),
+        reason: format!("not an exit record: {e}"),
+    })?;
+    Ok((rec.nonce == nonce).then_some(rec.code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn run_wrapper(argv: &[&str]) -> (tempfile::TempDir, AttemptPaths, std::process::Output) {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = AttemptPaths::new(tmp.path().to_path_buf());
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        write_wrapper(
+            &paths,
+            &WrapperSpec {
+                worker: "w",
+                attempt: 1,
+                nonce: "abc123",
+                argv: &argv,
+                cwd: tmp.path(),
+                stdin_file: None,
+                wait_for_log: false,
+            },
+        )
+        .unwrap();
+        let out = Command::new("sh").arg(&paths.launch).output().unwrap();
+        (tmp, paths, out)
+    }
+
+    #[test]
+    fn wrapper_records_the_code_in_exit_json_marker_and_status() {
+        let (_t, paths, out) = run_wrapper(&["sh", "-c", "echo hi; exit 7"]);
+        assert_eq!(out.status.code(), Some(7));
+        assert_eq!(read_exit_file(&paths.exit, "abc123").unwrap(), Some(7));
+        assert_eq!(read_exit_file(&paths.exit, "other").unwrap(), None);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(find_marker(&text, "abc123"), Some(7));
+        let script = std::fs::read_to_string(&paths.launch).unwrap();
+        assert!(!script.contains("__CREWMUX_EXIT_abc123__"), "{script}");
+    }
+
+    #[test]
+    fn an_exit_inside_the_agent_does_not_skip_the_marker() {
+        let (_t, paths, out) = run_wrapper(&["sh", "-c", "exit 0"]);
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(read_exit_file(&paths.exit, "abc123").unwrap(), Some(0));
+    }
+
+    #[test]
+    fn hostile_argv_reaches_the_agent_unchanged() {
+        let nasty = "it's \"quoted\"; $(rm -rf /) `id` \n-x \u{202e} 漢字 🎉";
+        let (_t, _p, out) = run_wrapper(&["printf", "%s", nasty]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.starts_with(nasty), "{text:?}");
+    }
+
+    #[test]
+    fn a_signal_death_is_128_plus_n() {
+        let (_t, paths, _out) = run_wrapper(&["sh", "-c", "kill -TERM $$"]);
+        assert_eq!(read_exit_file(&paths.exit, "abc123").unwrap(), Some(143));
+    }
+}

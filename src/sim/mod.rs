@@ -1,0 +1,135 @@
+//! The built-in simulated agent (`crewmux sim-agent`): a real process that streams plausible
+//! progress over a few seconds, may ask a question on stdin, writes a markdown result and
+//! exits with a chosen code. The demo and most tests drive it.
+//!
+//! Behaviour comes from flags, overridden by `sim:` directive lines in the prompt file, so
+//! a team file can script each worker:
+//!
+//! | directive | effect |
+//! | --- | --- |
+//! | `sim: lines=N` | progress lines to print |
+//! | `sim: delay-ms=N` | delay between lines, ms |
+//! | `sim: exit=N` | exit code |
+//! | `sim: fail-first` | exit 1 on attempt 1, then behave normally |
+//! | `sim: ask=TEXT` | ask TEXT halfway through and wait for a line on stdin |
+//! | `sim: ask-default=TEXT` | answer taken when nobody answers within `ask-timeout` |
+//! | `sim: ask-timeout=N` | seconds to wait for the answer |
+//! | `sim: fail-with=TEXT` | print TEXT (e.g. a rate-limit line) then exit 1 |
+//! | `sim: no-result` | write no result file |
+//! | `sim: seed=N` | seed of the deterministic script |
+
+mod script;
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crate::cli::SimAgentArgs;
+use crate::error::{Error, Result};
+
+pub use script::{Behaviour, ASK_PREFIX};
+
+/// Run the simulated agent; returns its exit code.
+///
+/// Errors: the prompt file cannot be read, or the result file cannot be written.
+pub fn run(args: &SimAgentArgs) -> Result<i32> {
+    let prompt = std::fs::read_to_string(&args.prompt_file).map_err(|e| {
+        Error::Usage(format!(
+            "sim-agent: cannot read prompt file {}: {e}",
+            args.prompt_file.display()
+        ))
+    })?;
+    let behaviour = Behaviour::from_args_and_prompt(args, &prompt);
+    let mut out = std::io::stdout().lock();
+    let script = script::progress_lines(&behaviour, &prompt);
+    let half = script.len() / 2;
+    let mut answer: Option<String> = None;
+
+    let _ = writeln!(
+        out,
+        "sim-agent: {} (attempt {}, seed {})",
+        behaviour.role, args.attempt, behaviour.seed
+    );
+    for (i, line) in script.iter().enumerate() {
+        if i == half {
+            if let Some(question) = &behaviour.ask {
+                answer = Some(ask(&mut out, question, &behaviour)?);
+            }
+        }
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+        std::thread::sleep(Duration::from_millis(behaviour.delay_ms));
+    }
+    if script.is_empty() {
+        if let Some(question) = &behaviour.ask {
+            answer = Some(ask(&mut out, question, &behaviour)?);
+        }
+    }
+
+    if let Some(text) = &behaviour.fail_with {
+        let _ = writeln!(out, "{text}");
+        let _ = out.flush();
+        return Ok(1);
+    }
+    if behaviour.fail_first && args.attempt <= 1 {
+        let _ = writeln!(
+            out,
+            "error: simulated failure on attempt {} (fail-first); a retry will succeed",
+            args.attempt
+        );
+        let _ = out.flush();
+        return Ok(1);
+    }
+    if !behaviour.no_result {
+        if let Some(path) = &args.result_file {
+            write_result(path, &behaviour, &prompt, answer.as_deref())?;
+            let _ = writeln!(out, "result written to {}", path.display());
+        }
+    }
+    let _ = writeln!(out, "done (exit {})", behaviour.exit_code);
+    let _ = out.flush();
+    Ok(behaviour.exit_code)
+}
+
+/// Print the question in the `__CREWMUX_ASK__:` protocol and wait for one line on stdin,
+/// or take the default after `ask_timeout_s`.
+fn ask(out: &mut impl Write, question: &str, b: &Behaviour) -> Result<String> {
+    let _ = writeln!(out, "{ASK_PREFIX}{question}");
+    let _ = writeln!(out, "? {question}");
+    let _ = write!(out, "> ");
+    let _ = out.flush();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let stdin = std::io::stdin();
+        let got = stdin.lock().read_line(&mut line);
+        let _ = tx.send(got.map(|n| (n, line)));
+    });
+    let answer = match rx.recv_timeout(Duration::from_secs(b.ask_timeout_s)) {
+        Ok(Ok((n, line))) if n > 0 => line.trim_end_matches(['\r', '\n']).to_string(),
+        _ => match &b.ask_default {
+            Some(d) => {
+                let _ = writeln!(out);
+                let _ = writeln!(
+                    out,
+                    "no answer after {}s; taking the default",
+                    b.ask_timeout_s
+                );
+                d.clone()
+            }
+            None => String::new(),
+        },
+    };
+    let _ = writeln!(out, "answer received: {answer}");
+    let _ = out.flush();
+    Ok(answer)
+}
+
+fn write_result(path: &Path, b: &Behaviour, prompt: &str, answer: Option<&str>) -> Result<()> {
+    let body = script::result_markdown(b, prompt, answer);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    crate::store::write_atomic(path, body.as_bytes())
+}

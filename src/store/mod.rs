@@ -1,0 +1,394 @@
+//! The run directory on disk (SPEC §7): `manifest.json`, `state.json`, `events.jsonl` and
+//! per-attempt folders, written atomically under an advisory lock.
+
+mod atomic;
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use fs4::fs_std::FileExt;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+pub use atomic::write_atomic;
+
+use crate::domain::{RunEvent, RunState, SCHEMA_VERSION};
+use crate::error::{Error, Result};
+
+/// `<project>/.crewmux/runs`.
+pub fn runs_root(project: &Path) -> PathBuf {
+    project.join(".crewmux").join("runs")
+}
+
+/// One run directory: `<project>/.crewmux/runs/<run id>/`.
+#[derive(Debug, Clone)]
+pub struct RunStore {
+    dir: PathBuf,
+}
+
+/// An exclusive advisory lock on a run (`<run dir>/.lock`); released on drop.
+#[derive(Debug)]
+pub struct RunLock {
+    _file: File,
+}
+
+impl RunStore {
+    /// Create a new run directory. Errors if it already exists.
+    pub fn create(project: &Path, run_id: &str) -> Result<Self> {
+        let dir = runs_root(project).join(run_id);
+        if dir.exists() {
+            return Err(Error::Other(format!(
+                "{}: run directory already exists",
+                dir.display()
+            )));
+        }
+        fs::create_dir_all(dir.join("workers"))?;
+        Ok(RunStore { dir })
+    }
+
+    /// Open an existing run by id or unique id prefix; `None` opens the newest run.
+    ///
+    /// Errors: no runs, no match, or an ambiguous prefix (the message lists the matches).
+    pub fn open(project: &Path, run: Option<&str>) -> Result<Self> {
+        let root = runs_root(project);
+        let mut ids = list_run_ids(project)?;
+        if ids.is_empty() {
+            return Err(Error::Usage(format!(
+                "no runs under {}: start one with `crewmux run` or `crewmux demo`",
+                root.display()
+            )));
+        }
+        let id = match run {
+            None => {
+                // Run ids start with a sortable timestamp: the last is the newest.
+                ids.sort();
+                ids.pop().expect("non-empty")
+            }
+            Some(want) => {
+                let matches: Vec<&String> = ids.iter().filter(|i| i.starts_with(want)).collect();
+                match matches.as_slice() {
+                    [one] => (*one).clone(),
+                    [] => {
+                        return Err(Error::Usage(format!(
+                            "no run `{want}` under {}: `crewmux status` lists the runs",
+                            root.display()
+                        )))
+                    }
+                    many => {
+                        return Err(Error::Usage(format!(
+                            "run prefix `{want}` is ambiguous ({} runs: {}): give more characters",
+                            many.len(),
+                            many.iter()
+                                .map(|s| s.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )))
+                    }
+                }
+            }
+        };
+        Ok(RunStore { dir: root.join(id) })
+    }
+
+    /// Open a run directory by path.
+    pub fn at(dir: PathBuf) -> Self {
+        RunStore { dir }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn state_path(&self) -> PathBuf {
+        self.dir.join("state.json")
+    }
+
+    pub fn manifest_path(&self) -> PathBuf {
+        self.dir.join("manifest.json")
+    }
+
+    pub fn events_path(&self) -> PathBuf {
+        self.dir.join("events.jsonl")
+    }
+
+    /// `workers/<id>/attempt-<n>/`.
+    pub fn attempt_dir(&self, worker: &str, attempt: u32) -> PathBuf {
+        self.dir
+            .join("workers")
+            .join(worker)
+            .join(format!("attempt-{attempt}"))
+    }
+
+    /// Take the run's exclusive lock, waiting for another crewmux process to release it.
+    pub fn lock(&self) -> Result<RunLock> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.dir.join(".lock"))?;
+        file.lock_exclusive()?;
+        Ok(RunLock { _file: file })
+    }
+
+    /// Load `state.json`. Errors name the file: missing, unreadable, not JSON, or a newer
+    /// `schema_version` than this build knows ([`SCHEMA_VERSION`]).
+    pub fn load_state(&self) -> Result<RunState> {
+        load_json(&self.state_path())
+    }
+
+    /// Write `state.json` atomically (temp, fsync, rename, dir fsync) under the run lock.
+    /// Refuses to replace a file that does not parse or has a newer schema.
+    pub fn save_state(&self, state: &RunState) -> Result<()> {
+        let _lock = self.lock()?;
+        self.save_state_locked(state)
+    }
+
+    /// As [`save_state`](Self::save_state) for a caller that already holds the lock.
+    pub fn save_state_locked(&self, state: &RunState) -> Result<()> {
+        let path = self.state_path();
+        if path.exists() {
+            // Never overwrite what we cannot read: a corrupt or newer file is kept as it is.
+            let _: RunState = load_json(&path)?;
+        }
+        write_json_atomic(&path, state)
+    }
+
+    /// Load, change and save `state.json` under the lock, so two crewmux processes on one
+    /// run never interleave their changes.
+    pub fn update_state<F>(&self, change: F) -> Result<RunState>
+    where
+        F: FnOnce(&mut RunState),
+    {
+        let _lock = self.lock()?;
+        let mut state = self.load_state()?;
+        change(&mut state);
+        state.updated_at = chrono::Utc::now();
+        write_json_atomic(&self.state_path(), &state)?;
+        Ok(state)
+    }
+
+    /// Write `manifest.json` (the resolved team) atomically.
+    pub fn write_manifest<T: Serialize>(&self, manifest: &T) -> Result<()> {
+        write_json_atomic(&self.manifest_path(), manifest)
+    }
+
+    /// Append one line to `events.jsonl` (O_APPEND, one `write` per line).
+    pub fn append_event(&self, event: &RunEvent) -> Result<()> {
+        let mut line = serde_json::to_vec(event).map_err(|e| Error::Other(e.to_string()))?;
+        line.push(b'\n');
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.events_path())?;
+        file.write_all(&line)?;
+        Ok(())
+    }
+
+    /// Read every event; a line that does not parse is an error naming the file and line.
+    pub fn read_events(&self) -> Result<Vec<RunEvent>> {
+        let path = self.events_path();
+        let text = match fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+            Err(e) => return Err(e.into()),
+        };
+        text.lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(n, l)| {
+                serde_json::from_str(l).map_err(|e| Error::CorruptState {
+                    path: path.clone(),
+                    reason: format!("line {}: {e}", n + 1),
+                })
+            })
+            .collect()
+    }
+}
+
+/// Run ids under `<project>/.crewmux/runs`, unsorted.
+pub fn list_run_ids(project: &Path) -> Result<Vec<String>> {
+    let root = runs_root(project);
+    let entries = match fs::read_dir(&root) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+        Err(e) => return Err(e.into()),
+    };
+    let mut ids = vec![];
+    for entry in entries {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            ids.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    Ok(ids)
+}
+
+/// Serialise `value` as pretty JSON and write it atomically.
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| Error::Other(e.to_string()))?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes)
+}
+
+/// Read a JSON file with a `schema_version` field. Errors name the file and say what is
+/// wrong: truncated or corrupt JSON, or a schema newer than [`SCHEMA_VERSION`].
+pub fn load_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
+    let bytes = fs::read(path).map_err(|e| Error::CorruptState {
+        path: path.to_path_buf(),
+        reason: format!("cannot read: {e}"),
+    })?;
+    let raw: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| Error::CorruptState {
+            path: path.to_path_buf(),
+            reason: format!(
+                "not valid JSON ({e}); the file is left as it is — restore it or remove the run"
+            ),
+        })?;
+    if let Some(v) = raw.get("schema_version").and_then(|v| v.as_u64()) {
+        if v > u64::from(SCHEMA_VERSION) {
+            return Err(Error::CorruptState {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "schema_version {v} is newer than this crewmux understands ({SCHEMA_VERSION}); upgrade crewmux"
+                ),
+            });
+        }
+    }
+    serde_json::from_value(raw).map_err(|e| Error::CorruptState {
+        path: path.to_path_buf(),
+        reason: format!("unexpected content ({e}); the file is left as it is"),
+    })
+}
+
+/// A request from another crewmux process to the one driving a run (`answer`, `cancel`),
+/// one JSON line in `<run dir>/inbox.jsonl`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum InboxCommand {
+    AnswerRun { text: String },
+    AnswerWorker { worker: String, text: String },
+    Cancel { worker: Option<String> },
+}
+
+/// The exclusive lock a driving process holds on `<run dir>/driver.lock` for its lifetime;
+/// other processes use it to tell whether a run is being driven right now.
+#[derive(Debug)]
+pub struct DriverLock {
+    _file: File,
+}
+
+impl RunStore {
+    /// Take the driver lock without waiting; `Ok(None)` when another process drives the run.
+    pub fn try_driver_lock(&self) -> Result<Option<DriverLock>> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.dir.join("driver.lock"))?;
+        match file.try_lock_exclusive() {
+            Ok(true) => Ok(Some(DriverLock { _file: file })),
+            Ok(false) => Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// True when some process holds the driver lock.
+    pub fn is_driven(&self) -> Result<bool> {
+        Ok(self.try_driver_lock()?.is_none())
+    }
+
+    /// Append a command for the driving process.
+    pub fn send_command(&self, cmd: &InboxCommand) -> Result<()> {
+        let _lock = self.lock()?;
+        let mut line = serde_json::to_vec(cmd).map_err(|e| Error::Other(e.to_string()))?;
+        line.push(b'\n');
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("inbox.jsonl"))?;
+        file.write_all(&line)?;
+        file.sync_all()?;
+        Ok(())
+    }
+
+    /// Commands appended since byte `offset`; returns them and the new offset. A partial
+    /// last line is left for the next read; a line that does not parse is skipped.
+    pub fn read_commands(&self, offset: u64) -> Result<(Vec<InboxCommand>, u64)> {
+        let bytes = match fs::read(self.dir.join("inbox.jsonl")) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((vec![], offset)),
+            Err(e) => return Err(e.into()),
+        };
+        let start = (offset as usize).min(bytes.len());
+        let chunk = &bytes[start..];
+        let Some(end) = chunk.iter().rposition(|&b| b == b'\n') else {
+            return Ok((vec![], offset));
+        };
+        let cmds = chunk[..end]
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .filter_map(|l| serde_json::from_slice(l).ok())
+            .collect();
+        Ok((cmds, (start + end + 1) as u64))
+    }
+
+    /// Size of the inbox now, to skip commands that were handled before.
+    pub fn inbox_len(&self) -> u64 {
+        fs::metadata(self.dir.join("inbox.jsonl"))
+            .map(|m| m.len())
+            .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn corrupt_and_newer_state_files_are_reported_and_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = RunStore::create(tmp.path(), "20260101-000000-abcd").unwrap();
+        std::fs::write(store.state_path(), b"{\"schema_version\": 1, \"run_id\": ").unwrap();
+        let err = store.load_state().unwrap_err().to_string();
+        assert!(
+            err.contains("state.json") && err.contains("not valid JSON"),
+            "{err}"
+        );
+        std::fs::write(store.state_path(), b"{\"schema_version\": 99}").unwrap();
+        let err = store.load_state().unwrap_err().to_string();
+        assert!(err.contains("newer"), "{err}");
+        assert_eq!(
+            std::fs::read(store.state_path()).unwrap(),
+            b"{\"schema_version\": 99}"
+        );
+    }
+
+    #[test]
+    fn inbox_commands_are_read_once_in_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = RunStore::create(tmp.path(), "r").unwrap();
+        store
+            .send_command(&InboxCommand::AnswerRun { text: "a".into() })
+            .unwrap();
+        store
+            .send_command(&InboxCommand::Cancel { worker: None })
+            .unwrap();
+        let (cmds, off) = store.read_commands(0).unwrap();
+        assert_eq!(cmds.len(), 2);
+        let (cmds, _) = store.read_commands(off).unwrap();
+        assert!(cmds.is_empty());
+    }
+
+    #[test]
+    fn the_driver_lock_is_exclusive() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = RunStore::create(tmp.path(), "r").unwrap();
+        let held = store.try_driver_lock().unwrap();
+        assert!(held.is_some());
+        assert!(store.is_driven().unwrap());
+        drop(held);
+        assert!(!store.is_driven().unwrap());
+    }
+}

@@ -1,0 +1,276 @@
+//! One tmux server socket (`tmux -L <socket>`): every call is one blocking tmux client
+//! process with stdin set to null (TMUX-NOTES: tmux_interface inherits stdin by default,
+//! which a raw-mode dashboard must not share).
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use tmux_interface::{
+    AttachSession, LoadBuffer, PasteBuffer, SelectWindow, SendKeys, StdIO, Tmux, TmuxCommand,
+};
+
+use crate::error::{Error, Result};
+
+/// A tmux server on a private socket.
+#[derive(Debug, Clone)]
+pub struct TmuxClient {
+    socket: String,
+    sep: String,
+}
+
+/// True when a `tmux` binary is on PATH.
+pub fn tmux_available() -> bool {
+    which::which("tmux").is_ok()
+}
+
+/// `(major, minor)` from `tmux -V` (e.g. `tmux 3.3a` → `(3, 3)`, `tmux next-3.6` → `(3, 6)`).
+///
+/// Errors: tmux missing or its output unrecognised.
+pub fn tmux_version() -> Result<(u32, u32)> {
+    let out = Command::new("tmux")
+        .arg("-V")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::Other(format!("tmux -V: {e}")))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    parse_version(&text).ok_or_else(|| Error::Other(format!("tmux -V printed {text:?}")))
+}
+
+fn parse_version(text: &str) -> Option<(u32, u32)> {
+    let v = text.split_whitespace().nth(1)?;
+    let v = v.trim_start_matches(|c: char| !c.is_ascii_digit());
+    let mut parts = v.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor: String = parts
+        .next()
+        .unwrap_or("0")
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    Some((major, minor.parse().unwrap_or(0)))
+}
+
+/// Quote one argument for tmux's command language (used with `source-file -`): single
+/// quotes when possible; otherwise double quotes with `\`, `"`, `$` and `~` escaped
+/// (tmux(1) "PARSING SYNTAX").
+pub fn tmux_quote(arg: &str) -> String {
+    if !arg.contains('\'') {
+        format!("'{arg}'")
+    } else {
+        let mut s = String::from("\"");
+        for c in arg.chars() {
+            if matches!(c, '\\' | '"' | '$' | '~') {
+                s.push('\\');
+            }
+            s.push(c);
+        }
+        s.push('"');
+        s
+    }
+}
+
+impl TmuxClient {
+    pub fn new(socket: &str) -> Self {
+        TmuxClient {
+            socket: socket.to_string(),
+            sep: format!(
+                "__crewmux_sep_{}__",
+                &uuid::Uuid::new_v4().simple().to_string()[..12]
+            ),
+        }
+    }
+
+    pub fn socket(&self) -> &str {
+        &self.socket
+    }
+
+    /// A random line that separates the outputs of batched commands.
+    pub fn separator(&self) -> &str {
+        &self.sep
+    }
+
+    /// Run a batch of commands in one tmux process; returns stdout.
+    ///
+    /// Errors: tmux could not start, or exited non-zero (the message is tmux's stderr).
+    pub fn run(&self, tmux: Tmux<'_>) -> Result<String> {
+        let out = tmux
+            .socket_name(self.socket.as_str())
+            .stdin(Some(StdIO::Null))
+            .stdout(Some(StdIO::Piped))
+            .stderr(Some(StdIO::Piped))
+            .output()
+            .map_err(|e| Error::Other(format!("tmux -L {}: {e}", self.socket)))?;
+        let ok = out.success();
+        let inner = out.into_inner();
+        if !ok {
+            let err = String::from_utf8_lossy(&inner.stderr).trim().to_string();
+            return Err(Error::Other(format!("tmux -L {}: {err}", self.socket)));
+        }
+        Ok(String::from_utf8_lossy(&inner.stdout).into_owned())
+    }
+
+    /// True when the server answers and has `session`.
+    pub fn has_session(&self, session: &str) -> bool {
+        let mut cmd = TmuxCommand::new();
+        cmd.name("has-session");
+        cmd.push_option("-t", format!("={session}"));
+        self.run(Tmux::new().add_command(cmd)).is_ok()
+    }
+
+    /// Run `first ; second` with extra `-e NAME=value` options on `first`, sent through the
+    /// client's stdin with `source-file -` so the values never appear on a command line
+    /// (argv is readable in /proc). Values must not contain control characters.
+    pub fn run_with_secret_env(
+        &self,
+        first: TmuxCommand<'_>,
+        second: TmuxCommand<'_>,
+        secret_env: &[(String, String)],
+    ) -> Result<String> {
+        let mut args: Vec<String> = first.to_vec().into_iter().map(|c| c.into_owned()).collect();
+        if args.is_empty() {
+            return Err(Error::Other("empty tmux command".into()));
+        }
+        let name = args.remove(0);
+        let mut line = vec![name];
+        for (k, v) in secret_env {
+            if v.chars().any(|c| c.is_control()) || k.chars().any(|c| c.is_control()) {
+                return Err(Error::Other(format!(
+                    "the value for {k} has control characters; re-add it with `crewmux creds add`"
+                )));
+            }
+            line.push("-e".into());
+            line.push(tmux_quote(&format!("{k}={v}")));
+        }
+        line.extend(args.iter().map(|a| tmux_quote(a)));
+        let second: Vec<String> = second
+            .to_vec()
+            .into_iter()
+            .map(|c| tmux_quote(&c))
+            .collect();
+        let script = format!("{} ; {}\n", line.join(" "), second.join(" "));
+        let mut child = Command::new("tmux")
+            .args(["-L", &self.socket, "source-file", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| Error::Other(format!("tmux -L {}: {e}", self.socket)))?;
+        child
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(script.as_bytes())?;
+        let out = child.wait_with_output()?;
+        if !out.status.success() {
+            return Err(Error::Other(format!(
+                "tmux -L {}: {}",
+                self.socket,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Paste `text` into `pane` as one bracketed paste, then Enter as a separate key a
+    /// moment later (TMUX-NOTES "Input to a pane": no 16 KiB command limit, no swallowed
+    /// Enter). The buffer is deleted after pasting.
+    pub fn paste(&self, pane: &str, text: &str) -> Result<()> {
+        let buffer = format!(
+            "crewmux-{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
+        let mut child = Tmux::new()
+            .socket_name(self.socket.as_str())
+            .add_command(
+                LoadBuffer::new()
+                    .buffer_name(buffer.as_str())
+                    .path("-")
+                    .build(),
+            )
+            .stdin(Some(StdIO::Piped))
+            .stdout(Some(StdIO::Null))
+            .stderr(Some(StdIO::Piped))
+            .spawn()
+            .map_err(|e| Error::Other(format!("tmux load-buffer: {e}")))?;
+        child
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(text.as_bytes())?;
+        let out = child.wait_with_output()?;
+        if !out.status.success() {
+            return Err(Error::Other(format!(
+                "tmux load-buffer: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        self.run(
+            Tmux::new().add_command(
+                PasteBuffer::new()
+                    .delete()
+                    .bracket_codes()
+                    .buffer_name(buffer.as_str())
+                    .target_pane(pane)
+                    .build(),
+            ),
+        )?;
+        std::thread::sleep(Duration::from_millis(50));
+        self.run(Tmux::new().add_command(SendKeys::new().target_pane(pane).key("Enter").build()))?;
+        Ok(())
+    }
+
+    /// `tmux -L <socket> select-window -t <pane> ; attach-session -t =<session>` with
+    /// `$TMUX` removed so it works from inside another tmux too; run it with the terminal.
+    pub fn attach_command(&self, session: &str, pane: &str) -> Command {
+        let mut cmd = Tmux::new()
+            .socket_name(self.socket.as_str())
+            .add_command(SelectWindow::new().target_window(pane).build())
+            .add_command(
+                AttachSession::new()
+                    .target_session(format!("={session}"))
+                    .build(),
+            )
+            .into_command();
+        cmd.env_remove("TMUX");
+        cmd
+    }
+
+    /// Send SIGCHLD to the tmux server so it reaps a pane whose death it missed.
+    pub fn kick_sigchld(&self, server_pid: u32) {
+        if let Ok(pid) = i32::try_from(server_pid) {
+            if pid > 1 {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGCHLD,
+                );
+            }
+        }
+    }
+
+    /// `kill-server` on this socket only.
+    pub fn kill_server(&self) -> Result<()> {
+        let mut cmd = TmuxCommand::new();
+        cmd.name("kill-server");
+        self.run(Tmux::new().add_command(cmd)).map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse() {
+        assert_eq!(parse_version("tmux 3.3a\n"), Some((3, 3)));
+        assert_eq!(parse_version("tmux 3.4"), Some((3, 4)));
+        assert_eq!(parse_version("tmux next-3.6"), Some((3, 6)));
+        assert_eq!(parse_version("garbage"), None);
+    }
+
+    #[test]
+    fn quoting_keeps_quotes_and_dollars_literal() {
+        assert_eq!(tmux_quote("a b"), "'a b'");
+        assert_eq!(tmux_quote("it's $HOME"), "\"it's \\$HOME\"");
+    }
+}

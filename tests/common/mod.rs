@@ -1,0 +1,143 @@
+//! Shared helpers of the integration tests: a private tmux server per test (started and
+//! killed by the test), the crewmux binary, and team files.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Set by CI: a test that needs tmux fails instead of skipping when tmux is missing.
+pub const REQUIRE_TMUX_ENV: &str = "CREWMUX_REQUIRE_TMUX";
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+/// True when tmux can be used; otherwise says so loudly (and panics under CI's
+/// `CREWMUX_REQUIRE_TMUX=1`).
+pub fn tmux_ready(test: &str) -> bool {
+    let ok = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        if std::env::var(REQUIRE_TMUX_ENV).as_deref() == Ok("1") {
+            panic!("{test}: tmux is required ({REQUIRE_TMUX_ENV}=1) but not on PATH");
+        }
+        eprintln!("\n!!! SKIPPED {test}: tmux is not installed; install tmux to run it !!!\n");
+    }
+    ok
+}
+
+/// A tmux server on a socket of its own; `kill-server` on drop, never the default server.
+pub struct TmuxServer {
+    pub socket: String,
+}
+
+impl TmuxServer {
+    pub fn new(tag: &str) -> Self {
+        TmuxServer {
+            socket: format!(
+                "crewmux-test-{tag}-{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::SeqCst)
+            ),
+        }
+    }
+
+    /// Run `tmux -L <socket> args...`.
+    pub fn tmux(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux runs")
+    }
+
+    pub fn kill(&self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+impl Drop for TmuxServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The crewmux binary built for the tests.
+pub fn crewmux() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_crewmux"))
+}
+
+/// Run crewmux in `project` with `socket`; returns its output.
+pub fn run_crewmux(project: &Path, socket: &str, args: &[&str]) -> Output {
+    crewmux()
+        .current_dir(project)
+        .env("CREWMUX_TMUX_SOCKET", socket)
+        .args(args)
+        .output()
+        .expect("crewmux runs")
+}
+
+/// Write a team file into `dir` and return its path.
+pub fn team_file(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, body).unwrap();
+    p
+}
+
+/// The only run directory under `project`.
+pub fn only_run_dir(project: &Path) -> PathBuf {
+    let root = project.join(".crewmux").join("runs");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "one run in {}", root.display());
+    dirs.pop().unwrap()
+}
+
+/// Parse the summary JSON printed on stdout.
+pub fn summary(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "summary JSON ({e}); stdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// The worker object of `id` in a summary.
+pub fn worker<'a>(summary: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    summary["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["id"] == id)
+        .unwrap_or_else(|| panic!("worker {id} in {summary}"))
+}
+
+/// A three-worker team of sim agents: one succeeds, one exits 3 (one attempt only), one
+/// fails its first attempt and succeeds on the second.
+pub const THREE_SIM_WORKERS: &str = r#"
+name = "three"
+parallel = 3
+
+[[worker]]
+id = "ok"
+role = "backend-engineer"
+prompt = "Plan the change for: {problem}\nsim: lines=4\nsim: delay-ms=50"
+
+[[worker]]
+id = "bad"
+role = "security-auditor"
+max_attempts = 1
+prompt = "Review: {problem}\nsim: lines=3\nsim: delay-ms=50\nsim: exit=3"
+
+[[worker]]
+id = "flaky"
+role = "testing-engineer"
+prompt = "Test plan for: {problem}\nsim: lines=3\nsim: delay-ms=50\nsim: fail-first"
+"#;
