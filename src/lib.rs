@@ -8,6 +8,7 @@
 pub mod backend;
 pub mod cli;
 pub mod commands;
+pub mod creds;
 pub mod domain;
 pub mod driver;
 pub mod engine;

@@ -1,6 +1,7 @@
 //! Command handlers: one function per subcommand, called by `main`. Each returns the
 //! process exit code or a typed error.
 
+pub mod creds;
 pub mod dashboard;
 pub mod drive;
 pub mod manage;
@@ -14,6 +15,7 @@ use crate::error::{Error, Result};
 /// Run the parsed command line; returns the process exit code.
 pub fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
+        Command::Creds(cmd) => creds::run(cmd),
         Command::Run(args) => run::run(args),
         Command::Demo(args) => run::demo(args),
         Command::SimAgent(args) => crate::sim::run(&args),
