@@ -92,9 +92,10 @@ fn hostile_problems_reach_the_agent_byte_for_byte() {
             let tmp = tempfile::tempdir().unwrap();
             let team = team_file(tmp.path(), "team.toml", RECORDER);
             let out = headless_run(tmp.path(), backend, &socket(&server), &team, problem);
+            // The recorder writes no result, so the council may block; the run still ends.
             assert_eq!(
-                out.status.code(),
-                Some(0),
+                summary(&out)["status"],
+                "done",
                 "{backend} #{i}: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
@@ -147,9 +148,10 @@ fn a_200_kb_problem_from_stdin_is_not_cut() {
             .write_all(problem.as_bytes())
             .unwrap();
         let out = child.wait_with_output().unwrap();
+        // The recorder writes no result, so the council may block; the run still ends.
         assert_eq!(
-            out.status.code(),
-            Some(0),
+            summary(&out)["status"],
+            "done",
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
@@ -388,7 +390,7 @@ fn a_corrupt_state_file_is_reported_and_left_untouched() {
     let tmp = tempfile::tempdir().unwrap();
     let t = team_file(tmp.path(), "team.toml", RECORDER);
     let out = headless_run(tmp.path(), "process", "unused", &t, "corrupt me later");
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(summary(&out)["status"], "done");
     let run = only_run_dir(tmp.path());
     let path = run.join("state.json");
     let good = std::fs::read(&path).unwrap();

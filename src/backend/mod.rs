@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use crate::domain::BackendKind;
 use crate::error::Result;
 
-/// What to start: the wrapper `launch` (run as `sh <launch>`) in `cwd`.
-#[derive(Debug, Clone)]
+/// What to start: the wrapper `launch` (run as `sh <launch>`) in `cwd`. Its `Debug` shows
+/// the names of `secret_env`, never the values.
+#[derive(Clone)]
 pub struct SpawnSpec {
     pub worker: String,
     pub attempt: u32,
@@ -23,6 +24,28 @@ pub struct SpawnSpec {
     pub env: Vec<(String, String)>,
     /// Secret environment (API keys): never on a command line, a file or a log line.
     pub secret_env: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for SpawnSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpawnSpec")
+            .field("worker", &self.worker)
+            .field("attempt", &self.attempt)
+            .field("window", &self.window)
+            .field("cwd", &self.cwd)
+            .field("launch", &self.launch)
+            .field("log", &self.log)
+            .field("env", &self.env)
+            .field(
+                "secret_env",
+                &self
+                    .secret_env
+                    .iter()
+                    .map(|(k, _)| (k, "<redacted>"))
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 /// A started attempt.

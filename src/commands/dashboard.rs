@@ -11,7 +11,9 @@ pub fn drive_dashboard(store: RunStore, state: RunState, opts: DriverOptions) ->
     crate::logging::init(&state.project_dir, true);
     let backend = super::drive::backend_for(&state, &store)?;
     let run_id = state.run_id.clone();
-    let outcome = crate::tui::app::run(store, state, backend, opts)?;
+    // Before the dashboard takes the terminal: the passphrase may be asked there.
+    let creds = crate::creds::Store::open_default()?;
+    let outcome = crate::tui::app::run(store, state, backend, opts, creds)?;
     if outcome.detached {
         eprintln!(
             "crewmux: left the dashboard; the workers keep running. Come back with: crewmux attach {run_id}"

@@ -48,7 +48,9 @@ pub fn drive_headless(store: RunStore, state: RunState, opts: DriverOptions) -> 
     let run_id = state.run_id.clone();
     let (ctl_tx, ctl_rx) = mpsc::channel();
     let (up_tx, up_rx) = mpsc::channel();
-    let driver = Driver::new(store, state, backend, opts);
+    // Before any thread starts: the passphrase may be asked at the terminal.
+    let creds = crate::creds::Store::open_default()?;
+    let driver = Driver::new(store, state, backend, opts).with_credentials(creds);
     let handle = std::thread::Builder::new()
         .name("crewmux-driver".into())
         .spawn(move || {

@@ -6,7 +6,7 @@ mod council;
 mod prepare;
 mod watch;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -106,6 +106,14 @@ pub struct Driver {
     focus: Option<String>,
     finished: bool,
     server_down_reported: bool,
+    /// The credential store, when there is one (SPEC §8): a key per launch, rotated when a
+    /// worker's output matches the rate-limit patterns.
+    creds: Option<crate::creds::Store>,
+    rate_limit: crate::creds::RateLimitPatterns,
+    /// Credential label of each worker's current attempt.
+    credential_labels: HashMap<String, String>,
+    /// Workers whose current attempt printed a rate-limit line.
+    rate_limited: HashSet<String>,
 }
 
 impl Driver {
@@ -131,6 +139,10 @@ impl Driver {
             focus: None,
             finished: false,
             server_down_reported: false,
+            creds: None,
+            rate_limit: crate::creds::RateLimitPatterns::default(),
+            credential_labels: HashMap::new(),
+            rate_limited: HashSet::new(),
         };
         let now = Utc::now();
         for w in d.state.workers.clone() {
@@ -170,6 +182,12 @@ impl Driver {
             }
         }
         d
+    }
+
+    /// Hand launches keys from `store` (`None`: workers use their own login).
+    pub fn with_credentials(mut self, store: Option<crate::creds::Store>) -> Self {
+        self.creds = store;
+        self
     }
 
     pub fn state(&self) -> &RunState {
@@ -435,6 +453,11 @@ impl Driver {
                 continue;
             };
             let news = watch.read_log();
+            if news.lines.iter().any(|l| {
+                crate::creds::rate_limit_matches(&crate::launch::strip_ansi(l), &self.rate_limit)
+            }) {
+                self.rate_limited.insert(t.worker.clone());
+            }
             if news.grew {
                 inputs.push(Input::Output {
                     worker: t.worker.clone(),
@@ -488,6 +511,9 @@ impl Driver {
                 }
             };
             if let Some(exit) = exit {
+                if self.rate_limited.remove(&t.worker) && !matches!(exit, Ok((0, _))) {
+                    self.rotate_credential(&t.worker, t.attempt, emit);
+                }
                 let w = self.watches.remove(&t.worker).expect("present");
                 inputs.push(match exit {
                     Ok((code, source)) => {
@@ -633,7 +659,7 @@ impl Driver {
             };
         };
         let dir = self.store.attempt_dir(worker, attempt);
-        let prepared = match prepare(
+        let mut prepared = match prepare(
             &self.state,
             &w,
             dir,
@@ -649,6 +675,29 @@ impl Driver {
                 }
             }
         };
+        let mut credential_label = None;
+        if let Some(store) = self.creds.as_mut() {
+            match store.select_for_launch(&w.provider, None) {
+                Ok(Some(key)) => {
+                    let (var, value) = key.env_pair();
+                    prepared
+                        .spawn
+                        .secret_env
+                        .push((var.to_string(), value.to_string()));
+                    self.credential_labels
+                        .insert(worker.to_string(), key.label.clone());
+                    credential_label = Some(key.label);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    return Input::LaunchFailed {
+                        worker: worker.into(),
+                        attempt,
+                        error: e.to_string(),
+                    }
+                }
+            }
+        }
         match self.backend.spawn(&prepared.spawn) {
             Ok(spawned) => {
                 self.watches.insert(
@@ -663,7 +712,7 @@ impl Driver {
                     backend: self.backend.kind().as_str().into(),
                     pane_id: spawned.pane_id,
                     pid: spawned.pid,
-                    credential_label: None,
+                    credential_label,
                 }
             }
             Err(e) => Input::LaunchFailed {
@@ -672,6 +721,35 @@ impl Driver {
                 error: e.to_string(),
             },
         }
+    }
+
+    /// `worker`'s attempt failed after a rate-limit line: move its provider past the key it
+    /// used, and say so in the event log by label.
+    fn rotate_credential(&mut self, worker: &str, attempt: u32, emit: &mut impl FnMut(Update)) {
+        let Some(provider) = self.state.worker(worker).map(|w| w.provider.clone()) else {
+            return;
+        };
+        let Some(store) = self.creds.as_mut() else {
+            return;
+        };
+        let used = self.credential_labels.get(worker).cloned();
+        let message = match store.on_rate_limit(&provider, used.as_deref(), None) {
+            Ok(Some(next)) => format!(
+                "rate limited on credential `{}`; {provider} moves to `{next}`",
+                used.as_deref().unwrap_or("?")
+            ),
+            Ok(None) => return,
+            Err(e) => format!("rate limited, but the credential store could not rotate: {e}"),
+        };
+        let event = RunEvent {
+            ts: Utc::now(),
+            kind: "credential-rotated".into(),
+            worker: Some(worker.to_string()),
+            attempt: Some(attempt),
+            source: "engine".into(),
+            message,
+        };
+        self.carry_out(Effect::Event(event), emit);
     }
 
     /// SIGKILL process groups still alive after their grace period.

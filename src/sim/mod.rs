@@ -28,7 +28,7 @@ use std::time::Duration;
 use crate::cli::SimAgentArgs;
 use crate::error::{Error, Result};
 
-pub use script::{Behaviour, ASK_PREFIX};
+pub use script::{Behaviour, ProjectFacts, ASK_PREFIX};
 
 /// Run the simulated agent; returns its exit code.
 ///
@@ -127,7 +127,8 @@ fn ask(out: &mut impl Write, question: &str, b: &Behaviour) -> Result<String> {
 }
 
 fn write_result(path: &Path, b: &Behaviour, prompt: &str, answer: Option<&str>) -> Result<()> {
-    let body = script::result_markdown(b, prompt, answer);
+    let facts = ProjectFacts::scan(&std::env::current_dir().unwrap_or_default());
+    let body = script::result_markdown(b, prompt, answer, &facts);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }

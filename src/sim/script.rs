@@ -123,8 +123,53 @@ fn fnv(text: &str) -> u64 {
     })
 }
 
-/// The result file's markdown: summary, evidence, the answer (if asked), next steps.
-pub fn result_markdown(b: &Behaviour, prompt: &str, answer: Option<&str>) -> String {
+/// What the sim agent saw of its working directory: a few real file names and the
+/// verification command its build files imply (none when it found no build file), so that
+/// its result cites only things that exist.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProjectFacts {
+    pub files: Vec<String>,
+    pub verify: Option<String>,
+}
+
+impl ProjectFacts {
+    /// Look at `dir`: up to three top-level files, sorted, and the verify command of the
+    /// first build file found (`Cargo.toml` → `cargo check`, `package.json` → `npm test`,
+    /// `pyproject.toml` → `pytest`, `go.mod` → `go build ./...`, `Makefile` → `make`).
+    pub fn scan(dir: &std::path::Path) -> Self {
+        let mut files: Vec<String> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| !n.starts_with('.') && n.contains('.'))
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        files.truncate(3);
+        let verify = [
+            ("Cargo.toml", "cargo check"),
+            ("package.json", "npm test"),
+            ("pyproject.toml", "pytest"),
+            ("go.mod", "go build ./..."),
+            ("Makefile", "make"),
+        ]
+        .iter()
+        .find(|(f, _)| dir.join(f).exists())
+        .map(|(_, c)| c.to_string());
+        ProjectFacts { files, verify }
+    }
+}
+
+/// The result file's markdown: summary, evidence (only files and commands that exist), an
+/// outline of the plan, the answer (if asked), next steps.
+pub fn result_markdown(
+    b: &Behaviour,
+    prompt: &str,
+    answer: Option<&str>,
+    facts: &ProjectFacts,
+) -> String {
     let task = prompt
         .lines()
         .skip_while(|l| !l.starts_with("Task:"))
@@ -133,18 +178,24 @@ pub fn result_markdown(b: &Behaviour, prompt: &str, answer: Option<&str>) -> Str
         .unwrap_or("the task");
     let mut md = format!(
         "# {} result\n\n## Summary\n\nAnalysed {task}. The plan below is ordered by dependency; \
-         each step names how to verify it.\n\n## Evidence\n\n- Read the prompt ({} bytes)\n\
-         - Commands to verify: `cargo check`, `cargo test`\n- Steps reviewed: {}\n",
+         each step says how to check it.\n\n## Evidence\n\n- Read the prompt ({} bytes)\n",
         b.role,
         prompt.len(),
-        b.lines
     );
+    for f in &facts.files {
+        md.push_str(&format!("- Read `{f}`\n"));
+    }
+    if let Some(c) = &facts.verify {
+        md.push_str(&format!("- Verify with `{c}`\n"));
+    }
+    md.push_str(&format!(
+        "\n## Outline\n\n```text\n1. map what the change touches ({} steps reviewed)\n\
+         2. make the change behind a flag\n3. check it, then review it with the security track\n```\n",
+        b.lines
+    ));
     if let Some(a) = answer {
         md.push_str(&format!("\n## Clarification\n\nAnswer received: {a}\n"));
     }
-    md.push_str(
-        "\n## Next steps\n\n1. Apply the change behind a flag.\n2. Run the verification \
-         commands.\n3. Review the diff with the security track.\n",
-    );
+    md.push_str("\n## Next steps\n\n1. Apply the outline in order.\n2. Re-run the checks.\n");
     md
 }

@@ -163,11 +163,14 @@ impl TmuxClient {
             .write_all(script.as_bytes())?;
         let out = child.wait_with_output()?;
         if !out.status.success() {
-            return Err(Error::Other(format!(
-                "tmux -L {}: {}",
-                self.socket,
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
+            // tmux may quote the failing command line, which holds the secret: redact.
+            let mut err = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            for (_, v) in secret_env {
+                if !v.is_empty() {
+                    err = err.replace(v.as_str(), "<redacted>");
+                }
+            }
+            return Err(Error::Other(format!("tmux -L {}: {err}", self.socket)));
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }

@@ -49,11 +49,12 @@ pub fn run(
     state: RunState,
     backend: Box<dyn Multiplexer>,
     opts: DriverOptions,
+    creds: Option<crate::creds::Store>,
 ) -> Result<Outcome> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()?;
-    rt.block_on(run_async(store, state, backend, opts))
+    rt.block_on(run_async(store, state, backend, opts, creds))
 }
 
 async fn run_async(
@@ -61,10 +62,11 @@ async fn run_async(
     state: RunState,
     backend: Box<dyn Multiplexer>,
     opts: DriverOptions,
+    creds: Option<crate::creds::Store>,
 ) -> Result<Outcome> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
     let (ctl_tx, ctl_rx) = std_mpsc::channel::<Control>();
-    let driver = Driver::new(store.clone(), state.clone(), backend, opts);
+    let driver = Driver::new(store.clone(), state.clone(), backend, opts).with_credentials(creds);
     let dtx = tx.clone();
     let driver_thread = std::thread::Builder::new()
         .name("crewmux-driver".into())
