@@ -205,7 +205,7 @@ impl Multiplexer for TmuxBackend {
             }
         };
         let (listing, screen) = match out.split_once(&format!("{sep}\n")) {
-            Some((l, s)) => (l.to_string(), Some(s.to_string())),
+            Some((l, s)) => (l.to_string(), Some(without_dead_banner(s))),
             None => (out, None),
         };
         let mut screen = screen;
@@ -295,5 +295,32 @@ impl TmuxBackend {
                 ),
             )
             .map(|_| ())
+    }
+}
+
+/// A dead pane's screen without tmux's `Pane is dead (status N, <time>)` line and the blank
+/// rows above it, so the output panel ends with the agent's last lines (the status is shown
+/// in the roster).
+fn without_dead_banner(screen: &str) -> String {
+    let mut lines: Vec<&str> = screen.lines().collect();
+    if lines
+        .last()
+        .is_some_and(|l| crate::launch::strip_ansi(l).starts_with("Pane is dead"))
+    {
+        lines.pop();
+        while lines.last().is_some_and(|l| l.trim().is_empty()) {
+            lines.pop();
+        }
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_dead_banner_and_the_gap_above_it_are_dropped() {
+        let s = "out 1\nout 2\n\n\n\nPane is dead (status 0, Mon Nov 30 07:11:03 2026)\n";
+        assert_eq!(super::without_dead_banner(s), "out 1\nout 2");
+        assert_eq!(super::without_dead_banner("live\n\n"), "live\n");
     }
 }

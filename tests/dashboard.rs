@@ -1,0 +1,184 @@
+//! The dashboard end to end: crewmux runs inside a tmux pane of a viewer server (its
+//! workers on a second private server), keys are typed with `send-keys`, and the screen is
+//! read with `capture-pane`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const ASKING_TEAM: &str = r#"
+name = "asking"
+parallel = 2
+
+[[worker]]
+id = "planner"
+role = "architect"
+provider = "sim"
+prompt = "Plan: {problem}\nsim: lines=4\nsim: delay-ms=100"
+
+[[worker]]
+id = "asker"
+role = "frontend-designer"
+provider = "sim"
+prompt = "Design: {problem}\nsim: lines=6\nsim: delay-ms=100\nsim: ask=Which colour should the rejected-requests badge be?\nsim: ask-timeout=120"
+"#;
+
+fn screen(viewer: &TmuxServer) -> String {
+    String::from_utf8_lossy(&viewer.tmux(&["capture-pane", "-p", "-t", "v"]).stdout).into_owned()
+}
+
+fn wait_screen(viewer: &TmuxServer, what: &str, limit: Duration) -> String {
+    let end = Instant::now() + limit;
+    loop {
+        let s = screen(viewer);
+        if s.contains(what) {
+            return s;
+        }
+        if Instant::now() > end {
+            panic!("{what:?} never appeared on the dashboard:\n{s}");
+        }
+        std::thread::sleep(Duration::from_millis(150));
+    }
+}
+
+#[test]
+fn a_waiting_worker_is_answered_from_the_dashboard() {
+    if !tmux_ready("a_waiting_worker_is_answered_from_the_dashboard") {
+        return;
+    }
+    let workers = TmuxServer::new("dash-workers");
+    let viewer = TmuxServer::new("dash-viewer");
+    let tmp = tempfile::tempdir().unwrap();
+    let team = team_file(tmp.path(), "team.toml", ASKING_TEAM);
+    let cmd = format!(
+        "cd {} && CREWMUX_TMUX_SOCKET={} {} run --team {} --no-clarify 'Add a rejected-requests badge to the usage page'; echo EXITED $?; sleep 60",
+        tmp.path().display(),
+        workers.socket,
+        env!("CARGO_BIN_EXE_crewmux"),
+        team.display()
+    );
+    let out = viewer.tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "v",
+        "-x",
+        "140",
+        "-y",
+        "42",
+        &cmd,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    wait_screen(
+        &viewer,
+        "Which colour should the rejected-requests badge be?",
+        Duration::from_secs(20),
+    );
+    wait_screen(
+        &viewer,
+        "asker is waiting for your answer",
+        Duration::from_secs(5),
+    );
+    // n jumps to the waiting worker, a opens the input, the text goes in, Enter sends it.
+    viewer.tmux(&["send-keys", "-t", "v", "n"]);
+    viewer.tmux(&["send-keys", "-t", "v", "a"]);
+    viewer.tmux(&["send-keys", "-t", "v", "-l", "Amber, with the count"]);
+    let typed = wait_screen(&viewer, "Amber, with the count", Duration::from_secs(5));
+    assert!(typed.contains("› Amber"), "{typed}");
+    viewer.tmux(&["send-keys", "-t", "v", "Enter"]);
+
+    let done = wait_screen(&viewer, "Workers 2 · 2 done", Duration::from_secs(30));
+    assert!(done.contains("asker"), "{done}");
+    // The header says the run is done once the council sat and report.md is written.
+    wait_screen(&viewer, "done  council", Duration::from_secs(15));
+    // The answer reached the worker: it is in its pane and in its result.
+    let run = only_run_dir(tmp.path());
+    let result = std::fs::read_to_string(run.join("workers/asker/attempt-1/result.md")).unwrap();
+    assert!(
+        result.contains("Answer received: Amber, with the count"),
+        "{result}"
+    );
+    let events = std::fs::read_to_string(run.join("events.jsonl")).unwrap();
+    assert!(events.contains("\"worker-answered\""), "{events}");
+
+    viewer.tmux(&["send-keys", "-t", "v", "q"]);
+    let after = wait_screen(&viewer, "EXITED", Duration::from_secs(10));
+    assert!(after.contains("EXITED 0"), "{after}");
+}
+
+#[test]
+fn quitting_leaves_workers_running_and_attach_comes_back() {
+    if !tmux_ready("quitting_leaves_workers_running_and_attach_comes_back") {
+        return;
+    }
+    let workers = TmuxServer::new("dash-q-workers");
+    let viewer = TmuxServer::new("dash-q-viewer");
+    let tmp = tempfile::tempdir().unwrap();
+    let team = team_file(tmp.path(), "team.toml", ASKING_TEAM);
+    let cmd = format!(
+        "cd {} && CREWMUX_TMUX_SOCKET={} {} run --team {} --no-clarify 'Add a rejected-requests badge to the usage page'; echo EXITED $?; sleep 60",
+        tmp.path().display(),
+        workers.socket,
+        env!("CARGO_BIN_EXE_crewmux"),
+        team.display()
+    );
+    viewer.tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "v",
+        "-x",
+        "140",
+        "-y",
+        "42",
+        &cmd,
+    ]);
+    wait_screen(
+        &viewer,
+        "asker is waiting for your answer",
+        Duration::from_secs(20),
+    );
+    viewer.tmux(&["send-keys", "-t", "v", "q"]);
+    let after = wait_screen(&viewer, "EXITED", Duration::from_secs(10));
+    assert!(
+        after.contains("crewmux attach"),
+        "the person is told how to come back:\n{after}"
+    );
+    // The waiting worker is still alive in its pane.
+    let panes = workers.tmux(&["list-panes", "-a", "-F", "#{window_name} #{pane_dead}"]);
+    assert!(String::from_utf8_lossy(&panes.stdout).contains("asker-1 0"));
+    // Answer it without the dashboard, then attach headless to finish the run.
+    let id = only_run_dir(tmp.path())
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    let st = run_crewmux(tmp.path(), &workers.socket, &["status", &id]);
+    let st = String::from_utf8_lossy(&st.stdout);
+    assert!(st.contains("asks: Which colour"), "{st}");
+    let ans = run_crewmux(
+        tmp.path(),
+        &workers.socket,
+        &["answer", &id, "--worker", "asker", "Teal"],
+    );
+    assert_eq!(
+        ans.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ans.stderr)
+    );
+    let out = run_crewmux(tmp.path(), &workers.socket, &["attach", "--headless", &id]);
+    let s = summary(&out);
+    assert_eq!(s["status"], "done", "{s}");
+    let result =
+        std::fs::read_to_string(only_run_dir(tmp.path()).join("workers/asker/attempt-1/result.md"))
+            .unwrap();
+    assert!(result.contains("Answer received: Teal"));
+}
