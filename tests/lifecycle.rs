@@ -147,7 +147,7 @@ fn a_200_kb_problem_from_stdin_is_not_cut() {
             .unwrap()
             .write_all(problem.as_bytes())
             .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = wait_limited(child, &["run"]);
         // The recorder writes no result, so the council may block; the run still ends.
         assert_eq!(
             summary(&out)["status"],
@@ -354,7 +354,7 @@ fn a_killed_tmux_server_crashes_its_workers_and_retries_start_a_new_one() {
     ));
     std::thread::sleep(Duration::from_millis(500));
     server.kill();
-    let out = child.wait_with_output().unwrap();
+    let out = wait_limited(child, &["run"]);
     let s = summary(&out);
     assert_eq!(
         s["status"],
@@ -463,7 +463,7 @@ fn a_second_process_cannot_drive_a_run_that_is_driven() {
     // Meanwhile `status` of another process reads a consistent state.
     let st = run_crewmux(tmp.path(), "unused", &["status", "--json"]);
     assert_eq!(st.status.code(), Some(0));
-    let out = first.wait_with_output().unwrap();
+    let out = wait_limited(first, &["run"]);
     assert_eq!(summary(&out)["status"], "done");
 }
 
@@ -511,7 +511,7 @@ fn cancel_from_another_process_stops_every_worker() {
             "{}",
             String::from_utf8_lossy(&c.stderr)
         );
-        let out = child.wait_with_output().unwrap();
+        let out = wait_limited(child, &["run"]);
         let s = summary(&out);
         assert_eq!(s["status"], "cancelled", "{backend}: {s}");
         assert_eq!(out.status.code(), Some(1));

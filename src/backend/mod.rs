@@ -63,6 +63,8 @@ pub struct Target {
     pub attempt: u32,
     pub pane_id: Option<String>,
     pub pid: Option<u32>,
+    /// Capture the last lines of its screen when it changes (waiting-for-input detection).
+    pub watch_screen: bool,
 }
 
 /// Whether an attempt's pane or process is still there.
@@ -85,9 +87,15 @@ pub struct Poll {
     pub liveness: Vec<Liveness>,
     /// The focused attempt's screen (ANSI text) when it changed since the last poll.
     pub screen: Option<String>,
+    /// Same order as the targets: the last [`TAIL_LINES`] lines of each `watch_screen`
+    /// target's screen (plain text) when it changed since the last poll.
+    pub tails: Vec<Option<String>>,
     /// Set when the whole server is unreachable (its panes are all `Gone`).
     pub server_down: Option<String>,
 }
+
+/// Lines of a pane's screen captured for waiting detection.
+pub const TAIL_LINES: u32 = 15;
 
 /// Where workers run. Every method blocks.
 pub trait Multiplexer: Send {

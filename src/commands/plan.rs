@@ -175,6 +175,8 @@ pub fn create_run(
         clarification: ClarificationState::default(),
         clarify: req.clarify,
         checks: req.team.checks.clone(),
+        critics: req.team.critics.clone(),
+        fixer: req.team.fixer.clone(),
         report: None,
         created_at: now,
         updated_at: now,

@@ -12,5 +12,5 @@ pub use clarification::{ClarificationGate, ClarificationState};
 pub use council::{council_status, Council, CouncilStatus, CriticVerdict, Verdict};
 pub use run::{BackendKind, RunEvent, RunState, RunStatus, SCHEMA_VERSION};
 pub use stage::Stage;
-pub use team::{CheckSpec, TeamSpec, WorkerSpec};
+pub use team::{AgentSpec, CheckSpec, CriticSpec, TeamSpec, WorkerSpec};
 pub use worker::{DispatchRecord, ExitSource, WorkerKind, WorkerState, WorkerStatus};

@@ -5,7 +5,10 @@ use std::path::PathBuf;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::{CheckSpec, ClarificationState, Council, DispatchRecord, Stage, WorkerState};
+use super::{
+    AgentSpec, CheckSpec, ClarificationState, Council, CriticSpec, DispatchRecord, Stage,
+    WorkerState,
+};
 
 /// Schema of `state.json`, `manifest.json` and `events.jsonl` lines. A file with a newer
 /// version is refused, never overwritten.
@@ -98,6 +101,12 @@ pub struct RunState {
     /// Council checks of the team file, run as workers at every verify stage.
     #[serde(default)]
     pub checks: Vec<CheckSpec>,
+    /// Critic workers of the team file, run at every verify stage.
+    #[serde(default)]
+    pub critics: Vec<CriticSpec>,
+    /// The fixer of a blocked council (team file `[fixer]`).
+    #[serde(default)]
+    pub fixer: Option<AgentSpec>,
     #[serde(default)]
     pub report: Option<PathBuf>,
     pub created_at: DateTime<Utc>,

@@ -20,6 +20,51 @@ pub struct TeamSpec {
     pub workers: Vec<WorkerSpec>,
     #[serde(default, rename = "check")]
     pub checks: Vec<CheckSpec>,
+    /// Critic workers: agents asked to review the team's results at every verify stage.
+    #[serde(default, rename = "critic")]
+    pub critics: Vec<CriticSpec>,
+    /// Who fixes what a blocked council found; default: the first worker's provider.
+    #[serde(default)]
+    pub fixer: Option<AgentSpec>,
+}
+
+/// One `[[critic]]`: an agent that reviews the team's results; its verdict is the last
+/// fenced JSON block of its output (`{"verdict": "pass|warn|fail", "confidence": 0.8,
+/// "findings": [...]}`), and `warn` when it gives none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct CriticSpec {
+    pub id: String,
+    /// Persona; default `reviewer`.
+    #[serde(default)]
+    pub role: Option<String>,
+    #[serde(default)]
+    pub provider: Option<String>,
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Extra instructions for the review.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+}
+
+/// An agent other than a team worker (the `[fixer]` table).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    #[serde(default)]
+    pub role: Option<String>,
+    #[serde(default)]
+    pub provider: Option<String>,
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
 }
 
 /// One `[[worker]]` of a team file.

@@ -7,7 +7,7 @@ use crate::domain::{CriticVerdict, RunState, WorkerKind};
 use crate::error::Result;
 use crate::judge::critics::{run_critics, CouncilInput, WorkerResult};
 use crate::judge::report::{merge_report, Clarification, ReportInput, ReportWorker};
-use crate::judge::verdict::check_verdict;
+use crate::judge::verdict::{check_verdict, parse_critic_output};
 use crate::store::RunStore;
 
 fn read(path: Option<&Path>) -> Option<String> {
@@ -42,14 +42,15 @@ pub fn run_council(state: &RunState, store: &RunStore) -> Vec<CriticVerdict> {
         workers: &workers,
         path_exists: &exists,
     });
-    for w in state
-        .workers
-        .iter()
-        .filter(|w| w.kind == WorkerKind::Check && w.round == state.fix_round)
-    {
+    for w in state.workers.iter().filter(|w| {
+        matches!(w.kind, WorkerKind::Check | WorkerKind::Critic) && w.round == state.fix_round
+    }) {
         let log = std::fs::read_to_string(store.attempt_dir(&w.id, w.attempt).join("output.log"))
             .unwrap_or_default();
-        verdicts.push(check_verdict(&w.id, w.exit_code, &log));
+        verdicts.push(match w.kind {
+            WorkerKind::Check => check_verdict(&w.id, w.exit_code, &log),
+            _ => parse_critic_output(&w.id, &log),
+        });
     }
     verdicts
 }

@@ -114,6 +114,8 @@ pub struct Driver {
     credential_labels: HashMap<String, String>,
     /// Workers whose current attempt printed a rate-limit line.
     rate_limited: HashSet<String>,
+    /// Monotonic origin of the waiting detectors' clocks.
+    started: Instant,
 }
 
 impl Driver {
@@ -143,6 +145,7 @@ impl Driver {
             rate_limit: crate::creds::RateLimitPatterns::default(),
             credential_labels: HashMap::new(),
             rate_limited: HashSet::new(),
+            started: Instant::now(),
         };
         let now = Utc::now();
         for w in d.state.workers.clone() {
@@ -419,6 +422,9 @@ impl Driver {
                     attempt: w.attempt,
                     pane_id: ws.and_then(|s| s.pane_id.clone()),
                     pid: ws.and_then(|s| s.pid),
+                    // The sim agent asks through its output protocol; agents through
+                    // their screens.
+                    watch_screen: ws.is_some_and(|s| s.provider != "sim"),
                 }
             })
             .collect();
@@ -429,6 +435,7 @@ impl Driver {
                 attempt: ws.attempt,
                 pane_id: ws.pane_id.clone(),
                 pid: ws.pid,
+                watch_screen: false,
             })
         });
         let poll = if targets.is_empty() && focus_target.is_none() {
@@ -470,6 +477,44 @@ impl Driver {
                     attempt: t.attempt,
                     question: q,
                 });
+            }
+            if t.watch_screen && live == Liveness::Alive {
+                // The pane's last lines (tmux) or the log's (process), re-fed every tick so
+                // the detector can tell a settled prompt from a busy spinner.
+                let tail = poll.tails.get(i).cloned().flatten().or_else(|| {
+                    (self.state.backend == crate::domain::BackendKind::Process)
+                        .then(|| watch.log_tail(crate::backend::TAIL_LINES as usize))
+                });
+                if let Some(tail) = tail {
+                    watch.screen_tail = tail;
+                }
+                let now_ms = self.started.elapsed().as_millis() as u64;
+                let provider = self
+                    .state
+                    .worker(&t.worker)
+                    .map(|w| w.provider.clone())
+                    .unwrap_or_default();
+                let detector = watch.detector.get_or_insert_with(|| {
+                    crate::judge::waiting::WaitingDetector::for_provider(&provider)
+                });
+                let seen = detector.observe(&watch.screen_tail, now_ms);
+                let waiting =
+                    self.state.worker(&t.worker).map(|w| w.status) == Some(WorkerStatus::Waiting);
+                match seen {
+                    Some(q)
+                        if !waiting
+                            && watch.asked_screen.as_deref()
+                                != Some(watch.screen_tail.as_str()) =>
+                    {
+                        watch.asked_screen = Some(watch.screen_tail.clone());
+                        inputs.push(Input::Asked {
+                            worker: t.worker.clone(),
+                            attempt: t.attempt,
+                            question: q,
+                        });
+                    }
+                    _ => {}
+                }
             }
             let evidence = watch.exit_evidence();
             let exit = match (evidence, live) {
@@ -600,6 +645,7 @@ impl Driver {
                     attempt: w.attempt,
                     pane_id: w.pane_id.clone(),
                     pid: w.pid,
+                    watch_screen: false,
                 });
                 if let Some(t) = target {
                     if let Err(e) = self.backend.send_text(&t, &text) {

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::backend::SpawnSpec;
-use crate::domain::{RunState, WorkerState};
+use crate::domain::{RunState, WorkerKind, WorkerState};
 use crate::error::Result;
 use crate::launch::{new_nonce, write_wrapper, AttemptPaths, WrapperSpec};
 use crate::providers::{build_launch, LaunchRequest};
@@ -20,6 +20,9 @@ pub struct Prepared {
 /// clarification answers as context.
 pub fn prompt_text(state: &RunState, w: &WorkerState, max_chars: usize) -> String {
     let mut task = w.task.clone();
+    if matches!(w.kind, WorkerKind::Critic | WorkerKind::Fixer) {
+        task.push_str(&results_digest(state));
+    }
     if !state.clarification.answers.is_empty() {
         task.push_str("\n\nClarifications from the person running this team:\n");
         for a in &state.clarification.answers {
@@ -96,4 +99,44 @@ pub fn prepare(
         paths,
         nonce,
     })
+}
+
+/// Characters of each worker's result quoted into a critic's or fixer's task.
+pub const RESULT_EXCERPT_CHARS: usize = 1500;
+
+/// The team's results so far, for critics and fixers: per worker its status, exit code and
+/// the start of its result file (at most [`RESULT_EXCERPT_CHARS`] characters each).
+fn results_digest(state: &RunState) -> String {
+    let mut out = String::from("\n\nThe team's results:\n");
+    for w in state
+        .workers
+        .iter()
+        .filter(|w| matches!(w.kind, WorkerKind::Worker | WorkerKind::Fixer))
+    {
+        out.push_str(&format!(
+            "\n### {} ({}) — {}{}\n",
+            w.id,
+            w.role,
+            w.status,
+            w.exit_code
+                .map(|c| format!(", exit {c}"))
+                .unwrap_or_default()
+        ));
+        match w
+            .result
+            .as_deref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+        {
+            Some(text) => {
+                let cut: String = text.chars().take(RESULT_EXCERPT_CHARS).collect();
+                out.push_str(&cut);
+                if cut.len() < text.len() {
+                    out.push_str("\n[…]");
+                }
+                out.push('\n');
+            }
+            None => out.push_str("(no result file)\n"),
+        }
+    }
+    out
 }

@@ -15,7 +15,6 @@ pub const OUTPUT_RING_LINES: usize = 400;
 pub const REATTACH_TAIL_BYTES: u64 = 64 * 1024;
 
 /// One watched attempt.
-#[derive(Debug)]
 pub struct Watch {
     pub worker: String,
     pub attempt: u32,
@@ -30,6 +29,12 @@ pub struct Watch {
     pub dead_since: Option<std::time::Instant>,
     /// Catching up on a log written before this process started: questions there are old.
     catching_up: bool,
+    /// The last lines of the screen (or log) seen, for waiting detection.
+    pub screen_tail: String,
+    /// Waiting-for-input detector of the worker's provider (made on first use).
+    pub detector: Option<crate::judge::waiting::WaitingDetector>,
+    /// The screen a question was last raised for, so one prompt is asked about once.
+    pub asked_screen: Option<String>,
 }
 
 /// What one read of a log found.
@@ -61,6 +66,9 @@ impl Watch {
             ring: VecDeque::new(),
             dead_since: None,
             catching_up: reattach,
+            screen_tail: String::new(),
+            detector: None,
+            asked_screen: None,
         }
     }
 
@@ -114,6 +122,17 @@ impl Watch {
             Err(e) => tracing::warn!("{e}"),
         }
         self.scanner.found().map(|c| (c, ExitSource::Marker))
+    }
+
+    /// The last `n` lines of the log plus the unfinished line (a prompt waiting on it).
+    pub fn log_tail(&self, n: usize) -> String {
+        let skip = self.ring.len().saturating_sub(n);
+        let mut lines: Vec<String> = self.ring.iter().skip(skip).cloned().collect();
+        let partial = self.scanner.partial();
+        if !partial.is_empty() {
+            lines.push(partial);
+        }
+        lines.join("\n")
     }
 
     /// The marker code alone (to log disagreement with exit.json).

@@ -194,7 +194,8 @@ fn launch_pending(state: &mut RunState, fx: &mut Effects) {
     }
 }
 
-/// Add one check worker per team-file check for the current round (they run in panes).
+/// Add the verify stage's workers for the current round: one per team-file check (a
+/// command in its own pane) and one per critic worker (an agent reviewing the results).
 fn add_checks(state: &mut RunState) {
     let round = state.fix_round;
     let suffix = if round == 0 {
@@ -202,7 +203,7 @@ fn add_checks(state: &mut RunState) {
     } else {
         format!("-r{round}")
     };
-    let new: Vec<WorkerState> = state
+    let mut new: Vec<WorkerState> = state
         .checks
         .iter()
         .map(|c| {
@@ -221,9 +222,41 @@ fn add_checks(state: &mut RunState) {
             w.task = format!("check `{}`", c.command.join(" "));
             w
         })
-        .filter(|w| state.worker(&w.id).is_none())
         .collect();
+    let default_provider = first_provider(state);
+    for c in &state.critics {
+        let mut w = blank_worker(
+            format!("critic-{}{suffix}", c.id),
+            c.role.clone().unwrap_or_else(|| "reviewer".into()),
+            c.provider
+                .clone()
+                .unwrap_or_else(|| default_provider.clone()),
+            WorkerKind::Critic,
+            Stage::TeamVerify,
+            round,
+        );
+        w.command = c.command.clone();
+        w.model = c.model.clone();
+        w.timeout_s = c.timeout_s;
+        w.max_attempts = 1;
+        w.task = format!(
+            "Review the team's results for: {}\n\n{}\n\nJudge whether the results solve the problem, are correct and cite evidence. End your answer with a fenced json block: {{\"verdict\": \"pass|warn|fail\", \"confidence\": 0.0-1.0, \"findings\": [\"...\"]}}",
+            state.problem,
+            c.prompt.clone().unwrap_or_default()
+        );
+        new.push(w);
+    }
+    new.retain(|w| state.worker(&w.id).is_none());
     state.workers.extend(new);
+}
+
+fn first_provider(state: &RunState) -> String {
+    state
+        .workers
+        .iter()
+        .find(|w| w.kind == WorkerKind::Worker)
+        .map(|w| w.provider.clone())
+        .unwrap_or_else(|| "sim".into())
 }
 
 /// A new pending worker.
@@ -313,21 +346,39 @@ pub(super) fn on_council(
     state.council_history.push(council.clone());
     state.council = council;
     if status == CouncilStatus::Blocked && state.fix_round < state.max_fix_rounds {
-        state.fix_round += 1;
-        let provider = state
+        let spec = state.fixer.clone().unwrap_or_default();
+        let first = state
             .workers
             .iter()
             .find(|w| w.kind == WorkerKind::Worker)
-            .map(|w| w.provider.clone())
-            .unwrap_or_else(|| "sim".into());
+            .cloned();
+        let (provider, command) = match (&spec.provider, &first) {
+            (Some(p), _) => (p.clone(), spec.command.clone()),
+            // A `command` worker is not an agent: its argv cannot fix anything.
+            (None, Some(f)) if f.provider != "command" => (f.provider.clone(), None),
+            _ => {
+                fx.event(
+                    "fix-skipped",
+                    None,
+                    "engine",
+                    "the council blocked but no agent can fix: add a [fixer] table to the team file",
+                );
+                fx.push(Effect::WriteReport);
+                return;
+            }
+        };
+        state.fix_round += 1;
         let mut fixer = blank_worker(
             format!("fixer-r{}", state.fix_round),
-            "fixer".into(),
+            spec.role.clone().unwrap_or_else(|| "fixer".into()),
             provider,
             WorkerKind::Fixer,
             Stage::TeamFix,
             state.fix_round,
         );
+        fixer.command = command;
+        fixer.model = spec.model.clone();
+        fixer.timeout_s = spec.timeout_s;
         fixer.task = format!(
             "Fix what the council blocked for: {}\n\nFailing findings:\n{}",
             state.problem,

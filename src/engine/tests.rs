@@ -50,6 +50,8 @@ fn run(workers: usize, parallel: usize) -> RunState {
         clarification: ClarificationState::default(),
         clarify: false,
         checks: vec![],
+        critics: vec![],
+        fixer: None,
         report: None,
         created_at: t0(),
         updated_at: t0(),

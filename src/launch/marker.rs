@@ -65,6 +65,11 @@ impl MarkerScanner {
         lines
     }
 
+    /// The bytes after the last newline (a prompt that waits on the same line), lossy UTF-8.
+    pub fn partial(&self) -> String {
+        String::from_utf8_lossy(&self.partial).into_owned()
+    }
+
     /// The exit code of the last complete marker line seen.
     pub fn found(&self) -> Option<i32> {
         self.found

@@ -82,6 +82,7 @@ impl Multiplexer for ProcessBackend {
         Poll {
             liveness,
             screen: None,
+            tails: vec![],
             server_down: None,
         }
     }

@@ -37,6 +37,8 @@ pub struct TmuxBackend {
     home_argv: Vec<String>,
     /// Change signature of the focused pane at the last capture.
     last_sig: HashMap<String, String>,
+    /// Change signature of each watched pane at its last tail capture.
+    tail_sig: HashMap<String, String>,
     last_kick: Instant,
 }
 
@@ -49,6 +51,7 @@ impl TmuxBackend {
             session: session.to_string(),
             home_argv,
             last_sig: HashMap::new(),
+            tail_sig: HashMap::new(),
             last_kick: Instant::now(),
         }
     }
@@ -198,6 +201,7 @@ impl Multiplexer for TmuxBackend {
                         return Poll {
                             liveness: vec![Liveness::Gone; targets.len()],
                             screen: None,
+                            tails: vec![],
                             server_down: Some(msg),
                         }
                     }
@@ -209,7 +213,9 @@ impl Multiplexer for TmuxBackend {
             None => (out, None),
         };
         let mut screen = screen;
-        self.liveness_from(&listing, targets, focus_pane.as_deref(), &mut screen)
+        let mut poll = self.liveness_from(&listing, targets, focus_pane.as_deref(), &mut screen);
+        poll.tails = self.changed_tails(&listing, targets, &poll.liveness);
+        poll
     }
 
     fn send_text(&mut self, target: &Target, text: &str) -> Result<()> {
@@ -231,6 +237,61 @@ impl Multiplexer for TmuxBackend {
 }
 
 impl TmuxBackend {
+    /// The last lines of every live, watched pane whose signature moved since its last
+    /// capture, in one more batched tmux call (none when nothing moved, the idle case).
+    fn changed_tails(
+        &mut self,
+        listing: &str,
+        targets: &[Target],
+        liveness: &[Liveness],
+    ) -> Vec<Option<String>> {
+        let rows = parse_panes(listing);
+        let sig: HashMap<&str, &str> = rows
+            .iter()
+            .map(|r| (r.pane_id.as_str(), r.signature.as_str()))
+            .collect();
+        let mut want: Vec<(usize, String)> = vec![];
+        for (i, t) in targets.iter().enumerate() {
+            let (Some(pane), true, Some(Liveness::Alive)) =
+                (t.pane_id.as_deref(), t.watch_screen, liveness.get(i))
+            else {
+                continue;
+            };
+            let now = sig.get(pane).copied().unwrap_or_default();
+            if self.tail_sig.get(pane).map(String::as_str) != Some(now) {
+                self.tail_sig.insert(pane.to_string(), now.to_string());
+                want.push((i, pane.to_string()));
+            }
+        }
+        let mut tails = vec![None; targets.len()];
+        if want.is_empty() {
+            return tails;
+        }
+        let sep = self.client.separator().to_string();
+        let mut tmux = Tmux::new();
+        for (_, pane) in &want {
+            tmux = tmux
+                .add_command(DisplayMessage::new().print().message(sep.clone()).build())
+                .add_command(
+                    CapturePane::new()
+                        .stdout()
+                        .join()
+                        .start_line(format!("-{}", crate::backend::TAIL_LINES))
+                        .target_pane(pane.clone())
+                        .build(),
+                );
+        }
+        let Ok(out) = self.client.run(tmux) else {
+            return tails;
+        };
+        let delimiter = format!("{sep}\n");
+        let chunks = out.split(delimiter.as_str()).skip(1);
+        for ((i, _), chunk) in want.iter().zip(chunks) {
+            tails[*i] = Some(without_dead_banner(chunk));
+        }
+        tails
+    }
+
     fn liveness_from(
         &mut self,
         listing: &str,
@@ -280,6 +341,7 @@ impl TmuxBackend {
         Poll {
             liveness,
             screen,
+            tails: vec![],
             server_down: None,
         }
     }

@@ -173,6 +173,8 @@ pub fn crazy_run() -> RunState {
         },
         clarify: true,
         checks: vec![],
+        critics: vec![],
+        fixer: None,
         report: None,
         created_at: t0(),
         updated_at: now(),

@@ -70,14 +70,38 @@ pub fn crewmux() -> Command {
     Command::new(env!("CARGO_BIN_EXE_crewmux"))
 }
 
-/// Run crewmux in `project` with `socket`; returns its output.
+/// How long one crewmux command of a test may run before the test kills it and fails.
+pub const COMMAND_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Run crewmux in `project` with `socket`; returns its output. Killed (and the test
+/// failed) after [`COMMAND_LIMIT`], so a hang never wedges the suite.
 pub fn run_crewmux(project: &Path, socket: &str, args: &[&str]) -> Output {
-    crewmux()
+    let child = crewmux()
         .current_dir(project)
         .env("CREWMUX_TMUX_SOCKET", socket)
         .args(args)
-        .output()
-        .expect("crewmux runs")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("crewmux runs");
+    wait_limited(child, args)
+}
+
+/// Wait for `child` at most [`COMMAND_LIMIT`]; kill it and panic past that.
+pub fn wait_limited(child: std::process::Child, what: &[&str]) -> Output {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(COMMAND_LIMIT) {
+        Ok(out) => out.expect("wait for crewmux"),
+        Err(_) => {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            panic!("crewmux {what:?} did not finish within {COMMAND_LIMIT:?}");
+        }
+    }
 }
 
 /// Write a team file into `dir` and return its path.
