@@ -46,7 +46,12 @@ pub enum Command {
 #[derive(Debug, Args, Clone)]
 pub struct CommonArgs {
     /// tmux server socket name (`tmux -L NAME`); never the user's default server.
-    #[arg(long, env = "CREWMUX_TMUX_SOCKET", default_value = "crewmux", global = true)]
+    #[arg(
+        long,
+        env = "CREWMUX_TMUX_SOCKET",
+        default_value = "crewmux",
+        global = true
+    )]
     pub tmux_socket: String,
     /// Project directory; runs live under `<project>/.crewmux/runs/`.
     #[arg(long, global = true)]
