@@ -10,3 +10,4 @@ pub mod commands;
 pub mod domain;
 pub mod error;
 pub mod providers;
+pub mod team;

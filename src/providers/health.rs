@@ -15,8 +15,9 @@ use super::EnvSnapshot;
 
 /// Default auth probe timeout, ms.
 pub const DEFAULT_AUTH_TIMEOUT_MS: u64 = 10_000;
-/// Timeout of `--version`, ms.
-pub const VERSION_TIMEOUT_MS: u64 = 5_000;
+/// Timeout of `--version`, ms: Node CLIs take 1-3 s alone and several times that when
+/// doctor starts them all at once on a small machine.
+pub const VERSION_TIMEOUT_MS: u64 = 15_000;
 
 /// Whether a CLI can make authenticated calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -59,7 +60,9 @@ impl ProviderHealth {
 
     /// One word for tables: ready, not-installed, not-authenticated, auth-unknown.
     pub fn summary(&self) -> &'static str {
-        if !self.installed {
+        if self.kind != ProviderKind::Agent {
+            "ready"
+        } else if !self.installed {
             "not-installed"
         } else {
             match self.auth {
@@ -177,14 +180,25 @@ pub fn classify_probe(
             .any(|p| compile(p).is_ok_and(|r| r.is_match(&low)))
     };
     let logged_out = NOT_MARKERS.iter().any(|m| low.contains(m)) || matches(not_patterns);
-    let first_line = low
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && l.chars().any(char::is_alphanumeric))
-        .unwrap_or("")
-        .chars()
-        .take(80)
-        .collect::<String>();
+    // The line that says why: one matching a marker or pattern, else the first with text.
+    let line_matches = |l: &str| {
+        NOT_MARKERS
+            .iter()
+            .chain(UNSUPPORTED_MARKERS.iter())
+            .any(|m| l.contains(m))
+            || l.contains("login")
+            || not_patterns
+                .iter()
+                .chain(ok_patterns)
+                .any(|p| compile(p).is_ok_and(|r| r.is_match(l)))
+    };
+    let texty = |l: &&str| !l.is_empty() && l.chars().any(char::is_alphanumeric);
+    let lines: Vec<&str> = low.lines().map(str::trim).filter(texty).collect();
+    let first_line = lines
+        .iter()
+        .find(|l| line_matches(l))
+        .or(lines.first())
+        .map_or(String::new(), |l| l.chars().take(80).collect());
     match exit_code {
         Some(0) => {
             if logged_out {
