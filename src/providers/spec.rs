@@ -165,10 +165,13 @@ pub fn user_config_dir(env: &crate::providers::EnvSnapshot) -> Option<PathBuf> {
 }
 
 impl Registry {
-    /// The built-in providers only.
+    /// The built-in providers only (parsed and validated once per process).
     pub fn builtin() -> Self {
-        Self::from_layers(&[(Path::new("assets/providers.toml"), BUILTIN_PROVIDERS)])
-            .expect("assets/providers.toml is valid (checked by tests)")
+        static BUILTIN: std::sync::LazyLock<Registry> = std::sync::LazyLock::new(|| {
+            Registry::from_layers(&[(Path::new("assets/providers.toml"), BUILTIN_PROVIDERS)])
+                .expect("assets/providers.toml is valid (checked by tests)")
+        });
+        BUILTIN.clone()
     }
 
     /// Built-ins, then `<config dir>/providers.toml`, then `<project>/.crewmux/providers.toml`

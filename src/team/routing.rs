@@ -212,7 +212,7 @@ pub fn choose(
         scored.push((score, name.to_string(), why.join(", ")));
     }
     // Stable sort keeps name order among equal scores.
-    scored.sort_by(|a, b| b.0.cmp(&a.0));
+    scored.sort_by_key(|s| std::cmp::Reverse(s.0));
     let mut it = scored.into_iter();
     let (score, provider, why) = it.next()?;
     Some(Choice {
