@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 use crate::error::Result;
 
 pub mod agents;
+pub mod auth;
 pub mod health;
 pub mod history;
 pub mod launch;
 pub mod prompt;
+pub mod run;
 pub mod spec;
 
 pub use health::{AuthState, ProbeOptions, ProviderHealth, TmuxHealth};
