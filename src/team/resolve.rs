@@ -267,6 +267,12 @@ pub fn resolve(opts: &ResolveOptions) -> Result<ResolvedTeam> {
                     "named in the team file"
                 };
                 let spec_p = registry.require(&p)?;
+                if spec_p.kind == ProviderKind::Command && w.command.is_none() {
+                    return Err(Error::Usage(format!(
+                        "worker `{}` has no `command`: provider `{p}` needs `command = [argv...]` on every worker it runs",
+                        w.id
+                    )));
+                }
                 let h = health.iter().find(|h| h.provider == p);
                 match h {
                     Some(h) if spec_p.is_agent() && !h.installed => {
