@@ -4,6 +4,7 @@
 //! Run with the CLIs' directory first on PATH, e.g. after
 //! `npm install -g --prefix /tmp/clis @openai/codex @google/gemini-cli`:
 //! `CREWMUX_REAL_CLI_PATH=/tmp/clis/bin cargo test --test real_clis -- --ignored --nocapture`
+//! (`CREWMUX_REAL_CLI_ONLY=codex,gemini` limits it to some providers).
 
 use std::io::Read;
 use std::path::Path;
@@ -104,8 +105,12 @@ fn real_clis_accept_the_built_argv() {
     let prompt = tmp.path().join("prompt.md");
     std::fs::write(&prompt, "Reply with the single word: ready.\n").unwrap();
     let result = tmp.path().join("result.md");
+    let only = std::env::var("CREWMUX_REAL_CLI_ONLY").unwrap_or_default();
     let mut checked = 0;
     for (name, spec) in reg.agents() {
+        if !only.is_empty() && !only.split(',').any(|o| o == name) {
+            continue;
+        }
         if !Path::new(&bin).join(&spec.binary).exists() {
             println!("{name}: not installed, skipped");
             continue;
@@ -152,10 +157,9 @@ fn real_clis_accept_the_built_argv() {
             !ARG_ERRORS.iter().any(|e| low.contains(e)),
             "{name} refused its argv: {out}"
         );
-        assert!(
-            REACHED.iter().any(|e| low.contains(e)),
-            "{name} did not reach auth or network: {out}"
-        );
+        // Still working at the timeout (waiting on the network) also means the argv was taken.
+        let reached = REACHED.iter().any(|e| low.contains(e)) || code.is_none();
+        assert!(reached, "{name} did not reach auth or network: {out}");
         checked += 1;
     }
     assert!(checked > 0, "no CLI found under {bin}");

@@ -199,3 +199,55 @@ fn unreadable_file_is_named() {
         "{e}"
     );
 }
+
+#[test]
+fn resolve_fills_tasks_from_prompt_files_and_keeps_command_argv() {
+    use crewmux::providers::EnvSnapshot;
+    use crewmux::team::{resolve, ResolveOptions};
+    let project = tempfile::tempdir().unwrap();
+    let mut opts = ResolveOptions::new("Tidy the error messages", project.path());
+    opts.env = EnvSnapshot::from_pairs([("PATH", "/nonexistent"), ("HOME", "/nonexistent")]);
+    opts.team_file = Some(examples().join("command-team.toml"));
+    // claude is named by the file but not installed: an error naming its install hint...
+    let e = resolve(&opts).unwrap_err().to_string();
+    assert!(
+        e.contains("worker `agent`") && e.contains("npm install -g @anthropic-ai/claude-code"),
+        "{e}"
+    );
+    // ...or sim when allowed.
+    opts.allow_sim_fallback = true;
+    let team = resolve(&opts).unwrap();
+    assert_eq!(team.name, "command-team");
+    assert_eq!(team.parallel, 2);
+    let grep = &team.workers[0];
+    assert_eq!(grep.provider, "command");
+    assert_eq!(
+        grep.command.as_ref().unwrap()[..2],
+        ["grep".to_string(), "-rn".to_string()]
+    );
+    assert_eq!(
+        grep.task, "Tidy the error messages",
+        "no prompt: the problem itself"
+    );
+    assert_eq!(grep.max_attempts, 1);
+    let agent = &team.workers[1];
+    assert_eq!(agent.provider, "sim");
+    assert_eq!(agent.model, None, "sim has no models");
+    assert!(
+        agent.task.starts_with("Work on: Tidy the error messages\n"),
+        "{}",
+        agent.task
+    );
+    assert_eq!(agent.max_attempts, 2, "default attempts");
+    assert_eq!(team.checks[0].command, ["cargo", "fmt", "--check"]);
+
+    // A prompt without `{problem}` gets the problem appended.
+    let f = project.path().join("t.toml");
+    std::fs::write(&f, "[[worker]]\nid = \"r\"\nrole = \"reviewer\"\nprovider = \"sim\"\nprompt = \"Review the diff.\"\n").unwrap();
+    opts.team_file = Some(f);
+    let team = resolve(&opts).unwrap();
+    assert_eq!(
+        team.workers[0].task,
+        "Review the diff.\n\nProblem: Tidy the error messages"
+    );
+}
