@@ -359,22 +359,24 @@ fn no_agent_cli_fails_fast_with_what_to_install_or_falls_back_to_sim() {
         .workers
         .iter()
         .all(|w| w.provider == "sim" && w.model.is_none()));
-    // The sim launch is the sim agent.
+    // The sim launch is the sim agent, and the packaged prompt names it.
+    let w = &team.workers[0];
     let l = team
-        .registry
         .build_launch(
-            "sim",
-            &LaunchRequest {
-                prompt_file: Path::new("/p.md"),
-                result_file: Path::new("/r.md"),
-                model: None,
-                command: None,
-                attempt: 1,
-                self_exe: Path::new("/usr/local/bin/crewmux"),
-            },
+            w,
+            Path::new("/p.md"),
+            Path::new("/r.md"),
+            1,
+            Path::new("/usr/local/bin/crewmux"),
         )
         .unwrap();
     assert_eq!(l.argv[..2], ["/usr/local/bin/crewmux", "sim-agent"]);
+    let prompt = w.package_prompt(project.path(), 4000);
+    assert!(prompt.contains("Model: sim / provider default"), "{prompt}");
+    assert!(
+        prompt.contains("Task:\nBackend implementation strategy for: Review the checkout flow"),
+        "{prompt}"
+    );
 }
 
 #[test]

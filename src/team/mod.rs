@@ -3,6 +3,7 @@
 
 pub mod file;
 pub mod resolve;
+pub mod resolved;
 pub mod routing;
 
 pub use file::{load_file, load_mode, parse_and_validate, LoadedTeam, Mode};
