@@ -20,5 +20,6 @@ pub mod process;
 pub mod providers;
 pub mod sim;
 pub mod store;
+pub mod team;
 pub mod tmux;
 pub mod tui;

@@ -3,6 +3,8 @@
 
 pub mod creds;
 pub mod dashboard;
+pub mod dispatch;
+pub mod doctor;
 pub mod drive;
 pub mod manage;
 pub mod plan;
@@ -10,7 +12,7 @@ pub mod run;
 pub mod summary;
 
 use crate::cli::{Cli, Command};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Run the parsed command line; returns the process exit code.
 pub fn dispatch(cli: Cli) -> Result<i32> {
@@ -25,9 +27,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Attach(args) => manage::attach(args, false),
         Command::Resume(args) => manage::attach(args, true),
         Command::Clean(args) => manage::clean(args),
-        other => Err(Error::Other(format!(
-            "{:?}: not built yet",
-            std::mem::discriminant(&other)
-        ))),
+        Command::Doctor(args) => doctor::run(args),
+        Command::Dispatch(args) => dispatch::run(args),
     }
 }

@@ -5,26 +5,13 @@ use std::path::{Path, PathBuf};
 
 use chrono::Utc;
 
-use crate::cli::{BackendArg, ModeArg, RunOptions};
+use crate::cli::{BackendArg, RunOptions};
 use crate::domain::{
-    BackendKind, ClarificationState, Council, RunState, RunStatus, Stage, TeamSpec, WorkerKind,
-    SCHEMA_VERSION,
+    BackendKind, ClarificationState, Council, RunState, RunStatus, Stage, SCHEMA_VERSION,
 };
-use crate::engine::stages_public::blank_worker;
 use crate::error::{Error, Result};
 use crate::store::RunStore;
-
-/// Where and how a new run starts.
-#[derive(Debug, Clone)]
-pub struct PlanRequest {
-    pub problem: String,
-    pub team: TeamSpec,
-    pub team_name: String,
-    /// Forces every worker onto this provider.
-    pub provider: Option<String>,
-    pub clarify: bool,
-    pub max_attempts: Option<u32>,
-}
+use crate::team::ResolvedTeam;
 
 /// The project directory: `--project` or the current directory, made absolute.
 ///
@@ -68,17 +55,6 @@ pub fn choose_backend(arg: Option<BackendArg>) -> Result<BackendKind> {
     }
 }
 
-/// A built-in team (`crazy`, `ccg`, `solo`), embedded from `assets/teams/`.
-pub fn builtin_team(mode: ModeArg) -> (String, TeamSpec) {
-    let (name, text) = match mode {
-        ModeArg::Crazy => ("crazy", include_str!("../../assets/teams/crazy.toml")),
-        ModeArg::Ccg => ("ccg", include_str!("../../assets/teams/ccg.toml")),
-        ModeArg::Solo => ("solo", include_str!("../../assets/teams/solo.toml")),
-    };
-    let team = toml::from_str(text).expect("built-in team files parse (tested)");
-    (name.to_string(), team)
-}
-
 /// A new run id: `YYYYMMDD-HHMMSS-xxxx` (sortable by start time, 4 random hex digits).
 pub fn new_run_id() -> String {
     format!(
@@ -88,95 +64,78 @@ pub fn new_run_id() -> String {
     )
 }
 
-/// Create the run directory, `manifest.json` and the first `state.json`.
+/// Longest problem text accepted, bytes (it is copied into every prompt and the state).
+pub const MAX_PROBLEM_BYTES: usize = 1024 * 1024;
+
+/// Create the run directory, `manifest.json` and the first `state.json` for a resolved
+/// team (stage `team-plan`).
 ///
-/// Errors: a worker without a provider, a bad `--parallel`, or I/O.
+/// Errors: an empty or too long problem, a bad `--parallel`, or I/O.
 pub fn create_run(
     project: &Path,
     opts: &RunOptions,
     backend: BackendKind,
-    req: PlanRequest,
+    problem: &str,
+    team: &ResolvedTeam,
+    clarify: bool,
 ) -> Result<(RunStore, RunState)> {
-    let parallel = opts.parallel.or(req.team.parallel).unwrap_or(5);
+    let problem = problem.trim_end_matches(['\n', '\r']).to_string();
+    if problem.trim().is_empty() {
+        return Err(Error::Usage(
+            "the problem is empty: say what the team should work on, e.g. crewmux run \"add a health endpoint\"".into(),
+        ));
+    }
+    if problem.len() > MAX_PROBLEM_BYTES {
+        return Err(Error::Usage(format!(
+            "the problem is {} bytes, over the {MAX_PROBLEM_BYTES}-byte limit: put long material in a file in the project and name it in the problem",
+            problem.len()
+        )));
+    }
+    if team.workers.is_empty() {
+        return Err(Error::Usage(format!(
+            "team `{}` has no [[worker]]: add at least one",
+            team.name
+        )));
+    }
+    let parallel = team.parallel;
     if !(1..=256).contains(&parallel) {
         return Err(Error::Usage(format!(
             "--parallel {parallel}: must be between 1 and 256"
         )));
     }
-    if req.problem.trim().is_empty() {
-        return Err(Error::Usage(
-            "the problem is empty: say what the team should work on, e.g. crewmux run \"add a health endpoint\"".into(),
-        ));
-    }
-    let mut workers = vec![];
-    for (i, spec) in req.team.workers.iter().enumerate() {
-        let provider = req
-            .provider
-            .clone()
-            .or_else(|| spec.provider.clone())
-            .ok_or_else(|| {
-                Error::Usage(format!(
-                    "worker `{}` has no provider: pass --provider NAME (e.g. --provider sim)",
-                    spec.id
-                ))
-            })?;
-        let mut w = blank_worker(
-            spec.id.clone(),
-            spec.role.clone(),
-            provider,
-            WorkerKind::Worker,
-            Stage::TeamExec,
-            0,
-        );
-        w.model = spec.model.clone();
-        w.task = spec
-            .prompt
-            .clone()
-            .unwrap_or_else(|| "{problem}".into())
-            .replace("{problem}", &req.problem);
-        w.order = spec.order.unwrap_or(i as u32 + 1);
-        w.timeout_s = spec.timeout_s;
-        w.idle_timeout_s = spec.idle_timeout_s;
-        w.max_attempts = opts
-            .max_attempts
-            .or(req.max_attempts)
-            .or(spec.max_attempts)
-            .unwrap_or(2)
-            .max(1);
-        w.artifacts = spec.artifacts.clone();
-        w.command = spec.command.clone();
-        w.cwd = spec.cwd.clone();
-        workers.push(w);
-    }
+    let workers = team
+        .workers
+        .iter()
+        .map(|w| w.to_worker_state(Stage::TeamExec))
+        .collect();
     let run_id = new_run_id();
     let store = RunStore::create(project, &run_id)?;
     let now = Utc::now();
-    let socket = opts.common.tmux_socket.clone();
     let state = RunState {
         schema_version: SCHEMA_VERSION,
         run_id: run_id.clone(),
-        problem: req.problem.clone(),
-        team: req.team_name.clone(),
+        problem: problem.clone(),
+        team: team.name.clone(),
         project_dir: project.to_path_buf(),
         run_dir: store.dir().to_path_buf(),
         stage: Stage::TeamPlan,
         status: RunStatus::Running,
         reason: None,
         backend,
-        tmux_socket: socket,
+        tmux_socket: opts.common.tmux_socket.clone(),
         session: format!("crewmux-{run_id}"),
         parallel,
         fix_round: 0,
-        max_fix_rounds: opts.max_fix_rounds.or(req.team.max_fix_rounds).unwrap_or(1),
+        max_fix_rounds: team.max_fix_rounds,
         workers,
         dispatches: vec![],
         council: Council::default(),
         council_history: vec![],
         clarification: ClarificationState::default(),
-        clarify: req.clarify,
-        checks: req.team.checks.clone(),
-        critics: req.team.critics.clone(),
-        fixer: req.team.fixer.clone(),
+        clarify,
+        checks: team.checks.clone(),
+        critics: team.critics.clone(),
+        fixer: team.fixer.clone(),
         report: None,
         created_at: now,
         updated_at: now,
@@ -184,9 +143,8 @@ pub fn create_run(
     store.write_manifest(&serde_json::json!({
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
-        "problem": req.problem,
-        "team": req.team_name,
-        "spec": req.team,
+        "problem_bytes": problem.len(),
+        "team": team,
     }))?;
     store.save_state(&state)?;
     Ok((store, state))

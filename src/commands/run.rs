@@ -2,13 +2,14 @@
 
 use std::io::IsTerminal;
 
-use crate::cli::{DemoArgs, ModeArg, RunArgs, RunOptions};
-use crate::domain::{RunState, TeamSpec};
+use crate::cli::{DemoArgs, RunArgs, RunOptions};
+use crate::domain::RunState;
 use crate::driver::DriverOptions;
 use crate::error::{Error, Result};
 use crate::store::RunStore;
+use crate::team::{resolve, Mode, ResolveOptions};
 
-use super::plan::{builtin_team, choose_backend, create_run, project_dir, PlanRequest};
+use super::plan::{choose_backend, create_run, project_dir};
 
 /// The demo's problem, embedded from `assets/demo/problem.md`.
 pub const DEMO_PROBLEM: &str = include_str!("../../assets/demo/problem.md");
@@ -17,23 +18,6 @@ const DEMO_SCRIPT: &str = include_str!("../../assets/demo/script.toml");
 #[derive(serde::Deserialize)]
 struct DemoScript {
     workers: std::collections::BTreeMap<String, Vec<String>>,
-}
-
-/// Load a team file. Errors name the file and, for TOML errors, the line and field.
-pub fn load_team_file(path: &std::path::Path) -> Result<TeamSpec> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Usage(format!("--team {}: cannot read it ({e})", path.display())))?;
-    toml::from_str(&text).map_err(|e| {
-        let line = e
-            .span()
-            .map(|s| text[..s.start].matches('\n').count() + 1)
-            .unwrap_or(0);
-        Error::Usage(format!(
-            "{}:{line}: {}",
-            path.display(),
-            e.message().lines().next().unwrap_or("invalid team file")
-        ))
-    })
 }
 
 /// The problem text: the argument, or standard input when it is `-` (for long texts:
@@ -55,26 +39,25 @@ fn problem_text(arg: &str) -> Result<String> {
 pub fn run(args: RunArgs) -> Result<i32> {
     let project = project_dir(args.options.common.project.as_deref())?;
     let problem = problem_text(&args.problem)?;
-    let (team_name, team) = match (&args.team, args.mode) {
-        (Some(path), _) => {
-            let team = load_team_file(path)?;
-            (team.name.clone().unwrap_or_else(|| "team".into()), team)
-        }
-        (None, mode) => builtin_team(mode.unwrap_or(ModeArg::Solo)),
-    };
+    let mut opts = ResolveOptions::new(problem.clone(), project.clone());
+    opts.mode = args.mode.map(Into::into);
+    opts.team_file = args.team.clone();
+    opts.target = args.target.clone();
+    opts.provider = args.provider.clone();
+    opts.role = args.role.clone();
+    opts.allow_sim_fallback = args.allow_sim_fallback;
+    opts.parallel = args.options.parallel;
+    opts.max_fix_rounds = args.options.max_fix_rounds;
+    opts.max_attempts = args.options.max_attempts;
+    let team = resolve(&opts)?;
     let backend = choose_backend(args.options.backend)?;
     let (store, state) = create_run(
         &project,
         &args.options,
         backend,
-        PlanRequest {
-            problem,
-            team,
-            team_name,
-            provider: args.provider.clone(),
-            clarify: !args.no_clarify,
-            max_attempts: None,
-        },
+        &problem,
+        &team,
+        !args.no_clarify,
     )?;
     start(store, state, &args.options, args.prompt_max_chars)
 }
@@ -84,33 +67,28 @@ pub fn run(args: RunArgs) -> Result<i32> {
 /// question that takes its default after `--question-timeout` seconds).
 pub fn demo(args: DemoArgs) -> Result<i32> {
     let project = project_dir(args.options.common.project.as_deref())?;
-    let (_, mut team) = builtin_team(ModeArg::Crazy);
+    let problem = DEMO_PROBLEM.trim().to_string();
+    let mut opts = ResolveOptions::new(problem.clone(), project.clone());
+    opts.mode = Some(Mode::Crazy);
+    opts.provider = Some("sim".into());
+    opts.parallel = args.options.parallel;
+    opts.max_fix_rounds = args.options.max_fix_rounds;
+    opts.max_attempts = args.options.max_attempts;
+    let mut team = resolve(&opts)?;
+    team.name = "crazy (demo)".into();
     let script: DemoScript = toml::from_str(DEMO_SCRIPT).expect("demo script parses (tested)");
     for w in &mut team.workers {
         if let Some(lines) = script.workers.get(&w.id) {
-            let mut prompt = w.prompt.clone().unwrap_or_default();
             for l in lines {
-                prompt.push('\n');
-                prompt.push_str(l);
+                w.task.push('\n');
+                w.task.push_str(l);
             }
-            prompt.push_str(&format!("\nsim: ask-timeout={}", args.question_timeout));
-            w.prompt = Some(prompt);
+            w.task
+                .push_str(&format!("\nsim: ask-timeout={}", args.question_timeout));
         }
     }
     let backend = choose_backend(args.options.backend)?;
-    let (store, state) = create_run(
-        &project,
-        &args.options,
-        backend,
-        PlanRequest {
-            problem: DEMO_PROBLEM.trim().to_string(),
-            team,
-            team_name: "crazy (demo)".into(),
-            provider: Some("sim".into()),
-            clarify: true,
-            max_attempts: None,
-        },
-    )?;
+    let (store, state) = create_run(&project, &args.options, backend, &problem, &team, true)?;
     start(store, state, &args.options, 4000)
 }
 

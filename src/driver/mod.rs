@@ -116,6 +116,8 @@ pub struct Driver {
     rate_limited: HashSet<String>,
     /// Monotonic origin of the waiting detectors' clocks.
     started: Instant,
+    /// Providers (built-ins + user + project overrides) that launches are built from.
+    registry: crate::providers::Registry,
 }
 
 impl Driver {
@@ -146,7 +148,15 @@ impl Driver {
             credential_labels: HashMap::new(),
             rate_limited: HashSet::new(),
             started: Instant::now(),
+            registry: crate::providers::Registry::builtin(),
         };
+        match crate::providers::Registry::load(
+            Some(&d.state.project_dir),
+            &crate::providers::EnvSnapshot::current(),
+        ) {
+            Ok(r) => d.registry = r,
+            Err(e) => tracing::warn!("providers.toml: {e}; using the built-in providers"),
+        }
         let now = Utc::now();
         for w in d.state.workers.clone() {
             if !w.status.is_live() {
@@ -711,6 +721,7 @@ impl Driver {
             dir,
             &self.opts.self_exe,
             self.opts.prompt_max_chars,
+            &self.registry,
         ) {
             Ok(p) => p,
             Err(e) => {

@@ -6,7 +6,7 @@ use crate::backend::SpawnSpec;
 use crate::domain::{RunState, WorkerKind, WorkerState};
 use crate::error::Result;
 use crate::launch::{new_nonce, write_wrapper, AttemptPaths, WrapperSpec};
-use crate::providers::{build_launch, LaunchRequest};
+use crate::providers::{LaunchRequest, Registry};
 
 /// A prepared attempt, ready to spawn.
 #[derive(Debug, Clone)]
@@ -29,7 +29,21 @@ pub fn prompt_text(state: &RunState, w: &WorkerState, max_chars: usize) -> Strin
             task.push_str(&format!("- {a}\n"));
         }
     }
-    crate::providers::prompt::package(&w.role, &task, &state.project_dir, max_chars)
+    let model = format!(
+        "{} / {}",
+        w.provider,
+        w.model.as_deref().unwrap_or("provider default")
+    );
+    crate::providers::prompt::package(
+        &w.role,
+        &task,
+        &state.project_dir,
+        &crate::providers::prompt::PackageOptions {
+            max_chars,
+            model: Some(model),
+            failures: None,
+        },
+    )
 }
 
 /// Write the attempt's `prompt.md` and `launch.sh` and describe how to spawn it.
@@ -41,6 +55,7 @@ pub fn prepare(
     attempt_dir: PathBuf,
     self_exe: &Path,
     max_chars: usize,
+    registry: &Registry,
 ) -> Result<Prepared> {
     std::fs::create_dir_all(&attempt_dir)?;
     let paths = AttemptPaths::new(attempt_dir);
@@ -49,7 +64,7 @@ pub fn prepare(
     }
     let prompt = prompt_text(state, w, max_chars);
     crate::store::write_atomic(&paths.prompt, prompt.as_bytes())?;
-    let launch = build_launch(
+    let launch = registry.build_launch(
         &w.provider,
         &LaunchRequest {
             prompt_file: &paths.prompt,

@@ -1,21 +1,31 @@
-//! Provider specs (data) and how a worker's launch command is built from them.
-//!
-//! This first version knows the built-in `sim` agent and the `command` provider; the full
-//! registry (assets/providers.toml, user overrides, doctor, routing) grows from here.
+//! Provider specs (data) and what is built from them: the registry merged from
+//! `assets/providers.toml` and the user's and project's overrides, launch commands, health
+//! probes (doctor, routing), past failures, the agent registry and prompt packaging.
 
-pub mod prompt;
-
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
+
+pub mod agents;
+pub mod auth;
+pub mod health;
+pub mod history;
+pub mod launch;
+pub mod prompt;
+pub mod run;
+pub mod spec;
+
+pub use health::{AuthState, ProbeOptions, ProviderHealth, TmuxHealth};
+pub use spec::{PromptVia, ProviderKind, ProviderSpec, Registry, MODEL_ROLES};
 
 /// What a launch needs to know about an attempt.
 #[derive(Debug, Clone)]
 pub struct LaunchRequest<'a> {
     /// The packaged prompt file of the attempt.
     pub prompt_file: &'a Path,
-    /// Where the agent should write its markdown result (sim does; others are collected
-    /// from `output.log`).
+    /// Where the agent should write its markdown result (sim and codex do; others are
+    /// collected from `output.log`).
     pub result_file: &'a Path,
     /// Model to pass, if the provider has a model flag.
     pub model: Option<&'a str>,
@@ -36,54 +46,47 @@ pub struct LaunchCommand {
     pub stdin_file: Option<PathBuf>,
 }
 
-/// Build the launch command of `provider` for one attempt.
+/// Build the launch command of `provider` for one attempt from the built-in providers and
+/// the user's `providers.toml` (see [`Registry::load`]); a run with a project should prefer
+/// `ResolvedTeam::registry.build_launch`, which also has the project's overrides.
 ///
-/// Errors: an unknown provider, or `command` without an argv.
+/// Errors: an unknown provider, `command` without an argv, a broken user `providers.toml`.
 pub fn build_launch(provider: &str, req: &LaunchRequest<'_>) -> Result<LaunchCommand> {
-    let env = vec![
-        (
-            "CREWMUX_PROMPT_FILE".to_string(),
-            req.prompt_file.display().to_string(),
-        ),
-        (
-            "CREWMUX_RESULT_FILE".to_string(),
-            req.result_file.display().to_string(),
-        ),
-        ("CREWMUX_ATTEMPT".to_string(), req.attempt.to_string()),
-    ];
-    match provider {
-        "sim" => Ok(LaunchCommand {
-            argv: vec![
-                req.self_exe.display().to_string(),
-                "sim-agent".into(),
-                "--prompt-file".into(),
-                req.prompt_file.display().to_string(),
-                "--result-file".into(),
-                req.result_file.display().to_string(),
-                "--attempt".into(),
-                req.attempt.to_string(),
-            ],
-            env,
-            stdin_file: None,
-        }),
-        "command" => {
-            let argv = req
-                .command
-                .filter(|c| !c.is_empty())
-                .ok_or_else(|| {
-                    Error::Usage(
-                        "provider `command` needs `command = [argv...]` in the team file".into(),
-                    )
-                })?
-                .to_vec();
-            Ok(LaunchCommand {
-                argv,
-                env,
-                stdin_file: None,
-            })
+    Registry::load(None, &EnvSnapshot::current())?.build_launch(provider, req)
+}
+
+/// A copy of the environment variables that health checks and routing read (PATH, HOME,
+/// API key variables, CREWMUX_*), so tests can give their own without touching the
+/// process environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnvSnapshot {
+    vars: BTreeMap<String, String>,
+}
+
+impl EnvSnapshot {
+    /// The process environment now (non-UTF-8 values are skipped).
+    pub fn current() -> Self {
+        Self {
+            vars: std::env::vars().collect(),
         }
-        other => Err(Error::Usage(format!(
-            "unknown provider `{other}`: use one of sim, command"
-        ))),
+    }
+
+    pub fn from_pairs<K: Into<String>, V: Into<String>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        Self {
+            vars: pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.vars.get(key).map(String::as_str)
+    }
+
+    pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>) {
+        self.vars.insert(key.into(), value.into());
     }
 }

@@ -1,0 +1,62 @@
+//! `crewmux dispatch ... [--json]`: the routing decision for a problem (target, and per
+//! worker: provider, model, reason, health) without launching anything.
+
+use crate::cli::DispatchArgs;
+use crate::error::{Error, Result};
+use crate::team::{resolve, ResolveOptions, ResolvedTeam};
+
+/// Run the command; returns the exit code (0 when every worker has a provider).
+pub fn run(args: DispatchArgs) -> Result<i32> {
+    let project = match args.common.project.clone() {
+        Some(p) => p,
+        None => std::env::current_dir()?,
+    };
+    let mut opts = ResolveOptions::new(args.problem.clone(), project);
+    opts.target = args.target.clone();
+    opts.mode = args.mode.map(Into::into);
+    opts.team_file = args.team.clone();
+    opts.provider = args.provider.clone();
+    opts.role = args.role.clone();
+    opts.allow_sim_fallback = args.allow_sim_fallback;
+    let team = resolve(&opts)?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&team).map_err(|e| Error::Other(e.to_string()))?;
+        println!("{text}");
+    } else {
+        print!("{}", render(&team));
+    }
+    Ok(0)
+}
+
+/// The human-readable decision.
+pub fn render(t: &ResolvedTeam) -> String {
+    let mut out = format!(
+        "target: {} ({})\nteam:   {} [{}], parallel {}, max fix rounds {}, model role {}\n\n",
+        t.target,
+        t.target_reason,
+        t.name,
+        t.source,
+        t.parallel,
+        t.max_fix_rounds,
+        t.role.as_deref().unwrap_or("per agent")
+    );
+    out.push_str(&format!(
+        "{:<12} {:<18} {:<9} {:<22} {:<18} {}\n",
+        "worker", "role", "provider", "model", "health", "reason"
+    ));
+    for w in &t.workers {
+        out.push_str(&format!(
+            "{:<12} {:<18} {:<9} {:<22} {:<18} {}\n",
+            w.id,
+            w.role,
+            w.provider,
+            w.model.as_deref().unwrap_or("-"),
+            w.health,
+            w.reason
+        ));
+    }
+    for c in &t.checks {
+        out.push_str(&format!("check {:<12} {}\n", c.id, c.command.join(" ")));
+    }
+    out
+}

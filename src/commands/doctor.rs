@@ -1,0 +1,122 @@
+//! `crewmux doctor [--json]`: tmux (present, version ≥ 3.0) and every provider (on PATH,
+//! version, auth state, install hint), then one readiness line.
+//!
+//! Exit code: 0 when at least one real agent CLI is usable (installed and not known to be
+//! logged out), 1 otherwise. tmux is reported but does not decide the exit code: without it
+//! (or below 3.0) workers run on the process backend. Every probe runs in its own thread
+//! with its own timeout (`auth.timeout_ms` of the provider, 5 s for versions), so a hanging
+//! CLI delays doctor by at most its timeout.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::cli::DoctorArgs;
+use crate::error::Result;
+use crate::providers::health::{probe_many, probe_tmux};
+use crate::providers::{EnvSnapshot, ProbeOptions, ProviderHealth, Registry, TmuxHealth};
+
+/// The doctor report (`--json` prints it as one object).
+#[derive(Debug, Clone, Serialize)]
+pub struct DoctorReport {
+    pub tmux: TmuxHealth,
+    pub providers: Vec<ProviderHealth>,
+    /// Usable agent CLIs.
+    pub ready: Vec<String>,
+    /// At least one agent CLI is usable.
+    pub ok: bool,
+    /// Provider override files that were read.
+    pub config_files: Vec<PathBuf>,
+}
+
+/// Probe everything with `env` (PATH, HOME, key variables, CREWMUX_CONFIG_DIR).
+pub fn report(project: Option<&std::path::Path>, env: &EnvSnapshot) -> Result<DoctorReport> {
+    let registry = Registry::load(project, env)?;
+    let names: Vec<&str> = registry.names().collect();
+    let opts = ProbeOptions::default();
+    let (tmux, providers) = std::thread::scope(|s| {
+        let t = s.spawn(|| probe_tmux(env));
+        let p = probe_many(&registry, &names, env, &opts);
+        (t.join().expect("tmux probe thread"), p)
+    });
+    let ready: Vec<String> = providers
+        .iter()
+        .filter(|h| h.kind == crate::providers::ProviderKind::Agent && h.usable())
+        .map(|h| h.provider.clone())
+        .collect();
+    Ok(DoctorReport {
+        tmux,
+        ok: !ready.is_empty(),
+        ready,
+        providers,
+        config_files: registry.sources.clone(),
+    })
+}
+
+/// Run the command; returns the exit code.
+pub fn run(args: DoctorArgs) -> Result<i32> {
+    let project = args.common.project.clone();
+    let r = report(project.as_deref(), &EnvSnapshot::current())?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r)
+                .map_err(|e| crate::error::Error::Other(e.to_string()))?
+        );
+    } else {
+        print!("{}", render(&r));
+    }
+    Ok(if r.ok { 0 } else { 1 })
+}
+
+/// The human-readable report.
+pub fn render(r: &DoctorReport) -> String {
+    let mut out = String::new();
+    let tmux = match (&r.tmux.installed, &r.tmux.version) {
+        (false, _) => "not installed: workers will use the process backend (apt install tmux / brew install tmux)".to_string(),
+        (true, v) if r.tmux.ok => format!("ok ({})", v.as_deref().unwrap_or("?")),
+        (true, v) => format!("{}: crewmux needs tmux >= 3.0; workers will use the process backend", v.as_deref().unwrap_or("unknown version")),
+    };
+    out.push_str(&format!("tmux       {tmux}\n\n"));
+    out.push_str(&format!(
+        "{:<10} {:<18} {:<10} {:<18} {}\n",
+        "provider", "state", "version", "auth", "detail"
+    ));
+    for h in &r.providers {
+        let detail = if !h.installed {
+            format!("install: {}", h.install_hint)
+        } else {
+            h.auth_detail.clone()
+        };
+        out.push_str(&format!(
+            "{:<10} {:<18} {:<10} {:<18} {}\n",
+            h.provider,
+            h.summary(),
+            h.version.as_deref().unwrap_or("-"),
+            if h.installed && h.kind == crate::providers::ProviderKind::Agent {
+                h.auth.as_str()
+            } else {
+                "-"
+            },
+            detail
+        ));
+    }
+    let agents = r
+        .providers
+        .iter()
+        .filter(|h| h.kind == crate::providers::ProviderKind::Agent)
+        .count();
+    out.push('\n');
+    if r.ok {
+        out.push_str(&format!(
+            "ready: {} ({} of {agents} agent CLIs usable)\n",
+            r.ready.join(", "),
+            r.ready.len()
+        ));
+    } else {
+        out.push_str(&format!(
+            "not ready: no agent CLI is usable ({agents} checked); install or log in to one above, or run with --provider sim\n"
+        ));
+    }
+    out
+}

@@ -1,0 +1,299 @@
+//! Provider health: on PATH, version, auth state; probes run in parallel, each killed (its
+//! whole process group) at its timeout so that a hanging CLI never hangs the caller.
+
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use regex::Regex;
+use serde::Serialize;
+
+pub use super::auth::classify_probe;
+pub use super::run::{run_with_timeout, ProbeOutput};
+use super::spec::{ProviderKind, ProviderSpec, Registry, Unproven};
+use super::EnvSnapshot;
+
+/// Default auth probe timeout, ms.
+pub const DEFAULT_AUTH_TIMEOUT_MS: u64 = 10_000;
+/// Timeout of `--version`, ms: Node CLIs take 1-3 s alone and several times that when
+/// doctor starts them all at once on a small machine.
+pub const VERSION_TIMEOUT_MS: u64 = 15_000;
+
+/// Whether a CLI can make authenticated calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AuthState {
+    Authenticated,
+    NotAuthenticated,
+    Unknown,
+}
+
+impl AuthState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthState::Authenticated => "authenticated",
+            AuthState::NotAuthenticated => "not-authenticated",
+            AuthState::Unknown => "unknown",
+        }
+    }
+}
+
+/// What doctor and routing know about one provider.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProviderHealth {
+    pub provider: String,
+    pub kind: ProviderKind,
+    pub installed: bool,
+    pub path: Option<PathBuf>,
+    pub version: Option<String>,
+    pub auth: AuthState,
+    /// Why: which variable, file or probe output decided the auth state.
+    pub auth_detail: String,
+    pub install_hint: String,
+}
+
+impl ProviderHealth {
+    /// Installed and not known to be logged out (an `unknown` auth may still work).
+    pub fn usable(&self) -> bool {
+        self.installed && self.auth != AuthState::NotAuthenticated
+    }
+
+    /// One word for tables: ready, not-installed, not-authenticated, auth-unknown.
+    pub fn summary(&self) -> &'static str {
+        if self.kind != ProviderKind::Agent {
+            "ready"
+        } else if !self.installed {
+            "not-installed"
+        } else {
+            match self.auth {
+                AuthState::Authenticated => "ready",
+                AuthState::NotAuthenticated => "not-authenticated",
+                AuthState::Unknown => "auth-unknown",
+            }
+        }
+    }
+}
+
+/// Options of a health check.
+#[derive(Debug, Clone, Default)]
+pub struct ProbeOptions {
+    /// Overrides every provider's auth probe timeout (tests use a short one).
+    pub auth_timeout: Option<Duration>,
+    /// Skip the `--version` call (routing needs no version).
+    pub skip_version: bool,
+}
+
+/// Check one provider: find the binary on `env`'s PATH, read its version, decide its auth
+/// state (a key variable, then the probe command, then a stored-login file, then `unproven`).
+pub fn probe(
+    name: &str,
+    spec: &ProviderSpec,
+    env: &EnvSnapshot,
+    opts: &ProbeOptions,
+) -> ProviderHealth {
+    let mut h = ProviderHealth {
+        provider: name.to_string(),
+        kind: spec.kind,
+        installed: false,
+        path: None,
+        version: None,
+        auth: AuthState::Unknown,
+        auth_detail: String::new(),
+        install_hint: spec.install_hint.clone(),
+    };
+    match spec.kind {
+        ProviderKind::Command => {
+            h.installed = true;
+            h.auth_detail = "runs the team file's argv".into();
+            return h;
+        }
+        ProviderKind::Sim => {
+            h.installed = true;
+            h.auth = AuthState::Authenticated;
+            h.auth_detail = "built in, no key needed".into();
+            h.version = Some(env!("CARGO_PKG_VERSION").to_string());
+            return h;
+        }
+        ProviderKind::Agent => {}
+    }
+    let cwd = env
+        .get("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let Ok(path) = which::which_in(&spec.binary, env.get("PATH"), cwd) else {
+        h.auth_detail = format!("`{}` is not on PATH", spec.binary);
+        return h;
+    };
+    h.installed = true;
+    h.path = Some(path.clone());
+    if !opts.skip_version && !spec.version_args.is_empty() {
+        if let Ok(out) = run_with_timeout(
+            &path,
+            &spec.version_args,
+            env,
+            Duration::from_millis(VERSION_TIMEOUT_MS),
+        ) {
+            h.version = parse_version(&out.output);
+        }
+    }
+    let (auth, detail) = auth_state(spec, &path, env, opts);
+    h.auth = auth;
+    h.auth_detail = detail;
+    h
+}
+
+fn auth_state(
+    spec: &ProviderSpec,
+    path: &Path,
+    env: &EnvSnapshot,
+    opts: &ProbeOptions,
+) -> (AuthState, String) {
+    let a = &spec.auth;
+    if let Some(var) = a
+        .env_any
+        .iter()
+        .find(|v| env.get(v).is_some_and(|x| !x.is_empty()))
+    {
+        return (AuthState::Authenticated, format!("${var} is set"));
+    }
+    if !a.probe.is_empty() {
+        let timeout = opts.auth_timeout.unwrap_or(Duration::from_millis(
+            a.timeout_ms.unwrap_or(DEFAULT_AUTH_TIMEOUT_MS),
+        ));
+        match run_with_timeout(path, &a.probe, env, timeout) {
+            Ok(out) if out.timed_out => {
+                return (
+                    AuthState::Unknown,
+                    format!(
+                        "`{} {}` timed out after {} ms",
+                        spec.binary,
+                        a.probe.join(" "),
+                        timeout.as_millis()
+                    ),
+                )
+            }
+            Ok(out) => {
+                let (state, detail) =
+                    classify_probe(out.exit_code, &out.output, &a.not_patterns, &a.ok_patterns);
+                if state != AuthState::NotAuthenticated || a.files_any.is_empty() {
+                    return (state, detail);
+                }
+            }
+            Err(e) => {
+                return (
+                    AuthState::Unknown,
+                    format!("auth probe failed to start: {e}"),
+                )
+            }
+        }
+    }
+    let home = env.get("HOME").unwrap_or("");
+    for f in &a.files_any {
+        let p = match f.strip_prefix("~/") {
+            Some(rest) => Path::new(home).join(rest),
+            None => PathBuf::from(f),
+        };
+        if p.exists() {
+            return (AuthState::Authenticated, format!("stored login {f}"));
+        }
+    }
+    let mut proofs: Vec<String> = a.env_any.iter().map(|v| format!("${v}")).collect();
+    proofs.extend(a.files_any.iter().cloned());
+    let detail = if proofs.is_empty() {
+        "nothing to check".to_string()
+    } else {
+        format!("none of {}", proofs.join(", "))
+    };
+    match a.unproven {
+        Unproven::Not => (AuthState::NotAuthenticated, detail),
+        Unproven::Unknown => (AuthState::Unknown, detail),
+    }
+}
+
+/// First `N.N[.N][suffix]` in a version output.
+pub fn parse_version(output: &str) -> Option<String> {
+    static V: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\d+\.\d+(?:\.\d+)?[0-9A-Za-z.+-]*").expect("valid"));
+    V.find(output).map(|m| m.as_str().to_string())
+}
+
+/// Probe the named providers in parallel (one thread each); results in the given order.
+pub fn probe_many(
+    registry: &Registry,
+    names: &[&str],
+    env: &EnvSnapshot,
+    opts: &ProbeOptions,
+) -> Vec<ProviderHealth> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = names
+            .iter()
+            .filter_map(|n| registry.get(n).map(|spec| (*n, spec)))
+            .map(|(n, spec)| s.spawn(move || probe(n, spec, env, opts)))
+            .collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    })
+}
+
+/// tmux on PATH and its version (`tmux -V` prints e.g. `tmux 3.3a`, `tmux next-3.4`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TmuxHealth {
+    pub installed: bool,
+    pub path: Option<PathBuf>,
+    pub version: Option<String>,
+    /// Parsed `(major, minor)`.
+    pub parsed: Option<(u32, u32)>,
+    /// Installed and ≥ 3.0 (crewmux relies on `remain-on-exit` per pane and `#{pane_dead_status}`).
+    pub ok: bool,
+}
+
+/// Parse `tmux -V` output into `(major, minor)`.
+pub fn parse_tmux_version(output: &str) -> Option<(u32, u32)> {
+    static V: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(\d+)\.(\d+)").expect("valid"));
+    let c = V.captures(output)?;
+    Some((c[1].parse().ok()?, c[2].parse().ok()?))
+}
+
+/// Check tmux.
+pub fn probe_tmux(env: &EnvSnapshot) -> TmuxHealth {
+    let cwd = PathBuf::from("/");
+    let mut t = TmuxHealth {
+        installed: false,
+        path: None,
+        version: None,
+        parsed: None,
+        ok: false,
+    };
+    let Ok(path) = which::which_in("tmux", env.get("PATH"), cwd) else {
+        return t;
+    };
+    t.installed = true;
+    if let Ok(out) = run_with_timeout(&path, &["-V".to_string()], env, Duration::from_secs(5)) {
+        let line = out.output.trim().to_string();
+        t.parsed = parse_tmux_version(&line);
+        t.version = Some(line);
+    }
+    t.path = Some(path);
+    t.ok = t.parsed.is_some_and(|v| v >= (3, 0));
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions() {
+        assert_eq!(
+            parse_version("codex-cli 0.171.0\n").as_deref(),
+            Some("0.171.0")
+        );
+        assert_eq!(
+            parse_version("2.1.197 (Claude Code)").as_deref(),
+            Some("2.1.197")
+        );
+        assert_eq!(parse_tmux_version("tmux 3.3a"), Some((3, 3)));
+        assert_eq!(parse_tmux_version("tmux next-3.4"), Some((3, 4)));
+        assert_eq!(parse_tmux_version("tmux 2.9a"), Some((2, 9)));
+        assert_eq!(parse_tmux_version("tmux master"), None);
+    }
+}

@@ -1,0 +1,165 @@
+//! Building one attempt's launch command (argv, environment, stdin) from a provider spec.
+
+use super::spec::{PromptVia, ProviderKind, ProviderSpec, Registry};
+use super::{LaunchCommand, LaunchRequest};
+use crate::error::{Error, Result};
+
+/// Expand `{prompt_file}`, `{result_file}`, `{attempt}`, `{model}` and `{self_exe}` in one
+/// argument. Unknown `{...}` text is left as it is (it may be part of a user's argv).
+pub fn expand(arg: &str, req: &LaunchRequest<'_>) -> String {
+    arg.replace("{prompt_file}", &req.prompt_file.display().to_string())
+        .replace("{result_file}", &req.result_file.display().to_string())
+        .replace("{attempt}", &req.attempt.to_string())
+        .replace("{model}", req.model.unwrap_or(""))
+        .replace("{self_exe}", &req.self_exe.display().to_string())
+}
+
+impl Registry {
+    /// The launch command of `provider` for one attempt: `binary` then `args` with the
+    /// placeholders expanded, `model_args` where `{model_args}` stands (or at the end) when
+    /// `req.model` is set, the spec's `env` plus `CREWMUX_PROMPT_FILE`, `CREWMUX_RESULT_FILE`,
+    /// `CREWMUX_ATTEMPT` (and `CREWMUX_MODEL` when a model is set), and the prompt file as stdin
+    /// for `prompt = "stdin"` providers.
+    ///
+    /// Errors: an unknown provider, or `command` without an argv.
+    pub fn build_launch(&self, provider: &str, req: &LaunchRequest<'_>) -> Result<LaunchCommand> {
+        let spec = self.require(provider)?;
+        build(provider, spec, req)
+    }
+}
+
+fn build(name: &str, spec: &ProviderSpec, req: &LaunchRequest<'_>) -> Result<LaunchCommand> {
+    let mut env = vec![
+        (
+            "CREWMUX_PROMPT_FILE".to_string(),
+            req.prompt_file.display().to_string(),
+        ),
+        (
+            "CREWMUX_RESULT_FILE".to_string(),
+            req.result_file.display().to_string(),
+        ),
+        ("CREWMUX_ATTEMPT".to_string(), req.attempt.to_string()),
+    ];
+    if let Some(m) = req.model {
+        env.push(("CREWMUX_MODEL".to_string(), m.to_string()));
+    }
+    for (k, v) in &spec.env {
+        env.push((k.clone(), expand(v, req)));
+    }
+    let model_args: Vec<String> = match req.model {
+        Some(m) if !m.is_empty() => spec
+            .model_args
+            .iter()
+            .map(|a| a.replace("{model}", m))
+            .collect(),
+        _ => Vec::new(),
+    };
+
+    let argv: Vec<String> = if spec.kind == ProviderKind::Command {
+        let cmd = req.command.filter(|c| !c.is_empty()).ok_or_else(|| {
+            Error::Usage(format!(
+                "provider `{name}` needs `command = [argv...]` in the team file"
+            ))
+        })?;
+        cmd.iter().map(|a| expand(a, req)).collect()
+    } else {
+        let mut argv = vec![expand(&spec.binary, req)];
+        let mut placed = false;
+        for a in &spec.args {
+            if a == "{model_args}" {
+                argv.extend(model_args.iter().cloned());
+                placed = true;
+            } else {
+                argv.push(expand(a, req));
+            }
+        }
+        if !placed {
+            argv.extend(model_args);
+        }
+        argv
+    };
+    let stdin_file = (spec.prompt == PromptVia::Stdin).then(|| req.prompt_file.to_path_buf());
+    Ok(LaunchCommand {
+        argv,
+        env,
+        stdin_file,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn req<'a>(model: Option<&'a str>, command: Option<&'a [String]>) -> LaunchRequest<'a> {
+        LaunchRequest {
+            prompt_file: Path::new("/r/w/attempt-1/prompt.md"),
+            result_file: Path::new("/r/w/attempt-1/result.md"),
+            model,
+            command,
+            attempt: 2,
+            self_exe: Path::new("/bin/crewmux"),
+        }
+    }
+
+    #[test]
+    fn codex_gets_exec_json_model_and_stdin() {
+        let reg = Registry::builtin();
+        let l = reg
+            .build_launch("codex", &req(Some("gpt-6-luna"), None))
+            .unwrap();
+        assert_eq!(&l.argv[..3], ["codex", "exec", "--json"]);
+        let i = l.argv.iter().position(|a| a == "--model").unwrap();
+        assert_eq!(l.argv[i + 1], "gpt-6-luna");
+        assert_eq!(l.argv.last().unwrap(), "-");
+        assert!(l.argv.contains(&"/r/w/attempt-1/result.md".to_string()));
+        assert_eq!(
+            l.stdin_file.as_deref(),
+            Some(Path::new("/r/w/attempt-1/prompt.md"))
+        );
+    }
+
+    #[test]
+    fn no_model_means_no_model_flag() {
+        let reg = Registry::builtin();
+        let l = reg.build_launch("gemini", &req(None, None)).unwrap();
+        assert!(!l.argv.iter().any(|a| a == "--model"));
+        assert_eq!(&l.argv[l.argv.len() - 2..], ["-p", ""]);
+    }
+
+    #[test]
+    fn sim_argv_is_the_sim_agent() {
+        let l = Registry::builtin()
+            .build_launch("sim", &req(None, None))
+            .unwrap();
+        assert_eq!(
+            l.argv,
+            [
+                "/bin/crewmux",
+                "sim-agent",
+                "--prompt-file",
+                "/r/w/attempt-1/prompt.md",
+                "--result-file",
+                "/r/w/attempt-1/result.md",
+                "--attempt",
+                "2"
+            ]
+        );
+        assert_eq!(l.stdin_file, None);
+    }
+
+    #[test]
+    fn command_expands_placeholders_and_needs_argv() {
+        let reg = Registry::builtin();
+        let cmd = vec!["lint".to_string(), "{prompt_file}".to_string()];
+        let l = reg.build_launch("command", &req(None, Some(&cmd))).unwrap();
+        assert_eq!(l.argv, ["lint", "/r/w/attempt-1/prompt.md"]);
+        assert!(l.env.contains(&(
+            "CREWMUX_PROMPT_FILE".into(),
+            "/r/w/attempt-1/prompt.md".into()
+        )));
+        let err = reg.build_launch("command", &req(None, None)).unwrap_err();
+        assert!(err.to_string().contains("command = [argv...]"));
+    }
+}

@@ -1,0 +1,11 @@
+//! Teams: built-in modes and team files (SPEC §9), routing of workers to providers and
+//! models, and the resolved team a run launches.
+
+pub mod file;
+pub mod resolve;
+pub mod resolved;
+pub mod routing;
+
+pub use file::{load_file, load_mode, parse_and_validate, LoadedTeam, Mode};
+pub use resolve::{resolve, ResolveOptions, ResolvedTeam, ResolvedWorker};
+pub use routing::{choose, infer_target, Choice, TargetChoice};

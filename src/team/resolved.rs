@@ -1,0 +1,145 @@
+//! The resolved team a run launches: workers with provider, model and task, plus the
+//! helpers a run needs per attempt (launch command, packaged prompt, initial state row).
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::domain::{CheckSpec, Stage, WorkerKind, WorkerState, WorkerStatus};
+use crate::error::Result;
+use crate::providers::prompt::{self, PackageOptions};
+use crate::providers::{LaunchCommand, LaunchRequest, ProviderHealth, Registry};
+
+/// One worker, routed and ready to package and launch.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResolvedWorker {
+    pub id: String,
+    pub role: String,
+    pub provider: String,
+    /// None: the provider's own default model.
+    pub model: Option<String>,
+    /// The worker's prompt with `{problem}` substituted (before packaging).
+    pub task: String,
+    pub order: u32,
+    /// Wall timeout, seconds.
+    pub timeout_s: Option<u64>,
+    /// Idle timeout, seconds.
+    pub idle_timeout_s: Option<u64>,
+    pub max_attempts: u32,
+    pub artifacts: Vec<String>,
+    pub cwd: Option<PathBuf>,
+    /// argv for the `command` provider.
+    pub command: Option<Vec<String>>,
+    /// Why this provider.
+    pub reason: String,
+    /// Other usable providers, best first.
+    pub fallbacks: Vec<String>,
+    /// ready, not-installed, not-authenticated, auth-unknown (or `forced`, `built-in`).
+    pub health: String,
+}
+
+impl ResolvedWorker {
+    /// The worker's initial `state.json` row (pending, attempt 0) for `stage`.
+    pub fn to_worker_state(&self, stage: Stage) -> WorkerState {
+        WorkerState {
+            id: self.id.clone(),
+            role: self.role.clone(),
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            kind: WorkerKind::Worker,
+            stage,
+            round: 0,
+            status: WorkerStatus::Pending,
+            reason: None,
+            attempt: 0,
+            max_attempts: self.max_attempts,
+            exit_code: None,
+            started_at: None,
+            ended_at: None,
+            pane_id: None,
+            pid: None,
+            result: None,
+            question: None,
+            timeout_s: self.timeout_s,
+            idle_timeout_s: self.idle_timeout_s,
+            artifacts: self.artifacts.clone(),
+            task: self.task.clone(),
+            command: self.command.clone(),
+            cwd: self.cwd.clone(),
+            order: self.order,
+        }
+    }
+}
+
+/// A team ready to run: the routing decision `dispatch --json` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResolvedTeam {
+    pub name: String,
+    /// `mode:ccg` or the team file path.
+    pub source: String,
+    /// The run target: `codex`, `gemini`, `ccg` or a provider name.
+    pub target: String,
+    pub target_reason: String,
+    pub role: Option<String>,
+    pub parallel: usize,
+    pub max_fix_rounds: u32,
+    /// In `order`, then file order.
+    pub workers: Vec<ResolvedWorker>,
+    pub checks: Vec<CheckSpec>,
+    /// Critic workers run at every verify stage.
+    pub critics: Vec<crate::domain::CriticSpec>,
+    /// Who fixes what a blocked council found (`[fixer]`).
+    pub fixer: Option<crate::domain::AgentSpec>,
+    /// Health of every provider that was probed.
+    pub health: Vec<ProviderHealth>,
+    /// The merged providers (built-ins + user + project): build launches with it.
+    #[serde(skip)]
+    pub registry: Registry,
+}
+
+impl ResolvedTeam {
+    /// The launch command of one attempt of `worker`, with the project's provider overrides.
+    /// Errors: as [`Registry::build_launch`].
+    pub fn build_launch(
+        &self,
+        worker: &ResolvedWorker,
+        prompt_file: &Path,
+        result_file: &Path,
+        attempt: u32,
+        self_exe: &Path,
+    ) -> Result<LaunchCommand> {
+        self.registry.build_launch(
+            &worker.provider,
+            &LaunchRequest {
+                prompt_file,
+                result_file,
+                model: worker.model.as_deref(),
+                command: worker.command.as_deref(),
+                attempt,
+                self_exe,
+            },
+        )
+    }
+}
+
+impl ResolvedWorker {
+    /// The packaged prompt of this worker (SPEC §5), capped at `max_chars` characters
+    /// (`--prompt-max-chars`); the model line names the provider and model.
+    pub fn package_prompt(&self, project_dir: &Path, max_chars: usize) -> String {
+        let model = format!(
+            "{} / {}",
+            self.provider,
+            self.model.as_deref().unwrap_or("provider default")
+        );
+        prompt::package(
+            &self.role,
+            &self.task,
+            project_dir,
+            &PackageOptions {
+                max_chars,
+                model: Some(model),
+                failures: None,
+            },
+        )
+    }
+}

@@ -1,0 +1,205 @@
+//! `crewmux doctor` and `crewmux dispatch` as a user runs them: exit codes, one-line errors,
+//! JSON shapes, with only stand-in CLIs (or none) on PATH.
+
+mod support;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use support::{Auth, Bin};
+
+fn crewmux(bin: &Bin, project: &std::path::Path) -> Command {
+    let mut c = Command::cargo_bin("crewmux").unwrap();
+    c.env_clear()
+        .env("PATH", bin.bin_dir())
+        .env("HOME", bin.home())
+        .env("CREWMUX_CONFIG_DIR", bin.dir.path().join("config"))
+        .current_dir(project);
+    c
+}
+
+#[test]
+fn dispatch_ccg_with_no_agent_cli_fails_fast_listing_installs() {
+    let _g = support::serial();
+    let bin = Bin::new();
+    let project = tempfile::tempdir().unwrap();
+    let out = crewmux(&bin, project.path())
+        .args(["dispatch", "--mode", "ccg", "Review the checkout flow"])
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .code(1)
+        .stdout("")
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(out).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("crewmux: no agent CLI can run workers `backend`, `frontend`"),
+        "{err}"
+    );
+    assert!(err.contains("codex: npm install -g @openai/codex"), "{err}");
+    assert!(
+        err.contains("gemini: npm install -g @google/gemini-cli"),
+        "{err}"
+    );
+    assert!(err.contains("--allow-sim-fallback"), "{err}");
+}
+
+#[test]
+fn dispatch_json_with_sim_fallback_prints_the_decision() {
+    let _g = support::serial();
+    let bin = Bin::new();
+    let project = tempfile::tempdir().unwrap();
+    let out = crewmux(&bin, project.path())
+        .args([
+            "dispatch",
+            "--mode",
+            "ccg",
+            "--allow-sim-fallback",
+            "--json",
+            "Fix the CSS layout and the API auth",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["target"], "ccg");
+    assert_eq!(v["source"], "mode:ccg");
+    let workers = v["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 2);
+    for w in workers {
+        assert_eq!(w["provider"], "sim");
+        assert_eq!(w["health"], "built-in");
+        assert!(w["reason"]
+            .as_str()
+            .unwrap()
+            .contains("--allow-sim-fallback"));
+    }
+    assert!(v["health"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|h| h["installed"] == false));
+}
+
+#[test]
+fn dispatch_routes_to_the_installed_cli_with_role_models() {
+    let _g = support::serial();
+    let bin = Bin::new();
+    bin.add("gemini", "", Auth::Says(0, ""));
+    let project = tempfile::tempdir().unwrap();
+    let out = crewmux(&bin, project.path())
+        .env("GEMINI_API_KEY", "test")
+        .env("CREWMUX_ROLE", "commit")
+        .args(["dispatch", "--json", "Polish the dark mode theme"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["target"], "gemini", "UI words route to gemini");
+    assert_eq!(v["source"], "mode:solo");
+    assert_eq!(v["role"], "commit");
+    assert_eq!(v["workers"][0]["provider"], "gemini");
+    assert_eq!(v["workers"][0]["model"], "gemini-2.5-flash");
+    assert_eq!(v["workers"][0]["task"], "Polish the dark mode theme");
+}
+
+#[test]
+fn bad_inputs_exit_2_with_one_line() {
+    let _g = support::serial();
+    let bin = Bin::new();
+    let project = tempfile::tempdir().unwrap();
+    crewmux(&bin, project.path())
+        .args(["dispatch", "--role", "huge", "x y z"])
+        .assert()
+        .code(2)
+        .stderr("crewmux: unknown --role `huge`: use smol, slow, plan, commit or default\n");
+    crewmux(&bin, project.path())
+        .args(["dispatch", "--target", "nowhere", "x y z"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::starts_with(
+            "crewmux: unknown --target `nowhere`",
+        ));
+    std::fs::write(
+        project.path().join("team.toml"),
+        "[[worker]]\nid = \"a\"\nrole = \"reviewer\"\nprovider = \"codx\"\n",
+    )
+    .unwrap();
+    crewmux(&bin, project.path())
+        .args(["dispatch", "--team", "team.toml", "x y z"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::starts_with(
+            "crewmux: team.toml:4:12: worker `a`: `provider`: unknown provider `codx`",
+        ));
+    crewmux(&bin, project.path())
+        .args(["doctor", "--bogus"])
+        .assert()
+        .code(2);
+    bin.user_providers("[providers.codex]\nargz = []\n");
+    crewmux(&bin, project.path())
+        .args(["doctor"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("providers.toml:2:1:").and(predicate::str::contains("argz")),
+        );
+}
+
+#[test]
+fn doctor_json_and_exit_codes() {
+    let _g = support::serial();
+    let bin = Bin::new();
+    let project = tempfile::tempdir().unwrap();
+    // Nothing installed: not ready, exit 1, and the text says what to do.
+    crewmux(&bin, project.path())
+        .arg("doctor")
+        .assert()
+        .code(1)
+        .stdout(
+            predicate::str::contains("install: npm install -g @openai/codex")
+                .and(predicate::str::contains("not ready:")),
+        );
+    bin.add(
+        "codex",
+        "login status",
+        Auth::Says(0, "Logged in using ChatGPT"),
+    );
+    bin.add(
+        "claude",
+        "auth status",
+        Auth::Says(1, "{\"loggedIn\": false}"),
+    );
+    let out = crewmux(&bin, project.path())
+        .args(["doctor", "--json"])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["ready"], serde_json::json!(["codex"]));
+    let p = |n: &str| {
+        v["providers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["provider"] == n)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(p("codex")["auth"], "authenticated");
+    assert_eq!(p("codex")["version"], "9.9.9");
+    assert_eq!(p("claude")["auth"], "not-authenticated");
+    assert_eq!(p("gemini")["installed"], false);
+    assert_eq!(
+        v["tmux"]["installed"], false,
+        "tmux is not on the stand-in PATH"
+    );
+}
