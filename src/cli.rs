@@ -58,6 +58,29 @@ pub struct CommonArgs {
     pub project: Option<PathBuf>,
 }
 
+/// A `tmux -L` socket name: 1 to 64 of `A-Z a-z 0-9 . _ -`, not starting with `.`, and not
+/// `default` (tmux's own server, which crewmux never touches: SPEC §4).
+pub fn socket_name(s: &str) -> Result<String, String> {
+    if s.is_empty()
+        || s.len() > 64
+        || s.starts_with('.')
+        || !s
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
+        return Err(format!(
+            "`{s}` is not a socket name: use 1-64 letters, digits, `.`, `_` or `-` (e.g. crewmux-dev)"
+        ));
+    }
+    if s == "default" {
+        return Err(
+            "`default` is your own tmux server; crewmux uses a dedicated one: pick another name"
+                .into(),
+        );
+    }
+    Ok(s.to_string())
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BackendArg {
     Tmux,
@@ -85,11 +108,11 @@ pub struct RunOptions {
     /// Print events on stderr and the summary JSON on stdout instead of the dashboard.
     #[arg(long)]
     pub headless: bool,
-    /// Fix rounds after a blocked council.
-    #[arg(long)]
+    /// Fix rounds after a blocked council, 0-10.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=10))]
     pub max_fix_rounds: Option<u32>,
-    /// Attempts per worker (failed, timed-out and crashed attempts are retried).
-    #[arg(long)]
+    /// Attempts per worker (failed, timed-out and crashed attempts are retried), 1-20.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub max_attempts: Option<u32>,
     /// No bell or desktop notification.
     #[arg(long)]
@@ -121,9 +144,9 @@ pub struct RunArgs {
     /// Model role: smol, slow, plan, commit.
     #[arg(long, env = "CREWMUX_ROLE")]
     pub role: Option<String>,
-    /// Cap on a packaged prompt, characters.
-    #[arg(long, default_value_t = 4000)]
-    pub prompt_max_chars: usize,
+    /// Cap on a packaged prompt, characters (the task itself is never cut).
+    #[arg(long, default_value_t = 4000, value_parser = clap::value_parser!(u64).range(200..=1_000_000))]
+    pub prompt_max_chars: u64,
     /// The problem to work on (`-` reads it from standard input).
     pub problem: String,
 }
@@ -154,6 +177,7 @@ pub struct StatusArgs {
     pub common: CommonArgs,
     /// Run id (or a unique prefix); without it, the list of runs.
     pub run: Option<String>,
+    /// Print the run summary (or the list) as JSON.
     #[arg(long)]
     pub json: bool,
 }
@@ -189,6 +213,7 @@ pub struct CancelArgs {
 pub struct DoctorArgs {
     #[command(flatten)]
     pub common: CommonArgs,
+    /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
 }
@@ -197,20 +222,28 @@ pub struct DoctorArgs {
 pub struct DispatchArgs {
     #[command(flatten)]
     pub common: CommonArgs,
+    /// Target: auto, codex, gemini, ccg, or a provider name.
     #[arg(long, default_value = "auto")]
     pub target: String,
-    #[arg(long, value_enum)]
+    /// Built-in team.
+    #[arg(long, value_enum, conflicts_with = "team")]
     pub mode: Option<ModeArg>,
+    /// Team file (TOML, see examples/).
     #[arg(long)]
     pub team: Option<PathBuf>,
+    /// Force every worker onto one provider.
     #[arg(long)]
     pub provider: Option<String>,
+    /// Allow falling back to the simulated agent when no real provider is available.
     #[arg(long)]
     pub allow_sim_fallback: bool,
+    /// Model role: smol, slow, plan, commit.
     #[arg(long, env = "CREWMUX_ROLE")]
     pub role: Option<String>,
+    /// Print the decision as JSON.
     #[arg(long)]
     pub json: bool,
+    /// The problem to route.
     pub problem: String,
 }
 

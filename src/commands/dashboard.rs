@@ -8,6 +8,11 @@ use crate::store::RunStore;
 /// Drive `state` with the dashboard; on quit, say how to come back. Returns the SPEC §3
 /// exit code of the run as last seen (0 when the person left it running).
 pub fn drive_dashboard(store: RunStore, state: RunState, opts: DriverOptions) -> Result<i32> {
+    // The dashboard stays (and keeps showing panes) after the run ends, until `q`.
+    let opts = DriverOptions {
+        exit_when_finished: false,
+        ..opts
+    };
     crate::logging::init(&state.project_dir, true);
     let backend = super::drive::backend_for(&state, &store)?;
     let run_id = state.run_id.clone();

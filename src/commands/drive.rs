@@ -82,9 +82,7 @@ pub fn drive_headless(store: RunStore, state: RunState, opts: DriverOptions) -> 
                 if state.status == RunStatus::Halted && !halted_reported {
                     halted_reported = true;
                     eprintln!(
-                        "[{}] halted at team-plan: {}\n[{}] answer with: crewmux answer {run_id} \"<text>\", then crewmux resume {run_id}",
-                        hhmmss(),
-                        state.clarification.prompt.as_deref().unwrap_or("clarification needed"),
+                        "[{}] answer with: crewmux answer {run_id} \"<text>\", then crewmux resume {run_id}",
                         hhmmss()
                     );
                     let _ = ctl_tx.send(crate::driver::Control::Quit);

@@ -69,6 +69,12 @@ pub fn status_text(state: &RunState, driven: bool) -> String {
     if let Some(r) = &state.reason {
         s.push_str(&format!("reason: {r}\n"));
     }
+    if !driven && matches!(state.status, RunStatus::Detached | RunStatus::Running) {
+        s.push_str(&format!(
+            "no crewmux process drives this run: continue it with crewmux attach {} (or resume for headless)\n",
+            state.run_id
+        ));
+    }
     if state.clarification.pending {
         s.push_str(&format!(
             "question: {}\n  answer: crewmux answer {} \"<text>\"\n",
@@ -92,6 +98,9 @@ pub fn status_text(state: &RunState, driven: bool) -> String {
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| "-".into())
         ));
+        if let Some(r) = w.reason.as_deref().filter(|_| !w.status.is_live()) {
+            s.push_str(&format!("  {r}\n"));
+        }
         if let Some(q) = &w.question {
             s.push_str(&format!(
                 "  asks: {q}\n  answer: crewmux answer {} --worker {} \"<text>\"\n",
@@ -120,7 +129,7 @@ pub fn status_text(state: &RunState, driven: bool) -> String {
 fn list_runs(project: &std::path::Path, json: bool) -> Result<i32> {
     let mut ids = list_run_ids(project)?;
     ids.sort();
-    let mut rows = vec![];
+    let mut rows: Vec<std::result::Result<RunState, (String, String)>> = vec![];
     for id in ids.iter().rev() {
         let store = RunStore::at(crate::store::runs_root(project).join(id));
         match store.load_state() {
@@ -155,7 +164,11 @@ fn list_runs(project: &std::path::Path, json: bool) -> Result<i32> {
     );
     for r in rows {
         match r {
-            Ok(s) => {
+            Ok(mut s) => {
+                let driven = RunStore::at(s.run_dir.clone()).is_driven().unwrap_or(false);
+                if s.status == RunStatus::Running && !driven {
+                    s.status = RunStatus::Detached;
+                }
                 let problem: String = s.problem.chars().take(60).collect();
                 println!(
                     "{:<22} {:<10} {:<12} {:<10} {}",
@@ -247,6 +260,16 @@ pub fn answer(args: AnswerArgs) -> Result<i32> {
             match (state.backend, ws.pane_id.as_deref()) {
                 (BackendKind::Tmux, Some(pane)) => {
                     crate::tmux::TmuxClient::new(&state.tmux_socket).paste(pane, &args.text)?;
+                    let question = ws.question.clone().unwrap_or_default();
+                    store.update_state(|s| {
+                        s.clarification.worker_answers.push(
+                            crate::domain::clarification::WorkerAnswer {
+                                worker: w.clone(),
+                                question,
+                                answer: args.text.clone(),
+                            },
+                        );
+                    })?;
                     store.append_event(&crate::domain::RunEvent {
                         ts: chrono::Utc::now(),
                         kind: "worker-answered".into(),
@@ -341,7 +364,12 @@ pub fn attach(args: AttachArgs, resume: bool) -> Result<i32> {
         exit_when_finished: args.headless || resume || !std::io::stdout().is_terminal(),
         ..DriverOptions::default()
     };
-    if state.status.is_final() && (args.headless || !std::io::stdout().is_terminal()) {
+    if state.status.is_final() && (resume || args.headless || !std::io::stdout().is_terminal()) {
+        eprintln!(
+            "crewmux: run {} is already {}; nothing to continue",
+            state.run_id,
+            state.status.as_str()
+        );
         print!("{}", status_text(&state, false));
         return Ok(super::summary::exit_code(&state));
     }

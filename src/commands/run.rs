@@ -59,7 +59,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         &team,
         !args.no_clarify,
     )?;
-    start(store, state, &args.options, args.prompt_max_chars)
+    start(store, state, &args.options, args.prompt_max_chars as usize)
 }
 
 /// `crewmux demo`: the `crazy` team on the bundled problem with the simulated agent, each

@@ -26,4 +26,15 @@ pub struct ClarificationState {
     /// The question each answer in `answers` replied to, same order.
     #[serde(default)]
     pub questions: Vec<String>,
+    /// Answers given to waiting workers, in order.
+    #[serde(default)]
+    pub worker_answers: Vec<WorkerAnswer>,
+}
+
+/// One answer pasted into a waiting worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct WorkerAnswer {
+    pub worker: String,
+    pub question: String,
+    pub answer: String,
 }

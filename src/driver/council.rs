@@ -67,6 +67,12 @@ pub fn write_report(state: &RunState, store: &RunStore) -> Result<(PathBuf, u64)
             answer: Some(a.clone()),
         })
         .collect();
+    for a in &c.worker_answers {
+        clarifications.push(Clarification {
+            question: format!("{} asked: {}", a.worker, a.question),
+            answer: Some(a.answer.clone()),
+        });
+    }
     if c.pending {
         clarifications.push(Clarification {
             question: c.prompt.clone().unwrap_or_default(),

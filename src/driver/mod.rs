@@ -460,8 +460,9 @@ impl Driver {
                     "the tmux server is unreachable ({msg}); its workers are marked crashed"
                 )));
             }
-        } else {
+        } else if self.server_down_reported {
             self.server_down_reported = false;
+            emit(Update::Notice("the tmux server answers again".into()));
         }
         let mut screen = poll.screen;
         for (i, t) in targets.iter().enumerate() {
@@ -574,11 +575,16 @@ impl Driver {
                     Ok((code, source)) => {
                         let ws = self.state.worker(&t.worker);
                         let artifacts = ws.map(|s| s.artifacts.clone()).unwrap_or_default();
-                        let missing = artifacts
+                        let missing: Vec<String> = artifacts
                             .into_iter()
                             .filter(|a| !w.dir.join(a).exists())
                             .collect();
                         let result = w.dir.join("result.md");
+                        if code == 0 && !result.exists() && missing.is_empty() {
+                            // An agent that prints its answer instead of writing the result
+                            // file: its output is the result.
+                            result_from_log(&w.dir.join("output.log"), &result);
+                        }
                         Input::Exited {
                             worker: t.worker.clone(),
                             attempt: t.attempt,
@@ -602,7 +608,7 @@ impl Driver {
             }
         }
         inputs.push(Input::Tick);
-        (inputs, screen)
+        (inputs, screen.map(|s| without_protocol_lines(&s)))
     }
 
     /// Feed inputs to the engine and carry out effects, which may produce more inputs.
@@ -683,13 +689,24 @@ impl Driver {
                 if let Err(err) = self.store.append_event(&e) {
                     emit(Update::Notice(format!("could not append an event: {err}")));
                 }
-                tracing::info!(
-                    target: "crewmux::run",
-                    "{}{} {}",
-                    e.worker.as_deref().map(|w| format!("{w}: ")).unwrap_or_default(),
-                    e.kind,
-                    e.message
+                let who = e
+                    .worker
+                    .as_deref()
+                    .map(|w| format!("{w}: "))
+                    .unwrap_or_default();
+                let bad = matches!(
+                    e.kind.as_str(),
+                    "worker-crashed"
+                        | "worker-failed"
+                        | "worker-timeout"
+                        | "run-failed"
+                        | "fix-skipped"
                 );
+                if bad {
+                    tracing::warn!(target: "crewmux::run", "{who}{} {}", e.kind, e.message);
+                } else {
+                    tracing::info!(target: "crewmux::run", "{who}{} {}", e.kind, e.message);
+                }
                 emit(Update::Event(e));
                 None
             }
@@ -843,5 +860,40 @@ fn notify(msg: &str) {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn();
+    }
+}
+
+/// A screen for people: without crewmux's own protocol lines (the exit marker and the sim
+/// agent's `__CREWMUX_ASK__:` line, which it also prints readably).
+fn without_protocol_lines(screen: &str) -> String {
+    screen
+        .lines()
+        .filter(|l| {
+            let clean = crate::launch::strip_ansi(l);
+            let t = clean.trim_start();
+            !t.starts_with("__CREWMUX_EXIT_") && !t.starts_with(crate::sim::ASK_PREFIX)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Lines of an attempt's output kept as its result when it wrote no `result.md`.
+pub const RESULT_FROM_LOG_LINES: usize = 400;
+
+/// Write `result` from the last [`RESULT_FROM_LOG_LINES`] lines of `log` (ANSI and
+/// protocol lines removed); nothing when the log is empty.
+fn result_from_log(log: &std::path::Path, result: &std::path::Path) {
+    let Ok(bytes) = std::fs::read(log) else {
+        return;
+    };
+    let text = without_protocol_lines(&crate::launch::strip_ansi(&String::from_utf8_lossy(&bytes)));
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = lines[lines.len().saturating_sub(RESULT_FROM_LOG_LINES)..].join("\n");
+    if tail.trim().is_empty() {
+        return;
+    }
+    let body = format!("{}\n", tail.trim_end());
+    if let Err(e) = crate::store::write_atomic(result, body.as_bytes()) {
+        tracing::warn!("could not keep the output as {}: {e}", result.display());
     }
 }

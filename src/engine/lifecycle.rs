@@ -151,10 +151,20 @@ pub(super) fn on_worker_input(
             if !w.status.is_live() {
                 return;
             }
-            let status = match rt.kills.get(&worker).map(|k| k.0) {
-                Some(KillReason::Cancel) => WorkerStatus::Cancelled,
-                Some(_) => WorkerStatus::Timeout,
-                None => WorkerStatus::Crashed,
+            let (status, reason) = match rt.kills.get(&worker).map(|k| k.0) {
+                Some(KillReason::Cancel) => (WorkerStatus::Cancelled, "cancelled".to_string()),
+                Some(KillReason::Timeout) => (
+                    WorkerStatus::Timeout,
+                    format!("wall timeout of {}s", w.timeout_s.unwrap_or(0)),
+                ),
+                Some(KillReason::IdleTimeout) => (
+                    WorkerStatus::Timeout,
+                    format!("no output for {}s", w.idle_timeout_s.unwrap_or(0)),
+                ),
+                None => (
+                    WorkerStatus::Crashed,
+                    format!("vanished with no exit code: {detail}"),
+                ),
             };
             finish(
                 state,
@@ -164,7 +174,7 @@ pub(super) fn on_worker_input(
                 status,
                 None,
                 None,
-                format!("vanished with no exit code: {detail}"),
+                reason,
                 "pane-status",
                 fx,
             );
@@ -215,6 +225,26 @@ pub(super) fn on_worker_input(
                 return;
             }
             let attempt = w.attempt;
+            if rt.answered.contains_key(&worker) {
+                // Already answered; it has not moved yet. A second paste would be typed
+                // into whatever the agent shows next.
+                fx.event(
+                    "answer-ignored",
+                    Some((&worker, attempt)),
+                    "user",
+                    "already answered; waiting for the worker to go on",
+                );
+                return;
+            }
+            let question = w.question.clone().unwrap_or_default();
+            state
+                .clarification
+                .worker_answers
+                .push(crate::domain::clarification::WorkerAnswer {
+                    worker: worker.clone(),
+                    question,
+                    answer: text.clone(),
+                });
             rt.answered.insert(worker.clone(), fx.now);
             fx.event(
                 "worker-answered",

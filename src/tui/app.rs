@@ -24,6 +24,9 @@ use crate::driver::{Control, Driver, DriverOptions, Update};
 use crate::error::{Error, Result};
 use crate::store::RunStore;
 
+/// Events of `events.jsonl` replayed into the log panel when the dashboard opens.
+pub const LOG_HISTORY_EVENTS: usize = 200;
+
 /// One message for the loop.
 enum Msg {
     Term(Event),
@@ -90,6 +93,19 @@ async fn run_async(
         }
     });
 
+    // The log panel starts with the run's recent history (after `attach` too).
+    if let Ok(events) = store.read_events() {
+        let skip = events.len().saturating_sub(LOG_HISTORY_EVENTS);
+        for e in events.into_iter().skip(skip) {
+            tracing::info!(
+                target: "crewmux::run",
+                "{}{} {}",
+                e.worker.as_deref().map(|w| format!("{w}: ")).unwrap_or_default(),
+                e.kind,
+                e.message
+            );
+        }
+    }
     let mut terminal = enter_terminal()?;
     let mut model = Model {
         run: state,
@@ -102,6 +118,7 @@ async fn run_async(
         let _ = ctl_tx.send(Control::Focus(Some(first.id.clone())));
     }
     let mut dirty = true;
+    let mut events_pending = true;
     let mut driver_error = None;
     loop {
         if dirty {
@@ -111,11 +128,22 @@ async fn run_async(
         let Some(msg) = rx.recv().await else { break };
         match msg {
             Msg::Clock => {
-                // Elapsed times move only while some worker is live.
-                dirty = model.run.workers.iter().any(|w| w.status.is_live());
+                // Elapsed times move only while some worker is live; the log panel's events
+                // reach tui-logger's buffer on its own thread, so redraw once after them.
+                dirty = model.run.workers.iter().any(|w| w.status.is_live()) || events_pending;
+                events_pending = false;
             }
             Msg::Driver(Update::Snapshot { state, screen }) => {
+                let was_final = model.run.status.is_final();
                 model.run = *state;
+                if model.run.status.is_final() && !was_final {
+                    model.finished = true;
+                    model.ui.notice = Some(format!(
+                        "run {} (council {}) — q leaves the dashboard",
+                        model.run.status.as_str(),
+                        model.run.council.status.as_str()
+                    ));
+                }
                 if let Some(s) = screen {
                     model.output = capture_to_lines(s.as_bytes());
                     model.ui.output_len = model.output.len();
@@ -128,21 +156,16 @@ async fn run_async(
                 model.ui.notice = Some(n);
                 dirty = true;
             }
-            Msg::Driver(Update::Event(_)) => dirty = true,
-            Msg::Driver(Update::Stopped { finished }) => {
-                model.finished = finished;
-                if model.quitting {
-                    break;
-                }
-                if !finished {
-                    driver_error = Some("the run driver stopped".to_string());
-                    break;
-                }
-                model.ui.notice = Some(format!(
-                    "run {} — q to leave the dashboard",
-                    model.run.status.as_str()
-                ));
+            Msg::Driver(Update::Event(_)) => {
                 dirty = true;
+                events_pending = true;
+            }
+            Msg::Driver(Update::Stopped { finished }) => {
+                model.finished |= finished;
+                if !model.quitting {
+                    driver_error = Some("the run driver stopped".to_string());
+                }
+                break;
             }
             Msg::Term(Event::Key(key)) if key.kind == event::KeyEventKind::Press => {
                 let Some(action) = map_key(&model.ui, key) else {
@@ -172,15 +195,9 @@ async fn run_async(
                         }
                         UiEffect::Quit => {
                             model.quitting = true;
-                            if model.finished {
-                                break;
-                            }
                             let _ = ctl_tx.send(Control::Quit);
                         }
                     }
-                }
-                if model.quitting && model.finished {
-                    break;
                 }
             }
             Msg::Term(Event::Paste(text)) => {

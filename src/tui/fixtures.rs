@@ -170,6 +170,7 @@ pub fn crazy_run() -> RunState {
             }),
             answers: vec![],
             questions: vec![],
+            worker_answers: vec![],
         },
         clarify: true,
         checks: vec![],

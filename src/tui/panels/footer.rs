@@ -25,6 +25,14 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
             Span::styled(" ● ", Style::default().fg(Color::Yellow)),
             Span::styled(notice.clone(), Style::default().fg(Color::Yellow)),
         ]),
+        None if view.run.status.is_final() => Line::from(Span::styled(
+            format!(
+                " run {} · q leaves the dashboard · crewmux status {} shows it later",
+                view.run.status.as_str(),
+                view.run.run_id
+            ),
+            Style::default().fg(Color::DarkGray),
+        )),
         None => quit_hint(&view.run.run_id, area.width as usize),
     };
     let hints = hint_line(view, area.width as usize);
