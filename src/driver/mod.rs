@@ -85,6 +85,46 @@ pub enum Update {
     Stopped { finished: bool },
 }
 
+/// What wakes the driver's loop before its tick.
+enum Wake {
+    Control(Control),
+    /// Some attempt's `exit.json` was written.
+    ExitFile,
+}
+
+/// Watch `workers/` (recursively) for `exit.json` files; `None` (polling only) when inotify
+/// is not available.
+fn exit_file_watcher(
+    dir: &std::path::Path,
+    tx: std::sync::mpsc::Sender<Wake>,
+) -> Option<notify::RecommendedWatcher> {
+    use notify::Watcher;
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        if let Ok(ev) = res {
+            let is_exit = ev
+                .paths
+                .iter()
+                .any(|p| p.file_name().is_some_and(|n| n == "exit.json"));
+            if is_exit {
+                let _ = tx.send(Wake::ExitFile);
+            }
+        }
+    })
+    .map_err(|e| tracing::warn!("no inotify ({e}); exits are seen by polling"))
+    .ok()?;
+    let _ = std::fs::create_dir_all(dir);
+    watcher
+        .watch(dir, notify::RecursiveMode::Recursive)
+        .map_err(|e| {
+            tracing::warn!(
+                "cannot watch {}: {e}; exits are seen by polling",
+                dir.display()
+            )
+        })
+        .ok()?;
+    Some(watcher)
+}
+
 /// A kill waiting for its SIGKILL.
 struct PendingKill {
     worker: String,
@@ -228,15 +268,30 @@ impl Driver {
             state: Box::new(self.state.clone()),
             screen: None,
         });
+        // One queue for the loop: control messages, and a wake-up whenever an attempt's
+        // `exit.json` appears (inotify through `notify`), so an exit is seen in
+        // milliseconds instead of at the next tick.
+        let (wake_tx, wake) = std::sync::mpsc::channel::<Wake>();
+        let forward = wake_tx.clone();
+        std::thread::Builder::new()
+            .name("crewmux-control".into())
+            .spawn(move || {
+                for c in control {
+                    if forward.send(Wake::Control(c)).is_err() {
+                        return;
+                    }
+                }
+                let _ = forward.send(Wake::Control(Control::Quit));
+            })?;
+        let _watcher = exit_file_watcher(&self.store.dir().join("workers"), wake_tx);
         let mut last_tick = Instant::now() - self.opts.tick;
         loop {
             let wait = self.opts.tick.saturating_sub(last_tick.elapsed());
-            match control.recv_timeout(wait) {
-                Ok(Control::Quit) => break,
-                Ok(c) => {
+            match wake.recv_timeout(wait) {
+                Ok(Wake::Control(Control::Quit)) => break,
+                Ok(Wake::Control(c)) => {
                     let inputs = self.control_inputs(c, &mut emit);
-                    if !inputs.is_empty() {
-                        self.apply_all(inputs, &mut emit);
+                    if !inputs.is_empty() && self.apply_all(inputs, &mut emit) > 0 {
                         self.save(&mut emit);
                         emit(Update::Snapshot {
                             state: Box::new(self.state.clone()),
@@ -245,15 +300,17 @@ impl Driver {
                     }
                     continue;
                 }
+                Ok(Wake::ExitFile) => {
+                    // Several exits at once wake once.
+                    while let Ok(Wake::ExitFile) = wake.try_recv() {}
+                }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
             last_tick = Instant::now();
-            let before = serde_json::to_string(&self.state).unwrap_or_default();
             let (inputs, screen) = self.observe(&mut emit);
-            self.apply_all(inputs, &mut emit);
+            let changed = self.apply_all(inputs, &mut emit) > 0;
             self.hard_kills();
-            let changed = serde_json::to_string(&self.state).unwrap_or_default() != before;
             if changed {
                 self.save(&mut emit);
             }
@@ -612,16 +669,21 @@ impl Driver {
     }
 
     /// Feed inputs to the engine and carry out effects, which may produce more inputs.
-    fn apply_all(&mut self, inputs: Vec<Input>, emit: &mut impl FnMut(Update)) {
+    /// Returns how many effects there were: the state changes only with effects (every
+    /// change is at least an event).
+    fn apply_all(&mut self, inputs: Vec<Input>, emit: &mut impl FnMut(Update)) -> usize {
         let mut queue: std::collections::VecDeque<Input> = inputs.into();
+        let mut count = 0;
         while let Some(input) = queue.pop_front() {
             let fx = engine::update(&mut self.state, &mut self.rt, Utc::now(), input);
+            count += fx.len();
             for effect in fx {
                 if let Some(next) = self.carry_out(effect, emit) {
                     queue.push_back(next);
                 }
             }
         }
+        count
     }
 
     fn pending_fx(&mut self, fx: Vec<Effect>) {
