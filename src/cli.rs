@@ -50,7 +50,8 @@ pub struct CommonArgs {
         long,
         env = "CREWMUX_TMUX_SOCKET",
         default_value = "crewmux",
-        global = true
+        global = true,
+        value_parser = socket_name
     )]
     pub tmux_socket: String,
     /// Project directory; runs live under `<project>/.crewmux/runs/`.

@@ -285,9 +285,15 @@ impl Driver {
             })?;
         let _watcher = exit_file_watcher(&self.store.dir().join("workers"), wake_tx);
         let mut last_tick = Instant::now() - self.opts.tick;
+        // A control message met while coalescing exit wake-ups waits here for its turn.
+        let mut deferred: Option<Wake> = None;
         loop {
             let wait = self.opts.tick.saturating_sub(last_tick.elapsed());
-            match wake.recv_timeout(wait) {
+            let next = match deferred.take() {
+                Some(w) => Ok(w),
+                None => wake.recv_timeout(wait),
+            };
+            match next {
                 Ok(Wake::Control(Control::Quit)) => break,
                 Ok(Wake::Control(c)) => {
                     let inputs = self.control_inputs(c, &mut emit);
@@ -301,8 +307,13 @@ impl Driver {
                     continue;
                 }
                 Ok(Wake::ExitFile) => {
-                    // Several exits at once wake once.
-                    while let Ok(Wake::ExitFile) = wake.try_recv() {}
+                    // Several exits at once wake once; anything else is kept for next turn.
+                    while let Ok(w) = wake.try_recv() {
+                        if !matches!(w, Wake::ExitFile) {
+                            deferred = Some(w);
+                            break;
+                        }
+                    }
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,

@@ -12,6 +12,18 @@ use tmux_interface::{
 
 use crate::error::{Error, Result};
 
+static CLIENT_CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// tmux client processes this process has started so far (every call is one); the scale
+/// benchmark reads it to count tmux processes per second.
+pub fn client_calls() -> u64 {
+    CLIENT_CALLS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+fn count_call() {
+    CLIENT_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// A tmux server on a private socket.
 #[derive(Debug, Clone)]
 pub struct TmuxClient {
@@ -94,6 +106,7 @@ impl TmuxClient {
     ///
     /// Errors: tmux could not start, or exited non-zero (the message is tmux's stderr).
     pub fn run(&self, tmux: Tmux<'_>) -> Result<String> {
+        count_call();
         let out = tmux
             .socket_name(self.socket.as_str())
             .stdin(Some(StdIO::Null))
@@ -149,6 +162,7 @@ impl TmuxClient {
             .map(|c| tmux_quote(&c))
             .collect();
         let script = format!("{} ; {}\n", line.join(" "), second.join(" "));
+        count_call();
         let mut child = Command::new("tmux")
             .args(["-L", &self.socket, "source-file", "-"])
             .stdin(Stdio::piped())
@@ -179,6 +193,16 @@ impl TmuxClient {
     /// moment later (TMUX-NOTES "Input to a pane": no 16 KiB command limit, no swallowed
     /// Enter). The buffer is deleted after pasting.
     pub fn paste(&self, pane: &str, text: &str) -> Result<()> {
+        self.paste_text(pane, text)?;
+        std::thread::sleep(Duration::from_millis(50));
+        self.run(Tmux::new().add_command(SendKeys::new().target_pane(pane).key("Enter").build()))?;
+        Ok(())
+    }
+
+    /// The text part of [`paste`](Self::paste): `load-buffer -` then `paste-buffer -d -p`,
+    /// without the Enter.
+    pub fn paste_text(&self, pane: &str, text: &str) -> Result<()> {
+        count_call();
         let buffer = format!(
             "crewmux-{}",
             &uuid::Uuid::new_v4().simple().to_string()[..8]
@@ -218,8 +242,6 @@ impl TmuxClient {
                     .build(),
             ),
         )?;
-        std::thread::sleep(Duration::from_millis(50));
-        self.run(Tmux::new().add_command(SendKeys::new().target_pane(pane).key("Enter").build()))?;
         Ok(())
     }
 

@@ -14,7 +14,7 @@ use tmux_interface::{
     TmuxCommand,
 };
 
-pub use client::{tmux_available, tmux_version, TmuxClient};
+pub use client::{client_calls, tmux_available, tmux_version, TmuxClient};
 pub use panes::{parse_panes, PaneRow, PANE_FORMAT};
 
 use crate::backend::{Liveness, Multiplexer, Poll, SpawnSpec, Spawned, Target};
@@ -39,6 +39,8 @@ pub struct TmuxBackend {
     last_sig: HashMap<String, String>,
     /// Change signature of each watched pane at its last tail capture.
     tail_sig: HashMap<String, String>,
+    /// Watched panes whose last lines the next poll captures.
+    pending_tails: Vec<String>,
     last_kick: Instant,
 }
 
@@ -52,6 +54,7 @@ impl TmuxBackend {
             home_argv,
             last_sig: HashMap::new(),
             tail_sig: HashMap::new(),
+            pending_tails: vec![],
             last_kick: Instant::now(),
         }
     }
@@ -156,18 +159,44 @@ impl Multiplexer for TmuxBackend {
     }
 
     fn poll(&mut self, targets: &[Target], focus: Option<&Target>) -> Poll {
+        // One tmux process per tick: the pane listing, the last lines of the watched panes
+        // whose signature moved at the previous tick, and the focused pane's screen.
         let sep = self.client.separator().to_string();
-        let mut tmux = Tmux::new().add_command(
-            ListPanes::new()
-                .session()
-                .target(self.target_session())
-                .format(PANE_FORMAT)
-                .build(),
-        );
+        let mut tmux = Tmux::new().add_command(self.list_panes());
+        let watched: Vec<String> = std::mem::take(&mut self.pending_tails)
+            .into_iter()
+            .filter(|p| {
+                targets
+                    .iter()
+                    .any(|t| t.watch_screen && t.pane_id.as_deref() == Some(p))
+            })
+            .collect();
+        for pane in &watched {
+            tmux = tmux
+                .add_command(
+                    DisplayMessage::new()
+                        .print()
+                        .message(format!("{sep}T{pane}"))
+                        .build(),
+                )
+                .add_command(
+                    CapturePane::new()
+                        .stdout()
+                        .join()
+                        .start_line(format!("-{}", crate::backend::TAIL_LINES))
+                        .target_pane(pane.clone())
+                        .build(),
+                );
+        }
         let focus_pane = focus.and_then(|f| f.pane_id.clone());
         if let Some(pane) = &focus_pane {
             tmux = tmux
-                .add_command(DisplayMessage::new().print().message(sep.clone()).build())
+                .add_command(
+                    DisplayMessage::new()
+                        .print()
+                        .message(format!("{sep}F"))
+                        .build(),
+                )
                 .add_command(
                     CapturePane::new()
                         .stdout()
@@ -184,37 +213,29 @@ impl Multiplexer for TmuxBackend {
                 let msg = e.to_string();
                 // No server or no session: every pane is gone. A capture of a pane that has
                 // just been removed also fails; retry the listing alone before deciding.
-                let listing = self.client.run(
-                    Tmux::new().add_command(
-                        ListPanes::new()
-                            .session()
-                            .target(self.target_session())
-                            .format(PANE_FORMAT)
-                            .build(),
-                    ),
-                );
-                match listing {
-                    Ok(out) => {
-                        return self.liveness_from(&out, targets, None, &mut None);
-                    }
-                    Err(_) => {
-                        return Poll {
-                            liveness: vec![Liveness::Gone; targets.len()],
-                            screen: None,
-                            tails: vec![],
-                            server_down: Some(msg),
-                        }
-                    }
-                }
+                return match self.client.run(Tmux::new().add_command(self.list_panes())) {
+                    Ok(out) => self.liveness_from(&out, targets, None, &mut None),
+                    Err(_) => Poll {
+                        liveness: vec![Liveness::Gone; targets.len()],
+                        screen: None,
+                        tails: vec![],
+                        server_down: Some(msg),
+                    },
+                };
             }
         };
-        let (listing, screen) = match out.split_once(&format!("{sep}\n")) {
-            Some((l, s)) => (l.to_string(), Some(without_dead_banner(s))),
-            None => (out, None),
-        };
-        let mut screen = screen;
+        let (listing, tail_text, mut screen) = split_batch(&out, &sep);
         let mut poll = self.liveness_from(&listing, targets, focus_pane.as_deref(), &mut screen);
-        poll.tails = self.changed_tails(&listing, targets, &poll.liveness);
+        poll.tails = targets
+            .iter()
+            .map(|t| {
+                t.pane_id
+                    .as_deref()
+                    .and_then(|p| tail_text.iter().find(|(id, _)| id == p))
+                    .map(|(_, text)| text.clone())
+            })
+            .collect();
+        self.pending_tails = self.changed_panes(&listing, targets, &poll.liveness);
         poll
     }
 
@@ -237,20 +258,28 @@ impl Multiplexer for TmuxBackend {
 }
 
 impl TmuxBackend {
-    /// The last lines of every live, watched pane whose signature moved since its last
-    /// capture, in one more batched tmux call (none when nothing moved, the idle case).
-    fn changed_tails(
+    fn list_panes(&self) -> TmuxCommand<'static> {
+        ListPanes::new()
+            .session()
+            .target(self.target_session())
+            .format(PANE_FORMAT)
+            .build()
+    }
+
+    /// Live, watched panes whose signature moved since their last tail capture; their last
+    /// lines are captured in the next tick's batch (none in the idle case).
+    fn changed_panes(
         &mut self,
         listing: &str,
         targets: &[Target],
         liveness: &[Liveness],
-    ) -> Vec<Option<String>> {
+    ) -> Vec<String> {
         let rows = parse_panes(listing);
         let sig: HashMap<&str, &str> = rows
             .iter()
             .map(|r| (r.pane_id.as_str(), r.signature.as_str()))
             .collect();
-        let mut want: Vec<(usize, String)> = vec![];
+        let mut want = vec![];
         for (i, t) in targets.iter().enumerate() {
             let (Some(pane), true, Some(Liveness::Alive)) =
                 (t.pane_id.as_deref(), t.watch_screen, liveness.get(i))
@@ -260,36 +289,10 @@ impl TmuxBackend {
             let now = sig.get(pane).copied().unwrap_or_default();
             if self.tail_sig.get(pane).map(String::as_str) != Some(now) {
                 self.tail_sig.insert(pane.to_string(), now.to_string());
-                want.push((i, pane.to_string()));
+                want.push(pane.to_string());
             }
         }
-        let mut tails = vec![None; targets.len()];
-        if want.is_empty() {
-            return tails;
-        }
-        let sep = self.client.separator().to_string();
-        let mut tmux = Tmux::new();
-        for (_, pane) in &want {
-            tmux = tmux
-                .add_command(DisplayMessage::new().print().message(sep.clone()).build())
-                .add_command(
-                    CapturePane::new()
-                        .stdout()
-                        .join()
-                        .start_line(format!("-{}", crate::backend::TAIL_LINES))
-                        .target_pane(pane.clone())
-                        .build(),
-                );
-        }
-        let Ok(out) = self.client.run(tmux) else {
-            return tails;
-        };
-        let delimiter = format!("{sep}\n");
-        let chunks = out.split(delimiter.as_str()).skip(1);
-        for ((i, _), chunk) in want.iter().zip(chunks) {
-            tails[*i] = Some(without_dead_banner(chunk));
-        }
-        tails
+        want
     }
 
     fn liveness_from(
@@ -380,9 +383,64 @@ fn without_dead_banner(screen: &str) -> String {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn a_batch_splits_into_listing_tails_and_screen() {
+        let out = "%1\tx\n%2\ty\nSEPT%2\nprompt? (y/n)\nSEPF\nscreen line\n";
+        let (listing, tails, screen) = super::split_batch(out, "SEP");
+        assert_eq!(listing, "%1\tx\n%2\ty\n");
+        assert_eq!(tails, vec![("%2".to_string(), "prompt? (y/n)".to_string())]);
+        assert_eq!(screen.as_deref(), Some("screen line"));
+    }
+
+    #[test]
     fn the_dead_banner_and_the_gap_above_it_are_dropped() {
         let s = "out 1\nout 2\n\n\n\nPane is dead (status 0, Mon Nov 30 07:11:03 2026)\n";
         assert_eq!(super::without_dead_banner(s), "out 1\nout 2");
         assert_eq!(super::without_dead_banner("live\n\n"), "live\n");
     }
+}
+
+/// Split one batched poll's output: the pane listing, `(pane id, last lines)` of each tail
+/// capture, and the focused screen (dead-pane banner removed).
+fn split_batch(out: &str, sep: &str) -> (String, Vec<(String, String)>, Option<String>) {
+    let mut listing = String::new();
+    let mut tails: Vec<(String, String)> = vec![];
+    let mut screen: Option<String> = None;
+    enum Part {
+        Listing,
+        Tail(usize),
+        Screen,
+    }
+    let mut part = Part::Listing;
+    let mut buf = String::new();
+    fn flush(
+        part: &Part,
+        buf: &mut String,
+        listing: &mut String,
+        tails: &mut [(String, String)],
+        screen: &mut Option<String>,
+    ) {
+        let text = std::mem::take(buf);
+        match part {
+            Part::Listing => *listing = text,
+            Part::Tail(i) => tails[*i].1 = without_dead_banner(&text),
+            Part::Screen => *screen = Some(without_dead_banner(&text)),
+        }
+    }
+    for line in out.split_inclusive('\n') {
+        let bare = line.trim_end_matches('\n');
+        if let Some(rest) = bare.strip_prefix(sep) {
+            flush(&part, &mut buf, &mut listing, &mut tails, &mut screen);
+            part = match rest.strip_prefix('T') {
+                Some(pane) => {
+                    tails.push((pane.to_string(), String::new()));
+                    Part::Tail(tails.len() - 1)
+                }
+                None => Part::Screen,
+            };
+            continue;
+        }
+        buf.push_str(line);
+    }
+    flush(&part, &mut buf, &mut listing, &mut tails, &mut screen);
+    (listing, tails, screen)
 }

@@ -1,0 +1,25 @@
+//! `cargo bench --bench scale`: the scale benchmark of crewmux (see `scale_lib.rs`). Sizes
+//! come from `CREWMUX_BENCH_*` variables; needs tmux.
+
+#[path = "scale_lib.rs"]
+mod scale_lib;
+
+fn main() {
+    if std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        eprintln!("the scale benchmark needs tmux on PATH");
+        std::process::exit(2);
+    }
+    let cfg = scale_lib::Config::full(env!("CARGO_BIN_EXE_crewmux").into());
+    eprintln!("crewmux scale benchmark: {cfg:?}");
+    let figs = scale_lib::run_all(&cfg);
+    let missed = figs.iter().filter(|f| !f.ok).count();
+    println!(
+        "\n{} of {} figures meet their targets",
+        figs.len() - missed,
+        figs.len()
+    );
+}

@@ -1,0 +1,772 @@
+//! Scale scenarios of crewmux against a private tmux server, each figure next to its target
+//! and, where it applies, a naive baseline measured in the same run: one `capture-pane`
+//! process per worker every 250 ms with a sentinel scan (the OMG seed's tmux session
+//! manager). Shared by `cargo bench --bench scale` and the CI smoke test.
+//!
+//! CPU is % of one core over a measuring window: this process (the driver's threads and the
+//! tmux clients it spawned and reaped) plus the extra tmux-server time, i.e. the server's CPU
+//! during the window minus its CPU in an equal window with nobody watching.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crewmux::cli::{BackendArg, CommonArgs, RunOptions};
+use crewmux::domain::{BackendKind, RunState, WorkerStatus};
+use crewmux::driver::{Control, Driver, DriverOptions, Update};
+use crewmux::store::RunStore;
+use crewmux::team::{resolve, ResolveOptions};
+use crewmux::tmux::{client_calls, TmuxBackend, TmuxClient};
+
+/// Sizes of one benchmark run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub workers: usize,
+    /// Measuring window, seconds.
+    pub window_s: f64,
+    pub exits: usize,
+    /// Lines each worker prints in the memory scenario.
+    pub lines: usize,
+    pub headless_workers: usize,
+    pub headless_parallel: usize,
+    /// The crewmux binary (for the subprocess scenarios).
+    pub exe: PathBuf,
+}
+
+impl Config {
+    /// The full benchmark (issue targets), overridable by `CREWMUX_BENCH_*` variables.
+    pub fn full(exe: PathBuf) -> Self {
+        let env = |k: &str, d: usize| {
+            std::env::var(k)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(d)
+        };
+        Config {
+            workers: env("CREWMUX_BENCH_WORKERS", 64),
+            window_s: env("CREWMUX_BENCH_WINDOW_S", 10) as f64,
+            exits: env("CREWMUX_BENCH_EXITS", 1000),
+            lines: env("CREWMUX_BENCH_LINES", 100_000),
+            headless_workers: env("CREWMUX_BENCH_HEADLESS", 256),
+            headless_parallel: 64,
+            exe,
+        }
+    }
+
+    /// A few seconds' worth, for CI: proves every scenario still runs.
+    pub fn smoke(exe: PathBuf) -> Self {
+        Config {
+            workers: 4,
+            window_s: 1.0,
+            exits: 12,
+            lines: 2000,
+            headless_workers: 6,
+            headless_parallel: 3,
+            exe,
+        }
+    }
+}
+
+/// One printed figure.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    pub name: String,
+    pub target: String,
+    pub value: f64,
+    pub unit: &'static str,
+    pub baseline: Option<f64>,
+    pub ok: bool,
+}
+
+impl Figure {
+    fn new(name: &str, target: &str, value: f64, unit: &'static str, ok: bool) -> Self {
+        Figure {
+            name: name.into(),
+            target: target.into(),
+            value,
+            unit,
+            baseline: None,
+            ok,
+        }
+    }
+}
+
+/// Print the table: figure, target, crewmux, baseline, ratio, verdict.
+pub fn print_table(figs: &[Figure]) {
+    println!(
+        "{:<58} {:>12} {:>12} {:>12} {:>8}  verdict",
+        "figure", "target", "crewmux", "baseline", "ratio"
+    );
+    for f in figs {
+        let base = f
+            .baseline
+            .map(|b| format!("{b:.2}{}", f.unit))
+            .unwrap_or_else(|| "-".into());
+        let ratio = f
+            .baseline
+            .filter(|b| *b > 0.0)
+            .map(|b| format!("{:.3}", f.value / b))
+            .unwrap_or_else(|| "-".into());
+        println!(
+            "{:<58} {:>12} {:>12} {:>12} {:>8}  {}",
+            f.name,
+            f.target,
+            format!("{:.2}{}", f.value, f.unit),
+            base,
+            ratio,
+            if f.ok { "meets" } else { "MISSES" }
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// CPU accounting from /proc.
+
+fn ticks_per_s() -> f64 {
+    100.0 // USER_HZ on Linux
+}
+
+/// (utime + stime, cutime + cstime) of `pid`, seconds.
+fn proc_cpu(pid: u32) -> (f64, f64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0.0))
+        .collect();
+    // fields after ')': state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14)
+    let g = |i: usize| f.get(i).copied().unwrap_or(0.0) / ticks_per_s();
+    (g(11) + g(12), g(13) + g(14))
+}
+
+fn self_cpu() -> f64 {
+    let (own, children) = proc_cpu(std::process::id());
+    own + children
+}
+
+fn server_pid(socket: &str) -> Option<u32> {
+    let out = Command::new("tmux")
+        .args(["-L", socket, "list-sessions", "-F", "#{pid}"])
+        .stdin(Stdio::null())
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn server_cpu(pid: u32) -> f64 {
+    proc_cpu(pid).0
+}
+
+/// % of one core used by this process and the extra tmux-server time over `window`.
+struct Window {
+    start: Instant,
+    own: f64,
+    server: f64,
+    calls: u64,
+    pid: u32,
+}
+
+impl Window {
+    fn open(server: u32) -> Self {
+        Window {
+            start: Instant::now(),
+            own: self_cpu(),
+            server: server_cpu(server),
+            calls: client_calls(),
+            pid: server,
+        }
+    }
+
+    /// (own %, server %, tmux calls per second).
+    fn close(self) -> (f64, f64, f64) {
+        let secs = self.start.elapsed().as_secs_f64();
+        (
+            (self_cpu() - self.own) / secs * 100.0,
+            (server_cpu(self.pid) - self.server) / secs * 100.0,
+            (client_calls() - self.calls) as f64 / secs,
+        )
+    }
+}
+
+fn server_only(pid: u32, secs: f64) -> f64 {
+    let a = server_cpu(pid);
+    let t = Instant::now();
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    (server_cpu(pid) - a) / t.elapsed().as_secs_f64() * 100.0
+}
+
+// ---------------------------------------------------------------------------------------
+// Runs driven in-process.
+
+fn team_file(dir: &Path, workers: usize, command: &dyn Fn(usize) -> String) -> PathBuf {
+    let mut t = format!(
+        "name = \"bench\"\nparallel = {}\nmax_fix_rounds = 0\n",
+        workers.clamp(1, 64)
+    );
+    for i in 0..workers {
+        t.push_str(&format!(
+            "\n[[worker]]\nid = \"w{i}\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nmax_attempts = 1\ncommand = [\"sh\", \"-c\", {}]\n",
+            toml_string(&command(i))
+        ));
+    }
+    let p = dir.join("bench-team.toml");
+    std::fs::write(&p, t).unwrap();
+    p
+}
+
+fn toml_string(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+fn plan(project: &Path, socket: &str, team: &Path, parallel: usize) -> (RunStore, RunState) {
+    let mut opts = ResolveOptions::new("benchmark the watcher", project);
+    opts.team_file = Some(team.to_path_buf());
+    opts.parallel = Some(parallel);
+    let resolved = resolve(&opts).expect("bench team resolves");
+    let run_opts = RunOptions {
+        common: CommonArgs {
+            tmux_socket: socket.to_string(),
+            project: Some(project.to_path_buf()),
+        },
+        backend: Some(BackendArg::Tmux),
+        parallel: Some(parallel),
+        headless: true,
+        max_fix_rounds: Some(0),
+        max_attempts: Some(1),
+        quiet: true,
+    };
+    crewmux::commands::plan::create_run(
+        project,
+        &run_opts,
+        BackendKind::Tmux,
+        "benchmark the watcher",
+        &resolved,
+        false,
+    )
+    .expect("bench run is created")
+}
+
+/// A driver on its own thread; updates arrive on `updates`.
+struct Running {
+    control: mpsc::Sender<Control>,
+    updates: mpsc::Receiver<Update>,
+    thread: std::thread::JoinHandle<crewmux::error::Result<RunState>>,
+}
+
+fn start_driver(store: RunStore, state: RunState, exe: &Path) -> Running {
+    let home = vec!["sleep".to_string(), "100000".to_string()];
+    let backend = Box::new(TmuxBackend::new(&state.tmux_socket, &state.session, home));
+    let opts = DriverOptions {
+        quiet: true,
+        self_exe: exe.to_path_buf(),
+        exit_when_finished: false,
+        ..DriverOptions::default()
+    };
+    let driver = Driver::new(store, state, backend, opts);
+    let (ctl_tx, ctl_rx) = mpsc::channel();
+    let (up_tx, up_rx) = mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        driver.run(ctl_rx, move |u| {
+            let _ = up_tx.send(u);
+        })
+    });
+    Running {
+        control: ctl_tx,
+        updates: up_rx,
+        thread,
+    }
+}
+
+impl Running {
+    /// Wait until `n` events of `kind` arrived (or `limit`); returns the last state seen.
+    fn wait_events(&self, kinds: &[&str], n: usize, limit: Duration) -> (usize, Option<RunState>) {
+        let end = Instant::now() + limit;
+        let (mut seen, mut last) = (0, None);
+        while seen < n && Instant::now() < end {
+            match self.updates.recv_timeout(Duration::from_millis(100)) {
+                Ok(Update::Event(e)) if kinds.contains(&e.kind.as_str()) => seen += 1,
+                Ok(Update::Event(e)) if std::env::var("CREWMUX_BENCH_DEBUG").is_ok() => {
+                    eprintln!("{} {:?} {}", e.kind, e.worker, e.message)
+                }
+                Ok(Update::Notice(n)) => eprintln!("notice: {n}"),
+                Ok(Update::Snapshot { state, .. }) => last = Some(*state),
+                _ => {}
+            }
+        }
+        (seen, last)
+    }
+
+    fn drain(&self) {
+        while self.updates.try_recv().is_ok() {}
+    }
+
+    fn stop(self) -> RunState {
+        let _ = self.control.send(Control::Quit);
+        while self.updates.recv_timeout(Duration::from_secs(5)).is_ok() {}
+        self.thread
+            .join()
+            .expect("driver thread")
+            .expect("driver ends")
+    }
+}
+
+/// The naive watcher: every 250 ms, one `tmux capture-pane` process per pane and a
+/// sentinel scan of its text. Runs until `stop` is set.
+fn naive_watch(
+    socket: String,
+    panes: Vec<String>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> u64 {
+    let mut spawned = 0;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let t = Instant::now();
+        for p in &panes {
+            let out = Command::new("tmux")
+                .args(["-L", &socket, "capture-pane", "-p", "-t", p])
+                .stdin(Stdio::null())
+                .output();
+            spawned += 1;
+            if let Ok(o) = out {
+                let _found = String::from_utf8_lossy(&o.stdout).contains("__OMG_TMUX_EXIT_CODE__");
+            }
+        }
+        std::thread::sleep(Duration::from_millis(250).saturating_sub(t.elapsed()));
+    }
+    spawned
+}
+
+/// CPU scenario: `workers` panes running `command`, the dashboard's driver focused on one
+/// worker, against the naive watcher on the same panes. Returns the figures.
+fn cpu_scenario(
+    cfg: &Config,
+    label: &str,
+    target_pct: f64,
+    command: &dyn Fn(usize) -> String,
+    figs: &mut Vec<Figure>,
+    with_start: bool,
+) {
+    let slug: String = label
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let socket = format!("crewmux-bench-{}-{slug}", std::process::id());
+    let tmp = tempfile::tempdir().unwrap();
+    let team = team_file(tmp.path(), cfg.workers, command);
+    let (store, state) = plan(tmp.path(), &socket, &team, cfg.workers.min(64));
+    let calls0 = client_calls();
+    let t0 = Instant::now();
+    let running = start_driver(store, state, &cfg.exe);
+    let (started, _) =
+        running.wait_events(&["worker-started"], cfg.workers, Duration::from_secs(60));
+    let start_ms = t0.elapsed().as_secs_f64() * 1000.0;
+    if with_start {
+        figs.push(Figure::new(
+            &format!(
+                "start {} workers (first tmux call → all panes running)",
+                cfg.workers
+            ),
+            "≤ 400 ms",
+            start_ms,
+            " ms",
+            start_ms <= 400.0 && started == cfg.workers,
+        ));
+        let _ = calls0;
+    }
+    let _ = running.control.send(Control::Focus(Some("w0".into())));
+    std::thread::sleep(Duration::from_millis(1000));
+    running.drain();
+    let pid = server_pid(&socket).expect("bench tmux server");
+    let w = Window::open(pid);
+    let mut slept = 0.0;
+    while slept < cfg.window_s {
+        std::thread::sleep(Duration::from_millis(200));
+        slept += 0.2;
+        running.drain();
+    }
+    let (own, server_watched, calls_per_s) = w.close();
+    let state = running.stop();
+    // Nobody watching now: the server's own load with the same panes.
+    let server_alone = server_only(pid, cfg.window_s);
+    let crewmux_pct = own + (server_watched - server_alone).max(0.0);
+    // The naive design on the same panes.
+    let panes: Vec<String> = state
+        .workers
+        .iter()
+        .filter_map(|w| w.pane_id.clone())
+        .collect();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let w = Window::open(pid);
+    let (sock2, stop2) = (socket.clone(), stop.clone());
+    let naive = std::thread::spawn(move || naive_watch(sock2, panes, stop2));
+    std::thread::sleep(Duration::from_secs_f64(cfg.window_s));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let spawned = naive.join().unwrap();
+    let (naive_own, naive_server, _) = w.close();
+    let naive_pct = naive_own + (naive_server - server_alone).max(0.0);
+    let naive_calls = spawned as f64 / cfg.window_s;
+    let _ = TmuxClient::new(&socket).kill_server();
+    let mut f = Figure::new(
+        &format!(
+            "CPU, {} workers {label}, dashboard open, one focused",
+            cfg.workers
+        ),
+        &format!("≤ {target_pct} %"),
+        crewmux_pct,
+        " %",
+        crewmux_pct <= target_pct,
+    );
+    f.baseline = Some(naive_pct);
+    figs.push(f);
+    let mut f = Figure::new(
+        &format!("tmux processes spawned per second ({label})"),
+        "≤ 5 /s",
+        calls_per_s,
+        " /s",
+        calls_per_s <= 5.0,
+    );
+    f.baseline = Some(naive_calls);
+    figs.push(f);
+}
+
+/// Exit detection: `cfg.exits` workers end at staggered times with codes 0..3; latency is
+/// from the agent's last instruction (it writes its clock to a file) to the engine's
+/// status event.
+fn exit_scenario(cfg: &Config, figs: &mut Vec<Figure>) {
+    let socket = format!("crewmux-bench-{}-exits", std::process::id());
+    let tmp = tempfile::tempdir().unwrap();
+    let cmd = |i: usize| {
+        format!(
+            "sleep 0.{}; date +%s%N > \"$(dirname \"$CREWMUX_RESULT_FILE\")/t_exit\"; exit {}",
+            1 + (i * 7) % 9,
+            i % 4
+        )
+    };
+    let team = team_file(tmp.path(), cfg.exits, &cmd);
+    let (store, state) = plan(tmp.path(), &socket, &team, cfg.workers.min(64));
+    let dir = store.dir().to_path_buf();
+    let running = start_driver(store, state, &cfg.exe);
+    let mut seen = std::collections::HashMap::new();
+    let end = Instant::now() + Duration::from_secs(60 + cfg.exits as u64 / 4);
+    while seen.len() < cfg.exits && Instant::now() < end {
+        if let Ok(Update::Event(e)) = running.updates.recv_timeout(Duration::from_millis(200)) {
+            if std::env::var("CREWMUX_BENCH_DEBUG").is_ok() {
+                eprintln!("{} {:?} {}", e.kind, e.worker, e.message);
+            }
+            if matches!(
+                e.kind.as_str(),
+                "worker-completed" | "worker-failed" | "worker-crashed"
+            ) {
+                if let Some(w) = e.worker.clone() {
+                    seen.insert(w, e.ts);
+                }
+            }
+        }
+    }
+    let state = running.stop();
+    let _ = TmuxClient::new(&socket).kill_server();
+    let mut lat = vec![];
+    let (mut missed, mut wrong) = (0, 0);
+    for (i, w) in state
+        .workers
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| w.id.starts_with('w'))
+    {
+        let done = matches!(w.status, WorkerStatus::Completed | WorkerStatus::Failed);
+        if !done || !seen.contains_key(&w.id) {
+            missed += 1;
+            continue;
+        }
+        if w.exit_code != Some((i % 4) as i32) {
+            wrong += 1;
+        }
+        let t_exit =
+            std::fs::read_to_string(dir.join(format!("workers/{}/attempt-1/t_exit", w.id)))
+                .ok()
+                .and_then(|s| s.trim().parse::<i64>().ok());
+        if let (Some(t), Some(ts)) = (t_exit, seen.get(&w.id)) {
+            let ms = (ts.timestamp_nanos_opt().unwrap_or(0) - t) as f64 / 1e6;
+            lat.push(ms.max(0.0));
+        }
+    }
+    lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let pct = |p: f64| {
+        lat.get(((lat.len() as f64 * p).ceil() as usize).saturating_sub(1))
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
+    figs.push(Figure::new(
+        &format!("worker exit → status, p95 ({} exits)", cfg.exits),
+        "≤ 20 ms",
+        pct(0.95),
+        " ms",
+        pct(0.95) <= 20.0,
+    ));
+    figs.push(Figure::new(
+        "worker exit → status, max",
+        "≤ 250 ms",
+        pct(1.0),
+        " ms",
+        pct(1.0) <= 250.0,
+    ));
+    figs.push(Figure::new(
+        "exits missed",
+        "0",
+        missed as f64,
+        "",
+        missed == 0,
+    ));
+    figs.push(Figure::new(
+        "wrong exit codes",
+        "0",
+        wrong as f64,
+        "",
+        wrong == 0,
+    ));
+}
+
+/// Keypress → answer pasted: `load-buffer` + `paste-buffer` into a live pane (the Enter that
+/// follows 50 ms later is not counted: the answer is in the pane by then).
+fn paste_scenario(figs: &mut Vec<Figure>) {
+    let socket = format!("crewmux-bench-{}-paste", std::process::id());
+    let c = TmuxClient::new(&socket);
+    let _ = Command::new("tmux")
+        .args([
+            "-L",
+            &socket,
+            "new-session",
+            "-d",
+            "-s",
+            "p",
+            "cat > /dev/null",
+        ])
+        .stdin(Stdio::null())
+        .status();
+    let pane = String::from_utf8_lossy(
+        &Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "display-message",
+                "-p",
+                "-t",
+                "p",
+                "#{pane_id}",
+            ])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .trim()
+    .to_string();
+    let mut t = vec![];
+    for i in 0..20 {
+        let s = Instant::now();
+        c.paste_text(&pane, &format!("answer {i}: PostgreSQL, with the count"))
+            .unwrap();
+        t.push(s.elapsed().as_secs_f64() * 1000.0);
+    }
+    let _ = c.kill_server();
+    t.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let med = t[t.len() / 2];
+    figs.push(Figure::new(
+        "keypress → answer pasted into a pane (median of 20)",
+        "≤ 10 ms",
+        med,
+        " ms",
+        med <= 10.0,
+    ));
+}
+
+/// Frame render of the dashboard at 200×60 with `workers` rows and 200 output lines.
+fn render_scenario(cfg: &Config, figs: &mut Vec<Figure>) {
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+    let tmp = tempfile::tempdir().unwrap();
+    let team = team_file(tmp.path(), cfg.workers.max(64), &|_| "true".into());
+    let (_store, state) = plan(tmp.path(), "crewmux-bench-render", &team, 64);
+    let output: Vec<ratatui::text::Line<'static>> = (0..200)
+        .map(|i| {
+            ratatui::text::Line::from(format!(
+                "[{i:>3}] compiling crate {i} with \x1b[32mgreen\x1b[0m text"
+            ))
+        })
+        .collect();
+    let ui = crewmux::tui::state::UiState::default();
+    let mut term = Terminal::new(TestBackend::new(200, 60)).unwrap();
+    let mut t = vec![];
+    for _ in 0..300 {
+        let view = crewmux::tui::state::View {
+            run: &state,
+            output: &output,
+            now: chrono::Utc::now(),
+            ui: &ui,
+            backend: "tmux",
+            tmux_socket: "crewmux",
+            attach_hint: true,
+        };
+        let s = Instant::now();
+        term.draw(|f| crewmux::tui::draw(f, &view)).unwrap();
+        t.push(s.elapsed().as_secs_f64() * 1000.0);
+    }
+    t.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let p99 = t[(t.len() * 99) / 100];
+    figs.push(Figure::new(
+        &format!(
+            "frame render p99, {}-row roster + 200 output lines, 200×60",
+            cfg.workers.max(64)
+        ),
+        "≤ 3 ms",
+        p99,
+        " ms",
+        p99 <= 3.0,
+    ));
+}
+
+fn rss_kb(pid: u32) -> Option<f64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+}
+
+/// Memory: the real binary driving `workers` workers that each print `lines` lines, RSS
+/// sampled every 250 ms while they print and after.
+fn rss_scenario(cfg: &Config, figs: &mut Vec<Figure>) {
+    let socket = format!("crewmux-bench-{}-rss", std::process::id());
+    let tmp = tempfile::tempdir().unwrap();
+    let lines = cfg.lines;
+    let team = team_file(tmp.path(), cfg.workers, &|_| {
+        format!("seq 1 {lines} | sed 's/^/output line /'; sleep 4")
+    });
+    let mut child = Command::new(&cfg.exe)
+        .current_dir(tmp.path())
+        .env("CREWMUX_TMUX_SOCKET", &socket)
+        .args([
+            "run",
+            "--team",
+            team.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--backend",
+            "tmux",
+            "--quiet",
+            "print a lot",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (mut samples, start) = (vec![], Instant::now());
+    while child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(240) {
+        if let Some(kb) = rss_kb(pid) {
+            samples.push(kb / 1024.0);
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = TmuxClient::new(&socket).kill_server();
+    let max = samples.iter().cloned().fold(0.0, f64::max);
+    let half = samples.len() / 2;
+    let early = samples
+        .get(..half.max(1))
+        .map(|s| s.iter().cloned().fold(0.0, f64::max))
+        .unwrap_or(0.0);
+    figs.push(Figure::new(
+        &format!(
+            "RSS, {} workers × {} lines each (max; first-half max {early:.1} MB)",
+            cfg.workers, cfg.lines
+        ),
+        "≤ 60 MB",
+        max,
+        " MB",
+        max <= 60.0,
+    ));
+}
+
+/// The headless engine: `headless_workers` sim workers of about 1 s each.
+fn headless_scenario(cfg: &Config, figs: &mut Vec<Figure>) {
+    let socket = format!("crewmux-bench-{}-headless", std::process::id());
+    let tmp = tempfile::tempdir().unwrap();
+    let mut t = format!("name = \"many\"\nmax_fix_rounds = 0\n");
+    for i in 0..cfg.headless_workers {
+        t.push_str(&format!(
+            "\n[[worker]]\nid = \"s{i}\"\nrole = \"backend-engineer\"\nprovider = \"sim\"\nmax_attempts = 1\nprompt = \"{{problem}}\\nsim: lines=4\\nsim: delay-ms=250\"\n"
+        ));
+    }
+    let team = tmp.path().join("many.toml");
+    std::fs::write(&team, t).unwrap();
+    let s = Instant::now();
+    let out = Command::new(&cfg.exe)
+        .current_dir(tmp.path())
+        .env("CREWMUX_TMUX_SOCKET", &socket)
+        .args([
+            "run",
+            "--team",
+            team.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--backend",
+            "tmux",
+            "--quiet",
+            "--parallel",
+            &cfg.headless_parallel.to_string(),
+            "many short workers",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let wall = s.elapsed().as_secs_f64();
+    let _ = TmuxClient::new(&socket).kill_server();
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let done = summary["workers"]
+        .as_array()
+        .map(|a| a.iter().filter(|w| w["status"] == "completed").count())
+        .unwrap_or(0);
+    figs.push(Figure::new(
+        &format!(
+            "headless: {} sim workers of 1 s, --parallel {} ({done} completed)",
+            cfg.headless_workers, cfg.headless_parallel
+        ),
+        "≤ 6 s",
+        wall,
+        " s",
+        wall <= 6.0 && done == cfg.headless_workers,
+    ));
+}
+
+/// Run every scenario; returns the figures (also printed as a table).
+pub fn run_all(cfg: &Config) -> Vec<Figure> {
+    let mut figs = vec![];
+    let idle = |_: usize| "sleep 100000".to_string();
+    eprintln!("scenario: idle CPU");
+    cpu_scenario(cfg, "idle", 1.0, &idle, &mut figs, true);
+    let printing = |i: usize| {
+        format!("i=0; while :; do i=$((i+1)); echo \"worker {i} line $i: compiling module $i\"; sleep 0.1; done")
+    };
+    eprintln!("scenario: printing CPU");
+    cpu_scenario(cfg, "printing 10 lines/s", 3.0, &printing, &mut figs, false);
+    eprintln!("scenario: exits");
+    exit_scenario(cfg, &mut figs);
+    eprintln!("scenario: paste");
+    paste_scenario(&mut figs);
+    eprintln!("scenario: render");
+    render_scenario(cfg, &mut figs);
+    eprintln!("scenario: memory");
+    rss_scenario(cfg, &mut figs);
+    eprintln!("scenario: headless");
+    headless_scenario(cfg, &mut figs);
+    print_table(&figs);
+    figs
+}
