@@ -699,7 +699,7 @@ fn rss_scenario(cfg: &Config, figs: &mut Vec<Figure>) {
 fn headless_scenario(cfg: &Config, figs: &mut Vec<Figure>) {
     let socket = format!("crewmux-bench-{}-headless", std::process::id());
     let tmp = tempfile::tempdir().unwrap();
-    let mut t = format!("name = \"many\"\nmax_fix_rounds = 0\n");
+    let mut t = "name = \"many\"\nmax_fix_rounds = 0\n".to_string();
     for i in 0..cfg.headless_workers {
         t.push_str(&format!(
             "\n[[worker]]\nid = \"s{i}\"\nrole = \"backend-engineer\"\nprovider = \"sim\"\nmax_attempts = 1\nprompt = \"{{problem}}\\nsim: lines=4\\nsim: delay-ms=250\"\n"

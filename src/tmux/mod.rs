@@ -380,25 +380,6 @@ fn without_dead_banner(screen: &str) -> String {
     lines.join("\n")
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_batch_splits_into_listing_tails_and_screen() {
-        let out = "%1\tx\n%2\ty\nSEPT%2\nprompt? (y/n)\nSEPF\nscreen line\n";
-        let (listing, tails, screen) = super::split_batch(out, "SEP");
-        assert_eq!(listing, "%1\tx\n%2\ty\n");
-        assert_eq!(tails, vec![("%2".to_string(), "prompt? (y/n)".to_string())]);
-        assert_eq!(screen.as_deref(), Some("screen line"));
-    }
-
-    #[test]
-    fn the_dead_banner_and_the_gap_above_it_are_dropped() {
-        let s = "out 1\nout 2\n\n\n\nPane is dead (status 0, Mon Nov 30 07:11:03 2026)\n";
-        assert_eq!(super::without_dead_banner(s), "out 1\nout 2");
-        assert_eq!(super::without_dead_banner("live\n\n"), "live\n");
-    }
-}
-
 /// Split one batched poll's output: the pane listing, `(pane id, last lines)` of each tail
 /// capture, and the focused screen (dead-pane banner removed).
 fn split_batch(out: &str, sep: &str) -> (String, Vec<(String, String)>, Option<String>) {
@@ -443,4 +424,23 @@ fn split_batch(out: &str, sep: &str) -> (String, Vec<(String, String)>, Option<S
     }
     flush(&part, &mut buf, &mut listing, &mut tails, &mut screen);
     (listing, tails, screen)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_batch_splits_into_listing_tails_and_screen() {
+        let out = "%1\tx\n%2\ty\nSEPT%2\nprompt? (y/n)\nSEPF\nscreen line\n";
+        let (listing, tails, screen) = super::split_batch(out, "SEP");
+        assert_eq!(listing, "%1\tx\n%2\ty\n");
+        assert_eq!(tails, vec![("%2".to_string(), "prompt? (y/n)".to_string())]);
+        assert_eq!(screen.as_deref(), Some("screen line"));
+    }
+
+    #[test]
+    fn the_dead_banner_and_the_gap_above_it_are_dropped() {
+        let s = "out 1\nout 2\n\n\n\nPane is dead (status 0, Mon Nov 30 07:11:03 2026)\n";
+        assert_eq!(super::without_dead_banner(s), "out 1\nout 2");
+        assert_eq!(super::without_dead_banner("live\n\n"), "live\n");
+    }
 }
