@@ -523,3 +523,48 @@ fn cancel_from_another_process_stops_every_worker() {
 
 #[allow(dead_code)]
 fn unused(_: Command) {}
+
+#[test]
+fn a_pane_gets_the_environment_of_the_crewmux_that_launched_it() {
+    if !tmux_ready("pane_environment") {
+        return;
+    }
+    let server = TmuxServer::new("env");
+    let team = r#"
+[[worker]]
+id = "env"
+role = "backend-engineer"
+provider = "command"
+max_attempts = 1
+command = ["sh", "-c", "printf '%s' \"${CREWMUX_TEST_ENV:-unset}\" > env.txt"]
+"#;
+    for value in ["first", "second"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = team_file(tmp.path(), "team.toml", team);
+        let child = crewmux()
+            .current_dir(tmp.path())
+            .env("CREWMUX_TMUX_SOCKET", &server.socket)
+            .env("CREWMUX_TEST_ENV", value)
+            .args([
+                "run",
+                "--team",
+                t.to_str().unwrap(),
+                "--no-clarify",
+                "--headless",
+                "--backend",
+                "tmux",
+                "env",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = wait_limited(child, &["run"]);
+        assert_eq!(summary(&out)["status"], "done");
+        // The server was started by the first run; the second run's value still arrives.
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("env.txt")).unwrap(),
+            value
+        );
+    }
+}

@@ -127,6 +127,7 @@ fn results_digest(state: &RunState) -> String {
         .workers
         .iter()
         .filter(|w| matches!(w.kind, WorkerKind::Worker | WorkerKind::Fixer))
+        .filter(|w| w.status.is_terminal())
     {
         out.push_str(&format!(
             "\n### {} ({}) — {}{}\n",

@@ -128,7 +128,7 @@ pub fn check_verdict(check_id: &str, exit_code: Option<i32>, log: &str) -> Criti
                 None => "ended with no exit code".to_string(),
             };
             let mut findings = vec![head];
-            findings.extend(log_tail(log, LOG_TAIL_LINES));
+            findings.extend(failure_lines(log, LOG_TAIL_LINES));
             (Verdict::Fail, findings)
         }
     };
@@ -138,6 +138,55 @@ pub fn check_verdict(check_id: &str, exit_code: Option<i32>, log: &str) -> Criti
         confidence: 1.0,
         findings,
     }
+}
+
+/// Longest finding line, characters; longer lines (an 8 KB assertion dump) are cut with `…`.
+pub const FINDING_MAX_CHARS: usize = 240;
+
+static FAILURE_LINE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"(?i)panicked at|^error(\[|:)|\bfailed\b|assertion|^\s*(FAIL|FAILED)\b|^\s*---- |\bexception\b|traceback|^\s*(E|F)\s+\w",
+    )
+    .expect("failure-line regex compiles")
+});
+
+/// What a person reads first in a failed check's log: up to `n` lines, the ones that say
+/// what failed (`panicked at`, `error:`, `FAILED`, `assertion`, …) first, in log order,
+/// then the log's last lines to fill up; each cut at [`FINDING_MAX_CHARS`]. A backtrace
+/// therefore never crowds out the failure it belongs to.
+pub fn failure_lines(log: &str, n: usize) -> Vec<String> {
+    let text = clean_text(log);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty() && !EXIT_MARKER.is_match(l.trim()))
+        .collect();
+    let key: Vec<usize> = (0..lines.len())
+        .filter(|&i| FAILURE_LINE.is_match(lines[i]))
+        .take(n / 2)
+        .collect();
+    let mut picked: Vec<usize> = key.clone();
+    for i in (0..lines.len()).rev() {
+        if picked.len() >= n {
+            break;
+        }
+        if !picked.contains(&i) {
+            picked.push(i);
+        }
+    }
+    picked.sort_unstable();
+    picked
+        .into_iter()
+        .map(|i| {
+            let l = lines[i];
+            if l.chars().count() > FINDING_MAX_CHARS {
+                let cut: String = l.chars().take(FINDING_MAX_CHARS).collect();
+                format!("{cut}…")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect()
 }
 
 /// The last `n` non-empty lines of a log, ANSI stripped and trimmed at the end, without
@@ -159,6 +208,41 @@ pub fn log_tail(log: &str, n: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_check_names_the_failure_before_its_backtrace() {
+        let mut log = String::from("running 1 test\nthread 'utf8parse_test' panicked at tests/utf-8-demo.rs:30:5:\nassertion `left != right` failed\n");
+        log.push_str(&format!("  left: \"{}\"\n", "x".repeat(8000)));
+        for i in 0..30 {
+            log.push_str(&format!(
+                "  {i}: core::panicking::frame_{i}\n             at /rustc/lib.rs:{i}\n"
+            ));
+        }
+        log.push_str("test result: FAILED. 0 passed; 1 failed\n__CREWMUX_EXIT_ab__:101\n");
+        let v = check_verdict("check-test", Some(101), &log);
+        assert_eq!(v.verdict, Verdict::Fail);
+        assert_eq!(v.findings[0], "exited 101");
+        assert!(
+            v.findings
+                .iter()
+                .any(|f| f.contains("panicked at tests/utf-8-demo.rs:30:5")),
+            "{:?}",
+            v.findings
+        );
+        assert!(v
+            .findings
+            .iter()
+            .any(|f| f.contains("assertion `left != right` failed")));
+        assert!(v
+            .findings
+            .iter()
+            .any(|f| f.starts_with("test result: FAILED")));
+        assert!(v
+            .findings
+            .iter()
+            .all(|f| f.chars().count() <= FINDING_MAX_CHARS + 1));
+        assert!(v.findings.len() <= LOG_TAIL_LINES + 1);
+    }
 
     #[test]
     fn takes_the_last_valid_json_block() {

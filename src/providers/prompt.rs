@@ -73,8 +73,11 @@ pub fn package_report(
 ) -> Packaged {
     let mut sections: Vec<Section> = Vec::new();
     let persona = match agents::agent(agent_role) {
-        Some(a) => format!("You are a {}.", a.persona),
-        None => format!("You are a {agent_role} specialist."),
+        Some(a) => format!("You are {}.", with_article(&a.persona)),
+        None => format!(
+            "You are {}.",
+            with_article(&format!("{agent_role} specialist"))
+        ),
     };
     let model = opts
         .model
@@ -373,4 +376,13 @@ mod tests {
         assert_eq!(profile_digest(empty.path()), None);
         assert_eq!(memory_excerpt(empty.path()), None);
     }
+}
+
+/// `a` or `an` before a noun phrase (by its first letter: a vowel takes `an`).
+fn with_article(phrase: &str) -> String {
+    let vowel = phrase
+        .chars()
+        .next()
+        .is_some_and(|c| "aeiouAEIOU".contains(c));
+    format!("{} {phrase}", if vowel { "an" } else { "a" })
 }

@@ -138,14 +138,13 @@ impl Multiplexer for TmuxBackend {
             .target_pane(target)
             .shell_command(format!("cat >> {log}"))
             .build();
-        let out = if spec.secret_env.is_empty() {
-            self.client
-                .run(Tmux::new().add_command(new_window).add_command(pipe))?
-        } else {
-            // Secrets travel on the tmux client's stdin (`source-file -`), never on argv.
-            self.client
-                .run_with_secret_env(new_window, pipe, &spec.secret_env)?
-        };
+        // The pane gets crewmux's own environment, as a child process would (a tmux pane
+        // otherwise starts from the server's environment, frozen when the server started),
+        // plus the secrets. All of it travels on the tmux client's stdin (`source-file -`),
+        // never on argv, which other users can read in /proc.
+        let mut env = inherited_env();
+        env.extend(spec.secret_env.iter().cloned());
+        let out = self.client.run_with_secret_env(new_window, pipe, &env)?;
         let first = out.lines().next().unwrap_or_default();
         let (pane, pid) = first.split_once('\t').ok_or_else(|| {
             Error::Other(format!(
@@ -378,6 +377,26 @@ fn without_dead_banner(screen: &str) -> String {
         }
     }
     lines.join("\n")
+}
+
+/// Longest environment value passed to a pane, bytes.
+pub const ENV_VALUE_MAX: usize = 8 * 1024;
+
+/// crewmux's environment for a new pane: every variable except tmux's own (`TMUX`,
+/// `TMUX_PANE`), the credential store's passphrase, and values with control characters or
+/// over [`ENV_VALUE_MAX`] bytes (they cannot be passed through tmux's command language).
+/// Variables set in the tmux server but unset here stay set (tmux `new-window -e` only adds).
+fn inherited_env() -> Vec<(String, String)> {
+    std::env::vars()
+        .filter(|(k, v)| {
+            !matches!(k.as_str(), "TMUX" | "TMUX_PANE")
+                && !k.starts_with("CREWMUX_CREDENTIAL")
+                && !k.is_empty()
+                && v.len() <= ENV_VALUE_MAX
+                && !k.chars().chain(v.chars()).any(|c| c.is_control())
+                && !k.contains('=')
+        })
+        .collect()
 }
 
 /// Split one batched poll's output: the pane listing, `(pane id, last lines)` of each tail
