@@ -274,6 +274,15 @@ fn read_toml(path: &Path) -> Option<toml::Table> {
     toml::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
+/// `a` or `an` before a noun phrase (by its first letter: a vowel takes `an`).
+fn with_article(phrase: &str) -> String {
+    let vowel = phrase
+        .chars()
+        .next()
+        .is_some_and(|c| "aeiouAEIOU".contains(c));
+    format!("{} {phrase}", if vowel { "an" } else { "a" })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,13 +385,4 @@ mod tests {
         assert_eq!(profile_digest(empty.path()), None);
         assert_eq!(memory_excerpt(empty.path()), None);
     }
-}
-
-/// `a` or `an` before a noun phrase (by its first letter: a vowel takes `an`).
-fn with_article(phrase: &str) -> String {
-    let vowel = phrase
-        .chars()
-        .next()
-        .is_some_and(|c| "aeiouAEIOU".contains(c));
-    format!("{} {phrase}", if vowel { "an" } else { "a" })
 }
