@@ -246,6 +246,24 @@ provider = "sim"
 prompt = "Build: {problem}\nsim: lines=12\nsim: delay-ms=250"
 "#;
 
+/// Wait (up to 10 s) until the only run under `project` has `n` workers running.
+fn wait_running(project: &Path, n: usize) {
+    let runs = project.join(".crewmux/runs");
+    assert!(
+        wait_for(
+            || std::fs::read_dir(&runs)
+                .map(|d| d.count() == 1)
+                .unwrap_or(false)
+                && std::fs::read_to_string(only_run_dir(project).join("state.json"))
+                    .map(|s| s.matches("\"running\"").count() >= n)
+                    .unwrap_or(false),
+            Duration::from_secs(10)
+        ),
+        "{n} workers never ran in {}",
+        project.display()
+    );
+}
+
 fn wait_for(mut cond: impl FnMut() -> bool, limit: Duration) -> bool {
     let end = Instant::now() + limit;
     while Instant::now() < end {
@@ -279,16 +297,7 @@ fn a_sigkilled_dashboard_loses_nothing_and_attach_finishes_the_run() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let runs = tmp.path().join(".crewmux/runs");
-        assert!(wait_for(
-            || std::fs::read_dir(&runs)
-                .map(|d| d.count() == 1)
-                .unwrap_or(false)
-                && std::fs::read_to_string(only_run_dir(tmp.path()).join("state.json"))
-                    .map(|s| s.matches("\"running\"").count() >= 2)
-                    .unwrap_or(false),
-            Duration::from_secs(10)
-        ));
+        wait_running(tmp.path(), 2);
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         // The workers go on without it and finish.
@@ -342,16 +351,7 @@ fn a_killed_tmux_server_crashes_its_workers_and_retries_start_a_new_one() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let runs = tmp.path().join(".crewmux/runs");
-    assert!(wait_for(
-        || std::fs::read_dir(&runs)
-            .map(|d| d.count() == 1)
-            .unwrap_or(false)
-            && std::fs::read_to_string(only_run_dir(tmp.path()).join("state.json"))
-                .map(|s| s.matches("\"running\"").count() >= 2)
-                .unwrap_or(false),
-        Duration::from_secs(10)
-    ));
+    wait_running(tmp.path(), 2);
     std::thread::sleep(Duration::from_millis(500));
     server.kill();
     let out = wait_limited(child, &["run"]);
@@ -489,16 +489,7 @@ fn cancel_from_another_process_stops_every_worker() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let runs = tmp.path().join(".crewmux/runs");
-        assert!(wait_for(
-            || std::fs::read_dir(&runs)
-                .map(|d| d.count() == 1)
-                .unwrap_or(false)
-                && std::fs::read_to_string(only_run_dir(tmp.path()).join("state.json"))
-                    .map(|s| s.matches("\"running\"").count() >= 2)
-                    .unwrap_or(false),
-            Duration::from_secs(10)
-        ));
+        wait_running(tmp.path(), 2);
         let id = only_run_dir(tmp.path())
             .file_name()
             .unwrap()

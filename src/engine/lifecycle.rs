@@ -100,16 +100,9 @@ pub(super) fn on_worker_input(
             if !w.status.is_live() {
                 return;
             }
-            let (status, reason) = match rt.kills.get(&worker).map(|k| k.0) {
-                Some(KillReason::Cancel) => (WorkerStatus::Cancelled, "cancelled".to_string()),
-                Some(KillReason::Timeout) => (
-                    WorkerStatus::Timeout,
-                    format!("wall timeout of {}s", w.timeout_s.unwrap_or(0)),
-                ),
-                Some(KillReason::IdleTimeout) => (
-                    WorkerStatus::Timeout,
-                    format!("no output for {}s", w.idle_timeout_s.unwrap_or(0)),
-                ),
+            let killed = rt.kills.get(&worker).map(|k| killed_status(k.0, w));
+            let (status, reason) = match killed {
+                Some(k) => k,
                 None if code == 0 && missing_artifacts.is_empty() => {
                     (WorkerStatus::Completed, String::new())
                 }
@@ -151,16 +144,9 @@ pub(super) fn on_worker_input(
             if !w.status.is_live() {
                 return;
             }
-            let (status, reason) = match rt.kills.get(&worker).map(|k| k.0) {
-                Some(KillReason::Cancel) => (WorkerStatus::Cancelled, "cancelled".to_string()),
-                Some(KillReason::Timeout) => (
-                    WorkerStatus::Timeout,
-                    format!("wall timeout of {}s", w.timeout_s.unwrap_or(0)),
-                ),
-                Some(KillReason::IdleTimeout) => (
-                    WorkerStatus::Timeout,
-                    format!("no output for {}s", w.idle_timeout_s.unwrap_or(0)),
-                ),
+            let killed = rt.kills.get(&worker).map(|k| killed_status(k.0, w));
+            let (status, reason) = match killed {
+                Some(k) => k,
                 None => (
                     WorkerStatus::Crashed,
                     format!("vanished with no exit code: {detail}"),
@@ -255,6 +241,21 @@ pub(super) fn on_worker_input(
             fx.push(Effect::Paste { worker, text });
         }
         _ => {}
+    }
+}
+
+/// The status and reason of an attempt that ended after crewmux asked it to.
+fn killed_status(reason: KillReason, w: &WorkerState) -> (WorkerStatus, String) {
+    match reason {
+        KillReason::Cancel => (WorkerStatus::Cancelled, "cancelled".to_string()),
+        KillReason::Timeout => (
+            WorkerStatus::Timeout,
+            format!("wall timeout of {}s", w.timeout_s.unwrap_or(0)),
+        ),
+        KillReason::IdleTimeout => (
+            WorkerStatus::Timeout,
+            format!("no output for {}s", w.idle_timeout_s.unwrap_or(0)),
+        ),
     }
 }
 
