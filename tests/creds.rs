@@ -173,6 +173,23 @@ fn expiry_is_shown_and_warned_fourteen_days_ahead() {
     assert!(stderr.contains("warning: kimi key `soon`"), "{stderr}");
     assert!(!stderr.contains("`later`"), "{stderr}");
 
+    // doctor warns about the same key (and only it), without ever showing a key.
+    let mut doctor = std::process::Command::new(env!("CARGO_BIN_EXE_crewmux"));
+    doctor
+        .arg("doctor")
+        .env("CREWMUX_CONFIG_DIR", env.config())
+        .env("HOME", env.dir.path())
+        .env("CREWMUX_CREDENTIAL_PASSPHRASE", PASS)
+        .env("PATH", "/usr/bin:/bin");
+    let out = doctor.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("kimi key `soon` expires on {soon} (in 3 days)")),
+        "{text}"
+    );
+    assert!(!text.contains("`later`"), "{text}");
+    assert!(!text.contains(KEY_A) && !text.contains(KEY_B));
+
     let yesterday = today.pred_opt().unwrap().to_string();
     env.cmd(&["add", "--provider", "kimi", "--expires", &yesterday])
         .write_stdin("sk-another-key-0123456789")

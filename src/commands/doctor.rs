@@ -66,7 +66,60 @@ pub fn run(args: DoctorArgs) -> Result<i32> {
     } else {
         print!("{}", render(&r));
     }
+    for line in credential_notes() {
+        if args.json {
+            eprintln!("crewmux: {line}");
+        } else {
+            println!("{line}");
+        }
+    }
     Ok(if r.ok { 0 } else { 1 })
+}
+
+/// Key expiry warnings from the credential store (14 days ahead, `creds::EXPIRY_WARNING_DAYS`).
+/// doctor never prompts: without `CREWMUX_CREDENTIAL_PASSPHRASE` it only says where the
+/// store is; a store it cannot open is one line, never a failure of doctor.
+fn credential_notes() -> Vec<String> {
+    use crate::creds::{Store, EXPIRY_WARNING_DAYS, PASSPHRASE_ENV};
+    let Ok(path) = Store::default_path() else {
+        return vec![];
+    };
+    if !path.exists() {
+        return vec![];
+    }
+    let Ok(pass) = std::env::var(PASSPHRASE_ENV) else {
+        return vec![format!(
+            "credentials: store at {} (set {PASSPHRASE_ENV} to check key expiry)",
+            path.display()
+        )];
+    };
+    match Store::open(&path, crate::creds::SecretString::from(pass)) {
+        Ok(store) => {
+            let notices = store.expiring_soon(EXPIRY_WARNING_DAYS);
+            if notices.is_empty() {
+                return vec![format!(
+                    "credentials: no key expires within {EXPIRY_WARNING_DAYS} days"
+                )];
+            }
+            notices
+                .into_iter()
+                .map(|n| {
+                    if n.days_left < 0 {
+                        format!(
+                            "credentials: {} key `{}` expired on {}",
+                            n.provider, n.label, n.expires
+                        )
+                    } else {
+                        format!(
+                            "credentials: {} key `{}` expires on {} (in {} days)",
+                            n.provider, n.label, n.expires, n.days_left
+                        )
+                    }
+                })
+                .collect()
+        }
+        Err(e) => vec![format!("credentials: {e}")],
+    }
 }
 
 /// The human-readable report.
