@@ -205,3 +205,59 @@ fn rate_limited_sim_worker_retries_with_the_next_key_in_tmux_and_no_pane_shows_a
     let env = server.tmux(&["show-environment", "-g"]);
     assert_no_key_bytes("global tmux environment", &env.stdout);
 }
+
+#[test]
+fn the_dashboard_screen_and_the_log_file_never_show_a_key() {
+    if !tmux_ready("the_dashboard_screen_and_the_log_file_never_show_a_key") {
+        return;
+    }
+    let workers = TmuxServer::new("creds-dash-workers");
+    let viewer = TmuxServer::new("creds-dash-viewer");
+    let root = tempfile::tempdir().unwrap();
+    let config = store_with_two_sim_keys(root.path());
+    let project = root.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let team = team_file(&project, "team.toml", LIMITED_TEAM);
+    let cmd = format!(
+        "cd {} && CREWMUX_TMUX_SOCKET={} CREWMUX_CONFIG_DIR={} CREWMUX_CREDENTIAL_PASSPHRASE='{PASS}' {} run --team {} --provider sim --no-clarify 'Add a health endpoint'; sleep 60",
+        project.display(),
+        workers.socket,
+        config.display(),
+        env!("CARGO_BIN_EXE_crewmux"),
+        team.display()
+    );
+    viewer.tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "v",
+        "-x",
+        "160",
+        "-y",
+        "45",
+        &cmd,
+    ]);
+    let mut screens = Vec::new();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(40);
+    loop {
+        let screen = viewer.tmux(&["capture-pane", "-p", "-t", "v"]).stdout;
+        let done = String::from_utf8_lossy(&screen).contains("done  council");
+        screens.extend_from_slice(&screen);
+        if done || std::time::Instant::now() > end {
+            assert!(
+                done,
+                "the run never finished:\n{}",
+                String::from_utf8_lossy(&screen)
+            );
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    // Every screen seen, the log panel included, and the log file on disk.
+    assert_no_key_bytes("dashboard screens", &screens);
+    let log = std::fs::read(project.join(".crewmux/crewmux.log")).unwrap();
+    assert!(!log.is_empty(), "the log file is written");
+    assert_no_key_bytes("crewmux.log", &log);
+    assert!(assert_no_key_in_tree(&project.join(".crewmux")) > 0);
+    viewer.tmux(&["send-keys", "-t", "v", "q"]);
+}
