@@ -106,6 +106,12 @@ pub trait Multiplexer: Send {
     /// Errors: tmux refused (message from its stderr), or the process could not start.
     fn spawn(&mut self, spec: &SpawnSpec) -> Result<Spawned>;
 
+    /// Start several attempts, in one round trip where the backend can; one result each,
+    /// in order.
+    fn spawn_many(&mut self, specs: &[SpawnSpec]) -> Vec<Result<Spawned>> {
+        specs.iter().map(|s| self.spawn(s)).collect()
+    }
+
     /// Liveness of `targets` and, if `focus` is given, its screen when changed.
     fn poll(&mut self, targets: &[Target], focus: Option<&Target>) -> Poll;
 

@@ -63,7 +63,7 @@ pub fn prepare(
         let _ = std::fs::remove_file(stale);
     }
     let prompt = prompt_text(state, w, max_chars);
-    crate::store::write_atomic(&paths.prompt, prompt.as_bytes())?;
+    crate::store::write_replace(&paths.prompt, prompt.as_bytes())?;
     let launch = registry.build_launch(
         &w.provider,
         &LaunchRequest {

@@ -170,6 +170,7 @@ pub(super) fn on_worker_input(
                 return;
             };
             rt.last_output.insert(worker.clone(), fx.now);
+            rt.last_output_moved = true;
             if w.status == WorkerStatus::Waiting && rt.answered.remove(&worker).is_some() {
                 w.status = WorkerStatus::Running;
                 w.question = None;

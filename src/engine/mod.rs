@@ -130,6 +130,8 @@ pub struct Runtime {
     pub cancelled: bool,
     /// `RunCouncil` was asked for the current verify stage.
     pub council_requested: bool,
+    /// Some worker produced output since the driver last looked (for its back-off).
+    pub last_output_moved: bool,
 }
 
 /// Apply one input to the run; returns the effects to carry out, in order.

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 pub use marker::{find_marker, strip_ansi, MarkerScanner};
 
 use crate::error::{Error, Result};
-use crate::store::write_atomic;
+use crate::store::write_replace;
 
 /// The files of one attempt: `workers/<id>/attempt-<n>/{prompt.md,launch.sh,output.log,
 /// exit.json,result.md}` (SPEC §7).
@@ -115,7 +115,7 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
         cwd = q(&spec.cwd.display().to_string())?,
         nonce = q(spec.nonce)?,
     );
-    write_atomic(&paths.launch, script.as_bytes())
+    write_replace(&paths.launch, script.as_bytes())
 }
 
 /// Read `exit.json` if it exists and carries this attempt's nonce. A record with another

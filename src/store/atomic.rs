@@ -35,3 +35,21 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     }
     result
 }
+
+/// Replace `path` with `bytes` through a temp file and a rename, without fsync: readers
+/// never see a half-written file, but a power cut may lose it. For files that are made
+/// again when lost (an attempt's prompt and wrapper: a lost attempt is relaunched); state
+/// files use [`write_atomic`].
+pub fn write_replace(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let result = fs::write(&tmp, bytes).and_then(|_| fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    Ok(result?)
+}

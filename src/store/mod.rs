@@ -11,7 +11,7 @@ use fs4::fs_std::FileExt;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-pub use atomic::write_atomic;
+pub use atomic::{write_atomic, write_replace};
 
 use crate::domain::{RunEvent, RunState, SCHEMA_VERSION};
 use crate::error::{Error, Result};

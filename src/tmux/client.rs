@@ -24,6 +24,31 @@ fn count_call() {
     CLIENT_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// One tmux command as a line of tmux's command language, with `-e NAME=value` options
+/// added right after the command name (for `new-window`/`new-session`); every argument
+/// quoted with [`tmux_quote`].
+///
+/// Errors: a name or value with control characters (they cannot be quoted safely).
+pub fn command_line(cmd: TmuxCommand<'_>, env: &[(String, String)]) -> Result<String> {
+    let mut args: Vec<String> = cmd.to_vec().into_iter().map(|c| c.into_owned()).collect();
+    if args.is_empty() {
+        return Err(Error::Other("empty tmux command".into()));
+    }
+    let name = args.remove(0);
+    let mut line = vec![name];
+    for (k, v) in env {
+        if v.chars().any(|c| c.is_control()) || k.chars().any(|c| c.is_control()) {
+            return Err(Error::Other(format!(
+                "the value for {k} has control characters; re-add it with `crewmux creds add`"
+            )));
+        }
+        line.push("-e".into());
+        line.push(tmux_quote(&format!("{k}={v}")));
+    }
+    line.extend(args.iter().map(|a| tmux_quote(a)));
+    Ok(line.join(" "))
+}
+
 /// A tmux server on a private socket.
 #[derive(Debug, Clone)]
 pub struct TmuxClient {
@@ -140,28 +165,19 @@ impl TmuxClient {
         second: TmuxCommand<'_>,
         secret_env: &[(String, String)],
     ) -> Result<String> {
-        let mut args: Vec<String> = first.to_vec().into_iter().map(|c| c.into_owned()).collect();
-        if args.is_empty() {
-            return Err(Error::Other("empty tmux command".into()));
-        }
-        let name = args.remove(0);
-        let mut line = vec![name];
-        for (k, v) in secret_env {
-            if v.chars().any(|c| c.is_control()) || k.chars().any(|c| c.is_control()) {
-                return Err(Error::Other(format!(
-                    "the value for {k} has control characters; re-add it with `crewmux creds add`"
-                )));
-            }
-            line.push("-e".into());
-            line.push(tmux_quote(&format!("{k}={v}")));
-        }
-        line.extend(args.iter().map(|a| tmux_quote(a)));
-        let second: Vec<String> = second
-            .to_vec()
-            .into_iter()
-            .map(|c| tmux_quote(&c))
-            .collect();
-        let script = format!("{} ; {}\n", line.join(" "), second.join(" "));
+        let script = format!(
+            "{} ; {}\n",
+            command_line(first, secret_env)?,
+            command_line(second, &[])?
+        );
+        let secrets: Vec<&str> = secret_env.iter().map(|(_, v)| v.as_str()).collect();
+        self.run_script(&script, &secrets)
+    }
+
+    /// Run a script of tmux commands (one command list a line) through `source-file -`, the
+    /// client's stdin; returns stdout. `secrets` are replaced by `<redacted>` in an error
+    /// (tmux may quote the failing command line).
+    pub fn run_script(&self, script: &str, secrets: &[&str]) -> Result<String> {
         count_call();
         let mut child = Command::new("tmux")
             .args(["-L", &self.socket, "source-file", "-"])
@@ -177,12 +193,9 @@ impl TmuxClient {
             .write_all(script.as_bytes())?;
         let out = child.wait_with_output()?;
         if !out.status.success() {
-            // tmux may quote the failing command line, which holds the secret: redact.
             let mut err = String::from_utf8_lossy(&out.stderr).trim().to_string();
-            for (_, v) in secret_env {
-                if !v.is_empty() {
-                    err = err.replace(v.as_str(), "<redacted>");
-                }
+            for v in secrets.iter().filter(|v| !v.is_empty()) {
+                err = err.replace(v, "<redacted>");
             }
             return Err(Error::Other(format!("tmux -L {}: {err}", self.socket)));
         }

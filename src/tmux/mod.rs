@@ -41,6 +41,10 @@ pub struct TmuxBackend {
     tail_sig: HashMap<String, String>,
     /// Watched panes whose last lines the next poll captures.
     pending_tails: Vec<String>,
+    /// Signature of each watched pane at the previous poll.
+    seen_sig: HashMap<String, String>,
+    /// The session has this process's environment.
+    env_synced: bool,
     last_kick: Instant,
 }
 
@@ -55,6 +59,8 @@ impl TmuxBackend {
             last_sig: HashMap::new(),
             tail_sig: HashMap::new(),
             pending_tails: vec![],
+            seen_sig: HashMap::new(),
+            env_synced: false,
             last_kick: Instant::now(),
         }
     }
@@ -65,10 +71,11 @@ impl TmuxBackend {
 
     /// Create the run's session if it does not exist (after a server death too), with
     /// `remain-on-exit` and `history-limit` set before any worker pane is created.
-    pub fn ensure_session(&self) -> Result<()> {
+    pub fn ensure_session(&mut self) -> Result<()> {
         if self.client.has_session(&self.session) {
             return Ok(());
         }
+        self.env_synced = false;
         let mut new = NewSession::new()
             .detached()
             .session_name(self.session.as_str())
@@ -113,48 +120,51 @@ impl Multiplexer for TmuxBackend {
     }
 
     fn spawn(&mut self, spec: &SpawnSpec) -> Result<Spawned> {
-        self.ensure_session()?;
-        // new-window with the wrapper as argv (never a shell string), then pipe-pane on
-        // the new pane in the same invocation; the wrapper waits for output.log to exist.
-        let mut new_window = TmuxCommand::new();
-        new_window.name("new-window");
-        new_window.push_flag("-d");
-        new_window.push_flag("-P");
-        new_window.push_option("-F", "#{pane_id}\t#{pane_pid}");
-        new_window.push_option("-t", format!("{}:", self.target_session()));
-        new_window.push_option("-n", spec.window.clone());
-        new_window.push_option("-c", spec.cwd.display().to_string());
-        for (k, v) in &spec.env {
-            new_window.push_option("-e", format!("{k}={v}"));
+        self.spawn_many(std::slice::from_ref(spec))
+            .pop()
+            .unwrap_or_else(|| Err(Error::Other("tmux started nothing".into())))
+    }
+
+    /// All windows in one `source-file -` script: per attempt, `new-window` with the
+    /// wrapper as argv (never a shell string) and its secrets as `-e`, then `pipe-pane` on
+    /// the new pane (the wrapper waits for output.log to exist). Nothing travels on argv.
+    fn spawn_many(&mut self, specs: &[SpawnSpec]) -> Vec<Result<Spawned>> {
+        let fail = |e: &Error| {
+            specs
+                .iter()
+                .map(|_| Err(Error::Other(e.to_string())))
+                .collect()
+        };
+        if let Err(e) = self.ensure_session().and_then(|_| self.sync_env()) {
+            return fail(&e);
         }
-        new_window.push_param("sh");
-        new_window.push_param(spec.launch.display().to_string());
-        let target = format!("{}:={}", self.target_session(), spec.window);
-        let log = shlex::try_quote(&spec.log.display().to_string())
-            .map_err(|_| Error::Other("log path has a NUL byte".into()))?
-            .into_owned();
-        let pipe = PipePane::new()
-            .open()
-            .target_pane(target)
-            .shell_command(format!("cat >> {log}"))
-            .build();
-        // The pane gets crewmux's own environment, as a child process would (a tmux pane
-        // otherwise starts from the server's environment, frozen when the server started),
-        // plus the secrets. All of it travels on the tmux client's stdin (`source-file -`),
-        // never on argv, which other users can read in /proc.
-        let mut env = inherited_env();
-        env.extend(spec.secret_env.iter().cloned());
-        let out = self.client.run_with_secret_env(new_window, pipe, &env)?;
-        let first = out.lines().next().unwrap_or_default();
-        let (pane, pid) = first.split_once('\t').ok_or_else(|| {
-            Error::Other(format!(
-                "tmux new-window printed {first:?}, expected pane id and pid"
-            ))
-        })?;
-        Ok(Spawned {
-            pane_id: Some(pane.to_string()),
-            pid: pid.trim().parse().ok(),
-        })
+        let mut script = String::new();
+        let mut secrets: Vec<&str> = vec![];
+        for spec in specs {
+            match self.window_lines(spec) {
+                Ok(lines) => script.push_str(&lines),
+                Err(e) => return fail(&e),
+            }
+            secrets.extend(spec.secret_env.iter().map(|(_, v)| v.as_str()));
+        }
+        let out = match self.client.run_script(&script, &secrets) {
+            Ok(out) => out,
+            Err(e) => return fail(&e),
+        };
+        let mut lines = out.lines().filter(|l| l.contains('\t'));
+        specs
+            .iter()
+            .map(|spec| {
+                let line = lines.next().ok_or_else(|| {
+                    Error::Other(format!("tmux did not start window {}", spec.window))
+                })?;
+                let (pane, pid) = line.split_once('\t').unwrap_or_default();
+                Ok(Spawned {
+                    pane_id: Some(pane.to_string()),
+                    pid: pid.trim().parse().ok(),
+                })
+            })
+            .collect()
     }
 
     fn poll(&mut self, targets: &[Target], focus: Option<&Target>) -> Poll {
@@ -257,6 +267,56 @@ impl Multiplexer for TmuxBackend {
 }
 
 impl TmuxBackend {
+    /// The two script lines that start one attempt's window and stream its output.
+    fn window_lines(&self, spec: &SpawnSpec) -> Result<String> {
+        let mut new_window = TmuxCommand::new();
+        new_window.name("new-window");
+        new_window.push_flag("-d");
+        new_window.push_flag("-P");
+        new_window.push_option("-F", "#{pane_id}\t#{pane_pid}");
+        new_window.push_option("-t", format!("{}:", self.target_session()));
+        new_window.push_option("-n", spec.window.clone());
+        new_window.push_option("-c", spec.cwd.display().to_string());
+        new_window.push_param("sh");
+        new_window.push_param(spec.launch.display().to_string());
+        let mut env = spec.env.clone();
+        env.extend(spec.secret_env.iter().cloned());
+        let log = shlex::try_quote(&spec.log.display().to_string())
+            .map_err(|_| Error::Other("log path has a NUL byte".into()))?
+            .into_owned();
+        let pipe = PipePane::new()
+            .open()
+            .target_pane(format!("{}:={}", self.target_session(), spec.window))
+            .shell_command(format!("cat >> {log}"))
+            .build();
+        Ok(format!(
+            "{}\n{}\n",
+            client::command_line(new_window, &env)?,
+            client::command_line(pipe, &[])?
+        ))
+    }
+
+    /// Give the run's session crewmux's own environment (once per process), so its panes
+    /// start as a child process would: a pane otherwise starts from the server's
+    /// environment, frozen when the server started. Sent through `source-file -`.
+    fn sync_env(&mut self) -> Result<()> {
+        if self.env_synced {
+            return Ok(());
+        }
+        let mut script = String::new();
+        for (k, v) in inherited_env() {
+            script.push_str(&format!(
+                "set-environment -t {} {} {}\n",
+                client::tmux_quote(&self.target_session()),
+                client::tmux_quote(&k),
+                client::tmux_quote(&v)
+            ));
+        }
+        self.client.run_script(&script, &[])?;
+        self.env_synced = true;
+        Ok(())
+    }
+
     fn list_panes(&self) -> TmuxCommand<'static> {
         ListPanes::new()
             .session()
@@ -265,8 +325,8 @@ impl TmuxBackend {
             .build()
     }
 
-    /// Live, watched panes whose signature moved since their last tail capture; their last
-    /// lines are captured in the next tick's batch (none in the idle case).
+    /// Live, watched panes that settled at a new signature; their last lines are captured in
+    /// the next tick's batch (none when nothing changed, and none while panes stay busy).
     fn changed_panes(
         &mut self,
         listing: &str,
@@ -286,7 +346,12 @@ impl TmuxBackend {
                 continue;
             };
             let now = sig.get(pane).copied().unwrap_or_default();
-            if self.tail_sig.get(pane).map(String::as_str) != Some(now) {
+            // A question only matters once the screen holds still: capture a pane that did
+            // not move since the previous poll and was not captured at this signature yet.
+            // A busy pane (a spinner, streaming output) is never captured.
+            let still = self.seen_sig.get(pane).map(String::as_str) == Some(now);
+            self.seen_sig.insert(pane.to_string(), now.to_string());
+            if still && self.tail_sig.get(pane).map(String::as_str) != Some(now) {
                 self.tail_sig.insert(pane.to_string(), now.to_string());
                 want.push(pane.to_string());
             }
