@@ -158,7 +158,16 @@ pub struct Driver {
     started: Instant,
     /// Providers (built-ins + user + project overrides) that launches are built from.
     registry: crate::providers::Registry,
+    /// Launches the engine asked for that wait for the next batch.
+    pending_launches: std::collections::VecDeque<(String, u32)>,
 }
+
+/// Attempts started per backend call (one tmux script): small enough that a batch (~60 ms
+/// for 16 windows here) never holds up for long the exits the loop should see.
+pub const LAUNCH_BATCH: usize = 16;
+
+/// Least time between two rewrites of `state.json` while a run is busy.
+pub const SAVE_EVERY: Duration = Duration::from_millis(250);
 
 impl Driver {
     /// A driver for a run whose `state.json` is `state`. Live workers of a saved state are
@@ -189,6 +198,7 @@ impl Driver {
             rate_limited: HashSet::new(),
             started: Instant::now(),
             registry: crate::providers::Registry::builtin(),
+            pending_launches: std::collections::VecDeque::new(),
         };
         match crate::providers::Registry::load(
             Some(&d.state.project_dir),
@@ -288,6 +298,8 @@ impl Driver {
         // A control message met while coalescing exit wake-ups waits here for its turn.
         let mut deferred: Option<Wake> = None;
         let mut quiet_ticks: u32 = 0;
+        let mut unsaved = false;
+        let mut last_save = Instant::now();
         loop {
             // Adaptive back-off: after a few quiet ticks the period grows to 4× (exits still
             // wake the loop at once through inotify; any message resets it).
@@ -326,10 +338,28 @@ impl Driver {
             }
             last_tick = Instant::now();
             let (inputs, screen) = self.observe(&mut emit);
-            let changed = self.apply_all(inputs, &mut emit) > 0;
+            let mut changed = self.apply_all(inputs, &mut emit) > 0;
+            // Launches beyond one batch go out a batch per turn, so exits stay prompt.
+            if !self.pending_launches.is_empty() {
+                let batch: Vec<(String, u32)> = {
+                    let n = self.pending_launches.len().min(LAUNCH_BATCH);
+                    self.pending_launches.drain(..n).collect()
+                };
+                let inputs = self.launch_many(batch);
+                self.apply_all(inputs, &mut emit);
+                changed = true;
+                last_tick = Instant::now() - self.opts.tick;
+            }
             self.hard_kills();
             if changed {
+                unsaved = true;
+            }
+            // state.json is rewritten at most every SAVE_EVERY (one run of 1000 workers is
+            // megabytes); exit evidence is on disk meanwhile, so nothing is lost.
+            if unsaved && (last_save.elapsed() >= SAVE_EVERY || self.finished) {
                 self.save(&mut emit);
+                unsaved = false;
+                last_save = Instant::now();
             }
             if changed || screen.is_some() || self.rt.last_output_moved {
                 quiet_ticks = 0;
@@ -346,6 +376,9 @@ impl Driver {
             if self.finished && self.opts.exit_when_finished {
                 break;
             }
+        }
+        if unsaved {
+            self.save(&mut emit);
         }
         if !self.state.status.is_final() && self.state.status != crate::domain::RunStatus::Halted {
             // Nobody drives the run now: say so, so `status` and `attach` know to continue it.
@@ -715,7 +748,13 @@ impl Driver {
             if launches.is_empty() {
                 return count;
             }
-            queue.extend(self.launch_many(launches));
+            self.pending_launches.extend(launches);
+            let n = self.pending_launches.len().min(LAUNCH_BATCH);
+            let batch: Vec<(String, u32)> = self.pending_launches.drain(..n).collect();
+            queue.extend(self.launch_many(batch));
+            if !self.pending_launches.is_empty() {
+                return count;
+            }
         }
     }
 
