@@ -135,3 +135,50 @@ fn three_sim_workers_as_child_processes() {
     );
     assert_three_worker_run(tmp.path(), &out, "process");
 }
+
+/// More workers than one launch batch (`driver::LAUNCH_BATCH`), all at once: every one is
+/// launched, recorded with its pane or pid, and completes.
+#[test]
+fn more_workers_than_one_launch_batch_all_run() {
+    let n = crewmux::driver::LAUNCH_BATCH * 2 + 5;
+    let mut team = format!("parallel = {n}\nmax_fix_rounds = 0\n");
+    for i in 0..n {
+        team.push_str(&format!(
+            "\n[[worker]]\nid = \"w{i}\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nmax_attempts = 1\ncommand = [\"sh\", \"-c\", \"sleep 0.3; echo done {i}\"]\n"
+        ));
+    }
+    let mut backends = vec![("process", None)];
+    if tmux_ready("more_workers_than_one_launch_batch_all_run") {
+        backends.push(("tmux", Some(TmuxServer::new("batch"))));
+    }
+    for (backend, server) in backends {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = team_file(tmp.path(), "team.toml", &team);
+        let socket = server
+            .as_ref()
+            .map(|s| s.socket.clone())
+            .unwrap_or_else(|| "unused".into());
+        let out = run_crewmux(
+            tmp.path(),
+            &socket,
+            &[
+                "run",
+                "--team",
+                t.to_str().unwrap(),
+                "--no-clarify",
+                "--headless",
+                "--backend",
+                backend,
+                "many at once",
+            ],
+        );
+        let s = summary(&out);
+        let done = s["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w["status"] == "completed")
+            .count();
+        assert_eq!(done, n, "{backend}: {s}");
+    }
+}

@@ -730,6 +730,7 @@ impl Driver {
     fn apply_all(&mut self, inputs: Vec<Input>, emit: &mut impl FnMut(Update)) -> usize {
         let mut queue: std::collections::VecDeque<Input> = inputs.into();
         let mut count = 0;
+        let mut batches = 0;
         loop {
             // Launches wait until everything observed is applied (so an exit is recorded
             // before the work it frees up starts), then go out in one batch.
@@ -745,16 +746,15 @@ impl Driver {
                     }
                 }
             }
-            if launches.is_empty() {
+            self.pending_launches.extend(launches);
+            if self.pending_launches.is_empty() || batches == 1 {
+                // The rest goes out a batch per turn of the loop.
                 return count;
             }
-            self.pending_launches.extend(launches);
+            batches += 1;
             let n = self.pending_launches.len().min(LAUNCH_BATCH);
             let batch: Vec<(String, u32)> = self.pending_launches.drain(..n).collect();
             queue.extend(self.launch_many(batch));
-            if !self.pending_launches.is_empty() {
-                return count;
-            }
         }
     }
 
