@@ -64,7 +64,7 @@ fn add(provider: &str, label: Option<&str>, expires: Option<&str>) -> Result<i32
     let mut store = Store::open_or_create_default()?;
     let label = store.add(provider, label, key, expires)?;
     let count = store.keys(Some(provider)).len();
-    println!(
+    crate::outln!(
         "added {provider} key `{label}` (reaches workers as {env_var}); {provider} has {count} \
          key{}",
         if count == 1 { "" } else { "s" }
@@ -94,7 +94,7 @@ fn expiry_text(view: &KeyView) -> String {
 
 fn list(provider: Option<&str>) -> Result<i32> {
     let Some(store) = Store::open_default()? else {
-        println!(
+        crate::outln!(
             "no credential store at {}; add a key with `crewmux creds add --provider P`",
             Store::default_path()?.display()
         );
@@ -102,7 +102,7 @@ fn list(provider: Option<&str>) -> Result<i32> {
     };
     let views = store.keys(provider);
     if views.is_empty() {
-        println!(
+        crate::outln!(
             "no keys stored{}",
             provider.map(|p| format!(" for {p}")).unwrap_or_default()
         );
@@ -118,22 +118,26 @@ fn list(provider: Option<&str>) -> Result<i32> {
     for v in &views {
         if current != Some(v.provider.as_str()) {
             current = Some(&v.provider);
-            println!(
+            crate::outln!(
                 "{} ({}, {})",
                 v.provider,
                 v.env_var.unwrap_or("no variable"),
                 v.strategy
             );
-            println!(
+            crate::outln!(
                 "  {:<6} {:<label_w$} {:<5} {:>6}  {:<17}  EXPIRES",
-                "ACTIVE", "LABEL", "KEY", "USES", "LAST USED"
+                "ACTIVE",
+                "LABEL",
+                "KEY",
+                "USES",
+                "LAST USED"
             );
         }
         let last = v
             .last_used
             .map(|t| t.format("%Y-%m-%d %H:%MZ").to_string())
             .unwrap_or_else(|| "never".into());
-        println!(
+        crate::outln!(
             "  {:<6} {:<label_w$} {:<5} {:>6}  {:<17}  {}",
             if v.active { "*" } else { "" },
             v.label,
@@ -159,7 +163,7 @@ fn list(provider: Option<&str>) -> Result<i32> {
 fn remove(provider: &str, label: &str) -> Result<i32> {
     let mut store = open_existing()?;
     store.remove(provider, label)?;
-    println!(
+    crate::outln!(
         "removed {provider} key `{label}`; {} left",
         store.keys(Some(provider)).len()
     );
@@ -188,11 +192,13 @@ fn rotate(provider: Option<&str>, strategy: Option<&str>) -> Result<i32> {
         match strategy {
             Some(s) => {
                 store.set_strategy(name, s)?;
-                println!("{name}: strategy {s}");
+                crate::outln!("{name}: strategy {s}");
             }
             None => match store.rotate(name)? {
-                Some(label) => println!("{name}: active key is now `{label}`"),
-                None => println!("{name}: every key has expired; add one with `crewmux creds add`"),
+                Some(label) => crate::outln!("{name}: active key is now `{label}`"),
+                None => {
+                    crate::outln!("{name}: every key has expired; add one with `crewmux creds add`")
+                }
             },
         }
     }

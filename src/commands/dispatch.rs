@@ -21,9 +21,9 @@ pub fn run(args: DispatchArgs) -> Result<i32> {
     let team = resolve(&opts)?;
     if args.json {
         let text = serde_json::to_string_pretty(&team).map_err(|e| Error::Other(e.to_string()))?;
-        println!("{text}");
+        crate::outln!("{text}");
     } else {
-        print!("{}", render(&team));
+        crate::out!("{}", render(&team));
     }
     Ok(0)
 }

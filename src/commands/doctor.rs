@@ -58,19 +58,19 @@ pub fn run(args: DoctorArgs) -> Result<i32> {
     let project = args.common.project.clone();
     let r = report(project.as_deref(), &EnvSnapshot::current())?;
     if args.json {
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&r)
                 .map_err(|e| crate::error::Error::Other(e.to_string()))?
         );
     } else {
-        print!("{}", render(&r));
+        crate::out!("{}", render(&r));
     }
     for line in credential_notes() {
         if args.json {
             eprintln!("crewmux: {line}");
         } else {
-            println!("{line}");
+            crate::outln!("{line}");
         }
     }
     Ok(if r.ok { 0 } else { 1 })

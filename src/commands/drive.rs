@@ -94,7 +94,7 @@ pub fn drive_headless(store: RunStore, state: RunState, opts: DriverOptions) -> 
     let final_state = handle
         .join()
         .map_err(|_| Error::Other("the driver thread panicked".into()))??;
-    println!(
+    crate::outln!(
         "{}",
         serde_json::to_string_pretty(&super::summary::summary(&final_state))
             .map_err(|e| Error::Other(e.to_string()))?

@@ -41,14 +41,14 @@ pub fn status(args: StatusArgs) -> Result<i32> {
     let store = RunStore::open(&project, Some(run))?;
     let state = reconcile(&store)?;
     if args.json {
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&super::summary::summary(&state))
                 .map_err(|e| Error::Other(e.to_string()))?
         );
         return Ok(0);
     }
-    print!("{}", status_text(&state, store.is_driven()?));
+    crate::out!("{}", status_text(&state, store.is_driven()?));
     Ok(0)
 }
 
@@ -145,22 +145,25 @@ fn list_runs(project: &std::path::Path, json: bool) -> Result<i32> {
                 Err((id, e)) => serde_json::json!({"run_id": id, "error": e}),
             })
             .collect();
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&list).unwrap_or_default()
         );
         return Ok(0);
     }
     if rows.is_empty() {
-        println!(
+        crate::outln!(
             "no runs under {}",
             crate::store::runs_root(project).display()
         );
         return Ok(0);
     }
-    println!(
+    crate::outln!(
         "{:<22} {:<10} {:<12} {:<10} PROBLEM",
-        "RUN", "STATUS", "STAGE", "COUNCIL"
+        "RUN",
+        "STATUS",
+        "STAGE",
+        "COUNCIL"
     );
     for r in rows {
         match r {
@@ -170,7 +173,7 @@ fn list_runs(project: &std::path::Path, json: bool) -> Result<i32> {
                     s.status = RunStatus::Detached;
                 }
                 let problem: String = s.problem.chars().take(60).collect();
-                println!(
+                crate::outln!(
                     "{:<22} {:<10} {:<12} {:<10} {}",
                     s.run_id,
                     s.status.as_str(),
@@ -179,7 +182,7 @@ fn list_runs(project: &std::path::Path, json: bool) -> Result<i32> {
                     problem
                 );
             }
-            Err((id, e)) => println!("{id:<22} unreadable: {e}"),
+            Err((id, e)) => crate::outln!("{id:<22} unreadable: {e}"),
         }
     }
     Ok(0)
@@ -370,7 +373,7 @@ pub fn attach(args: AttachArgs, resume: bool) -> Result<i32> {
             state.run_id,
             state.status.as_str()
         );
-        print!("{}", status_text(&state, false));
+        crate::out!("{}", status_text(&state, false));
         return Ok(super::summary::exit_code(&state));
     }
     if args.headless || !std::io::stdout().is_terminal() {

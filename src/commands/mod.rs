@@ -11,6 +11,37 @@ pub mod plan;
 pub mod run;
 pub mod summary;
 
+/// `println!` for command output on stdout that ends the process quietly (exit 0) when the
+/// reader has gone away (`crewmux status | head`), instead of panicking on EPIPE.
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::commands::write_out(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` counterpart of [`outln!`].
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::commands::write_out(&format!($($arg)*))
+    };
+}
+
+/// Write `text` to stdout; a closed pipe ends the process with exit 0.
+pub fn write_out(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|_| stdout.flush())
+    {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+    }
+}
+
 use crate::cli::{Cli, Command};
 use crate::error::Result;
 

@@ -171,7 +171,11 @@ pub fn skeptic(input: &CouncilInput<'_>) -> CriticVerdict {
             ));
         }
     }
-    let pass_summary = format!("{judged} results judged; {with_evidence} cite evidence");
+    let pass_summary = format!(
+        "{judged} result{} judged; {with_evidence} cite{} evidence",
+        if judged == 1 { "" } else { "s" },
+        if with_evidence == 1 { "s" } else { "" }
+    );
     let evidence_share = if judged == 0 {
         0.0
     } else {
@@ -302,9 +306,10 @@ pub fn evidence_completeness(input: &CouncilInput<'_>) -> CriticVerdict {
             }
         }
     }
+    let n = input.workers.len();
     let pass_summary = format!(
-        "{} workers completed; every result cites evidence",
-        input.workers.len()
+        "{n} worker{} completed; every result cites evidence",
+        if n == 1 { "" } else { "s" }
     );
     verdict(
         EVIDENCE_COMPLETENESS,

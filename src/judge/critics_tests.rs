@@ -69,7 +69,7 @@ fn skeptic_passes_a_result_with_evidence_on_the_problem() {
     assert_eq!(v.verdict, Verdict::Pass, "{v:?}");
     assert_eq!(v.critic, SKEPTIC);
     assert_eq!(v.confidence, 0.9);
-    assert_eq!(v.findings, vec!["1 results judged; 1 cite evidence"]);
+    assert_eq!(v.findings, vec!["1 result judged; 1 cites evidence"]);
 }
 
 #[test]
