@@ -77,12 +77,14 @@ impl Behaviour {
     }
 }
 
-/// The persona named on the prompt's first `You are` line, else `agent`.
+/// Who the agent is: a `Role:` line of the prompt, else the worker id crewmux gives it
+/// (`$CREWMUX_WORKER`), else `agent`.
 fn role_of(prompt: &str) -> String {
     prompt
         .lines()
         .find_map(|l| l.trim().strip_prefix("Role:").map(|r| r.trim().to_string()))
         .filter(|r| !r.is_empty())
+        .or_else(|| std::env::var("CREWMUX_WORKER").ok().filter(|w| !w.is_empty()))
         .unwrap_or_else(|| "agent".to_string())
 }
 
