@@ -84,7 +84,11 @@ fn role_of(prompt: &str) -> String {
         .lines()
         .find_map(|l| l.trim().strip_prefix("Role:").map(|r| r.trim().to_string()))
         .filter(|r| !r.is_empty())
-        .or_else(|| std::env::var("CREWMUX_WORKER").ok().filter(|w| !w.is_empty()))
+        .or_else(|| {
+            std::env::var("CREWMUX_WORKER")
+                .ok()
+                .filter(|w| !w.is_empty())
+        })
         .unwrap_or_else(|| "agent".to_string())
 }
 
