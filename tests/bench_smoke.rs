@@ -21,7 +21,14 @@ fn every_benchmark_scenario_runs_at_small_size() {
     // Correctness figures hold at any size and any machine load.
     assert_eq!(by("exits missed").value, 0.0);
     assert_eq!(by("wrong exit codes").value, 0.0);
-    assert!(by("headless").ok, "{:?}", by("headless"));
+    // Every headless worker completed (its wall time is a figure, not a test: CI is noisy).
+    let headless = by("headless");
+    assert!(
+        headless
+            .name
+            .contains(&format!("({} completed)", cfg.headless_workers)),
+        "{headless:?}"
+    );
     // The naive baseline spawns one tmux process per worker per 250 ms; crewmux a bounded
     // few per second whatever the number of workers.
     let procs = by("tmux processes spawned per second (idle)");
