@@ -584,9 +584,15 @@ impl Driver {
                 continue;
             };
             let news = watch.read_log();
-            if news.lines.iter().any(|l| {
-                crate::creds::rate_limit_matches(&crate::launch::strip_ansi(l), &self.rate_limit)
-            }) {
+            // Only a credential store can rotate keys: without one, lines are not scanned.
+            if self.creds.is_some()
+                && news.lines.iter().any(|l| {
+                    crate::creds::rate_limit_matches(
+                        &crate::launch::strip_ansi(l),
+                        &self.rate_limit,
+                    )
+                })
+            {
                 self.rate_limited.insert(t.worker.clone());
             }
             if news.grew {
@@ -1030,7 +1036,7 @@ fn without_protocol_lines(screen: &str) -> String {
         .filter(|l| {
             let clean = crate::launch::strip_ansi(l);
             let t = clean.trim_start();
-            !t.starts_with("__CREWMUX_EXIT_") && !t.starts_with(crate::sim::ASK_PREFIX)
+            !t.starts_with(crate::launch::MARKER_PREFIX) && !t.starts_with(crate::sim::ASK_PREFIX)
         })
         .collect::<Vec<_>>()
         .join("\n")

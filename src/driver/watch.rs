@@ -95,7 +95,11 @@ impl Watch {
         news.grew = true;
         let lines = self.scanner.feed(&buf, &self.nonce);
         for line in &lines {
-            let clean = strip_ansi(line);
+            let clean = if line.contains(ASK_PREFIX) {
+                strip_ansi(line)
+            } else {
+                String::new()
+            };
             if let Some(q) = clean.trim().strip_prefix(ASK_PREFIX) {
                 if !self.catching_up {
                     news.question = Some(q.trim().to_string());

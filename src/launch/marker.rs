@@ -2,27 +2,23 @@
 //! and ANSI escapes (TMUX-NOTES "Wrapper shape that works"). Another nonce, or the right
 //! marker inside a longer line, is never an exit.
 
-use std::sync::OnceLock;
+/// The start of every exit-marker line.
+pub const MARKER_PREFIX: &str = "__CREWMUX_EXIT_";
 
-use regex::Regex;
-
-fn ansi_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-            .expect("valid regex")
-    })
-}
-
-/// Remove ANSI CSI/OSC/ESC sequences and carriage returns.
+/// Remove ANSI escape sequences (the `strip-ansi-escapes` crate, as `judge::clean_text`)
+/// and carriage returns.
 pub fn strip_ansi(text: &str) -> String {
-    ansi_re().replace_all(text, "").replace('\r', "")
+    strip_ansi_escapes::strip_str(text).replace('\r', "")
 }
 
 /// Parse one line as this nonce's marker.
 fn parse_line(line: &str, nonce: &str) -> Option<i32> {
+    // Most lines are not markers: skip them before paying for the ANSI strip.
+    if !line.contains(MARKER_PREFIX) {
+        return None;
+    }
     let clean = strip_ansi(line);
-    let rest = clean.strip_prefix("__CREWMUX_EXIT_")?;
+    let rest = clean.strip_prefix(MARKER_PREFIX)?;
     let rest = rest.strip_prefix(nonce)?;
     let code = rest.strip_prefix("__:")?;
     if code.is_empty() || !code.bytes().all(|b| b.is_ascii_digit()) || code.len() > 3 {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use marker::{find_marker, strip_ansi, MarkerScanner};
+pub use marker::{find_marker, strip_ansi, MarkerScanner, MARKER_PREFIX};
 
 use crate::error::{Error, Result};
 use crate::store::write_replace;
