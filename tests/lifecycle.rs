@@ -280,10 +280,10 @@ fn a_sigkilled_dashboard_loses_nothing_and_attach_finishes_the_run() {
     for (backend, server) in backends("sigkill") {
         let tmp = tempfile::tempdir().unwrap();
         let t = team_file(tmp.path(), "team.toml", SLOW_SIM);
-        let mut child = crewmux()
-            .current_dir(tmp.path())
-            .env("CREWMUX_TMUX_SOCKET", socket(&server))
-            .args([
+        let mut child = spawn_crewmux(
+            tmp.path(),
+            &socket(&server),
+            &[
                 "run",
                 "--team",
                 t.to_str().unwrap(),
@@ -292,11 +292,8 @@ fn a_sigkilled_dashboard_loses_nothing_and_attach_finishes_the_run() {
                 "--backend",
                 backend,
                 "kill the dashboard",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            ],
+        );
         wait_running(tmp.path(), 2);
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
@@ -334,10 +331,10 @@ fn a_killed_tmux_server_crashes_its_workers_and_retries_start_a_new_one() {
     let server = TmuxServer::new("killsrv");
     let tmp = tempfile::tempdir().unwrap();
     let t = team_file(tmp.path(), "team.toml", SLOW_SIM);
-    let child = crewmux()
-        .current_dir(tmp.path())
-        .env("CREWMUX_TMUX_SOCKET", &server.socket)
-        .args([
+    let child = spawn_crewmux(
+        tmp.path(),
+        &server.socket,
+        &[
             "run",
             "--team",
             t.to_str().unwrap(),
@@ -346,11 +343,8 @@ fn a_killed_tmux_server_crashes_its_workers_and_retries_start_a_new_one() {
             "--backend",
             "tmux",
             "kill the server",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        ],
+    );
     wait_running(tmp.path(), 2);
     std::thread::sleep(Duration::from_millis(500));
     server.kill();
@@ -433,9 +427,10 @@ fn a_corrupt_state_file_is_reported_and_left_untouched() {
 fn a_second_process_cannot_drive_a_run_that_is_driven() {
     let tmp = tempfile::tempdir().unwrap();
     let t = team_file(tmp.path(), "team.toml", SLOW_SIM);
-    let first = crewmux()
-        .current_dir(tmp.path())
-        .args([
+    let first = spawn_crewmux(
+        tmp.path(),
+        "unused",
+        &[
             "run",
             "--team",
             t.to_str().unwrap(),
@@ -444,11 +439,8 @@ fn a_second_process_cannot_drive_a_run_that_is_driven() {
             "--backend",
             "process",
             "two drivers",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        ],
+    );
     let runs = tmp.path().join(".crewmux/runs");
     assert!(wait_for(
         || std::fs::read_dir(&runs)
@@ -472,10 +464,10 @@ fn cancel_from_another_process_stops_every_worker() {
     for (backend, server) in backends("cancel") {
         let tmp = tempfile::tempdir().unwrap();
         let t = team_file(tmp.path(), "team.toml", SLOW_SIM);
-        let child = crewmux()
-            .current_dir(tmp.path())
-            .env("CREWMUX_TMUX_SOCKET", socket(&server))
-            .args([
+        let child = spawn_crewmux(
+            tmp.path(),
+            &socket(&server),
+            &[
                 "run",
                 "--team",
                 t.to_str().unwrap(),
@@ -484,11 +476,8 @@ fn cancel_from_another_process_stops_every_worker() {
                 "--backend",
                 backend,
                 "cancel me",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            ],
+        );
         wait_running(tmp.path(), 2);
         let id = only_run_dir(tmp.path())
             .file_name()

@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -51,10 +50,10 @@ fn a_prompt_on_screen_makes_the_worker_wait_and_the_answer_reaches_it() {
             .unwrap_or_else(|| "unused".into());
         let tmp = tempfile::tempdir().unwrap();
         let team = team_file(tmp.path(), "team.toml", TEAM);
-        let child = crewmux()
-            .current_dir(tmp.path())
-            .env("CREWMUX_TMUX_SOCKET", &sock)
-            .args([
+        let child = spawn_crewmux(
+            tmp.path(),
+            &sock,
+            &[
                 "run",
                 "--team",
                 team.to_str().unwrap(),
@@ -63,11 +62,8 @@ fn a_prompt_on_screen_makes_the_worker_wait_and_the_answer_reaches_it() {
                 "--backend",
                 backend,
                 "trust prompt",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+            ],
+        );
         let end = Instant::now() + Duration::from_secs(20);
         let mut spinner_waited = false;
         loop {

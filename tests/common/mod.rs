@@ -76,7 +76,13 @@ pub const COMMAND_LIMIT: std::time::Duration = std::time::Duration::from_secs(12
 /// Run crewmux in `project` with `socket`; returns its output. Killed (and the test
 /// failed) after [`COMMAND_LIMIT`], so a hang never wedges the suite.
 pub fn run_crewmux(project: &Path, socket: &str, args: &[&str]) -> Output {
-    let child = crewmux()
+    wait_limited(spawn_crewmux(project, socket, args), args)
+}
+
+/// Start crewmux in `project` with `socket` in the background (stdin null, output piped);
+/// finish it with [`wait_limited`].
+pub fn spawn_crewmux(project: &Path, socket: &str, args: &[&str]) -> std::process::Child {
+    crewmux()
         .current_dir(project)
         .env("CREWMUX_TMUX_SOCKET", socket)
         .args(args)
@@ -84,8 +90,7 @@ pub fn run_crewmux(project: &Path, socket: &str, args: &[&str]) -> Output {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .expect("crewmux runs");
-    wait_limited(child, args)
+        .expect("crewmux runs")
 }
 
 /// Wait for `child` at most [`COMMAND_LIMIT`]; kill it and panic past that.
