@@ -327,12 +327,7 @@ pub(super) fn on_council(
             ),
         );
     }
-    fx.event(
-        "council",
-        None,
-        "engine",
-        format!("council {}", status.as_str()),
-    );
+    fx.event("council", None, "engine", status.as_str());
     let failing: Vec<String> = council
         .verdicts
         .iter()
