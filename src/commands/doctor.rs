@@ -1,8 +1,9 @@
 //! `crewmux doctor [--json]`: tmux (present, version ≥ 3.0) and every provider (on PATH,
 //! version, auth state, install hint), then one readiness line.
 //!
-//! Exit code: 0 when at least one real agent CLI is usable (installed and not known to be
-//! logged out), 1 otherwise. tmux is reported but does not decide the exit code: without it
+//! The project whose `.crewmux/providers.toml` is read is `--project`, else the current
+//! directory (as for `dispatch`). Exit code: 0 when at least one real agent CLI is usable
+//! (installed and not known to be logged out), 1 otherwise. tmux is reported but does not decide the exit code: without it
 //! (or below 3.0) workers run on the process backend. Every probe runs in its own thread
 //! with its own timeout (`auth.timeout_ms` of the provider, 5 s for versions), so a hanging
 //! CLI delays doctor by at most its timeout.
@@ -55,8 +56,12 @@ pub fn report(project: Option<&std::path::Path>, env: &EnvSnapshot) -> Result<Do
 
 /// Run the command; returns the exit code.
 pub fn run(args: DoctorArgs) -> Result<i32> {
-    let project = args.common.project.clone();
-    let r = report(project.as_deref(), &EnvSnapshot::current())?;
+    // Like `dispatch` and `run`: the project is the current directory unless given.
+    let project = match args.common.project.clone() {
+        Some(p) => p,
+        None => std::env::current_dir()?,
+    };
+    let r = report(Some(&project), &EnvSnapshot::current())?;
     if args.json {
         crate::outln!(
             "{}",
@@ -153,6 +158,14 @@ pub fn render(r: &DoctorReport) -> String {
             },
             detail
         ));
+    }
+    for h in &r.providers {
+        if h.auth == crate::providers::AuthState::Keyless && h.installed {
+            out.push_str(&format!(
+                "warning: {} has auth = \"none\": no key is checked, so it works only against a keyless endpoint (set in [providers.{}])\n",
+                h.provider, h.provider
+            ));
+        }
     }
     let agents = r
         .providers

@@ -36,6 +36,7 @@
 
 mod env_vars;
 mod file;
+mod index;
 mod model;
 mod passphrase;
 mod rate_limit;
@@ -48,6 +49,7 @@ mod view;
 pub use secrecy::SecretString;
 
 pub use env_vars::{key_var, known_providers, require_key_var, PROVIDER_KEY_VARS};
+pub use index::{CredentialIndex, IndexEntry, INDEX_FILE};
 pub use model::{fnv1a_32, Strategy};
 pub use passphrase::{passphrase_from_env_or_prompt, PASSPHRASE_ENV};
 pub use rate_limit::{rate_limit_matches, RateLimitPatterns, DEFAULT_RATE_LIMIT_PATTERNS};

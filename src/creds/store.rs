@@ -169,6 +169,7 @@ impl Store {
                 e.column()
             ),
         })?;
+        super::index::refresh(&self.path, &self.data);
         Ok(true)
     }
 
@@ -201,6 +202,7 @@ impl Store {
                 .get_or_insert_with(|| SealKey::fresh(&self.passphrase));
             file::write_atomic(&self.path, &seal::seal(&json, key))?;
             self.data = data;
+            super::index::refresh(&self.path, &self.data);
         }
         Ok(out)
     }

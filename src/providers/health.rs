@@ -1,7 +1,7 @@
 //! Provider health: on PATH, version, auth state; probes run in parallel, each killed (its
 //! whole process group) at its timeout so that a hanging CLI never hangs the caller.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::LazyLock;
 use std::time::Duration;
 
@@ -10,7 +10,7 @@ use serde::Serialize;
 
 pub use super::auth::classify_probe;
 pub use super::run::{run_with_timeout, ProbeOutput};
-use super::spec::{ProviderKind, ProviderSpec, Registry, Unproven};
+use super::spec::{ProviderKind, ProviderSpec, Registry};
 use super::EnvSnapshot;
 
 /// Default auth probe timeout, ms.
@@ -26,6 +26,8 @@ pub enum AuthState {
     Authenticated,
     NotAuthenticated,
     Unknown,
+    /// `auth = "none"`: a keyless endpoint, nothing checked (usable, with a warning).
+    Keyless,
 }
 
 impl AuthState {
@@ -34,6 +36,7 @@ impl AuthState {
             AuthState::Authenticated => "authenticated",
             AuthState::NotAuthenticated => "not-authenticated",
             AuthState::Unknown => "unknown",
+            AuthState::Keyless => "keyless",
         }
     }
 }
@@ -53,7 +56,10 @@ pub struct ProviderHealth {
 }
 
 impl ProviderHealth {
-    /// Installed and not known to be logged out (an `unknown` auth may still work).
+    /// Whether a launch may go to this provider: installed and not known to be logged out
+    /// (an `unknown` auth may still work). The auth state comes from
+    /// [`super::usable::auth_state`], which sees every source a launch gives the CLI; doctor
+    /// and routing both decide with this one function.
     pub fn usable(&self) -> bool {
         self.installed && self.auth != AuthState::NotAuthenticated
     }
@@ -69,6 +75,7 @@ impl ProviderHealth {
                 AuthState::Authenticated => "ready",
                 AuthState::NotAuthenticated => "not-authenticated",
                 AuthState::Unknown => "auth-unknown",
+                AuthState::Keyless => "ready-keyless",
             }
         }
     }
@@ -136,78 +143,10 @@ pub fn probe(
             h.version = parse_version(&out.output);
         }
     }
-    let (auth, detail) = auth_state(spec, &path, env, opts);
+    let (auth, detail) = super::usable::auth_state(name, spec, &path, env, opts);
     h.auth = auth;
     h.auth_detail = detail;
     h
-}
-
-fn auth_state(
-    spec: &ProviderSpec,
-    path: &Path,
-    env: &EnvSnapshot,
-    opts: &ProbeOptions,
-) -> (AuthState, String) {
-    let a = &spec.auth;
-    if let Some(var) = a
-        .env_any
-        .iter()
-        .find(|v| env.get(v).is_some_and(|x| !x.is_empty()))
-    {
-        return (AuthState::Authenticated, format!("${var} is set"));
-    }
-    if !a.probe.is_empty() {
-        let timeout = opts.auth_timeout.unwrap_or(Duration::from_millis(
-            a.timeout_ms.unwrap_or(DEFAULT_AUTH_TIMEOUT_MS),
-        ));
-        match run_with_timeout(path, &a.probe, env, timeout) {
-            Ok(out) if out.timed_out => {
-                return (
-                    AuthState::Unknown,
-                    format!(
-                        "`{} {}` timed out after {} ms",
-                        spec.binary,
-                        a.probe.join(" "),
-                        timeout.as_millis()
-                    ),
-                )
-            }
-            Ok(out) => {
-                let (state, detail) =
-                    classify_probe(out.exit_code, &out.output, &a.not_patterns, &a.ok_patterns);
-                if state != AuthState::NotAuthenticated || a.files_any.is_empty() {
-                    return (state, detail);
-                }
-            }
-            Err(e) => {
-                return (
-                    AuthState::Unknown,
-                    format!("auth probe failed to start: {e}"),
-                )
-            }
-        }
-    }
-    let home = env.get("HOME").unwrap_or("");
-    for f in &a.files_any {
-        let p = match f.strip_prefix("~/") {
-            Some(rest) => Path::new(home).join(rest),
-            None => PathBuf::from(f),
-        };
-        if p.exists() {
-            return (AuthState::Authenticated, format!("stored login {f}"));
-        }
-    }
-    let mut proofs: Vec<String> = a.env_any.iter().map(|v| format!("${v}")).collect();
-    proofs.extend(a.files_any.iter().cloned());
-    let detail = if proofs.is_empty() {
-        "nothing to check".to_string()
-    } else {
-        format!("none of {}", proofs.join(", "))
-    };
-    match a.unproven {
-        Unproven::Not => (AuthState::NotAuthenticated, detail),
-        Unproven::Unknown => (AuthState::Unknown, detail),
-    }
 }
 
 /// First `N.N[.N][suffix]` in a version output.

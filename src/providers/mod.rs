@@ -15,6 +15,7 @@ pub mod launch;
 pub mod prompt;
 pub mod run;
 pub mod spec;
+pub mod usable;
 
 pub use health::{AuthState, ProbeOptions, ProviderHealth, TmuxHealth};
 pub use spec::{PromptVia, ProviderKind, ProviderSpec, Registry, MODEL_ROLES};
@@ -84,6 +85,11 @@ impl EnvSnapshot {
 
     pub fn get(&self, key: &str) -> Option<&str> {
         self.vars.get(key).map(String::as_str)
+    }
+
+    /// `(name, value)` pairs in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
     pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>) {

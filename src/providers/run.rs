@@ -18,8 +18,8 @@ pub struct ProbeOutput {
     pub timed_out: bool,
 }
 
-/// Run `program args` with stdin closed, a private process group and `PATH`/`HOME` from
-/// `env`; kill the group with SIGKILL at `timeout`. Errors: the program cannot be started.
+/// Run `program args` with stdin closed, a private process group and every variable of
+/// `env` set (over the inherited environment); kill the group with SIGKILL at `timeout`. Errors: the program cannot be started.
 pub fn run_with_timeout(
     program: &Path,
     args: &[String],
@@ -33,11 +33,7 @@ pub fn run_with_timeout(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    for key in ["PATH", "HOME"] {
-        if let Some(v) = env.get(key) {
-            cmd.env(key, v);
-        }
-    }
+    cmd.envs(env.iter());
     let mut child = cmd.spawn()?;
     let pid = child.id();
     let mut out = child.stdout.take().expect("piped");

@@ -50,10 +50,17 @@ pub enum Unproven {
     Unknown,
 }
 
-/// How to tell whether a CLI is logged in (see `health::classify_probe` for the rules).
+/// How to tell whether a CLI is logged in (see `usable::auth_state` for the order of the
+/// rules and `health::classify_probe` for the probe's). In a providers file this is either
+/// a table of the fields below or the word `"none"` (a keyless local endpoint: see
+/// [`AuthSpec::keyless`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuthSpec {
+    /// `auth = "none"`: the CLI talks to an endpoint that needs no key (a local model
+    /// server). Always usable; doctor warns that nothing was checked.
+    #[serde(skip_deserializing)]
+    pub keyless: bool,
     /// A set, non-empty variable among these proves auth.
     pub env_any: Vec<String>,
     /// Args (after the binary) of a status command, run with `timeout_ms`.
@@ -83,6 +90,7 @@ pub struct ProviderSpec {
     /// Added where `{model_args}` stands (or at the end) when a model is chosen.
     pub model_args: Vec<String>,
     pub version_args: Vec<String>,
+    #[serde(deserialize_with = "auth_table_or_none")]
     pub auth: AuthSpec,
     pub install_hint: String,
     /// Environment set for every attempt.
@@ -123,6 +131,34 @@ impl ProviderSpec {
     pub fn waiting_regexes(&self) -> Vec<Regex> {
         compile_all(&self.waiting_patterns)
     }
+}
+
+/// `auth` is a table of [`AuthSpec`] fields or the word `"none"`.
+fn auth_table_or_none<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<AuthSpec, D::Error> {
+    use serde::de::{self, MapAccess, Visitor};
+    struct TableOrNone;
+    impl<'de> Visitor<'de> for TableOrNone {
+        type Value = AuthSpec;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a table of auth fields, or \"none\" for a keyless endpoint")
+        }
+        fn visit_str<E: de::Error>(self, s: &str) -> std::result::Result<AuthSpec, E> {
+            if s == "none" {
+                Ok(AuthSpec {
+                    keyless: true,
+                    ..AuthSpec::default()
+                })
+            } else {
+                Err(E::invalid_value(de::Unexpected::Str(s), &self))
+            }
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<AuthSpec, A::Error> {
+            AuthSpec::deserialize(de::value::MapAccessDeserializer::new(map))
+        }
+    }
+    d.deserialize_any(TableOrNone)
 }
 
 fn compile_all(patterns: &[String]) -> Vec<Regex> {

@@ -193,7 +193,7 @@ pub fn choose(
             score += W_DOMAIN;
             why.push(format!("fits {domain}"));
         }
-        if h.auth == AuthState::Authenticated {
+        if matches!(h.auth, AuthState::Authenticated | AuthState::Keyless) {
             score += W_AUTHENTICATED;
             why.push(format!("authenticated ({})", h.auth_detail));
         } else {
