@@ -58,5 +58,42 @@ pub fn render(t: &ResolvedTeam) -> String {
     for c in &t.checks {
         out.push_str(&format!("check {:<12} {}\n", c.id, c.command.join(" ")));
     }
+    out.push_str(&levels(t));
+    out
+}
+
+/// The levels of the team's graph: which workers start together (at most `parallel` at
+/// once) and whom each waiting one waits for.
+pub fn levels(t: &ResolvedTeam) -> String {
+    let nodes: Vec<(&str, Vec<&str>)> = t
+        .workers
+        .iter()
+        .map(|w| (w.id.as_str(), w.after.iter().map(String::as_str).collect()))
+        .collect();
+    let levels = crate::engine::graph::levels(&nodes);
+    let mut out = format!(
+        "\nflow ({} level{}, parallel {}):\n",
+        levels.len(),
+        if levels.len() == 1 { "" } else { "s" },
+        t.parallel
+    );
+    for (n, ids) in levels.iter().enumerate() {
+        let names: Vec<String> = ids
+            .iter()
+            .map(|id| {
+                let w = t.workers.iter().find(|w| &w.id == id).expect("a worker");
+                if w.after.is_empty() {
+                    id.clone()
+                } else {
+                    let run = match w.on_upstream_failure {
+                        crate::domain::UpstreamPolicy::Run => ", runs if one fails",
+                        crate::domain::UpstreamPolicy::Skip => "",
+                    };
+                    format!("{id} (after {}{run})", w.after.join(", "))
+                }
+            })
+            .collect();
+        out.push_str(&format!("  {}. {}\n", n + 1, names.join(", ")));
+    }
     out
 }

@@ -3,6 +3,7 @@
 
 pub mod clarification;
 pub mod council;
+pub mod flow;
 pub mod run;
 pub mod stage;
 pub mod team;
@@ -10,6 +11,7 @@ pub mod worker;
 
 pub use clarification::{ClarificationGate, ClarificationState};
 pub use council::{council_status, Council, CouncilStatus, CriticVerdict, Verdict};
+pub use flow::{FlowState, UpstreamPolicy};
 pub use run::{BackendKind, RunEvent, RunState, RunStatus, SCHEMA_VERSION};
 pub use stage::Stage;
 pub use team::{AgentSpec, CheckSpec, CriticSpec, TeamSpec, WorkerSpec};

@@ -49,6 +49,12 @@ pub struct CriticSpec {
     pub prompt: Option<String>,
     #[serde(default)]
     pub timeout_s: Option<u64>,
+    /// Critic (or worker) ids this critic waits for: it starts only when every one of them has ended.
+    #[serde(default)]
+    pub after: Vec<String>,
+    /// What happens when one of `after` ends other than `completed`; default `skip`.
+    #[serde(default)]
+    pub on_upstream_failure: Option<super::UpstreamPolicy>,
 }
 
 /// An agent other than a team worker (the `[fixer]` table).
@@ -105,6 +111,12 @@ pub struct WorkerSpec {
     pub artifacts: Vec<String>,
     #[serde(default)]
     pub cwd: Option<PathBuf>,
+    /// Worker ids this worker waits for: it starts only when every one of them has ended.
+    #[serde(default)]
+    pub after: Vec<String>,
+    /// What happens when one of `after` ends other than `completed`; default `skip`.
+    #[serde(default)]
+    pub on_upstream_failure: Option<super::UpstreamPolicy>,
 }
 
 /// One `[[check]]`: a council check command; exit 0 → pass, else fail.

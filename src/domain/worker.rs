@@ -26,6 +26,9 @@ pub enum WorkerStatus {
     Crashed,
     /// Skipped, with a reason.
     NotRun,
+    /// Not started because a worker it waits for (`after`) did not complete; the reason
+    /// says which (`upstream <id> <status>`). Never retried.
+    Skipped,
 }
 
 impl WorkerStatus {
@@ -39,6 +42,7 @@ impl WorkerStatus {
                 | WorkerStatus::Cancelled
                 | WorkerStatus::Crashed
                 | WorkerStatus::NotRun
+                | WorkerStatus::Skipped
         )
     }
 
@@ -62,6 +66,7 @@ impl WorkerStatus {
             WorkerStatus::Cancelled => "cancelled",
             WorkerStatus::Crashed => "crashed",
             WorkerStatus::NotRun => "not-run",
+            WorkerStatus::Skipped => "skipped",
         }
     }
 }
@@ -155,6 +160,9 @@ pub struct WorkerState {
     pub cwd: Option<PathBuf>,
     #[serde(default)]
     pub order: u32,
+    /// Dependencies, stall detection, retry back-off and the rate-limit mark.
+    #[serde(default)]
+    pub flow: super::FlowState,
 }
 
 /// One row per attempt in the run state (the okstra seed's `workerDispatches`).

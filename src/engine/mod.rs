@@ -2,6 +2,9 @@
 //! No tokio, tmux, clock or filesystem here: the driver feeds inputs (observed exits,
 //! output activity, user answers, timer ticks) and carries out the effects.
 
+pub mod graph;
+#[cfg(test)]
+mod graph_tests;
 mod lifecycle;
 mod stages;
 #[cfg(test)]

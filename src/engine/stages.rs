@@ -162,18 +162,11 @@ fn stage_done(state: &RunState) -> bool {
         .all(|w| w.status.is_terminal())
 }
 
-/// Start pending workers of the current stage and round, in `order`, within `parallel`.
+/// Start pending workers of the current stage and round whose upstreams ended (see
+/// `graph`), in `order`, within `parallel`.
 fn launch_pending(state: &mut RunState, fx: &mut Effects) {
     let mut slots = state.parallel.max(1).saturating_sub(live_count(state));
-    let (stage, round) = (state.stage, state.fix_round);
-    let mut ready: Vec<usize> = state
-        .workers
-        .iter()
-        .enumerate()
-        .filter(|(_, w)| w.stage == stage && w.round == round && w.status == WorkerStatus::Pending)
-        .map(|(i, _)| i)
-        .collect();
-    ready.sort_by_key(|&i| (state.workers[i].order, i));
+    let ready = super::graph::launchable(state, fx);
     for i in ready {
         if slots == 0 {
             break;
@@ -187,6 +180,8 @@ fn launch_pending(state: &mut RunState, fx: &mut Effects) {
         w.ended_at = None;
         w.pane_id = None;
         w.pid = None;
+        w.flow.retry_at = None;
+        w.flow.rate_limited = None;
         fx.push(Effect::Launch {
             worker: w.id.clone(),
             attempt: w.attempt,
@@ -239,6 +234,8 @@ fn add_checks(state: &mut RunState) {
         w.model = c.model.clone();
         w.timeout_s = c.timeout_s;
         w.max_attempts = 1;
+        w.flow.after = super::graph::critic_after(state, &c.after, &suffix);
+        w.flow.on_upstream_failure = c.on_upstream_failure.unwrap_or_default();
         w.task = format!(
             "Review the team's results for: {}\n\n{}\n\nJudge whether the results solve the problem, are correct and cite evidence. End your answer with a fenced json block: {{\"verdict\": \"pass|warn|fail\", \"confidence\": 0.0-1.0, \"findings\": [\"...\"]}}",
             state.problem,
@@ -294,6 +291,7 @@ pub fn blank_worker(
         command: None,
         cwd: None,
         order: 100,
+        flow: Default::default(),
     }
 }
 

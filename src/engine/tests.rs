@@ -8,11 +8,11 @@ use super::stages::blank_worker;
 use super::*;
 use crate::domain::*;
 
-fn t0() -> DateTime<Utc> {
+pub(super) fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap()
 }
 
-fn run(workers: usize, parallel: usize) -> RunState {
+pub(super) fn run(workers: usize, parallel: usize) -> RunState {
     let workers = (0..workers)
         .map(|i| {
             let mut w = blank_worker(
@@ -58,7 +58,7 @@ fn run(workers: usize, parallel: usize) -> RunState {
     }
 }
 
-fn launches(fx: &[Effect]) -> Vec<(String, u32)> {
+pub(super) fn launches(fx: &[Effect]) -> Vec<(String, u32)> {
     fx.iter()
         .filter_map(|e| match e {
             Effect::Launch { worker, attempt } => Some((worker.clone(), *attempt)),
@@ -67,7 +67,13 @@ fn launches(fx: &[Effect]) -> Vec<(String, u32)> {
         .collect()
 }
 
-fn launched(s: &mut RunState, rt: &mut Runtime, w: &str, attempt: u32, now: DateTime<Utc>) {
+pub(super) fn launched(
+    s: &mut RunState,
+    rt: &mut Runtime,
+    w: &str,
+    attempt: u32,
+    now: DateTime<Utc>,
+) {
     update(
         s,
         rt,
@@ -85,7 +91,13 @@ fn launched(s: &mut RunState, rt: &mut Runtime, w: &str, attempt: u32, now: Date
     );
 }
 
-fn exited(s: &mut RunState, rt: &mut Runtime, w: &str, attempt: u32, code: i32) -> Vec<Effect> {
+pub(super) fn exited(
+    s: &mut RunState,
+    rt: &mut Runtime,
+    w: &str,
+    attempt: u32,
+    code: i32,
+) -> Vec<Effect> {
     update(
         s,
         rt,

@@ -35,7 +35,8 @@
 //! # evidence-completeness: is everything there?
 //! * fail: no workers; a worker not terminal; a worker that ended without completing; a
 //!   required artifact missing; a completed worker with an empty result.
-//! * warn: a worker `not-run`; a result that cites no command, file, test output or code.
+//! * warn: a worker `not-run` or `skipped` (an upstream it waits for did not complete); a
+//!   result that cites no command, file, test output or code.
 //! * confidence: fail 0.95 (statuses and artifacts are read from the state); warn 0.75;
 //!   pass 0.9 (evidence is recognised by patterns, which can be fooled).
 
@@ -291,6 +292,13 @@ pub fn evidence_completeness(input: &CouncilInput<'_>) -> CriticVerdict {
         }
         if w.status == WorkerStatus::NotRun {
             warns.push(format!("{}: did not run", w.id));
+        }
+        if w.status == WorkerStatus::Skipped {
+            // The upstream that did not complete is judged on its own; this one never ran.
+            warns.push(format!(
+                "{}: skipped: a worker it waits for did not complete",
+                w.id
+            ));
         }
         for artifact in &w.required_artifacts_missing {
             fails.push(format!("{}: required artifact {artifact} is missing", w.id));

@@ -244,6 +244,7 @@ fn completeness_warns_on_a_result_without_evidence_and_a_skipped_worker() {
                 Some("I made the parser handle it."),
             ),
             worker("security", WorkerStatus::NotRun, None),
+            worker("review", WorkerStatus::Skipped, None),
         ],
     );
     assert_eq!(v.verdict, Verdict::Warn, "{v:?}");
@@ -252,6 +253,7 @@ fn completeness_warns_on_a_result_without_evidence_and_a_skipped_worker() {
         vec![
             "backend: result cites no command, file, test output or code",
             "security: did not run",
+            "review: skipped: a worker it waits for did not complete",
         ]
     );
     assert_eq!(v.confidence, 0.75);

@@ -100,6 +100,15 @@ struct TeamSpans {
     worker: Vec<Spanned<WorkerSpans>>,
     #[serde(default)]
     check: Vec<Spanned<CheckSpans>>,
+    #[serde(default)]
+    critic: Vec<Spanned<CriticSpans>>,
+}
+
+#[derive(Deserialize)]
+struct CriticSpans {
+    id: Spanned<String>,
+    #[serde(default)]
+    after: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 #[derive(Deserialize)]
@@ -128,6 +137,8 @@ struct WorkerSpans {
     idle_timeout_s: Option<Spanned<i64>>,
     #[serde(default)]
     artifacts: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    after: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 #[derive(Deserialize)]
@@ -138,12 +149,86 @@ struct CheckSpans {
 
 static ID: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^[a-z0-9-]+$").expect("valid"));
 
+/// A worker's or critic's id and its `after` list, with spans.
+type After<'a> = (&'a str, Option<&'a Spanned<Vec<Spanned<String>>>>);
+
+/// `after` names only ids of `nodes` (or of `also`, ids that have ended by the time these
+/// run), never the node itself, and makes no cycle (spelled out `a → b → a`).
+fn check_after(
+    what: &str,
+    nodes: &[After],
+    also: &[&str],
+    at: &dyn Fn(std::ops::Range<usize>, String) -> Error,
+) -> Result<()> {
+    let ids: Vec<&str> = nodes.iter().map(|n| n.0).collect();
+    for (id, after) in nodes {
+        for up in after.iter().flat_map(|a| a.get_ref()) {
+            let name = up.get_ref().as_str();
+            if name == *id {
+                return Err(at(
+                    up.span(),
+                    format!("{what} `{id}`: `after` names itself: remove `{name}`"),
+                ));
+            }
+            if !ids.contains(&name) && !also.contains(&name) {
+                let known: Vec<&str> = ids
+                    .iter()
+                    .chain(also)
+                    .copied()
+                    .filter(|k| k != id)
+                    .collect();
+                return Err(at(
+                    up.span(),
+                    format!(
+                        "{what} `{id}`: `after` names unknown id `{name}`: use one of {}",
+                        if known.is_empty() {
+                            "(none)".to_string()
+                        } else {
+                            known.join(", ")
+                        }
+                    ),
+                ));
+            }
+        }
+    }
+    let graph: Vec<(&str, Vec<&str>)> = nodes
+        .iter()
+        .map(|(id, after)| {
+            let ups = after
+                .iter()
+                .flat_map(|a| a.get_ref())
+                .map(|u| u.get_ref().as_str())
+                .collect();
+            (*id, ups)
+        })
+        .collect();
+    if let Some(cycle) = crate::engine::graph::find_cycle(&graph) {
+        // Point at the entry of the first node that leads into the cycle.
+        let entry = nodes
+            .iter()
+            .find(|n| n.0 == cycle[0])
+            .and_then(|n| n.1)
+            .and_then(|a| a.get_ref().iter().find(|u| u.get_ref() == &cycle[1]))
+            .expect("a node in a cycle names the next one");
+        return Err(at(
+            entry.span(),
+            format!(
+                "{what} `{}`: `after` makes a cycle: {}: remove one of these dependencies",
+                cycle[0],
+                cycle.join(" → ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Parse `text` as a team (unknown fields are errors) and validate it: at least one worker;
 /// ids `[a-z0-9-]+` and unique; a known role (assets/agents.toml); a known provider, or a
 /// target that is `auto`, `ccg` or a provider, not both; `command` given exactly when the
 /// provider is `command`; `model` and `role_model` not both, `role_model` a model role;
 /// `prompt` and `prompt_file` not both; attempts, timeouts and parallel ≥ 1; artifacts
-/// relative without `..`; checks with unique ids and a non-empty command.
+/// relative without `..`; `after` naming known ids, not itself, without cycles (workers name
+/// workers; critics name critics or workers); checks with unique ids and a non-empty command.
 pub fn parse_and_validate(path: &Path, text: &str, registry: &Registry) -> Result<TeamSpec> {
     let spec: TeamSpec = toml::from_str(text).map_err(|e| toml_error(path, text, &e))?;
     let spans: TeamSpans = toml::from_str(text).map_err(|e| toml_error(path, text, &e))?;
@@ -325,6 +410,29 @@ pub fn parse_and_validate(path: &Path, text: &str, registry: &Registry) -> Resul
             }
         }
     }
+    let workers: Vec<After> = spans
+        .worker
+        .iter()
+        .map(|w| {
+            (
+                w.get_ref().id.get_ref().as_str(),
+                w.get_ref().after.as_ref(),
+            )
+        })
+        .collect();
+    check_after("worker", &workers, &[], &at)?;
+    let critics: Vec<After> = spans
+        .critic
+        .iter()
+        .map(|c| {
+            (
+                c.get_ref().id.get_ref().as_str(),
+                c.get_ref().after.as_ref(),
+            )
+        })
+        .collect();
+    let worker_ids: Vec<&str> = workers.iter().map(|w| w.0).collect();
+    check_after("critic", &critics, &worker_ids, &at)?;
     let mut check_ids = HashSet::new();
     for c in &spans.check {
         let c = c.get_ref();

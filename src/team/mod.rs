@@ -9,3 +9,6 @@ pub mod routing;
 pub use file::{load_file, load_mode, parse_and_validate, LoadedTeam, Mode};
 pub use resolve::{resolve, ResolveOptions, ResolvedTeam, ResolvedWorker};
 pub use routing::{choose, infer_target, Choice, TargetChoice};
+
+#[cfg(test)]
+mod after_tests;

@@ -282,6 +282,8 @@ pub fn resolve(opts: &ResolveOptions) -> Result<ResolvedTeam> {
             command: w.command.clone(),
             reason,
             fallbacks,
+            after: w.after.clone(),
+            on_upstream_failure: w.on_upstream_failure.unwrap_or_default(),
         });
     }
     if !unroutable.is_empty() {

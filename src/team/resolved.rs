@@ -36,6 +36,10 @@ pub struct ResolvedWorker {
     pub fallbacks: Vec<String>,
     /// ready, not-installed, not-authenticated, auth-unknown (or `forced`, `built-in`).
     pub health: String,
+    /// Worker ids this one waits for.
+    pub after: Vec<String>,
+    /// What happens when one of `after` does not complete.
+    pub on_upstream_failure: crate::domain::UpstreamPolicy,
 }
 
 impl ResolvedWorker {
@@ -67,6 +71,11 @@ impl ResolvedWorker {
             command: self.command.clone(),
             cwd: self.cwd.clone(),
             order: self.order,
+            flow: crate::domain::FlowState {
+                after: self.after.clone(),
+                on_upstream_failure: self.on_upstream_failure,
+                ..Default::default()
+            },
         }
     }
 }

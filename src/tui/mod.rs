@@ -39,6 +39,8 @@ pub mod update;
 #[cfg(test)]
 mod fixtures;
 #[cfg(test)]
+mod flow_snapshot_tests;
+#[cfg(test)]
 mod snapshot_tests;
 
 use ratatui::layout::{Constraint, Layout, Rect};

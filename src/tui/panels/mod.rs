@@ -35,7 +35,9 @@ pub fn panel<'a>(title: impl Into<ratatui::text::Line<'a>>, focused: bool) -> Bl
 /// Colour of a worker status: live states blue/yellow, good green, bad red, idle grey.
 pub fn status_style(status: WorkerStatus) -> Style {
     match status {
-        WorkerStatus::Pending | WorkerStatus::NotRun => Style::default().fg(Color::DarkGray),
+        WorkerStatus::Pending | WorkerStatus::NotRun | WorkerStatus::Skipped => {
+            Style::default().fg(Color::DarkGray)
+        }
         WorkerStatus::Starting => Style::default().fg(Color::Blue),
         WorkerStatus::Running => Style::default().fg(Color::Cyan),
         WorkerStatus::Waiting => Style::default()
@@ -63,6 +65,7 @@ pub fn status_symbol(status: WorkerStatus) -> &'static str {
         WorkerStatus::Cancelled => "⊘",
         WorkerStatus::Crashed => "!",
         WorkerStatus::NotRun => "-",
+        WorkerStatus::Skipped => "↷",
     }
 }
 

@@ -105,6 +105,7 @@ fn row<'a>(w: &'a WorkerState, with_role: bool, with_note: bool, view: &View) ->
         format!("{}/{}", w.attempt, w.max_attempts)
     };
     let last_try = w.attempt >= w.max_attempts && w.status == WorkerStatus::Failed;
+    let blocked = !crate::engine::graph::blocked_on(view.run, w).is_empty();
     let exit = match w.exit_code {
         Some(0) => Span::styled("0", Style::default().fg(Color::Green)),
         Some(code) => Span::styled(code.to_string(), Style::default().fg(Color::Red).bold()),
@@ -118,7 +119,14 @@ fn row<'a>(w: &'a WorkerState, with_role: bool, with_note: bool, view: &View) ->
         Cell::from(Line::from(vec![
             Span::styled(status_symbol(w.status), style),
             Span::raw(" "),
-            Span::styled(w.status.as_str(), style),
+            Span::styled(
+                if blocked {
+                    "blocked"
+                } else {
+                    w.status.as_str()
+                },
+                style,
+            ),
         ])),
         Cell::from(Span::styled(
             attempt,
@@ -138,7 +146,7 @@ fn row<'a>(w: &'a WorkerState, with_role: bool, with_note: bool, view: &View) ->
                 .as_deref()
                 .map(|q| q.split_whitespace().collect::<Vec<_>>().join(" ")),
             s if s.is_terminal() => w.reason.clone(),
-            _ => None,
+            _ => flow_note(view.run, w, view.now),
         };
         cells.push(Cell::from(Span::styled(
             note.unwrap_or_default(),
@@ -146,6 +154,32 @@ fn row<'a>(w: &'a WorkerState, with_role: bool, with_note: bool, view: &View) ->
         )));
     }
     Row::new(cells)
+}
+
+/// What a pending or live worker's note says about its flow: `blocked on a, b`, `retry in
+/// 42s` (a back-off), `rate-limited` (the last rate-limit line of the attempt).
+fn flow_note(
+    run: &RunState,
+    w: &WorkerState,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<String> {
+    let blocked = crate::engine::graph::blocked_on(run, w);
+    if !blocked.is_empty() {
+        return Some(format!("blocked on {}", blocked.join(", ")));
+    }
+    if let Some(at) = w
+        .flow
+        .retry_at
+        .filter(|_| w.status == WorkerStatus::Pending)
+    {
+        let secs = ((at - now).num_milliseconds().max(0) as u64).div_ceil(1000);
+        return Some(format!("retry in {secs}s"));
+    }
+    w.flow
+        .rate_limited
+        .as_ref()
+        .filter(|_| w.status.is_live())
+        .map(|line| format!("rate-limited: {line}"))
 }
 
 /// ` Workers 5 · 1 running · 1 waiting · 1 done · 2 failed `
@@ -176,6 +210,11 @@ fn title(run: &RunState) -> Line<'static> {
             }),
             "failed",
             Color::Red,
+        ),
+        (
+            count(|s| s == WorkerStatus::Skipped),
+            "skipped",
+            Color::DarkGray,
         ),
         (
             count(|s| s == WorkerStatus::Pending),

@@ -1,0 +1,48 @@
+//! What a worker's place in the team's flow adds to its saved state: the workers it waits
+//! for, what happens when one of them fails, stall detection, the back-off before a retry
+//! and the rate-limit mark.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// What a worker does when a worker it waits for (`after`) ends other than `completed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum UpstreamPolicy {
+    /// The worker is `skipped` with the reason `upstream <id> <status>` (the default).
+    #[default]
+    Skip,
+    /// The worker runs anyway, with whatever its upstreams left.
+    Run,
+}
+
+impl UpstreamPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UpstreamPolicy::Skip => "skip",
+            UpstreamPolicy::Run => "run",
+        }
+    }
+}
+
+/// A worker's flow facts in `state.json` (all optional: older state files load as "no
+/// dependencies, no stall detection, no pending back-off").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct FlowState {
+    /// Ids of the workers (same stage and round) that must end before this one starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<String>,
+    /// What happens when one of `after` ends other than `completed`.
+    #[serde(default)]
+    pub on_upstream_failure: UpstreamPolicy,
+    /// Seconds of output made only of the provider's stall lines after which the attempt is
+    /// ended `failed` with reason `stalled: <line>`; `None` turns detection off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall_after_s: Option<u64>,
+    /// A pending retry starts no earlier than this (back-off after a stall or rate limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<DateTime<Utc>>,
+    /// The last rate-limit line of the current attempt (the `rate-limited` mark).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limited: Option<String>,
+}

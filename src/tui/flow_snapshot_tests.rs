@@ -1,0 +1,51 @@
+//! Snapshot of the roster's flow notes: a worker blocked on its upstreams, one skipped
+//! because an upstream failed, one waiting out a retry back-off and one rate-limited.
+
+use chrono::Duration;
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+use super::fixtures::{self, worker};
+use super::panels::roster;
+use super::{UiState, View};
+use crate::domain::{UpstreamPolicy, WorkerStatus};
+
+#[test]
+fn roster_shows_blocked_skipped_backoff_and_rate_limited_workers() {
+    let mut run = fixtures::crazy_run();
+    let mut plan = worker("plan", "architect", WorkerStatus::Running);
+    plan.flow.rate_limited = Some("429 Too Many Requests".into());
+    let mut build = worker("build", "backend-engineer", WorkerStatus::Pending);
+    build.flow.after = vec!["plan".into()];
+    let mut docs = worker("docs", "architect", WorkerStatus::Failed);
+    docs.reason = Some("exit code 2".into());
+    let mut web = worker("web", "frontend-designer", WorkerStatus::Skipped);
+    web.flow.after = vec!["docs".into()];
+    web.reason = Some("upstream docs failed".into());
+    let mut review = worker("review", "reviewer", WorkerStatus::Pending);
+    review.flow.after = vec!["build".into(), "web".into()];
+    review.flow.on_upstream_failure = UpstreamPolicy::Run;
+    let mut retry = worker("retry", "testing-engineer", WorkerStatus::Pending);
+    retry.attempt = 1;
+    retry.flow.retry_at = Some(fixtures::now() + Duration::seconds(42));
+    for w in [&mut build, &mut web, &mut review] {
+        (w.attempt, w.started_at, w.ended_at) = (0, None, None);
+    }
+    retry.started_at = None;
+    run.workers = vec![plan, build, docs, web, review, retry];
+    let ui = UiState::default();
+    let view = View {
+        run: &run,
+        output: &[],
+        now: fixtures::now(),
+        ui: &ui,
+        backend: "tmux",
+        tmux_socket: "crewmux",
+        attach_hint: true,
+    };
+    let mut terminal = Terminal::new(TestBackend::new(110, 9)).unwrap();
+    terminal
+        .draw(|f| roster::render(f, f.area(), &view))
+        .unwrap();
+    insta::assert_snapshot!(terminal.backend().clone());
+}
