@@ -1,7 +1,7 @@
 //! Driving a run with the dashboard on this terminal.
 
 use crate::domain::RunState;
-use crate::driver::DriverOptions;
+use crate::driver::{Driver, DriverOptions};
 use crate::error::Result;
 use crate::store::RunStore;
 
@@ -18,10 +18,13 @@ pub fn drive_dashboard(store: RunStore, state: RunState, opts: DriverOptions) ->
     let run_id = state.run_id.clone();
     // Before the dashboard takes the terminal: the passphrase may be asked there.
     let creds = crate::creds::Store::open_default()?;
-    let outcome = crate::tui::app::run(store, state, backend, opts, creds)?;
+    let viewer = super::drive::backend_for(&state, &store)?;
+    let driver = Driver::new(store.clone(), state, backend, opts).with_credentials(creds);
+    let outcome = crate::tui::app::run(store, driver, viewer)?;
     if outcome.detached {
+        let why = outcome.signal.map(|s| format!("{s}: ")).unwrap_or_default();
         eprintln!(
-            "crewmux: left the dashboard; the workers keep running. Come back with: crewmux attach {run_id}"
+            "crewmux: {why}left the dashboard; the workers keep running. Come back with: crewmux attach {run_id}"
         );
         return Ok(0);
     }

@@ -1,38 +1,32 @@
-//! The dashboard's app loop (The Elm Architecture): terminal input, driver updates and a
-//! one-second clock arrive as messages on one channel; one loop applies them to the model
-//! and redraws only when something changed. Nothing renders from a background task.
+//! The dashboard's app loop (The Elm Architecture): terminal input from crossterm's event
+//! stream, the driver's updates, a one-second clock and the signals that end the dashboard
+//! arrive in one tokio loop; each is applied to the [`Model`] by its pure `handle`, a burst
+//! of messages is drained before one redraw, and nothing renders from a background task.
 
-use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc as std_mpsc, Arc};
+use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
 use chrono::Utc;
-use crossterm::event::{self, DisableBracketedPaste, EnableBracketedPaste, Event};
-use crossterm::execute;
-use ratatui::text::Line;
-use ratatui::DefaultTerminal;
+use crossterm::event::{Event, EventStream};
+use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
-use super::action::map_key;
-use super::panels::output::capture_to_lines;
-use super::state::{UiState, View};
-use super::update::{paste, reconcile, update, UiEffect};
-use crate::backend::Multiplexer;
+use super::model::{Model, Msg};
+use super::state::View;
+use super::terminal::TerminalGuard;
+use super::update::UiEffect;
+use crate::backend::{Multiplexer, Target};
 use crate::domain::{BackendKind, RunState};
-use crate::driver::{Control, Driver, DriverOptions, Update};
+use crate::driver::{Control, Driver};
 use crate::error::{Error, Result};
 use crate::store::RunStore;
 
 /// Events of `events.jsonl` replayed into the log panel when the dashboard opens.
 pub const LOG_HISTORY_EVENTS: usize = 200;
 
-/// One message for the loop.
-enum Msg {
-    Term(Event),
-    Driver(Update),
-    Clock,
-}
+/// Messages applied before one redraw at most; a burst longer than this still redraws so
+/// the screen never freezes behind a flood of driver updates.
+pub const MAX_BURST: usize = 256;
 
 /// How the dashboard ended.
 #[derive(Debug, Clone)]
@@ -41,59 +35,179 @@ pub struct Outcome {
     pub state: RunState,
     /// The person quit before the run finished (workers keep running).
     pub detached: bool,
+    /// The signal that ended the dashboard (`SIGTERM`, `SIGINT`, `SIGHUP`, `SIGQUIT`).
+    pub signal: Option<&'static str>,
 }
 
-/// Run the dashboard on this terminal while a driver thread drives `state`. Returns when
-/// the person quits (`q`): the driver stops, workers keep running.
+/// Run the dashboard on this terminal while `driver` drives the run on a thread of its own.
+/// `viewer` is a multiplexer of the run's backend used only to attach to panes. Returns
+/// when the person quits (`q`) or a signal ends it: the driver stops, workers keep running.
 ///
-/// Errors: the terminal cannot be set up, or the driver fails to start.
-pub fn run(
-    store: RunStore,
-    state: RunState,
-    backend: Box<dyn Multiplexer>,
-    opts: DriverOptions,
-    creds: Option<crate::creds::Store>,
-) -> Result<Outcome> {
+/// Errors: the terminal cannot be set up, or the driver fails.
+pub fn run(store: RunStore, driver: Driver, viewer: Box<dyn Multiplexer>) -> Result<Outcome> {
     let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()?;
-    rt.block_on(run_async(store, state, backend, opts, creds))
+    rt.block_on(run_async(store, driver, viewer))
 }
 
 async fn run_async(
     store: RunStore,
-    state: RunState,
-    backend: Box<dyn Multiplexer>,
-    opts: DriverOptions,
-    creds: Option<crate::creds::Store>,
+    driver: Driver,
+    viewer: Box<dyn Multiplexer>,
 ) -> Result<Outcome> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
     let (ctl_tx, ctl_rx) = std_mpsc::channel::<Control>();
-    let driver = Driver::new(store.clone(), state.clone(), backend, opts).with_credentials(creds);
+    let state = driver.state().clone();
     let dtx = tx.clone();
     let driver_thread = std::thread::Builder::new()
         .name("crewmux-driver".into())
         .spawn(move || {
             driver.run(ctl_rx, move |u| {
+                // Err: the dashboard has left; the driver is being told to stop.
                 let _ = dtx.send(Msg::Driver(u));
             })
         })?;
+    super::terminal::forward_signals(tx.clone())?;
+    spawn_clock(tx.clone());
+    replay_history(&store);
 
-    let paused = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
-    spawn_input_thread(tx.clone(), paused.clone(), stop.clone());
-    let ctx = tx.clone();
+    let mut model = Model::new(state);
+    if let Some(first) = model.run.workers.first() {
+        send(&ctl_tx, Control::Focus(Some(first.id.clone())));
+    }
+    let result = {
+        let mut guard = TerminalGuard::enter()?;
+        event_loop(&mut guard, &mut model, &mut rx, &ctl_tx, &*viewer, &store).await
+    };
+    send(&ctl_tx, Control::Quit);
+    let driven = driver_thread
+        .join()
+        .map_err(|_| Error::Other("the driver thread panicked".into()))?;
+    result?;
+    let state = driven?;
+    if let Some(e) = &model.driver_error {
+        tracing::warn!("{e}");
+    }
+    Ok(Outcome {
+        detached: !state.status.is_final(),
+        state,
+        signal: model.signal,
+    })
+}
+
+/// Apply messages until the person quits, a signal arrives or the driver stops.
+async fn event_loop(
+    guard: &mut TerminalGuard,
+    model: &mut Model,
+    rx: &mut mpsc::UnboundedReceiver<Msg>,
+    ctl_tx: &std_mpsc::Sender<Control>,
+    viewer: &dyn Multiplexer,
+    store: &RunStore,
+) -> Result<()> {
+    let mut input = Some(EventStream::new());
+    let mut dirty = true;
+    loop {
+        if dirty {
+            draw(guard, model)?;
+            dirty = false;
+            panic_when_asked();
+        }
+        let first = tokio::select! {
+            m = rx.recv() => match m {
+                Some(m) => m,
+                None => return Ok(()),
+            },
+            ev = next_event(&mut input) => match ev {
+                Some(Ok(ev)) => Msg::Term(ev),
+                Some(Err(e)) => return Err(e.into()),
+                // The terminal closed its input: leave as after a hang-up.
+                None => Msg::Signal("SIGHUP"),
+            },
+        };
+        let mut burst = vec![first];
+        while burst.len() < MAX_BURST {
+            match rx.try_recv() {
+                Ok(m) => burst.push(m),
+                Err(_) => break,
+            }
+        }
+        for msg in burst {
+            let step = model.handle(msg);
+            dirty |= step.dirty;
+            for effect in step.effects {
+                if let UiEffect::Attach { worker_id } = &effect {
+                    // No terminal input is read while the pane owns the terminal.
+                    drop(input.take());
+                    attach(guard, &model.run, worker_id, viewer, store)?;
+                    input = Some(EventStream::new());
+                    dirty = true;
+                }
+                carry_out(ctl_tx, effect);
+            }
+            if model.quitting || model.stopped {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Debug builds only: `CREWMUX_DEBUG_PANIC=dashboard` panics after a frame is drawn, so the
+/// tests can prove a panic gives the terminal back. Release builds never read it.
+fn panic_when_asked() {
+    #[cfg(debug_assertions)]
+    if std::env::var("CREWMUX_DEBUG_PANIC").as_deref() == Ok("dashboard") {
+        panic!("CREWMUX_DEBUG_PANIC=dashboard asked the dashboard to panic");
+    }
+}
+
+/// The next terminal event, or never while input is paused.
+async fn next_event(input: &mut Option<EventStream>) -> Option<std::io::Result<Event>> {
+    match input {
+        Some(s) => s.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Tell the driver what an effect asks of it (attaching is done by the loop itself).
+fn carry_out(ctl_tx: &std_mpsc::Sender<Control>, effect: UiEffect) {
+    match effect {
+        UiEffect::Select { worker_id } | UiEffect::Attach { worker_id } => {
+            send(ctl_tx, Control::Focus(Some(worker_id)));
+        }
+        UiEffect::Answer { worker_id, text } => send(
+            ctl_tx,
+            Control::Answer {
+                worker: worker_id,
+                text,
+            },
+        ),
+        UiEffect::Cancel { worker_id } => send(ctl_tx, Control::Cancel { worker: worker_id }),
+        UiEffect::Quit => send(ctl_tx, Control::Quit),
+    }
+}
+
+fn send(ctl_tx: &std_mpsc::Sender<Control>, c: Control) {
+    if ctl_tx.send(c).is_err() {
+        // The driver has stopped; its Stopped update ends the loop.
+        tracing::debug!("the driver is gone; a control message was dropped");
+    }
+}
+
+fn spawn_clock(tx: mpsc::UnboundedSender<Msg>) {
     tokio::spawn(async move {
         let mut every = tokio::time::interval(Duration::from_secs(1));
         loop {
             every.tick().await;
-            if ctx.send(Msg::Clock).is_err() {
+            if tx.send(Msg::Clock).is_err() {
                 break;
             }
         }
     });
+}
 
-    // The log panel starts with the run's recent history (after `attach` too).
+/// The log panel starts with the run's recent history (after `attach` too).
+fn replay_history(store: &RunStore) {
     if let Ok(events) = store.read_events() {
         let skip = events.len().saturating_sub(LOG_HISTORY_EVENTS);
         for e in events.into_iter().skip(skip) {
@@ -106,138 +220,9 @@ async fn run_async(
             );
         }
     }
-    let mut terminal = enter_terminal()?;
-    let mut model = Model {
-        run: state,
-        ui: UiState::default(),
-        output: Vec::new(),
-        quitting: false,
-        finished: false,
-    };
-    if let Some(first) = model.run.workers.first() {
-        let _ = ctl_tx.send(Control::Focus(Some(first.id.clone())));
-    }
-    let mut dirty = true;
-    let mut events_pending = true;
-    let mut driver_error = None;
-    loop {
-        if dirty {
-            draw(&mut terminal, &model)?;
-            dirty = false;
-        }
-        let Some(msg) = rx.recv().await else { break };
-        match msg {
-            Msg::Clock => {
-                // Elapsed times move only while some worker is live; the log panel's events
-                // reach tui-logger's buffer on its own thread, so redraw once after them.
-                dirty = model.run.workers.iter().any(|w| w.status.is_live()) || events_pending;
-                events_pending = false;
-            }
-            Msg::Driver(Update::Snapshot { state, screen }) => {
-                let was_final = model.run.status.is_final();
-                model.run = *state;
-                if model.run.status.is_final() && !was_final {
-                    model.finished = true;
-                    model.ui.notice = Some(format!(
-                        "run {} (council {}) — q leaves the dashboard",
-                        model.run.status.as_str(),
-                        model.run.council.status.as_str()
-                    ));
-                }
-                if let Some(s) = screen {
-                    model.output = capture_to_lines(s.as_bytes());
-                    model.ui.output_len = model.output.len();
-                }
-                reconcile(&mut model.ui, &model.run);
-                dirty = true;
-            }
-            Msg::Driver(Update::Notice(n)) => {
-                tracing::warn!("{n}");
-                model.ui.notice = Some(n);
-                dirty = true;
-            }
-            Msg::Driver(Update::Event(_)) => {
-                dirty = true;
-                events_pending = true;
-            }
-            Msg::Driver(Update::Stopped { finished }) => {
-                model.finished |= finished;
-                if !model.quitting {
-                    driver_error = Some("the run driver stopped".to_string());
-                }
-                break;
-            }
-            Msg::Term(Event::Key(key)) if key.kind == event::KeyEventKind::Press => {
-                let Some(action) = map_key(&model.ui, key) else {
-                    continue;
-                };
-                let effects = update(&mut model.ui, &model.run, action);
-                dirty = true;
-                for effect in effects {
-                    match effect {
-                        UiEffect::Select { worker_id } => {
-                            model.output.clear();
-                            model.ui.output_len = 0;
-                            let _ = ctl_tx.send(Control::Focus(Some(worker_id)));
-                        }
-                        UiEffect::Attach { worker_id } => {
-                            attach(&mut terminal, &model.run, &worker_id, &paused, &store)?;
-                            let _ = ctl_tx.send(Control::Focus(Some(worker_id)));
-                        }
-                        UiEffect::Answer { worker_id, text } => {
-                            let _ = ctl_tx.send(Control::Answer {
-                                worker: worker_id,
-                                text,
-                            });
-                        }
-                        UiEffect::Cancel { worker_id } => {
-                            let _ = ctl_tx.send(Control::Cancel { worker: worker_id });
-                        }
-                        UiEffect::Quit => {
-                            model.quitting = true;
-                            let _ = ctl_tx.send(Control::Quit);
-                        }
-                    }
-                }
-            }
-            Msg::Term(Event::Paste(text)) => {
-                paste(&mut model.ui, &text);
-                dirty = true;
-            }
-            Msg::Term(Event::Resize(..)) => dirty = true,
-            Msg::Term(_) => {}
-        }
-    }
-    stop.store(true, Ordering::SeqCst);
-    leave_terminal();
-    let _ = ctl_tx.send(Control::Quit);
-    let driven = driver_thread
-        .join()
-        .map_err(|_| Error::Other("the driver thread panicked".into()))?;
-    let state = match driven {
-        Ok(s) => s,
-        Err(e) => return Err(e),
-    };
-    if let Some(e) = driver_error {
-        tracing::warn!("{e}");
-    }
-    Ok(Outcome {
-        detached: !state.status.is_final(),
-        state,
-    })
 }
 
-/// The dashboard's model: the run as the driver last reported it, the UI state, and the
-/// focused worker's output converted once per capture.
-struct Model {
-    run: RunState,
-    ui: UiState,
-    output: Vec<Line<'static>>,
-    quitting: bool,
-    finished: bool,
-}
-
-fn draw(terminal: &mut DefaultTerminal, model: &Model) -> Result<()> {
+fn draw(guard: &mut TerminalGuard, model: &Model) -> Result<()> {
     let view = View {
         run: &model.run,
         output: &model.output,
@@ -247,87 +232,41 @@ fn draw(terminal: &mut DefaultTerminal, model: &Model) -> Result<()> {
         tmux_socket: &model.run.tmux_socket,
         attach_hint: model.run.backend == BackendKind::Tmux,
     };
-    terminal.draw(|f| super::draw(f, &view))?;
+    guard.terminal.draw(|f| super::draw(f, &view))?;
     Ok(())
 }
 
-fn enter_terminal() -> Result<DefaultTerminal> {
-    let terminal = ratatui::try_init()?;
-    let _ = execute!(std::io::stdout(), EnableBracketedPaste);
-    Ok(terminal)
-}
-
-fn leave_terminal() {
-    let _ = execute!(std::io::stdout(), DisableBracketedPaste);
-    ratatui::restore();
-}
-
-/// Read terminal events on a thread of their own; while `paused` (a worker's pane owns the
-/// terminal) nothing is read, so no keystroke is stolen from tmux.
-fn spawn_input_thread(
-    tx: mpsc::UnboundedSender<Msg>,
-    paused: Arc<AtomicBool>,
-    stop: Arc<AtomicBool>,
-) {
-    std::thread::Builder::new()
-        .name("crewmux-input".into())
-        .spawn(move || {
-            while !stop.load(Ordering::SeqCst) {
-                if paused.load(Ordering::SeqCst) {
-                    std::thread::sleep(Duration::from_millis(50));
-                    continue;
-                }
-                match event::poll(Duration::from_millis(50)) {
-                    Ok(true) if !paused.load(Ordering::SeqCst) => match event::read() {
-                        Ok(ev) => {
-                            if tx.send(Msg::Term(ev)).is_err() {
-                                break;
-                            }
-                        }
-                        Err(_) => break,
-                    },
-                    Ok(_) => {}
-                    Err(_) => break,
-                }
-            }
-        })
-        .expect("spawn the input thread");
-}
-
-/// Hand the terminal to the worker's pane (tmux `attach-session`; on the process backend,
-/// `less +F` on its log) and come back when the person detaches.
+/// Hand the terminal to the worker's pane (the backend's attach command; on the process
+/// backend, `less +F` on its log) and come back when the person detaches.
 fn attach(
-    terminal: &mut DefaultTerminal,
+    guard: &mut TerminalGuard,
     run: &RunState,
     worker: &str,
-    paused: &AtomicBool,
+    viewer: &dyn Multiplexer,
     store: &RunStore,
 ) -> Result<()> {
     let Some(w) = run.worker(worker) else {
         return Ok(());
     };
-    let mut cmd = match (run.backend, w.pane_id.as_deref()) {
-        (BackendKind::Tmux, Some(pane)) => {
-            crate::tmux::TmuxClient::new(&run.tmux_socket).attach_command(&run.session, pane)
-        }
-        _ => {
-            let log = store.attempt_dir(&w.id, w.attempt).join("output.log");
-            let mut c = std::process::Command::new("less");
-            c.arg("-R").arg("+F").arg(log);
-            c
-        }
+    let target = Target {
+        worker: w.id.clone(),
+        attempt: w.attempt,
+        pane_id: w.pane_id.clone(),
+        pid: w.pid,
+        watch_screen: false,
     };
-    paused.store(true, Ordering::SeqCst);
-    std::thread::sleep(Duration::from_millis(80));
-    leave_terminal();
-    println!(
-        "crewmux: attached to {worker}; detach with the tmux prefix then d (default C-b d) to come back"
-    );
-    let _ = std::io::stdout().flush();
-    let status = cmd.status();
-    *terminal = enter_terminal()?;
-    terminal.clear()?;
-    paused.store(false, Ordering::SeqCst);
+    let mut cmd = viewer.attach_command(&target).unwrap_or_else(|| {
+        let log = store.attempt_dir(&w.id, w.attempt).join("output.log");
+        let mut c = std::process::Command::new("less");
+        c.arg("-R").arg("+F").arg(log);
+        c
+    });
+    let status = guard.suspend(|| {
+        println!(
+            "crewmux: attached to {worker}; detach with the tmux prefix then d (default C-b d) to come back"
+        );
+        cmd.status()
+    })?;
     if let Err(e) = status {
         tracing::warn!("attach to {worker}: {e}");
     }

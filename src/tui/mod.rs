@@ -32,8 +32,10 @@
 
 pub mod action;
 pub mod app;
+pub mod model;
 pub mod panels;
 pub mod state;
+pub mod terminal;
 pub mod update;
 
 #[cfg(test)]

@@ -1,0 +1,178 @@
+//! The dashboard's whole model and the one function that applies every message to it:
+//! terminal keys and pastes, the run driver's updates, the clock and the signals that end
+//! the dashboard. Pure (no terminal, no tmux, no clock): the app loop feeds it and carries
+//! out the [`UiEffect`]s it returns, so a scripted sequence of messages can be tested and
+//! snapshotted without a terminal.
+
+use crossterm::event::{Event, KeyEventKind};
+use ratatui::text::Line;
+
+use super::action::map_key;
+use super::panels::output::capture_to_lines;
+use super::state::UiState;
+use super::update::{paste, reconcile, update, UiEffect};
+use crate::domain::RunState;
+use crate::driver::Update;
+
+/// One message for the app loop.
+#[derive(Debug)]
+pub enum Msg {
+    /// A terminal event (key, paste, resize, mouse).
+    Term(Event),
+    /// A message of the run driver.
+    Driver(Update),
+    /// The one-second clock: elapsed times move.
+    Clock,
+    /// A signal asked the dashboard to end (`SIGTERM`, `SIGINT`, `SIGHUP`, `SIGQUIT`): it
+    /// leaves as after `q`, the run detached and resumable.
+    Signal(&'static str),
+}
+
+/// What one message did: whether the screen must be redrawn, and what the app loop must
+/// carry out, in order.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Step {
+    pub dirty: bool,
+    pub effects: Vec<UiEffect>,
+}
+
+/// The dashboard's model: the run as the driver last reported it, the UI state, and the
+/// focused worker's output converted once per capture.
+#[derive(Debug)]
+pub struct Model {
+    pub run: RunState,
+    pub ui: UiState,
+    /// The focused worker's screen, newest line last.
+    pub output: Vec<Line<'static>>,
+    /// The person (or a signal) asked to leave; the driver is told to stop.
+    pub quitting: bool,
+    /// The run reached a final status while the dashboard watched.
+    pub finished: bool,
+    /// The driver's loop ended; the app loop leaves after this message.
+    pub stopped: bool,
+    /// Why the driver stopped when nobody asked it to.
+    pub driver_error: Option<String>,
+    /// The signal that ended the dashboard, if one did.
+    pub signal: Option<&'static str>,
+    /// Events reached tui-logger's buffer since the last redraw (it fills on its own
+    /// thread, so the next clock tick redraws once more).
+    events_pending: bool,
+}
+
+impl Model {
+    /// A model showing `run` with nothing selected yet but the first worker.
+    pub fn new(run: RunState) -> Model {
+        Model {
+            run,
+            ui: UiState::default(),
+            output: Vec::new(),
+            quitting: false,
+            finished: false,
+            stopped: false,
+            driver_error: None,
+            signal: None,
+            events_pending: true,
+        }
+    }
+
+    /// Apply one message. The effects are for the app loop (tell the driver, attach, quit);
+    /// the model has already done its own part of them (a new selection drops the previous
+    /// worker's lines).
+    pub fn handle(&mut self, msg: Msg) -> Step {
+        match msg {
+            Msg::Clock => {
+                // Elapsed times move only while some worker is live.
+                let dirty =
+                    self.run.workers.iter().any(|w| w.status.is_live()) || self.events_pending;
+                self.events_pending = false;
+                Step {
+                    dirty,
+                    effects: Vec::new(),
+                }
+            }
+            Msg::Driver(u) => self.driver(u),
+            Msg::Signal(name) => {
+                self.signal = Some(name);
+                self.quitting = true;
+                Step {
+                    dirty: false,
+                    effects: vec![UiEffect::Quit],
+                }
+            }
+            Msg::Term(ev) => self.terminal(ev),
+        }
+    }
+
+    fn driver(&mut self, u: Update) -> Step {
+        match u {
+            Update::Snapshot { state, screen } => {
+                let was_final = self.run.status.is_final();
+                self.run = *state;
+                if self.run.status.is_final() && !was_final {
+                    self.finished = true;
+                    self.ui.notice = Some(format!(
+                        "run {} (council {}) — q leaves the dashboard",
+                        self.run.status.as_str(),
+                        self.run.council.status.as_str()
+                    ));
+                }
+                if let Some(s) = screen {
+                    self.output = capture_to_lines(s.as_bytes());
+                    self.ui.output_len = self.output.len();
+                }
+                reconcile(&mut self.ui, &self.run);
+            }
+            Update::Notice(n) => {
+                tracing::warn!("{n}");
+                self.ui.notice = Some(n);
+            }
+            Update::Event(_) => self.events_pending = true,
+            Update::Stopped { finished } => {
+                self.finished |= finished;
+                self.stopped = true;
+                if !self.quitting {
+                    self.driver_error = Some("the run driver stopped".to_string());
+                }
+            }
+        }
+        Step {
+            dirty: true,
+            effects: Vec::new(),
+        }
+    }
+
+    fn terminal(&mut self, ev: Event) -> Step {
+        let effects = match ev {
+            Event::Key(key) if key.kind == KeyEventKind::Press => {
+                let Some(action) = map_key(&self.ui, key) else {
+                    return Step::default();
+                };
+                update(&mut self.ui, &self.run, action)
+            }
+            Event::Paste(text) => {
+                paste(&mut self.ui, &text);
+                Vec::new()
+            }
+            Event::Resize(..) => Vec::new(),
+            _ => return Step::default(),
+        };
+        for e in &effects {
+            match e {
+                UiEffect::Select { .. } => {
+                    self.output.clear();
+                    self.ui.output_len = 0;
+                }
+                UiEffect::Quit => self.quitting = true,
+                _ => {}
+            }
+        }
+        Step {
+            dirty: true,
+            effects,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "model_tests.rs"]
+mod tests;
