@@ -19,7 +19,7 @@ fn add_list_rotate_remove_round_trip() {
 
     let listing = env.list(&[]);
     assert!(
-        listing.contains("codex (OPENAI_API_KEY, round-robin)"),
+        listing.contains("codex (CODEX_API_KEY, round-robin)"),
         "{listing}"
     );
     assert!(
@@ -55,7 +55,7 @@ fn add_list_rotate_remove_round_trip() {
         .success()
         .stdout(predicate::str::contains("codex: strategy manual"))
         .stdout(predicate::str::contains("gemini: strategy manual"));
-    assert!(env.list(&[]).contains("codex (OPENAI_API_KEY, manual)"));
+    assert!(env.list(&[]).contains("codex (CODEX_API_KEY, manual)"));
 
     env.cmd(&["remove", "--provider", "codex", "--label", "spare"])
         .assert()

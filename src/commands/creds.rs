@@ -121,7 +121,7 @@ fn list(provider: Option<&str>) -> Result<i32> {
             crate::outln!(
                 "{} ({}, {})",
                 v.provider,
-                v.env_var.unwrap_or("no variable"),
+                v.env_var.as_deref().unwrap_or("no variable"),
                 v.strategy
             );
             crate::outln!(

@@ -1,56 +1,52 @@
-//! Which environment variable carries a provider's API key into a worker.
-//!
-//! A built-in table until the provider registry supplies the variable itself; each row names
-//! where the variable comes from.
+//! Which environment variable carries a provider's API key into a worker: the provider's
+//! own `api_key_env` (assets/providers.toml, merged with the user's providers.toml), so that
+//! `creds add` names the variable the launch sets and the CLI reads. The variables and their
+//! sources are in README's provider table.
 
 use crate::error::{Error, Result};
+use crate::providers::{EnvSnapshot, Registry};
 
-/// `(provider, variable, source)` for every provider the store holds keys for.
-///
-/// | provider | variable | source |
-/// | --- | --- | --- |
-/// | codex | `OPENAI_API_KEY` | Codex CLI docs, API-key authentication |
-/// | gemini | `GEMINI_API_KEY` | Gemini CLI docs, authentication |
-/// | claude | `ANTHROPIC_API_KEY` | Claude Code docs, environment variables |
-/// | kimi | `MOONSHOT_API_KEY` | Moonshot AI platform docs |
-/// | qwen | `DASHSCOPE_API_KEY` | Alibaba Cloud Model Studio (DashScope) docs |
-/// | aider | `OPENAI_API_KEY` | aider docs, API keys (its default OpenAI models) |
-/// | sim | `CREWMUX_SIM_API_KEY` | the built-in simulated agent (tests and demos) |
-pub const PROVIDER_KEY_VARS: &[(&str, &str, &str)] = &[
-    ("codex", "OPENAI_API_KEY", "Codex CLI docs"),
-    ("gemini", "GEMINI_API_KEY", "Gemini CLI docs"),
-    ("claude", "ANTHROPIC_API_KEY", "Claude Code docs"),
-    ("kimi", "MOONSHOT_API_KEY", "Moonshot AI platform docs"),
-    ("qwen", "DASHSCOPE_API_KEY", "DashScope docs"),
-    ("aider", "OPENAI_API_KEY", "aider docs"),
-    ("sim", "CREWMUX_SIM_API_KEY", "crewmux sim agent"),
-];
+/// The providers as the user configured them (built-ins when the user's file is broken: the
+/// command that reads it reports that itself).
+fn registry() -> Registry {
+    Registry::load(None, &EnvSnapshot::current()).unwrap_or_else(|_| Registry::builtin())
+}
+
+/// `api_key_env` of `provider` in `registry`, when it names one.
+pub fn key_var_in(registry: &Registry, provider: &str) -> Option<String> {
+    registry
+        .get(provider)?
+        .api_key_env
+        .clone()
+        .filter(|v| !v.trim().is_empty())
+}
 
 /// The variable that carries `provider`'s key, or `None` for a provider without one.
-pub fn key_var(provider: &str) -> Option<&'static str> {
-    PROVIDER_KEY_VARS
-        .iter()
-        .find(|(name, _, _)| *name == provider)
-        .map(|(_, var, _)| *var)
+pub fn key_var(provider: &str) -> Option<String> {
+    key_var_in(&registry(), provider)
 }
 
 /// Like [`key_var`], for commands that need one.
 ///
 /// Errors (usage): the provider has no variable; the message lists those that do.
-pub fn require_key_var(provider: &str) -> Result<&'static str> {
-    key_var(provider).ok_or_else(|| {
+pub fn require_key_var(provider: &str) -> Result<String> {
+    let reg = registry();
+    key_var_in(&reg, provider).ok_or_else(|| {
         Error::Usage(format!(
             "provider `{provider}` takes no API key from the credential store; use one of {}",
-            known_providers()
+            providers_with_key_var(&reg)
         ))
     })
 }
 
-/// The providers of [`PROVIDER_KEY_VARS`], comma-separated, for error messages.
+/// The providers that name an `api_key_env`, comma-separated, for error messages.
 pub fn known_providers() -> String {
-    PROVIDER_KEY_VARS
-        .iter()
-        .map(|(name, _, _)| *name)
+    providers_with_key_var(&registry())
+}
+
+fn providers_with_key_var(reg: &Registry) -> String {
+    reg.names()
+        .filter(|n| key_var_in(reg, n).is_some())
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -60,18 +56,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn table_covers_the_named_providers() {
-        assert_eq!(key_var("codex"), Some("OPENAI_API_KEY"));
-        assert_eq!(key_var("gemini"), Some("GEMINI_API_KEY"));
-        assert_eq!(key_var("claude"), Some("ANTHROPIC_API_KEY"));
-        assert_eq!(key_var("kimi"), Some("MOONSHOT_API_KEY"));
-        assert_eq!(key_var("qwen"), Some("DASHSCOPE_API_KEY"));
-        assert_eq!(key_var("nope"), None);
-        assert!(known_providers().starts_with("codex, gemini"));
-        let err = require_key_var("command").unwrap_err().to_string();
-        assert!(
-            err.contains("`command`") && err.contains("codex, gemini"),
-            "{err}"
-        );
+    fn the_variable_is_the_providers_api_key_env() {
+        let reg = Registry::builtin();
+        // Read from each CLI (see assets/providers.toml): codex exec 0.171 sends
+        // $CODEX_API_KEY (not $OPENAI_API_KEY), kimi-cli reads $KIMI_API_KEY, qwen 0.15
+        // reads $OPENAI_API_KEY.
+        for (p, v) in [
+            ("codex", "CODEX_API_KEY"),
+            ("gemini", "GEMINI_API_KEY"),
+            ("claude", "ANTHROPIC_API_KEY"),
+            ("kimi", "KIMI_API_KEY"),
+            ("qwen", "OPENAI_API_KEY"),
+            ("aider", "OPENAI_API_KEY"),
+            ("sim", "CREWMUX_SIM_API_KEY"),
+        ] {
+            assert_eq!(key_var_in(&reg, p).as_deref(), Some(v), "{p}");
+        }
+        assert_eq!(key_var_in(&reg, "opencode"), None);
+        assert_eq!(key_var_in(&reg, "nope"), None);
+        let known = providers_with_key_var(&reg);
+        assert!(known.starts_with("aider, claude, codex"), "{known}");
+        assert!(!known.contains("opencode") && !known.contains("command"));
     }
 }

@@ -48,7 +48,7 @@ mod view;
 /// The passphrase type [`Store::open`] takes (re-exported from `secrecy`).
 pub use secrecy::SecretString;
 
-pub use env_vars::{key_var, known_providers, require_key_var, PROVIDER_KEY_VARS};
+pub use env_vars::{key_var, key_var_in, known_providers, require_key_var};
 pub use index::{CredentialIndex, IndexEntry, INDEX_FILE};
 pub use model::{fnv1a_32, Strategy};
 pub use passphrase::{passphrase_from_env_or_prompt, PASSPHRASE_ENV};

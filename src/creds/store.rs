@@ -23,14 +23,14 @@ pub struct SelectedKey {
     /// The label to write in the event log (never the key).
     pub label: String,
     /// The variable the worker reads the key from, e.g. `OPENAI_API_KEY`.
-    pub env_var: &'static str,
+    pub env_var: String,
     pub key: ApiKey,
 }
 
 impl SelectedKey {
     /// `(variable, key)` for `std::process::Command::env` of a child worker.
-    pub fn env_pair(&self) -> (&'static str, &str) {
-        (self.env_var, self.key.expose())
+    pub fn env_pair(&self) -> (&str, &str) {
+        (&self.env_var, self.key.expose())
     }
 
     /// `'VAR=key'`, quoted by [`tmux_quote`], to follow `-e` in a `new-window` or

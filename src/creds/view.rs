@@ -27,7 +27,7 @@ pub const EXPIRY_WARNING_DAYS: i64 = 14;
 #[derive(Debug, Clone)]
 pub struct KeyView {
     pub provider: String,
-    pub env_var: Option<&'static str>,
+    pub env_var: Option<String>,
     pub strategy: Strategy,
     pub label: String,
     /// At most 4 leading characters (see [`ApiKey::hint`]).

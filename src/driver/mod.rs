@@ -949,11 +949,11 @@ impl Driver {
                 .select_for_launch(&w.provider, None)
                 .map_err(|e| e.to_string())?
             {
+                // The variable the project's providers.toml names, as the launch does.
                 let (var, value) = key.env_pair();
-                prepared
-                    .spawn
-                    .secret_env
-                    .push((var.to_string(), value.to_string()));
+                let var = crate::creds::key_var_in(&self.registry, &w.provider)
+                    .unwrap_or_else(|| var.to_string());
+                prepared.spawn.secret_env.push((var, value.to_string()));
                 self.credential_labels
                     .insert(worker.to_string(), key.label.clone());
                 credential_label = Some(key.label);
