@@ -4,6 +4,7 @@
 
 mod council;
 mod prepare;
+mod upstream;
 mod watch;
 
 use std::collections::{HashMap, HashSet};

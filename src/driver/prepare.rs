@@ -16,13 +16,15 @@ pub struct Prepared {
     pub spawn: SpawnSpec,
 }
 
-/// The prompt a worker receives: the packaged prompt of its role and task, with the run's
-/// clarification answers as context.
+/// The prompt a worker receives: the packaged prompt of its role and task, with its
+/// upstreams' results (`after`) and the run's clarification answers as context.
 pub fn prompt_text(state: &RunState, w: &WorkerState, max_chars: usize) -> String {
     let mut task = w.task.clone();
     if matches!(w.kind, WorkerKind::Critic | WorkerKind::Fixer) {
         task.push_str(&results_digest(state));
     }
+    let upstream = super::upstream::upstream_results(state, w, task.chars().count(), max_chars);
+    task.push_str(&upstream);
     if !state.clarification.answers.is_empty() {
         task.push_str("\n\nClarifications from the person running this team:\n");
         for a in &state.clarification.answers {
