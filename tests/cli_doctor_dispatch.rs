@@ -68,7 +68,11 @@ fn dispatch_json_with_sim_fallback_prints_the_decision() {
     assert_eq!(v["target"], "ccg");
     assert_eq!(v["source"], "mode:ccg");
     let workers = v["workers"].as_array().unwrap();
-    assert_eq!(workers.len(), 2);
+    assert_eq!(workers.len(), 3, "two tracks and the synthesis");
+    assert_eq!(
+        workers[2]["after"],
+        serde_json::json!(["backend", "frontend"])
+    );
     for w in workers {
         assert_eq!(w["provider"], "sim");
         assert_eq!(w["health"], "built-in");

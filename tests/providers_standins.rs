@@ -354,7 +354,7 @@ fn no_agent_cli_fails_fast_with_what_to_install_or_falls_back_to_sim() {
 
     opts.allow_sim_fallback = true;
     let team = resolve(&opts).unwrap();
-    assert_eq!(team.workers.len(), 2);
+    assert_eq!(team.workers.len(), 3, "two tracks and the synthesis");
     assert!(team
         .workers
         .iter()
@@ -397,7 +397,7 @@ fn forced_provider_and_project_override() {
     opts.mode = Some(Mode::Crazy);
     opts.provider = Some("gemini".into());
     let team = resolve(&opts).unwrap();
-    assert_eq!(team.workers.len(), 5);
+    assert_eq!(team.workers.len(), 6, "five tracks and the synthesis");
     assert!(team.workers.iter().all(|w| w.provider == "gemini"));
     assert_eq!(
         team.workers[1].model.as_deref(),

@@ -36,6 +36,9 @@ fn examples_parse_and_validate() {
         .collect();
     assert_eq!(checks, ["check", "test", "clippy"]);
     assert_eq!(rust.spec.max_fix_rounds, Some(2));
+
+    let pipeline = load_file(&examples().join("pipeline.toml"), &reg).unwrap();
+    assert_eq!(pipeline.spec.workers[3].after, ["backend", "frontend"]);
 }
 
 #[test]
@@ -52,9 +55,16 @@ fn builtin_modes_keep_their_worker_ids() {
     };
     assert_eq!(
         ids(Mode::Crazy),
-        ["architect", "backend", "frontend", "security", "testing"]
+        [
+            "architect",
+            "backend",
+            "frontend",
+            "security",
+            "testing",
+            "synthesis"
+        ]
     );
-    assert_eq!(ids(Mode::Ccg), ["backend", "frontend"]);
+    assert_eq!(ids(Mode::Ccg), ["backend", "frontend", "synthesis"]);
     assert_eq!(ids(Mode::Solo), ["solo"]);
 }
 
