@@ -39,7 +39,7 @@ pub enum Command {
     Clean(CleanArgs),
     /// The built-in simulated agent (used by `demo` and tests).
     #[command(hide = true)]
-    SimAgent(SimAgentArgs),
+    SimAgent(crate::sim::SimAgentArgs),
 }
 
 /// Options shared by every command that touches runs.
@@ -293,46 +293,12 @@ pub struct CleanArgs {
     pub purge: bool,
 }
 
-/// Flags of the simulated agent; every timing is in milliseconds.
-#[derive(Debug, Args, Clone)]
-pub struct SimAgentArgs {
-    /// The prompt file to read (also `$CREWMUX_PROMPT_FILE`).
-    #[arg(long, env = "CREWMUX_PROMPT_FILE")]
-    pub prompt_file: PathBuf,
-    /// Where to write the markdown result.
-    #[arg(long, env = "CREWMUX_RESULT_FILE")]
-    pub result_file: Option<PathBuf>,
-    /// The attempt number (1-based).
-    #[arg(long, env = "CREWMUX_ATTEMPT", default_value_t = 1)]
-    pub attempt: u32,
-    /// Seed for the deterministic script.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    /// Progress lines to print.
-    #[arg(long, default_value_t = 12)]
-    pub lines: u32,
-    /// Delay between lines, ms.
-    #[arg(long, default_value_t = 250)]
-    pub line_delay_ms: u64,
-    /// Exit code to end with.
-    #[arg(long, default_value_t = 0)]
-    pub exit_code: i32,
-    /// Fail (exit 1) on attempt 1, then succeed.
-    #[arg(long)]
-    pub fail_first: bool,
-    /// Ask this question on stdin halfway through and wait for the answer.
-    #[arg(long)]
-    pub ask: Option<String>,
-    /// Take this answer when the question is unanswered for --ask-timeout seconds.
-    #[arg(long)]
-    pub ask_default: Option<String>,
-    /// Seconds to wait for an answer before taking --ask-default.
-    #[arg(long, default_value_t = 20)]
-    pub ask_timeout: u64,
-    /// Print this line (e.g. a rate-limit message) before failing with exit 1.
-    #[arg(long)]
-    pub fail_with: Option<String>,
-    /// Write no result file (to test required artifacts).
-    #[arg(long)]
-    pub no_result: bool,
+impl From<ModeArg> for crate::team::Mode {
+    fn from(m: ModeArg) -> Self {
+        match m {
+            ModeArg::Crazy => Self::Crazy,
+            ModeArg::Ccg => Self::Ccg,
+            ModeArg::Solo => Self::Solo,
+        }
+    }
 }

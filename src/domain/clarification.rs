@@ -2,6 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The line prefix of the explicit question protocol: a line `__CREWMUX_ASK__:<question>`
+/// as the last line of a worker's output means it waits for an answer to `<question>`. The
+/// sim agent asks this way; any command agent may.
+pub const ASK_PREFIX: &str = "__CREWMUX_ASK__:";
+
 /// The run-level gate's decision (SPEC §6, the OMG seed's intent gate):
 /// `confidence` is in `0.0..=1.0`, `missing_slots` names what the problem lacks
 /// (e.g. `target`, `verb`, `provider`).

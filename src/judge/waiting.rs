@@ -18,9 +18,7 @@ use regex::Regex;
 
 use super::clean_text;
 
-/// The sim agent's explicit question: a line `__CREWMUX_ASK__:<question>` as the last
-/// line of its output means it waits for an answer to `<question>` (defined by the agent).
-pub use crate::sim::ASK_PREFIX;
+pub use crate::domain::clarification::ASK_PREFIX;
 
 /// How long a screen must be unchanged before a pattern match counts.
 pub const DEFAULT_SETTLE: Duration = Duration::from_millis(1500);

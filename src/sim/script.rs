@@ -4,11 +4,7 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
-use crate::cli::SimAgentArgs;
-
-/// The line prefix of the sim agent's explicit question protocol: a line
-/// `__CREWMUX_ASK__:<question>` in a worker's output means it waits for an answer.
-pub const ASK_PREFIX: &str = "__CREWMUX_ASK__:";
+use super::SimAgentArgs;
 
 /// The sim agent's resolved behaviour.
 #[derive(Debug, Clone, PartialEq)]

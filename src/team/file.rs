@@ -45,16 +45,6 @@ impl Mode {
     }
 }
 
-impl From<crate::cli::ModeArg> for Mode {
-    fn from(m: crate::cli::ModeArg) -> Self {
-        match m {
-            crate::cli::ModeArg::Crazy => Mode::Crazy,
-            crate::cli::ModeArg::Ccg => Mode::Ccg,
-            crate::cli::ModeArg::Solo => Mode::Solo,
-        }
-    }
-}
-
 /// Targets a worker or a run may name besides a provider.
 pub const TARGET_WORDS: [&str; 2] = ["auto", "ccg"];
 

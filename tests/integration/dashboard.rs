@@ -2,11 +2,9 @@
 //! workers on a second private server), keys are typed with `send-keys`, and the screen is
 //! read with `capture-pane`.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::support::*;
 
 const ASKING_TEAM: &str = r#"
 name = "asking"
@@ -84,20 +82,20 @@ fn a_waiting_worker_is_answered_from_the_dashboard() {
     wait_screen(
         &viewer,
         "asker is waiting for your answer",
-        Duration::from_secs(5),
+        Duration::from_secs(30),
     );
     // n jumps to the waiting worker, a opens the input, the text goes in, Enter sends it.
     viewer.tmux(&["send-keys", "-t", "v", "n"]);
     viewer.tmux(&["send-keys", "-t", "v", "a"]);
     viewer.tmux(&["send-keys", "-t", "v", "-l", "Amber, with the count"]);
-    let typed = wait_screen(&viewer, "Amber, with the count", Duration::from_secs(5));
+    let typed = wait_screen(&viewer, "Amber, with the count", Duration::from_secs(30));
     assert!(typed.contains("› Amber"), "{typed}");
     viewer.tmux(&["send-keys", "-t", "v", "Enter"]);
 
     let done = wait_screen(&viewer, "Workers 2 · 2 done", Duration::from_secs(30));
     assert!(done.contains("asker"), "{done}");
     // The header says the run is done once the council sat and report.md is written.
-    wait_screen(&viewer, "done  council", Duration::from_secs(15));
+    wait_screen(&viewer, "done  council", Duration::from_secs(60));
     // The answer reached the worker: it is in its pane and in its result.
     let run = only_run_dir(tmp.path());
     let result = std::fs::read_to_string(run.join("workers/asker/attempt-1/result.md")).unwrap();
@@ -109,7 +107,7 @@ fn a_waiting_worker_is_answered_from_the_dashboard() {
     assert!(events.contains("\"worker-answered\""), "{events}");
 
     viewer.tmux(&["send-keys", "-t", "v", "q"]);
-    let after = wait_screen(&viewer, "EXITED", Duration::from_secs(10));
+    let after = wait_screen(&viewer, "EXITED", Duration::from_secs(30));
     assert!(after.contains("EXITED 0"), "{after}");
 }
 
@@ -146,7 +144,7 @@ fn quitting_leaves_workers_running_and_attach_comes_back() {
         Duration::from_secs(20),
     );
     viewer.tmux(&["send-keys", "-t", "v", "q"]);
-    let after = wait_screen(&viewer, "EXITED", Duration::from_secs(10));
+    let after = wait_screen(&viewer, "EXITED", Duration::from_secs(30));
     assert!(
         after.contains("crewmux attach"),
         "the person is told how to come back:\n{after}"

@@ -3,9 +3,7 @@
 //! second verify passes; critic workers' verdicts are parsed from their output; a vague
 //! problem halts at the gate until answered, then resumes to done.
 
-mod common;
-
-use common::*;
+use crate::support::*;
 
 const FIX_TEAM: &str = r#"
 name = "fix-loop"

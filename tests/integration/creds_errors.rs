@@ -1,12 +1,10 @@
 //! `crewmux creds` refusing what it cannot trust or accept: each refusal is one line naming
 //! the file or the bad value, and the store's bytes stay exactly as they were.
 
-mod creds_support;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
-use creds_support::*;
+use crate::support::creds::*;
 use predicates::prelude::*;
 
 /// Run `args` against a store whose bytes were replaced by `bytes`; expect exit 1 with

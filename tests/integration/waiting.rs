@@ -2,11 +2,9 @@
 //! `waiting`, an answer from the command line reaches it, and a busy spinner is never taken
 //! for a question. Both backends.
 
-mod common;
+use std::time::Duration;
 
-use std::time::{Duration, Instant};
-
-use common::*;
+use crate::support::*;
 
 const TEAM: &str = r#"
 parallel = 2
@@ -25,17 +23,6 @@ provider = "command"
 max_attempts = 1
 command = ["sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do printf '\\r%s Thinking… (%ss)' '|/-\\\\' $i; sleep 0.2; done; echo; echo done"]
 "#;
-
-fn state(project: &std::path::Path) -> serde_json::Value {
-    if !project.join(".crewmux/runs").exists() {
-        return serde_json::Value::Null;
-    }
-    let run = only_run_dir(project);
-    std::fs::read_to_string(run.join("state.json"))
-        .ok()
-        .and_then(|s| serde_json::from_str(&s).ok())
-        .unwrap_or_default()
-}
 
 #[test]
 fn a_prompt_on_screen_makes_the_worker_wait_and_the_answer_reaches_it() {
@@ -64,32 +51,21 @@ fn a_prompt_on_screen_makes_the_worker_wait_and_the_answer_reaches_it() {
                 "trust prompt",
             ],
         );
-        let end = Instant::now() + Duration::from_secs(20);
         let mut spinner_waited = false;
-        loop {
-            assert!(
-                Instant::now() < end,
-                "{backend}: asker never became waiting: {}",
-                state(tmp.path())
-            );
-            let s = state(tmp.path());
-            let ws = |id: &str| {
-                s["workers"]
-                    .as_array()
-                    .and_then(|a| a.iter().find(|w| w["id"] == id).cloned())
-                    .unwrap_or_default()
-            };
-            spinner_waited |= ws("spinner")["status"] == "waiting";
-            if ws("asker")["status"] == "waiting" {
-                let q = ws("asker")["question"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
-                assert!(q.contains("trust the files"), "{backend}: question {q:?}");
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(150));
-        }
+        let s = wait_state(
+            tmp.path(),
+            "the asker waits",
+            Duration::from_secs(60),
+            |s| {
+                spinner_waited |= state_worker(s, "spinner")["status"] == "waiting";
+                state_worker(s, "asker")["status"] == "waiting"
+            },
+        );
+        let q = state_worker(&s, "asker")["question"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(q.contains("trust the files"), "{backend}: question {q:?}");
         let id = only_run_dir(tmp.path())
             .file_name()
             .unwrap()
@@ -116,12 +92,12 @@ fn a_prompt_on_screen_makes_the_worker_wait_and_the_answer_reaches_it() {
         );
         let reply = std::fs::read_to_string(tmp.path().join("reply.txt")).unwrap();
         assert_eq!(reply.trim(), "reply: y", "{backend}");
-        let events =
-            std::fs::read_to_string(only_run_dir(tmp.path()).join("events.jsonl")).unwrap();
+        let run = only_run_dir(tmp.path());
         assert_eq!(
-            events.matches("\"worker-waiting\"").count(),
+            count_events(&run, "worker-waiting"),
             1,
-            "{backend}: asked once\n{events}"
+            "{backend}: asked once\n{:#?}",
+            events(&run)
         );
     }
 }

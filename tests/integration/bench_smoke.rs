@@ -1,13 +1,10 @@
 //! The scale benchmark at a few workers, so it never rots (CI does not run the full one).
 
-mod common;
-
-#[path = "../benches/scale_lib.rs"]
-mod scale_lib;
+use crate::scale_lib;
 
 #[test]
 fn every_benchmark_scenario_runs_at_small_size() {
-    if !common::tmux_ready("every_benchmark_scenario_runs_at_small_size") {
+    if !crate::support::tmux_ready("every_benchmark_scenario_runs_at_small_size") {
         return;
     }
     let cfg = scale_lib::Config::smoke(env!("CARGO_BIN_EXE_crewmux").into());

@@ -1,13 +1,11 @@
 //! `crewmux creds` driven as a user would: keys on stdin, passphrase in the environment,
 //! config directory in a temp dir.
 
-mod creds_support;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use creds_support::*;
+use crate::support::creds::*;
 use predicates::prelude::*;
 
 #[test]

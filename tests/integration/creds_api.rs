@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crewmux::creds::{
     rate_limit_matches, ApiKey, RateLimitPatterns, SecretString, Store, Strategy,
@@ -215,10 +215,10 @@ fn tmux_env_arg_reaches_a_pane_without_touching_argv() {
         .unwrap();
     let sourced = client.wait().unwrap();
 
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while fs::read_to_string(&out).map_or(true, |s| s.is_empty()) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    crate::support::wait_for(
+        || fs::read_to_string(&out).is_ok_and(|s| !s.is_empty()),
+        Duration::from_secs(30),
+    );
     let mut argv_hits = Vec::new();
     for entry in fs::read_dir("/proc").unwrap().flatten() {
         if let Ok(cmdline) = fs::read(entry.path().join("cmdline")) {

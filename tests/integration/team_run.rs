@@ -1,9 +1,7 @@
 //! End to end: a three-worker team of sim agents in real tmux panes on a private server,
 //! and the same team on the process backend.
 
-mod common;
-
-use common::*;
+use crate::support::*;
 
 fn assert_three_worker_run(project: &std::path::Path, out: &std::process::Output, backend: &str) {
     let s = summary(out);

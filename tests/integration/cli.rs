@@ -1,9 +1,7 @@
 //! Bad input on the command line: one clear line naming the value and the fix, a non-zero
 //! exit (2 for usage errors), and nothing created.
 
-mod common;
-
-use common::*;
+use crate::support::*;
 
 fn err_line(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).trim().to_string()

@@ -2,12 +2,10 @@
 //! the provider's next key, the event log names labels only, and no file of the run, no
 //! output of crewmux and no pane's screen holds a byte sequence of any key.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::*;
+use crate::support::*;
 
 const PASS: &str = "run test passphrase";
 const KEYS: [(&str, &str); 2] = [
@@ -238,7 +236,7 @@ fn the_dashboard_screen_and_the_log_file_never_show_a_key() {
         &cmd,
     ]);
     let mut screens = Vec::new();
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(40);
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(90);
     loop {
         let screen = viewer.tmux(&["capture-pane", "-p", "-t", "v"]).stdout;
         let done = String::from_utf8_lossy(&screen).contains("done  council");

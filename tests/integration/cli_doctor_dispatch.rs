@@ -1,11 +1,9 @@
 //! `crewmux doctor` and `crewmux dispatch` as a user runs them: exit codes, one-line errors,
 //! JSON shapes, with only stand-in CLIs (or none) on PATH.
 
-mod support;
-
+use crate::support::standins::{serial, Auth, Bin};
 use assert_cmd::Command;
 use predicates::prelude::*;
-use support::{Auth, Bin};
 
 fn crewmux(bin: &Bin, project: &std::path::Path) -> Command {
     let mut c = Command::cargo_bin("crewmux").unwrap();
@@ -19,7 +17,7 @@ fn crewmux(bin: &Bin, project: &std::path::Path) -> Command {
 
 #[test]
 fn dispatch_ccg_with_no_agent_cli_fails_fast_listing_installs() {
-    let _g = support::serial();
+    let _g = serial();
     let bin = Bin::new();
     let project = tempfile::tempdir().unwrap();
     let out = crewmux(&bin, project.path())
@@ -47,7 +45,7 @@ fn dispatch_ccg_with_no_agent_cli_fails_fast_listing_installs() {
 
 #[test]
 fn dispatch_json_with_sim_fallback_prints_the_decision() {
-    let _g = support::serial();
+    let _g = serial();
     let bin = Bin::new();
     let project = tempfile::tempdir().unwrap();
     let out = crewmux(&bin, project.path())
@@ -90,7 +88,7 @@ fn dispatch_json_with_sim_fallback_prints_the_decision() {
 
 #[test]
 fn dispatch_routes_to_the_installed_cli_with_role_models() {
-    let _g = support::serial();
+    let _g = serial();
     let bin = Bin::new();
     bin.add("gemini", "", Auth::Says(0, ""));
     let project = tempfile::tempdir().unwrap();
@@ -114,7 +112,7 @@ fn dispatch_routes_to_the_installed_cli_with_role_models() {
 
 #[test]
 fn bad_inputs_exit_2_with_one_line() {
-    let _g = support::serial();
+    let _g = serial();
     let bin = Bin::new();
     let project = tempfile::tempdir().unwrap();
     crewmux(&bin, project.path())
@@ -157,7 +155,7 @@ fn bad_inputs_exit_2_with_one_line() {
 
 #[test]
 fn doctor_json_and_exit_codes() {
-    let _g = support::serial();
+    let _g = serial();
     let bin = Bin::new();
     let project = tempfile::tempdir().unwrap();
     // Nothing installed: not ready, exit 1, and the text says what to do.

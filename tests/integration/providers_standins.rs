@@ -1,16 +1,14 @@
 //! Providers against stand-in CLIs on PATH: the argv, model flag and prompt each real CLI
 //! expects; doctor's view of missing, logged-out and hanging CLIs; routing around them.
 
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::standins::{serial, Auth, Bin};
 use crewmux::commands::doctor;
 use crewmux::providers::{AuthState, LaunchRequest, Registry};
 use crewmux::team::{resolve, Mode, ResolveOptions};
-use support::{Auth, Bin};
 
 const PROMPT: &str =
     "You are a senior backend engineer.\n\nTask:\nFix `it`; don't \"break\" $HOME or 'quotes'.\n";
@@ -67,7 +65,7 @@ fn launch_and_run(
 
 #[test]
 fn each_builtin_provider_gets_the_argv_model_and_prompt_its_cli_expects() {
-    let _g = support::serial();
+    let _g = serial();
     let bin = Bin::new();
     for name in [
         "codex", "gemini", "claude", "kimi", "opencode", "qwen", "aider",
@@ -191,7 +189,7 @@ fn each_builtin_provider_gets_the_argv_model_and_prompt_its_cli_expects() {
 
 #[test]
 fn doctor_reports_missing_logged_out_and_hanging_clis_without_hanging() {
-    let _g = support::serial();
+    let _g = serial();
     let bin = Bin::new();
     bin.add(
         "codex",
@@ -258,7 +256,7 @@ fn doctor_reports_missing_logged_out_and_hanging_clis_without_hanging() {
 
 #[test]
 fn a_key_variable_proves_auth_without_running_the_probe() {
-    let _g = support::serial();
+    let _g = serial();
     let bin = Bin::new();
     bin.add("codex", "login status", Auth::Hang);
     let mut env = bin.env();
@@ -276,7 +274,7 @@ fn a_key_variable_proves_auth_without_running_the_probe() {
 
 #[test]
 fn routing_goes_around_missing_and_logged_out_clis() {
-    let _g = support::serial();
+    let _g = serial();
     let bin = Bin::new();
     bin.add(
         "codex",
@@ -333,7 +331,7 @@ fn routing_goes_around_missing_and_logged_out_clis() {
 
 #[test]
 fn no_agent_cli_fails_fast_with_what_to_install_or_falls_back_to_sim() {
-    let _g = support::serial();
+    let _g = serial();
     let bin = Bin::new();
     let project = tempfile::tempdir().unwrap();
     let mut opts = ResolveOptions::new("Review the checkout flow", project.path());
@@ -381,7 +379,7 @@ fn no_agent_cli_fails_fast_with_what_to_install_or_falls_back_to_sim() {
 
 #[test]
 fn forced_provider_and_project_override() {
-    let _g = support::serial();
+    let _g = serial();
     let bin = Bin::new();
     bin.add("gemini", "", Auth::Says(0, ""));
     let project = tempfile::tempdir().unwrap();

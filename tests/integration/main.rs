@@ -1,0 +1,33 @@
+//! The integration tests of crewmux: one test binary (one link, one place for helpers).
+//!
+//! Each module holds the tests of one concern; [`support`] holds every helper they share.
+//! Tests that need tmux start a private server on a socket of their own and kill it; where
+//! tmux is missing they say so loudly and skip, and `CREWMUX_REQUIRE_TMUX=1` (set by
+//! `.ci/run`) turns the skip into a failure.
+//!
+//! New integration tests go in a module here (`mod name;` below), not in a new
+//! `tests/*.rs` file: each of those would be another binary to link.
+
+mod support;
+
+// The scale benchmark's scenarios, run small by `bench_smoke` (the bench target shares them).
+#[path = "../../benches/scale_lib.rs"]
+mod scale_lib;
+
+mod bench_smoke;
+mod cli;
+mod cli_doctor_dispatch;
+mod council;
+mod creds;
+mod creds_api;
+mod creds_errors;
+mod creds_run;
+mod dashboard;
+mod judge_screens;
+mod layers;
+mod lifecycle;
+mod providers_standins;
+mod real_clis;
+mod team_files;
+mod team_run;
+mod waiting;

@@ -1,0 +1,18 @@
+//! The one support module of the integration tests.
+//!
+//! - [`tmux`]: a private tmux server per test and the skip contract (loud skip without
+//!   tmux, failure under `CREWMUX_REQUIRE_TMUX=1`).
+//! - [`run`]: the crewmux binary (bounded runs, background runs, summaries, team files).
+//! - [`wait`]: waits on parsed state, events and conditions, never on fixed sleeps.
+//! - [`standins`]: stand-in agent CLIs on a private PATH.
+//! - [`creds`]: a private credential store for the `creds` commands.
+
+pub mod creds;
+pub mod run;
+pub mod standins;
+pub mod tmux;
+pub mod wait;
+
+pub use run::*;
+pub use tmux::*;
+pub use wait::*;
