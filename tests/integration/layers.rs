@@ -85,16 +85,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "the ask prefix lives in domain::clarification; the driver split (#15, reliability) imports it from there",
     ),
     (
-        "src/tui/app.rs",
-        "tmux",
-        "the attach command goes through the Multiplexer the dashboard already has (#15, workbench)",
-    ),
-    (
-        "src/tui/app.rs",
-        "Driver::new",
-        "the dashboard gets a driver started by its command (#15, workbench)",
-    ),
-    (
         "src/commands/manage.rs",
         "tmux",
         "steering goes through the Multiplexer and the engine (#15, reliability)",

@@ -14,6 +14,7 @@ mod support;
 #[path = "../../benches/scale_lib.rs"]
 mod scale_lib;
 
+mod auth_sources;
 mod bench_smoke;
 mod cli;
 mod cli_doctor_dispatch;

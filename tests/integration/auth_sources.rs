@@ -2,10 +2,8 @@
 //! gives the CLI its key: crewmux's environment, `[providers.NAME.env]`, the credential
 //! store, a stored login, a keyless endpoint (`auth = "none"`), and none at all.
 
-mod support;
-
+use crate::support::standins::{serial, Auth, Bin};
 use assert_cmd::Command;
-use support::{Auth, Bin};
 
 const PASS: &str = "correct horse battery staple";
 
@@ -72,7 +70,7 @@ fn set_up(source: Source, bin: &Bin, project: &std::path::Path) -> Vec<(&'static
 
 #[test]
 fn doctor_and_dispatch_agree_on_every_auth_source() {
-    let _g = support::serial();
+    let _g = serial();
     let cases = [
         (
             Source::CrewmuxEnv,
@@ -161,7 +159,7 @@ fn doctor_and_dispatch_agree_on_every_auth_source() {
 
 #[test]
 fn doctor_warns_about_a_keyless_provider() {
-    let _g = support::serial();
+    let _g = serial();
     let bin = Bin::new();
     bin.add("gemini", "", Auth::Says(0, ""));
     let project = tempfile::tempdir().unwrap();
