@@ -2,9 +2,7 @@
 //! downstream worker starts after its upstreams and its prompt holds their results; a
 //! failed upstream skips its downstream.
 
-mod common;
-
-use common::*;
+use crate::support::*;
 
 /// `plan` and `api` print their results; `review` waits for both and prints its prompt.
 const PIPELINE: &str = r#"

@@ -2,11 +2,9 @@
 //! `creds add` names is the one a run's launch sets, and the one the provider's CLI reads
 //! (`api_key_env`), checked against a stand-in CLI that records its environment.
 
-mod support;
-
 use std::os::unix::fs::PermissionsExt;
 
-use support::Bin;
+use crate::support::standins::{serial, Bin};
 
 /// A stand-in `name` that records its environment and ends at once (it reads no stdin: the
 /// process backend keeps stdin open for answers).
@@ -44,7 +42,7 @@ fn crewmux(bin: &Bin, project: &std::path::Path) -> assert_cmd::Command {
 
 #[test]
 fn the_variable_creds_names_is_the_one_each_launch_sets() {
-    let _g = support::serial();
+    let _g = serial();
     let reg = crewmux::providers::Registry::builtin();
     let mut checked = vec![];
     for (name, spec) in reg.agents() {
