@@ -35,8 +35,12 @@ pub enum Command {
     /// Manage the encrypted credential store.
     #[command(subcommand)]
     Creds(CredsCommand),
-    /// Remove finished runs' tmux sessions, with guards.
+    /// Remove finished runs' tmux sessions and merged worktrees, with guards.
     Clean(CleanArgs),
+    /// Bring a run's integration branch (or one worker's) into your checked-out branch.
+    Merge(MergeArgs),
+    /// Print a run's change: the integration branch, or one worker's.
+    Diff(DiffArgs),
     /// The built-in simulated agent (used by `demo` and tests).
     #[command(hide = true)]
     SimAgent(crate::sim::SimAgentArgs),
@@ -148,6 +152,13 @@ pub struct RunArgs {
     /// Cap on a packaged prompt, characters (the task itself is never cut).
     #[arg(long, default_value_t = 4000, value_parser = clap::value_parser!(u64).range(200..=1_000_000))]
     pub prompt_max_chars: u64,
+    /// Commit the workers' worktrees start from (branch, tag or SHA); default: HEAD.
+    #[arg(long, value_name = "REF")]
+    pub base: Option<String>,
+    /// Base the workers on your working tree as it is, uncommitted changes included (your
+    /// tree, index and stash are not touched).
+    #[arg(long)]
+    pub include_uncommitted: bool,
     /// The problem to work on (`-` reads it from standard input).
     pub problem: String,
 }
@@ -291,6 +302,40 @@ pub struct CleanArgs {
     /// Also remove the run directories of finished runs.
     #[arg(long)]
     pub purge: bool,
+    /// Also remove worktrees whose branches are not merged or have uncommitted changes.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Run id (or a unique prefix); default: the newest run.
+    pub run: Option<String>,
+    /// Take this worker's branch instead of the integration branch.
+    #[arg(long, value_name = "ID")]
+    pub worker: Option<String>,
+    /// One commit on your branch instead of a merge commit.
+    #[arg(long)]
+    pub squash: bool,
+    /// Print the diffstat of what would be merged; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Run id (or a unique prefix); default: the newest run.
+    pub run: Option<String>,
+    /// This worker's change instead of the integration branch's.
+    #[arg(long, value_name = "ID")]
+    pub worker: Option<String>,
+    /// Files and line counts only.
+    #[arg(long)]
+    pub stat: bool,
 }
 
 impl From<ModeArg> for crate::team::Mode {

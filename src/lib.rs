@@ -23,3 +23,4 @@ pub mod store;
 pub mod team;
 pub mod tmux;
 pub mod tui;
+pub mod workspace;

@@ -427,6 +427,10 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
                 eprintln!("crewmux: removed tmux session {}", state.session);
             }
         }
+        if super::workspace::clean_worktrees(&state, args.force)? > 0 {
+            kept += 1;
+            continue;
+        }
         if args.purge {
             std::fs::remove_dir_all(store.dir())?;
             eprintln!("crewmux: removed {}", store.dir().display());

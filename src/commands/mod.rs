@@ -10,6 +10,7 @@ pub mod manage;
 pub mod plan;
 pub mod run;
 pub mod summary;
+pub mod workspace;
 
 /// `println!` for command output on stdout that ends the process quietly (exit 0) when the
 /// reader has gone away (`crewmux status | head`), instead of panicking on EPIPE.
@@ -58,6 +59,8 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Attach(args) => manage::attach(args, false),
         Command::Resume(args) => manage::attach(args, true),
         Command::Clean(args) => manage::clean(args),
+        Command::Merge(args) => workspace::merge(args),
+        Command::Diff(args) => workspace::diff(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Dispatch(args) => dispatch::run(args),
     }

@@ -68,9 +68,9 @@ pub fn new_run_id() -> String {
 pub const MAX_PROBLEM_BYTES: usize = 1024 * 1024;
 
 /// Create the run directory, `manifest.json` and the first `state.json` for a resolved
-/// team (stage `team-plan`).
+/// team (stage `team-plan`), with worktrees based on HEAD (see [`create_run_with`]).
 ///
-/// Errors: an empty or too long problem, a bad `--parallel`, or I/O.
+/// Errors: as [`create_run_with`].
 pub fn create_run(
     project: &Path,
     opts: &RunOptions,
@@ -78,6 +78,33 @@ pub fn create_run(
     problem: &str,
     team: &ResolvedTeam,
     clarify: bool,
+) -> Result<(RunStore, RunState)> {
+    create_run_with(
+        project,
+        opts,
+        backend,
+        problem,
+        team,
+        clarify,
+        &crate::workspace::WorkspaceOptions::default(),
+    )
+}
+
+/// Create the run directory, `manifest.json` and the first `state.json` for a resolved
+/// team (stage `team-plan`); in a git project, a worktree per worker from the base
+/// (`crate::workspace`), its SHA in `manifest.json` (`workspace.base`). Workspace notices
+/// (a dirty tree, a project without git) go to stderr, one line each.
+///
+/// Errors: an empty or too long problem, a bad `--parallel`, a refused workspace (`--base`
+/// not a commit, a bare repository: nothing is created), git or I/O.
+pub fn create_run_with(
+    project: &Path,
+    opts: &RunOptions,
+    backend: BackendKind,
+    problem: &str,
+    team: &ResolvedTeam,
+    clarify: bool,
+    ws_opts: &crate::workspace::WorkspaceOptions,
 ) -> Result<(RunStore, RunState)> {
     let problem = problem.trim_end_matches(['\n', '\r']).to_string();
     if problem.trim().is_empty() {
@@ -108,7 +135,20 @@ pub fn create_run(
         .iter()
         .map(|w| w.to_worker_state(Stage::TeamExec))
         .collect();
+    let ws_workers: Vec<_> = team
+        .workers
+        .iter()
+        .map(|w| (w.id.clone(), w.workspace))
+        .collect();
+    let planned = crate::workspace::plan(project, &team.workspace, &ws_workers, ws_opts)?;
+    for n in &planned.notices {
+        eprintln!("crewmux: {n}");
+    }
     let run_id = new_run_id();
+    let workspace = match &planned.plan {
+        Some(p) => Some(crate::workspace::create::create(p, project, &run_id)?),
+        None => None,
+    };
     let store = RunStore::create(project, &run_id)?;
     let now = Utc::now();
     let state = RunState {
@@ -131,6 +171,7 @@ pub fn create_run(
         dispatches: vec![],
         council: Council::default(),
         council_history: vec![],
+        workspace: workspace.clone(),
         clarification: ClarificationState::default(),
         clarify,
         checks: team.checks.clone(),
@@ -145,6 +186,13 @@ pub fn create_run(
         "run_id": run_id,
         "problem_bytes": problem.len(),
         "team": team,
+        "workspace": workspace.as_ref().map(|w| serde_json::json!({
+            "base": w.base,
+            "base_ref": w.base_ref,
+            "uncommitted": w.uncommitted,
+            "root": w.root,
+            "branches": w.workers.values().map(|x| &x.branch).collect::<Vec<_>>(),
+        })),
     }))?;
     store.save_state(&state)?;
     Ok((store, state))

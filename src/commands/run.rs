@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::store::RunStore;
 use crate::team::{resolve, Mode, ResolveOptions};
 
-use super::plan::{choose_backend, create_run, project_dir};
+use super::plan::{choose_backend, create_run, create_run_with, project_dir};
 
 /// The demo's problem, embedded from `assets/demo/problem.md`.
 pub const DEMO_PROBLEM: &str = include_str!("../../assets/demo/problem.md");
@@ -51,13 +51,17 @@ pub fn run(args: RunArgs) -> Result<i32> {
     opts.max_attempts = args.options.max_attempts;
     let team = resolve(&opts)?;
     let backend = choose_backend(args.options.backend)?;
-    let (store, state) = create_run(
+    let (store, state) = create_run_with(
         &project,
         &args.options,
         backend,
         &problem,
         &team,
         !args.no_clarify,
+        &crate::workspace::WorkspaceOptions {
+            base: args.base.clone(),
+            include_uncommitted: args.include_uncommitted,
+        },
     )?;
     start(store, state, &args.options, args.prompt_max_chars as usize)
 }
@@ -76,6 +80,8 @@ pub fn demo(args: DemoArgs) -> Result<i32> {
     opts.max_attempts = args.options.max_attempts;
     let mut team = resolve(&opts)?;
     team.name = "crazy (demo)".into();
+    // The simulated agents change no files: the demo needs no worktrees.
+    team.workspace.mode = Some(crate::domain::WorkspaceMode::Shared);
     let script: DemoScript = toml::from_str(DEMO_SCRIPT).expect("demo script parses (tested)");
     for w in &mut team.workers {
         if let Some(lines) = script.workers.get(&w.id) {

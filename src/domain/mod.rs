@@ -8,6 +8,7 @@ pub mod run;
 pub mod stage;
 pub mod team;
 pub mod worker;
+pub mod workspace;
 
 pub use clarification::{ClarificationGate, ClarificationState};
 pub use council::{council_status, Council, CouncilStatus, CriticVerdict, Verdict};
@@ -16,3 +17,7 @@ pub use run::{BackendKind, RunEvent, RunState, RunStatus, SCHEMA_VERSION};
 pub use stage::Stage;
 pub use team::{AgentSpec, CheckSpec, CriticSpec, TeamSpec, WorkerSpec};
 pub use worker::{DispatchRecord, ExitSource, WorkerKind, WorkerState, WorkerStatus};
+pub use workspace::{
+    DiffStat, Integration, MergeConflict, RunWorkspace, WorkerWorkspace, WorkspaceMode,
+    WorkspaceSpec,
+};

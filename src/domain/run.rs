@@ -109,6 +109,10 @@ pub struct RunState {
     pub fixer: Option<AgentSpec>,
     #[serde(default)]
     pub report: Option<PathBuf>,
+    /// Worktrees and branches of a run in a git project; `None`: every worker shared the
+    /// project directory.
+    #[serde(default)]
+    pub workspace: Option<super::RunWorkspace>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }

@@ -26,6 +26,9 @@ pub struct TeamSpec {
     /// Who fixes what a blocked council found; default: the first worker's provider.
     #[serde(default)]
     pub fixer: Option<AgentSpec>,
+    /// `[workspace]`: worktree or shared, files to copy and a setup command.
+    #[serde(default)]
+    pub workspace: Option<super::WorkspaceSpec>,
 }
 
 /// One `[[critic]]`: an agent that reviews the team's results; its verdict is the last
@@ -117,6 +120,9 @@ pub struct WorkerSpec {
     /// What happens when one of `after` ends other than `completed`; default `skip`.
     #[serde(default)]
     pub on_upstream_failure: Option<super::UpstreamPolicy>,
+    /// `worktree` or `shared`; default: the team's `[workspace] mode`.
+    #[serde(default)]
+    pub workspace: Option<super::WorkspaceMode>,
 }
 
 /// One `[[check]]`: a council check command; exit 0 → pass, else fail.

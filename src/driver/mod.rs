@@ -691,6 +691,12 @@ impl Driver {
                     self.rotate_credential(&t.worker, t.attempt, emit);
                 }
                 let w = self.watches.remove(&t.worker).expect("present");
+                if let Some(input) =
+                    crate::workspace::on_attempt_end(&mut self.state, &t.worker, t.attempt, &w.dir)
+                {
+                    inputs.push(input);
+                    continue;
+                }
                 inputs.push(match exit {
                     Ok((code, source)) => {
                         let ws = self.state.worker(&t.worker);
@@ -816,6 +822,9 @@ impl Driver {
                 &self.state.clarification.answers,
             ))),
             Effect::RunCouncil => Some(Input::CouncilReady(run_council(&self.state, &self.store))),
+            Effect::Integrate => Some(Input::Integrated(crate::workspace::run_integration(
+                &mut self.state,
+            ))),
             Effect::WriteReport => match write_report(&self.state, &self.store) {
                 Ok((path, bytes)) => Some(Input::ReportWritten { path, bytes }),
                 Err(e) => {

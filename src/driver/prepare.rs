@@ -77,7 +77,11 @@ pub fn prepare(
             self_exe,
         },
     )?;
+    let argv = crate::workspace::setup::wrap_argv(state, w, &paths.dir, launch.argv.clone())?;
     let cwd = match &w.cwd {
+        _ if crate::workspace::cwd_for(state, w).is_some() => {
+            crate::workspace::cwd_for(state, w).expect("checked")
+        }
         Some(c) if c.is_absolute() => c.clone(),
         Some(c) => state.project_dir.join(c),
         None => state.project_dir.clone(),
@@ -90,7 +94,7 @@ pub fn prepare(
             worker: &w.id,
             attempt: w.attempt,
             nonce: &nonce,
-            argv: &launch.argv,
+            argv: &argv,
             cwd: &cwd,
             stdin_file: launch.stdin_file.as_deref(),
             wait_for_log: is_tmux,

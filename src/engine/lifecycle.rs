@@ -86,6 +86,27 @@ pub(super) fn on_worker_input(
                 fx,
             );
         }
+        Input::SetupFailed {
+            worker,
+            attempt,
+            code,
+        } => {
+            if current(state, &worker, attempt).is_none_or(|w| !w.status.is_live()) {
+                return;
+            }
+            finish(
+                state,
+                rt,
+                &worker,
+                attempt,
+                WorkerStatus::Failed,
+                Some((code, ExitSource::ExitFile)),
+                None,
+                format!("setup failed (exit {code})"),
+                "exit-file",
+                fx,
+            );
+        }
         Input::Exited {
             worker,
             attempt,

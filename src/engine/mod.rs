@@ -5,6 +5,9 @@
 pub mod graph;
 #[cfg(test)]
 mod graph_tests;
+mod integrate;
+#[cfg(test)]
+mod integrate_tests;
 mod lifecycle;
 mod stages;
 #[cfg(test)]
@@ -14,6 +17,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
+
+pub use integrate::{IntegrationOutcome, INTEGRATION_CRITIC};
 
 use crate::domain::{
     ClarificationGate, CriticVerdict, ExitSource, RunEvent, RunState, RunStatus, WorkerStatus,
@@ -91,6 +96,14 @@ pub enum Input {
     ReportWritten { path: PathBuf, bytes: u64 },
     /// Cancel one worker, or all of them and the run.
     Cancel { worker: Option<String> },
+    /// The integration pass ended (after `Effect::Integrate`).
+    Integrated(IntegrationOutcome),
+    /// The attempt's `[workspace] setup` exited non-zero with `code`.
+    SetupFailed {
+        worker: String,
+        attempt: u32,
+        code: i32,
+    },
 }
 
 /// What the driver must do.
@@ -112,6 +125,9 @@ pub enum Effect {
     RunCouncil,
     /// Write `report.md`, then feed `Input::ReportWritten`.
     WriteReport,
+    /// Merge the completed workers' branches into the integration branch, then feed
+    /// `Input::Integrated`.
+    Integrate,
     /// Append to `events.jsonl` (and log it).
     Event(RunEvent),
     /// Tell the person (bell / desktop notification): a question, the end of the run.
@@ -135,6 +151,8 @@ pub struct Runtime {
     pub council_requested: bool,
     /// Some worker produced output since the driver last looked (for its back-off).
     pub last_output_moved: bool,
+    /// `Integrate` was asked for and its outcome has not arrived.
+    pub integrate_requested: bool,
 }
 
 /// Apply one input to the run; returns the effects to carry out, in order.
@@ -161,6 +179,10 @@ pub fn update(
         Input::AnswerRun { text } => stages::on_run_answer(state, text, &mut fx),
         Input::CouncilReady(verdicts) => stages::on_council(state, rt, verdicts, &mut fx),
         Input::ReportWritten { path, bytes } => stages::on_report(state, path, bytes, &mut fx),
+        Input::Integrated(outcome) => {
+            integrate::on_outcome(state, rt, outcome, &mut fx);
+            stages::advance(state, rt, &mut fx);
+        }
         Input::Cancel { worker } => {
             lifecycle::cancel(state, rt, worker.as_deref(), &mut fx);
             stages::advance(state, rt, &mut fx);

@@ -129,6 +129,9 @@ pub(super) fn advance(state: &mut RunState, rt: &mut Runtime, fx: &mut Effects) 
                 }
                 match state.stage {
                     Stage::TeamExec | Stage::TeamFix => {
+                        if super::integrate::pending(state, rt, fx) {
+                            return;
+                        }
                         enter(state, Stage::TeamVerify, fx);
                         add_checks(state);
                         rt.council_requested = false;

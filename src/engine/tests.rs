@@ -47,6 +47,7 @@ pub(super) fn run(workers: usize, parallel: usize) -> RunState {
         dispatches: vec![],
         council: Council::default(),
         council_history: vec![],
+        workspace: None,
         clarification: ClarificationState::default(),
         clarify: false,
         checks: vec![],

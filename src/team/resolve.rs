@@ -280,6 +280,7 @@ pub fn resolve(opts: &ResolveOptions) -> Result<ResolvedTeam> {
             artifacts: w.artifacts.clone(),
             cwd: w.cwd.clone(),
             command: w.command.clone(),
+            workspace: w.workspace,
             reason,
             fallbacks,
             after: w.after.clone(),
@@ -309,6 +310,7 @@ pub fn resolve(opts: &ResolveOptions) -> Result<ResolvedTeam> {
         checks: spec.checks.clone(),
         critics: spec.critics.clone(),
         fixer: spec.fixer.clone(),
+        workspace: spec.workspace.clone().unwrap_or_default(),
         health,
         registry,
     })

@@ -30,6 +30,8 @@ pub struct ResolvedWorker {
     pub cwd: Option<PathBuf>,
     /// argv for the `command` provider.
     pub command: Option<Vec<String>>,
+    /// `worktree` or `shared`; `None`: the team's `[workspace] mode`.
+    pub workspace: Option<crate::domain::WorkspaceMode>,
     /// Why this provider.
     pub reason: String,
     /// Other usable providers, best first.
@@ -99,6 +101,8 @@ pub struct ResolvedTeam {
     pub critics: Vec<crate::domain::CriticSpec>,
     /// Who fixes what a blocked council found (`[fixer]`).
     pub fixer: Option<crate::domain::AgentSpec>,
+    /// The team's `[workspace]` table (empty when absent).
+    pub workspace: crate::domain::WorkspaceSpec,
     /// Health of every provider that was probed.
     pub health: Vec<ProviderHealth>,
     /// The merged providers (built-ins + user + project): build launches with it.

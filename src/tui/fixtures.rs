@@ -128,6 +128,7 @@ pub fn crazy_run() -> RunState {
         workers: vec![architect, backend, frontend, security, testing],
         dispatches: vec![],
         council_history: vec![],
+        workspace: None,
         council: Council::from_verdicts(vec![
             verdict(
                 "skeptic",

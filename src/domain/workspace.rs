@@ -1,0 +1,156 @@
+//! Where workers change code: a git worktree each, or the shared project directory; and
+//! what a run recorded about them (`state.json` → `workspace`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// How a worker's files are kept apart from the others'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkspaceMode {
+    /// A git worktree of its own on branch `crewmux/<run>/<worker>` (default in a git
+    /// project).
+    #[default]
+    Worktree,
+    /// The project directory itself, shared with every other shared worker.
+    Shared,
+}
+
+impl WorkspaceMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkspaceMode::Worktree => "worktree",
+            WorkspaceMode::Shared => "shared",
+        }
+    }
+}
+
+/// The `[workspace]` table of a team file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceSpec {
+    /// Default for the team's workers: `worktree` in a git project.
+    #[serde(default)]
+    pub mode: Option<WorkspaceMode>,
+    /// Untracked files or folders (relative to the project) copied into each new worktree,
+    /// never committed (e.g. `.env`).
+    #[serde(default)]
+    pub copy: Vec<String>,
+    /// argv run in the worktree before the agent, inside the worker's pane; a non-zero exit
+    /// fails the attempt with `setup failed (exit N)`.
+    #[serde(default)]
+    pub setup: Option<Vec<String>>,
+}
+
+/// `+added −removed · N files` of a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct DiffStat {
+    /// Lines added.
+    pub added: u64,
+    /// Lines removed.
+    pub removed: u64,
+    /// Files touched.
+    pub files: u64,
+}
+
+impl std::fmt::Display for DiffStat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "+{} −{} · {} file{}",
+            self.added,
+            self.removed,
+            self.files,
+            if self.files == 1 { "" } else { "s" }
+        )
+    }
+}
+
+/// One worker's worktree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerWorkspace {
+    /// Top of the worktree.
+    pub path: PathBuf,
+    /// `crewmux/<run>/<worker>`.
+    pub branch: String,
+    /// The change so far, `base..worktree` (committed and not).
+    #[serde(default)]
+    pub diff: Option<DiffStat>,
+    /// Commits on the branch since the base.
+    #[serde(default)]
+    pub commits: u32,
+}
+
+/// A merge of the integration branch that stopped on conflicts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeConflict {
+    /// Files with conflicts, relative to the repository.
+    pub files: Vec<String>,
+    /// What was already on the integration branch: the workers merged before, or `base`.
+    pub ours: String,
+    /// The worker whose branch was being merged.
+    pub theirs: String,
+}
+
+/// The integration branch `crewmux/<run>/integration` and its worktree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Integration {
+    pub path: PathBuf,
+    pub branch: String,
+    /// Workers whose branches are merged, in order.
+    #[serde(default)]
+    pub merged: Vec<String>,
+    /// The merge waiting for a merge-fixer, if any.
+    #[serde(default)]
+    pub conflict: Option<MergeConflict>,
+    /// The change of the integration branch against the base.
+    #[serde(default)]
+    pub diff: Option<DiffStat>,
+}
+
+/// What a run in a git project recorded about its workspaces.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunWorkspace {
+    /// Top of the user's working tree.
+    pub repo: PathBuf,
+    /// The project directory relative to `repo` (`""` at the top), so a worker's working
+    /// directory is `<worktree>/<prefix>`.
+    #[serde(default)]
+    pub prefix: PathBuf,
+    /// The base commit (full SHA) every branch starts from.
+    pub base: String,
+    /// What the base was asked as (`HEAD`, `--base main`, …).
+    pub base_ref: String,
+    /// The branch checked out in the user's tree when the run started (`None`: detached
+    /// HEAD); `crewmux merge` brings the result into it.
+    #[serde(default)]
+    pub user_branch: Option<String>,
+    /// The base includes the user's uncommitted changes (`--include-uncommitted`).
+    #[serde(default)]
+    pub uncommitted: bool,
+    /// Folder of this run's worktrees: `<project>/.crewmux/worktrees/<run>`.
+    pub root: PathBuf,
+    /// `[workspace] copy`: copied into each worktree, never committed.
+    #[serde(default)]
+    pub copy: Vec<String>,
+    /// `[workspace] setup`.
+    #[serde(default)]
+    pub setup: Option<Vec<String>>,
+    /// Worktrees by worker id.
+    #[serde(default)]
+    pub workers: BTreeMap<String, WorkerWorkspace>,
+    #[serde(default)]
+    pub integration: Option<Integration>,
+    /// Fix round whose integration is done (merged without a pending conflict).
+    #[serde(default)]
+    pub integrated_round: Option<u32>,
+}
+
+impl RunWorkspace {
+    /// The working directory of a worker in a tree whose top is `top`.
+    pub fn cwd_in(&self, top: &std::path::Path) -> PathBuf {
+        top.join(&self.prefix)
+    }
+}

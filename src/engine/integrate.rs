@@ -1,0 +1,143 @@
+//! The integration step between a stage's work and its verification: in a run with
+//! worktrees, the completed workers' branches are merged into the integration branch
+//! before checks and critics run (they judge what the user would get). A conflict brings
+//! in a merge-fixer (role `fixer`) in the integration worktree; with no agent that can fix,
+//! the council is `blocked` with `merge conflict in <files> between <a> and <b>`.
+
+use super::{Effect, Effects, Runtime};
+use crate::domain::{
+    Council, CouncilStatus, CriticVerdict, MergeConflict, RunState, Verdict, WorkerKind,
+};
+
+/// What the driver's integration pass found (after `Effect::Integrate`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum IntegrationOutcome {
+    /// Every completed branch is merged.
+    Clean,
+    /// A merge stopped on conflicts; `task` is the merge-fixer's task (files and hunks).
+    Conflict {
+        conflict: MergeConflict,
+        task: String,
+    },
+    /// git failed otherwise.
+    Failed(String),
+}
+
+/// Name of the council's integration verdict.
+pub const INTEGRATION_CRITIC: &str = "integration";
+
+/// True while the current round still needs (or waits for) its integration pass; asks for
+/// it once.
+pub(super) fn pending(state: &RunState, rt: &mut Runtime, fx: &mut Effects) -> bool {
+    let Some(ws) = state.workspace.as_ref() else {
+        return false;
+    };
+    if ws.integrated_round == Some(state.fix_round) {
+        return false;
+    }
+    if !rt.integrate_requested {
+        rt.integrate_requested = true;
+        fx.push(Effect::Integrate);
+    }
+    true
+}
+
+/// The agent a merge-fixer runs on: the `[fixer]` table, else the first team worker's
+/// provider when it is an agent (a `command` worker's argv cannot resolve anything).
+fn fixer_agent(state: &RunState) -> Option<(String, Option<Vec<String>>)> {
+    let spec = state.fixer.clone().unwrap_or_default();
+    let first = state.workers.iter().find(|w| w.kind == WorkerKind::Worker);
+    match (&spec.provider, first) {
+        (Some(p), _) => Some((p.clone(), spec.command.clone())),
+        (None, Some(f)) if f.provider != "command" => Some((f.provider.clone(), None)),
+        _ => None,
+    }
+}
+
+/// Apply the integration pass's outcome. Returns true when the stage may go on to verify.
+pub(super) fn on_outcome(
+    state: &mut RunState,
+    rt: &mut Runtime,
+    outcome: IntegrationOutcome,
+    fx: &mut Effects,
+) -> bool {
+    rt.integrate_requested = false;
+    let finding = match outcome {
+        IntegrationOutcome::Clean => {
+            let merged = state
+                .workspace
+                .as_ref()
+                .and_then(|w| w.integration.as_ref())
+                .map(|i| i.merged.join(", "))
+                .unwrap_or_default();
+            if let Some(ws) = state.workspace.as_mut() {
+                ws.integrated_round = Some(state.fix_round);
+            }
+            fx.event(
+                "integrated",
+                None,
+                "engine",
+                if merged.is_empty() {
+                    "no branch to merge".to_string()
+                } else {
+                    format!("merged {merged}")
+                },
+            );
+            return true;
+        }
+        IntegrationOutcome::Failed(msg) => {
+            fx.event("integration-failed", None, "engine", msg.clone());
+            format!("integration failed: {msg}")
+        }
+        IntegrationOutcome::Conflict { conflict, task } => {
+            let finding = format!(
+                "merge conflict in {} between {} and {}",
+                conflict.files.join(", "),
+                conflict.ours,
+                conflict.theirs
+            );
+            fx.event("merge-conflict", None, "engine", finding.clone());
+            let id = format!("merge-fixer-{}", conflict.theirs);
+            let tried = state.worker(&id).is_some();
+            match fixer_agent(state) {
+                Some((provider, command)) if !tried => {
+                    let spec = state.fixer.clone().unwrap_or_default();
+                    let mut w = super::stages::blank_worker(
+                        id,
+                        "fixer".into(),
+                        provider,
+                        WorkerKind::Fixer,
+                        state.stage,
+                        state.fix_round,
+                    );
+                    w.command = command;
+                    w.model = spec.model.clone();
+                    w.timeout_s = spec.timeout_s;
+                    w.max_attempts = 1;
+                    w.task = task;
+                    state.workers.push(w);
+                    return false;
+                }
+                Some(_) => format!("{finding} (the merge-fixer left it unresolved)"),
+                None => finding,
+            }
+        }
+    };
+    // Blocked for good: do not ask for the pass again while the report is written.
+    rt.integrate_requested = true;
+    let council = Council {
+        status: CouncilStatus::Blocked,
+        verdicts: vec![CriticVerdict {
+            critic: INTEGRATION_CRITIC.into(),
+            verdict: Verdict::Fail,
+            confidence: 1.0,
+            findings: vec![finding.clone()],
+        }],
+        round: Some(state.fix_round),
+    };
+    fx.event("council", None, "engine", council.status.as_str());
+    state.council_history.push(council.clone());
+    state.council = council;
+    fx.push(Effect::WriteReport);
+    false
+}

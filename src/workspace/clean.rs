@@ -1,0 +1,105 @@
+//! Removing a finished run's worktrees without losing work.
+//!
+//! A worktree goes only when its branch is merged into the user's current branch (its tip
+//! is an ancestor of HEAD) or with `--force`; a worktree with uncommitted changes stays
+//! unless `--force`. Kept branches are listed with the command that merges or drops them.
+//! `git worktree prune` runs after.
+
+use std::path::Path;
+
+use super::git::Git;
+use crate::domain::RunWorkspace;
+use crate::error::Result;
+
+/// What cleaning one run did, one line per worktree, and whether anything was kept.
+#[derive(Debug, Default, Clone)]
+pub struct CleanReport {
+    pub lines: Vec<String>,
+    pub kept: usize,
+    pub removed: usize,
+}
+
+/// Uncommitted changes in a worktree, not counting the `copy` seeds.
+pub fn has_uncommitted(top: &Path, ws: &RunWorkspace) -> Result<bool> {
+    let mut args = vec![
+        "status".to_string(),
+        "--porcelain".into(),
+        "--".into(),
+        ".".into(),
+    ];
+    for c in &ws.copy {
+        args.push(format!(":(top,exclude){}", ws.prefix.join(c).display()));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    Ok(!Git::new(top).run(&args)?.trim().is_empty())
+}
+
+/// Clean the worktrees of run `run_id`.
+///
+/// Errors: a git call fails (what was removed before stays removed and is reported).
+pub fn clean_run(ws: &RunWorkspace, run_id: &str, force: bool) -> Result<CleanReport> {
+    let git = Git::new(&ws.repo);
+    let mut report = CleanReport::default();
+    let mut trees: Vec<(String, std::path::PathBuf, String)> = ws
+        .workers
+        .iter()
+        .map(|(id, w)| (id.clone(), w.path.clone(), w.branch.clone()))
+        .collect();
+    if let Some(i) = &ws.integration {
+        trees.push(("integration".into(), i.path.clone(), i.branch.clone()));
+    }
+    for (name, path, branch) in trees {
+        let exists = path.exists();
+        if exists && !force && has_uncommitted(&path, ws)? {
+            report.kept += 1;
+            report.lines.push(format!(
+                "kept {}: uncommitted changes (commit them there, or crewmux clean --run {run_id} --force drops them)",
+                path.display()
+            ));
+            continue;
+        }
+        let branch_exists = git
+            .output(&[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("refs/heads/{branch}"),
+            ])?
+            .ok();
+        let merged = !branch_exists
+            || git
+                .output(&["merge-base", "--is-ancestor", &branch, "HEAD"])?
+                .ok();
+        if !merged && !force {
+            report.kept += 1;
+            let commits = super::commit::commit_count(&ws.repo, &ws.base, &branch).unwrap_or(0);
+            let take = if name == "integration" {
+                format!("crewmux merge {run_id}")
+            } else {
+                format!("crewmux merge {run_id} --worker {name}")
+            };
+            report.lines.push(format!(
+                "kept branch {branch} ({commits} commit{}, not merged): `{take}` takes it, `crewmux clean --run {run_id} --force` drops it",
+                if commits == 1 { "" } else { "s" }
+            ));
+            continue;
+        }
+        if exists {
+            // The guard is ours (above): `--force` lets git also drop the `copy` seeds and
+            // build output it would otherwise refuse over.
+            git.run(&["worktree", "remove", "--force", &path.to_string_lossy()])?;
+        }
+        if branch_exists {
+            git.run(&["branch", "-D", &branch])?;
+        }
+        report.removed += 1;
+        report
+            .lines
+            .push(format!("removed {} and branch {branch}", path.display()));
+    }
+    git.run(&["worktree", "prune"])?;
+    if report.kept == 0 {
+        let _ = std::fs::remove_dir(&ws.root);
+    }
+    Ok(report)
+}

@@ -1,0 +1,161 @@
+//! Commits per attempt and diffstats.
+
+use std::path::Path;
+
+use super::git::Git;
+use crate::domain::{DiffStat, RunWorkspace};
+use crate::error::Result;
+
+/// Trailer naming the run in every commit crewmux makes.
+pub const RUN_TRAILER: &str = "Crewmux-Run";
+/// Trailer naming the worker in every commit crewmux makes.
+pub const WORKER_TRAILER: &str = "Crewmux-Worker";
+
+/// The runner with a fallback identity (`crewmux <crewmux@localhost>`) when the user has
+/// none configured, so that a machine without `user.email` still gets its commits; the
+/// user's own identity is used whenever it exists.
+pub fn with_identity(git: Git) -> Result<Git> {
+    let has = git.output(&["config", "--get", "user.email"])?.ok()
+        && git.output(&["config", "--get", "user.name"])?.ok();
+    if has {
+        return Ok(git);
+    }
+    Ok(git
+        .with_env("GIT_AUTHOR_NAME", "crewmux")
+        .with_env("GIT_AUTHOR_EMAIL", "crewmux@localhost")
+        .with_env("GIT_COMMITTER_NAME", "crewmux")
+        .with_env("GIT_COMMITTER_EMAIL", "crewmux@localhost"))
+}
+
+/// The pathspec of `git add`: everything, except the `copy` seeds (never committed).
+fn add_args(copy: &[String], prefix: &Path) -> Vec<String> {
+    let mut args = vec!["add".to_string(), "-A".into(), "--".into(), ".".into()];
+    for c in copy {
+        args.push(format!(":(top,exclude){}", prefix.join(c).display()));
+    }
+    args
+}
+
+/// Commit whatever is uncommitted in the tree at `top` with `subject` and the crewmux
+/// trailers. Commits an agent made itself stay as they are. Returns the new commit's SHA,
+/// or `None` when there was nothing to commit.
+///
+/// The commit skips the repository's commit hooks (`--no-verify`): it records what a worker
+/// left so nothing is lost; judging it is the checks' job, and a failing hook must not
+/// drop the work.
+pub fn commit_all(
+    top: &Path,
+    ws: &RunWorkspace,
+    run_id: &str,
+    worker: &str,
+    subject: &str,
+) -> Result<Option<String>> {
+    let git = Git::new(top);
+    let args = add_args(&ws.copy, &ws.prefix);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    git.run(&args)?;
+    if git.output(&["diff", "--cached", "--quiet"])?.ok() {
+        return Ok(None);
+    }
+    let message = format!("{subject}\n\n{RUN_TRAILER}: {run_id}\n{WORKER_TRAILER}: {worker}\n");
+    with_identity(git.clone())?.run(&["commit", "--quiet", "--no-verify", "-m", &message])?;
+    Ok(Some(git.line(&["rev-parse", "HEAD"])?))
+}
+
+/// Parse `git diff --numstat` (binary files count as a file with no lines).
+pub fn parse_numstat(text: &str) -> DiffStat {
+    let mut d = DiffStat::default();
+    for line in text.lines() {
+        let mut parts = line.splitn(3, '\t');
+        let (Some(a), Some(r), Some(_)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        d.added += a.parse::<u64>().unwrap_or(0);
+        d.removed += r.parse::<u64>().unwrap_or(0);
+        d.files += 1;
+    }
+    d
+}
+
+/// The change of `rev` (a branch or commit) against `base`: `git diff --numstat base rev`.
+pub fn diffstat_between(repo: &Path, base: &str, rev: &str) -> Result<DiffStat> {
+    let out = Git::new(repo).run(&["diff", "--numstat", "--no-renames", base, rev])?;
+    Ok(parse_numstat(&out))
+}
+
+/// Largest untracked file read to count its lines for a live diffstat, bytes.
+const UNTRACKED_READ_MAX: u64 = 1 << 20;
+
+/// The change of a worktree against `base` as it is now, committed or not: tracked changes
+/// through `git diff --numstat base`, plus untracked, not ignored files counted by their
+/// lines (files over 1 MiB count as a file without lines). Two git calls.
+pub fn diffstat_live(top: &Path, base: &str) -> Result<DiffStat> {
+    let git = Git::new(top);
+    let mut d = parse_numstat(&git.run(&["diff", "--numstat", "--no-renames", base])?);
+    let others = git.run(&["ls-files", "--others", "--exclude-standard", "-z"])?;
+    for f in others.split('\0').filter(|f| !f.is_empty()) {
+        d.files += 1;
+        let p = top.join(f);
+        if std::fs::metadata(&p).is_ok_and(|m| m.len() <= UNTRACKED_READ_MAX) {
+            if let Ok(bytes) = std::fs::read(&p) {
+                d.added += bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+            }
+        }
+    }
+    Ok(d)
+}
+
+/// Commits in `base..rev`.
+pub fn commit_count(repo: &Path, base: &str, rev: &str) -> Result<u32> {
+    let out = Git::new(repo).line(&["rev-list", "--count", &format!("{base}..{rev}")])?;
+    Ok(out.parse().unwrap_or(0))
+}
+
+/// When an attempt of `worker` ends: commit what it left in its worktree (subject
+/// `crewmux: <worker> attempt <n>`) and record the branch's diffstat and commit count.
+/// A worker without a worktree is left alone.
+///
+/// Errors: a git call fails.
+pub fn on_attempt_end(
+    ws: &mut RunWorkspace,
+    run_id: &str,
+    worker: &str,
+    attempt: u32,
+) -> Result<()> {
+    let Some(w) = ws.workers.get(worker).cloned() else {
+        return Ok(());
+    };
+    commit_all(
+        &w.path,
+        ws,
+        run_id,
+        worker,
+        &format!("crewmux: {worker} attempt {attempt}"),
+    )?;
+    let diff = diffstat_between(&ws.repo, &ws.base, &w.branch)?;
+    let commits = commit_count(&ws.repo, &ws.base, &w.branch)?;
+    if let Some(w) = ws.workers.get_mut(worker) {
+        w.diff = Some(diff);
+        w.commits = commits;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numstat_sums_lines_and_counts_files_binary_included() {
+        let d = parse_numstat("3\t1\tsrc/a.rs\n0\t4\tb.txt\n-\t-\timg.png\n");
+        assert_eq!(
+            d,
+            DiffStat {
+                added: 3,
+                removed: 5,
+                files: 3
+            }
+        );
+        assert_eq!(d.to_string(), "+3 −5 · 3 files");
+    }
+}

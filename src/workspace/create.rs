@@ -1,0 +1,356 @@
+//! Planning and creating a run's worktrees.
+//!
+//! Layout: `<project>/.crewmux/worktrees/<run>/<worker>` on branch `crewmux/<run>/<worker>`,
+//! and `<project>/.crewmux/worktrees/<run>/integration` on `crewmux/<run>/integration`.
+//! The worktrees sit beside the run directory (`.crewmux/runs/<run>`) rather than in it, so
+//! that removing a run's record and removing its code are separate decisions (`clean`).
+//! `.crewmux/` is kept out of `git status` through the repository's `info/exclude`; the
+//! user's `.gitignore`, working tree, index, HEAD and stash are never written.
+
+use std::path::{Path, PathBuf};
+
+use super::git::Git;
+use crate::domain::{RunWorkspace, WorkerWorkspace, WorkspaceMode, WorkspaceSpec};
+use crate::error::{Error, Result};
+
+/// What the user asked for on the command line.
+#[derive(Debug, Clone, Default)]
+pub struct WorkspaceOptions {
+    /// `--base REF`; `None`: HEAD when the run starts.
+    pub base: Option<String>,
+    /// `--include-uncommitted`: base the workers on the working tree as it is.
+    pub include_uncommitted: bool,
+}
+
+/// A checked plan: nothing is created until [`create`].
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub repo: PathBuf,
+    pub prefix: PathBuf,
+    /// The base commit (before any uncommitted snapshot).
+    pub base: String,
+    pub base_ref: String,
+    pub user_branch: Option<String>,
+    pub include_uncommitted: bool,
+    pub spec: WorkspaceSpec,
+    /// Workers that get a worktree, in team order.
+    pub workers: Vec<String>,
+}
+
+/// The outcome of planning: a plan (or none: every worker shares the project directory)
+/// and the one-line notices to show the user.
+#[derive(Debug, Clone, Default)]
+pub struct Planned {
+    pub plan: Option<Plan>,
+    pub notices: Vec<String>,
+}
+
+/// The branch of a worker (or `integration`) of a run.
+pub fn branch_name(run_id: &str, worker: &str) -> String {
+    format!("crewmux/{run_id}/{worker}")
+}
+
+/// The folder of a run's worktrees.
+pub fn worktrees_root(project: &Path, run_id: &str) -> PathBuf {
+    project.join(".crewmux").join("worktrees").join(run_id)
+}
+
+/// Check the project and the options without creating anything.
+///
+/// `workers` are `(id, the worker's own workspace mode)`. Errors (exit 2): `--base` is not
+/// a commit, a bare repository, a repository without a commit, `--base`/
+/// `--include-uncommitted` outside a git repository or with only shared workers.
+pub fn plan(
+    project: &Path,
+    spec: &WorkspaceSpec,
+    workers: &[(String, Option<WorkspaceMode>)],
+    opts: &WorkspaceOptions,
+) -> Result<Planned> {
+    let team_mode = spec.mode.unwrap_or_default();
+    let wanted: Vec<String> = workers
+        .iter()
+        .filter(|(_, m)| m.unwrap_or(team_mode) == WorkspaceMode::Worktree)
+        .map(|(id, _)| id.clone())
+        .collect();
+    let asked = opts.base.is_some() || opts.include_uncommitted;
+    let flag = if opts.base.is_some() {
+        "--base"
+    } else {
+        "--include-uncommitted"
+    };
+    if wanted.is_empty() {
+        if asked {
+            return Err(Error::Usage(format!(
+                "{flag}: every worker runs in the shared project directory; drop {flag} or set [workspace] mode = \"worktree\""
+            )));
+        }
+        return Ok(Planned::default());
+    }
+    let git = Git::new(project);
+    let inside = git.output(&["rev-parse", "--is-inside-work-tree"])?;
+    if !inside.ok() {
+        if asked {
+            return Err(Error::Usage(format!(
+                "{flag}: {} is not in a git repository; drop {flag} (workers then share the project directory)",
+                project.display()
+            )));
+        }
+        return Ok(Planned {
+            plan: None,
+            notices: vec![format!(
+                "{} is not a git repository: workers share the project directory (workspace = \"shared\")",
+                project.display()
+            )],
+        });
+    }
+    if inside.stdout.trim() != "true" {
+        return Err(Error::Usage(format!(
+            "{} is a bare git repository or inside a .git folder: run crewmux in a checkout (git clone {} <dir>) or set [workspace] mode = \"shared\"",
+            project.display(),
+            project.display()
+        )));
+    }
+    let repo = PathBuf::from(git.line(&["rev-parse", "--show-toplevel"])?);
+    let prefix = PathBuf::from(git.line(&["rev-parse", "--show-prefix"])?);
+    let base_ref = opts.base.clone().unwrap_or_else(|| "HEAD".into());
+    let base = resolve_commit(&git, &base_ref, opts.base.is_some())?;
+    if opts.include_uncommitted && opts.base.is_some() {
+        let head = resolve_commit(&git, "HEAD", false)?;
+        if head != base {
+            return Err(Error::Usage(format!(
+                "--include-uncommitted bases the workers on your working tree (HEAD with its changes), not on --base {base_ref}: drop one of the two"
+            )));
+        }
+    }
+    let mut notices = vec![];
+    if !opts.include_uncommitted && is_dirty(&git)? {
+        notices.push(
+            "your working tree has uncommitted changes: they are not in the workers' trees (add --include-uncommitted to include them)".into(),
+        );
+    }
+    if repo.join(".gitmodules").exists() {
+        notices.push(
+            "this repository has submodules: worktrees start without them; add setup = [\"git\", \"submodule\", \"update\", \"--init\"] to [workspace] to fetch them".into(),
+        );
+    }
+    Ok(Planned {
+        plan: Some(Plan {
+            repo,
+            prefix,
+            base,
+            base_ref,
+            user_branch: current_branch(&git)?,
+            include_uncommitted: opts.include_uncommitted,
+            spec: spec.clone(),
+            workers: wanted,
+        }),
+        notices,
+    })
+}
+
+/// The branch checked out in the tree of `git` (`None`: detached HEAD).
+pub fn current_branch(git: &Git) -> Result<Option<String>> {
+    let out = git.output(&["symbolic-ref", "--quiet", "--short", "HEAD"])?;
+    Ok(out.ok().then(|| out.stdout.trim().to_string()))
+}
+
+fn resolve_commit(git: &Git, rev: &str, asked: bool) -> Result<String> {
+    if rev.starts_with('-') {
+        return Err(Error::Usage(format!(
+            "--base {rev}: not a commit; give a branch, tag or SHA (see git log --oneline)"
+        )));
+    }
+    let out = git.output(&[
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        &format!("{rev}^{{commit}}"),
+    ])?;
+    if out.ok() {
+        return Ok(out.stdout.trim().to_string());
+    }
+    Err(Error::Usage(if asked {
+        format!(
+            "--base {rev}: not a commit in {}; give a branch, tag or SHA (see git log --oneline)",
+            git.dir().display()
+        )
+    } else {
+        format!(
+            "{}: the repository has no commit yet; commit once, or set [workspace] mode = \"shared\"",
+            git.dir().display()
+        )
+    }))
+}
+
+/// True when tracked files differ from HEAD (staged or not), or untracked files exist
+/// outside crewmux's own folder.
+fn is_dirty(git: &Git) -> Result<bool> {
+    let out = git.run(&["status", "--porcelain", "-z"])?;
+    Ok(out
+        .split('\0')
+        .filter(|e| e.len() > 3)
+        .any(|e| !e[3..].starts_with(".crewmux/") && !e[3..].contains("/.crewmux/")))
+}
+
+/// Create the worktrees of a plan: the exclude line, the base (with the uncommitted
+/// snapshot when asked), one worktree and branch per worker, the `copy` files.
+///
+/// Errors: a git call fails (its stderr is in the message); worktrees created before the
+/// failure are removed again.
+pub fn create(plan: &Plan, project: &Path, run_id: &str) -> Result<RunWorkspace> {
+    let git = Git::new(&plan.repo);
+    ensure_excluded(&git)?;
+    let base = if plan.include_uncommitted {
+        snapshot_uncommitted(&git, &plan.base)?
+    } else {
+        plan.base.clone()
+    };
+    let root = worktrees_root(project, run_id);
+    std::fs::create_dir_all(&root)?;
+    let mut ws = RunWorkspace {
+        repo: plan.repo.clone(),
+        prefix: plan.prefix.clone(),
+        base,
+        base_ref: plan.base_ref.clone(),
+        user_branch: plan.user_branch.clone(),
+        uncommitted: plan.include_uncommitted,
+        root: root.clone(),
+        copy: plan.spec.copy.clone(),
+        setup: plan.spec.setup.clone(),
+        workers: Default::default(),
+        integration: None,
+        integrated_round: None,
+    };
+    for id in &plan.workers {
+        match add_worktree(&git, &ws, run_id, id) {
+            Ok(w) => {
+                copy_seeds(project, &ws, &w.path)?;
+                ws.workers.insert(id.clone(), w);
+            }
+            Err(e) => {
+                for w in ws.workers.values() {
+                    let _ =
+                        git.output(&["worktree", "remove", "--force", &w.path.to_string_lossy()]);
+                    let _ = git.output(&["branch", "-D", &w.branch]);
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(ws)
+}
+
+/// `git worktree add -b crewmux/<run>/<name> <root>/<name> <base>`.
+pub fn add_worktree(
+    git: &Git,
+    ws: &RunWorkspace,
+    run_id: &str,
+    name: &str,
+) -> Result<WorkerWorkspace> {
+    let path = ws.root.join(name);
+    let branch = branch_name(run_id, name);
+    git.run(&[
+        "worktree",
+        "add",
+        "--quiet",
+        "-b",
+        &branch,
+        &path.to_string_lossy(),
+        &ws.base,
+    ])?;
+    Ok(WorkerWorkspace {
+        path,
+        branch,
+        diff: None,
+        commits: 0,
+    })
+}
+
+/// Add `.crewmux/` to the repository's `info/exclude` (shared by every worktree) once.
+fn ensure_excluded(git: &Git) -> Result<()> {
+    let rel = git.line(&["rev-parse", "--git-path", "info/exclude"])?;
+    let path = if Path::new(&rel).is_absolute() {
+        PathBuf::from(rel)
+    } else {
+        git.dir().join(rel)
+    };
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    if text.lines().any(|l| l.trim() == ".crewmux/") {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut new = text;
+    if !new.is_empty() && !new.ends_with('\n') {
+        new.push('\n');
+    }
+    new.push_str("# crewmux: runs, logs and worktrees\n.crewmux/\n");
+    crate::store::write_replace(&path, new.as_bytes())
+}
+
+/// A commit of the working tree as it is (tracked changes and untracked, not ignored files)
+/// on top of `head`, made through a temporary index so the user's index is never written.
+fn snapshot_uncommitted(git: &Git, head: &str) -> Result<String> {
+    let tmp = tempfile::tempdir()?;
+    let index = tmp.path().join("index");
+    let g = git
+        .clone()
+        .with_env("GIT_INDEX_FILE", &index.to_string_lossy());
+    g.run(&["read-tree", head])?;
+    g.run(&["add", "-A", "--", "."])?;
+    let tree = g.line(&["write-tree"])?;
+    let head_tree = git.line(&["rev-parse", &format!("{head}^{{tree}}")])?;
+    if tree == head_tree {
+        return Ok(head.to_string());
+    }
+    let g = super::commit::with_identity(g)?;
+    g.line(&[
+        "commit-tree",
+        &tree,
+        "-p",
+        head,
+        "-m",
+        "crewmux: uncommitted changes at run start",
+    ])
+}
+
+/// Copy `[workspace] copy` entries (files or folders, relative to the project) into a new
+/// worktree. A missing entry is skipped with a warning in the log.
+fn copy_seeds(project: &Path, ws: &RunWorkspace, top: &Path) -> Result<()> {
+    for entry in &ws.copy {
+        let from = project.join(entry);
+        let to = ws.cwd_in(top).join(entry);
+        if !from.exists() {
+            tracing::warn!(
+                "[workspace] copy: {} does not exist; skipped",
+                from.display()
+            );
+            continue;
+        }
+        copy_tree(&from, &to).map_err(|e| {
+            Error::Other(format!(
+                "[workspace] copy {entry}: {e} (copying {} to {})",
+                from.display(),
+                to.display()
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    if from.is_dir() {
+        std::fs::create_dir_all(to)?;
+        for e in std::fs::read_dir(from)? {
+            let e = e?;
+            copy_tree(&e.path(), &to.join(e.file_name()))?;
+        }
+        Ok(())
+    } else {
+        if let Some(dir) = to.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::copy(from, to).map(|_| ())
+    }
+}

@@ -1,0 +1,184 @@
+//! Running `git` as a child process, every call bounded by a timeout.
+//!
+//! crewmux drives git through its command line rather than a library: the user's own
+//! configuration (identity, `core.autocrlf`, merge drivers) and hooks apply exactly as when
+//! they run git themselves, and the behaviour is the one every other worktree tool relies on.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use wait_timeout::ChildExt;
+
+use crate::error::{Error, Result};
+
+/// Default bound on one git call: 120 s (a `worktree add` of a large repository on a slow
+/// disk takes seconds; a hung credential helper or hook must not hang the run).
+pub const GIT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What one git call printed and how it ended.
+#[derive(Debug, Clone)]
+pub struct GitOutput {
+    /// Exit status; `None` never happens (a killed call is an error).
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl GitOutput {
+    pub fn ok(&self) -> bool {
+        self.code == 0
+    }
+}
+
+/// A git command runner for one directory.
+#[derive(Debug, Clone)]
+pub struct Git {
+    dir: PathBuf,
+    timeout: Duration,
+    env: Vec<(String, String)>,
+}
+
+impl Git {
+    /// Git in `dir` with the default [`GIT_TIMEOUT`].
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Git {
+            dir: dir.into(),
+            timeout: GIT_TIMEOUT,
+            env: vec![],
+        }
+    }
+
+    /// The same runner with another timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The same runner with an extra environment variable for every call.
+    pub fn with_env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Run `git args…`; returns its output whatever its exit status.
+    ///
+    /// Errors: git cannot be started, or the call outlived the timeout (it is killed; the
+    /// message names the command and the timeout).
+    pub fn output(&self, args: &[&str]) -> Result<GitOutput> {
+        let mut cmd = Command::new("git");
+        cmd.arg("-C")
+            .arg(&self.dir)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Never wait on a terminal prompt for credentials or an editor.
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_EDITOR", "true")
+            .env("LC_ALL", "C");
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().map_err(|e| {
+            Error::Other(format!(
+                "cannot run git ({e}): install git or run with a shared workspace"
+            ))
+        })?;
+        let mut out = child.stdout.take().expect("piped");
+        let mut err = child.stderr.take().expect("piped");
+        let out_reader = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = out.read_to_end(&mut buf);
+            buf
+        });
+        let err_reader = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = err.read_to_end(&mut buf);
+            buf
+        });
+        let status = match child.wait_timeout(self.timeout)? {
+            Some(s) => s,
+            None => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(Error::Other(format!(
+                    "git {} in {} did not finish within {} s and was stopped",
+                    args.join(" "),
+                    self.dir.display(),
+                    self.timeout.as_secs()
+                )));
+            }
+        };
+        let stdout = String::from_utf8_lossy(&out_reader.join().unwrap_or_default()).into_owned();
+        let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
+        Ok(GitOutput {
+            code: status.code().unwrap_or(128),
+            stdout,
+            stderr,
+        })
+    }
+
+    /// Run `git args…` and return its stdout; a non-zero exit is an error carrying git's
+    /// stderr (first line kept whole, the rest cut).
+    pub fn run(&self, args: &[&str]) -> Result<String> {
+        let out = self.output(args)?;
+        if out.ok() {
+            Ok(out.stdout)
+        } else {
+            Err(Error::Other(format!(
+                "git {} failed (exit {}): {}",
+                args.join(" "),
+                out.code,
+                first_lines(&out.stderr, 3)
+            )))
+        }
+    }
+
+    /// `run` with the output trimmed of its trailing newline.
+    pub fn line(&self, args: &[&str]) -> Result<String> {
+        Ok(self.run(args)?.trim_end().to_string())
+    }
+}
+
+/// The first `n` non-empty lines of `text`, joined with ` / `.
+pub fn first_lines(text: &str, n: usize) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(n)
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_call_keeps_git_stderr() {
+        let tmp = tempfile::tempdir().unwrap();
+        let err = Git::new(tmp.path())
+            .run(&["rev-parse", "HEAD"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not a git repository"), "{err}");
+    }
+
+    #[test]
+    fn a_call_past_its_timeout_is_stopped_with_a_message() {
+        let tmp = tempfile::tempdir().unwrap();
+        // `git -c alias.x='!sleep 5' x`: a shell alias that outlives a 200 ms bound.
+        let err = Git::new(tmp.path())
+            .with_timeout(Duration::from_millis(200))
+            .run(&["-c", "alias.slow=!sleep 5", "slow"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("did not finish within"), "{err}");
+    }
+}

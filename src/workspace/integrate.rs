@@ -1,0 +1,190 @@
+//! The integration branch: the completed workers' branches merged in order into
+//! `crewmux/<run>/integration`, in a worktree of its own, before the team is judged.
+
+use super::commit::{commit_all, diffstat_between, with_identity};
+use super::create::add_worktree;
+use super::git::{first_lines, Git};
+use crate::domain::{Integration, MergeConflict, RunState, WorkerKind, WorkerStatus};
+use crate::error::{Error, Result};
+
+/// Characters of one conflicting file quoted in the merge-fixer's prompt.
+pub const HUNK_CHARS: usize = 4000;
+
+/// How an integration pass ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Every completed worker's branch is merged.
+    Clean,
+    /// A merge stopped on conflicts; the integration worktree holds the conflicted merge.
+    Conflict(MergeConflict),
+}
+
+/// Merge the branches of the run's completed workers (in team order) that are not merged
+/// yet into the integration branch, creating its worktree on the first pass. A merge the
+/// merge-fixer resolved is committed first, as is anything a fixer left in the tree.
+///
+/// Errors: git fails other than by a conflict (the message carries git's stderr).
+pub fn integrate(state: &mut RunState) -> Result<Outcome> {
+    let run_id = state.run_id.clone();
+    let Some(ws) = state.workspace.as_mut() else {
+        return Ok(Outcome::Clean);
+    };
+    if ws.integration.is_none() {
+        let w = add_worktree(&Git::new(&ws.repo), ws, &run_id, "integration")?;
+        ws.integration = Some(Integration {
+            path: w.path,
+            branch: w.branch,
+            merged: vec![],
+            conflict: None,
+            diff: None,
+        });
+    }
+    let integ = ws.integration.clone().expect("set above");
+    let git = with_identity(Git::new(&integ.path))?;
+    if let Some(c) = &integ.conflict {
+        let left = unresolved(&git, &integ.path)?;
+        if !left.is_empty() {
+            let c = MergeConflict {
+                files: left,
+                ..c.clone()
+            };
+            ws.integration.as_mut().expect("set").conflict = Some(c.clone());
+            return Ok(Outcome::Conflict(c));
+        }
+        let theirs = c.theirs.clone();
+        commit_all(
+            &integ.path,
+            ws,
+            &run_id,
+            "merge-fixer",
+            &format!("crewmux: merge {theirs} (conflicts resolved)"),
+        )?;
+        let i = ws.integration.as_mut().expect("set");
+        i.conflict = None;
+        i.merged.push(theirs);
+    } else {
+        commit_all(
+            &integ.path,
+            ws,
+            &run_id,
+            "fixer",
+            &format!("crewmux: fix round {}", state.fix_round),
+        )?;
+    }
+    let order: Vec<String> = state
+        .workers
+        .iter()
+        .filter(|w| w.kind == WorkerKind::Worker && w.status == WorkerStatus::Completed)
+        .map(|w| w.id.clone())
+        .collect();
+    for id in order {
+        let (Some(w), Some(i)) = (ws.workers.get(&id).cloned(), ws.integration.clone()) else {
+            continue;
+        };
+        if i.merged.contains(&id) {
+            continue;
+        }
+        let out = git.output(&[
+            "merge",
+            "--no-ff",
+            "--no-verify",
+            "-m",
+            &format!(
+                "crewmux: merge {id}\n\n{}: {run_id}\n{}: {id}\n",
+                super::commit::RUN_TRAILER,
+                super::commit::WORKER_TRAILER
+            ),
+            &w.branch,
+        ])?;
+        let i = ws.integration.as_mut().expect("set");
+        if out.ok() {
+            i.merged.push(id);
+            continue;
+        }
+        let files = unresolved(&git, &i.path)?;
+        if files.is_empty() {
+            return Err(Error::Other(format!(
+                "git merge {} failed (exit {}): {}",
+                w.branch,
+                out.code,
+                first_lines(&format!("{}\n{}", out.stderr, out.stdout), 3)
+            )));
+        }
+        let ours = if i.merged.is_empty() {
+            "base".to_string()
+        } else {
+            i.merged.join(", ")
+        };
+        let c = MergeConflict {
+            files,
+            ours,
+            theirs: id,
+        };
+        i.conflict = Some(c.clone());
+        return Ok(Outcome::Conflict(c));
+    }
+    let i = ws.integration.as_mut().expect("set");
+    i.diff = Some(diffstat_between(&ws.repo, &ws.base, &i.branch)?);
+    Ok(Outcome::Clean)
+}
+
+/// Files still unmerged in the index, or still holding conflict markers.
+fn unresolved(git: &Git, top: &std::path::Path) -> Result<Vec<String>> {
+    let listed = git.run(&["diff", "--name-only", "--diff-filter=U"])?;
+    let mut files: Vec<String> = listed.lines().map(str::to_string).collect();
+    if files.is_empty() {
+        // A fixer may have `git add`ed a file that still has markers: look at the merge's
+        // files once more.
+        let merge_head = git.output(&["rev-parse", "-q", "--verify", "MERGE_HEAD"])?;
+        if merge_head.ok() {
+            let changed = git.run(&["diff", "--name-only", "HEAD"])?;
+            files = changed
+                .lines()
+                .filter(|f| {
+                    std::fs::read_to_string(top.join(f))
+                        .is_ok_and(|t| t.lines().any(|l| l.starts_with("<<<<<<< ")))
+                })
+                .map(str::to_string)
+                .collect();
+        }
+    }
+    Ok(files)
+}
+
+/// The merge-fixer's task: the conflicting files with their hunks (the file as git left
+/// it, conflict markers included, at most [`HUNK_CHARS`] characters each) and what each
+/// side was for.
+pub fn fixer_task(state: &RunState, c: &MergeConflict) -> String {
+    let mut t = format!(
+        "Resolve the merge conflict in the integration worktree (your working directory) for: {}\n\n\
+         The branch of `{}` conflicts with what is already merged ({}). Edit the conflicting \
+         files so that both changes work together, remove every conflict marker, and leave the \
+         result in the tree (crewmux commits it). Then say what you kept from each side.\n\n\
+         Conflicting files: {}\n",
+        state.problem,
+        c.theirs,
+        c.ours,
+        c.files.join(", ")
+    );
+    let top = state
+        .workspace
+        .as_ref()
+        .and_then(|w| w.integration.as_ref())
+        .map(|i| i.path.clone());
+    for f in &c.files {
+        let text = top
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p.join(f)).ok())
+            .unwrap_or_default();
+        let cut: String = text.chars().take(HUNK_CHARS).collect();
+        t.push_str(&format!(
+            "\n### {f}\n```\n{cut}{}\n```\n",
+            if cut.len() < text.len() {
+                "\n[…]"
+            } else {
+                ""
+            }
+        ));
+    }
+    t
+}
