@@ -101,7 +101,7 @@ pub fn integrate(state: &mut RunState) -> Result<Outcome> {
             i.merged.push(id);
             continue;
         }
-        let files = unresolved(&git, &i.path)?;
+        let files = unmerged(&git)?;
         if files.is_empty() {
             return Err(Error::Other(format!(
                 "git merge {} failed (exit {}): {}",
@@ -128,27 +128,33 @@ pub fn integrate(state: &mut RunState) -> Result<Outcome> {
     Ok(Outcome::Clean)
 }
 
-/// Files still unmerged in the index, or still holding conflict markers.
-fn unresolved(git: &Git, top: &std::path::Path) -> Result<Vec<String>> {
+/// Files git left unmerged in the index (right after a merge stopped).
+fn unmerged(git: &Git) -> Result<Vec<String>> {
     let listed = git.run(&["diff", "--name-only", "--diff-filter=U"])?;
-    let mut files: Vec<String> = listed.lines().map(str::to_string).collect();
-    if files.is_empty() {
-        // A fixer may have `git add`ed a file that still has markers: look at the merge's
-        // files once more.
-        let merge_head = git.output(&["rev-parse", "-q", "--verify", "MERGE_HEAD"])?;
-        if merge_head.ok() {
-            let changed = git.run(&["diff", "--name-only", "HEAD"])?;
-            files = changed
-                .lines()
-                .filter(|f| {
-                    std::fs::read_to_string(top.join(f))
-                        .is_ok_and(|t| t.lines().any(|l| l.starts_with("<<<<<<< ")))
+    Ok(listed.lines().map(str::to_string).collect())
+}
+
+/// After a merge-fixer: the merge's files that still hold a conflict marker line
+/// (`<<<<<<< `, `=======` alone, `>>>>>>> `). A fixer need not `git add` what it resolved.
+fn unresolved(git: &Git, top: &std::path::Path) -> Result<Vec<String>> {
+    let mut files = unmerged(git)?;
+    files.extend(
+        git.run(&["diff", "--name-only", "HEAD"])?
+            .lines()
+            .map(str::to_string),
+    );
+    files.sort();
+    files.dedup();
+    Ok(files
+        .into_iter()
+        .filter(|f| {
+            std::fs::read_to_string(top.join(f)).is_ok_and(|t| {
+                t.lines().any(|l| {
+                    l.starts_with("<<<<<<< ") || l.starts_with(">>>>>>> ") || l == "======="
                 })
-                .map(str::to_string)
-                .collect();
-        }
-    }
-    Ok(files)
+            })
+        })
+        .collect())
 }
 
 /// The merge-fixer's task: the conflicting files with their hunks (the file as git left
