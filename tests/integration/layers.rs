@@ -5,7 +5,7 @@
 //! | --- | --- | --- |
 //! | 0 domain | `domain`, `error` | pure types of the field and the library's error |
 //! | 1 engine | `engine` | the pure state machine of a run |
-//! | 2 adapters | `backend`, `tmux`, `process`, `store`, `launch`, `providers`, `creds`, `team`, `judge`, `logging` | files, processes, tmux, agent CLIs, team files, judging evidence |
+//! | 2 adapters | `backend`, `tmux`, `process`, `store`, `launch`, `providers`, `creds`, `team`, `judge`, `logging`, `workspace` | files, processes, tmux, agent CLIs, team files, judging evidence, git worktrees |
 //! | 3 driver | `driver` | the async loop joining engine and adapters |
 //! | 4 edge | `cli`, `commands`, `tui`, `sim` | what the binary runs: flags, commands, the dashboard, the simulated agent |
 //!
@@ -47,6 +47,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("team", 2),
     ("judge", 2),
     ("logging", 2),
+    ("workspace", 2),
     ("driver", 3),
     ("cli", 4),
     ("commands", 4),

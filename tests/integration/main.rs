@@ -34,3 +34,4 @@ mod real_clis;
 mod team_files;
 mod team_run;
 mod waiting;
+mod workspaces;

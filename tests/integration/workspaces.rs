@@ -2,13 +2,11 @@
 //! repositories in temporary folders, scripted `command` workers that edit files, and real
 //! tmux where the issue asks for it.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::*;
+use crate::support::*;
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
@@ -176,7 +174,7 @@ fn three_workers_merge_cleanly_a_check_passes_and_merge_brings_it_home() {
 }
 
 fn worker_of<'a>(s: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
-    common::worker(s, id)
+    crate::support::worker(s, id)
 }
 
 const SAME_LINE: &str = "fn answer() -> u32 {\n    0\n}\n";
