@@ -611,6 +611,7 @@ fn render_scenario(cfg: &Config, figs: &mut Vec<Figure>) {
             backend: "tmux",
             tmux_socket: "crewmux",
             attach_hint: true,
+            doc: None,
         };
         let s = Instant::now();
         term.draw(|f| crewmux::tui::draw(f, &view)).unwrap();

@@ -5,6 +5,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use serde::{Deserialize, Serialize};
 
 use super::state::{Focus, UiState};
+use super::tabs::Tab;
 
 /// Everything a person can ask of the dashboard. Serialised in kebab case
 /// (`"next-waiting"`, `{"insert-char":"x"}`) so scripted tests and key configs can name them.
@@ -51,6 +52,14 @@ pub enum Action {
     Submit,
     /// Ctrl-C in the input line: empty it and leave (a second Ctrl-C quits).
     ClearInput,
+    /// Show tab `n` (1-based, [`crate::tui::tabs::Tab::ALL`]) in the main area.
+    SelectTab(u8),
+    /// The next tab of the main area.
+    NextTab,
+    /// The previous tab of the main area.
+    PrevTab,
+    /// Council tab: go to the worker or file the selected finding names.
+    Jump,
 }
 
 impl Action {
@@ -83,6 +92,10 @@ impl Action {
             Action::CursorEnd => "cursor to the end",
             Action::Submit => "send the answer",
             Action::ClearInput => "clear the answer and leave",
+            Action::SelectTab(_) => "show that tab",
+            Action::NextTab => "next tab",
+            Action::PrevTab => "previous tab",
+            Action::Jump => "go to what the finding names",
         }
     }
 
@@ -108,6 +121,9 @@ impl Action {
             Action::CursorHome | Action::CursorEnd => "home/end",
             Action::Submit => "send",
             Action::ClearInput => "clear",
+            Action::SelectTab(_) => "tab",
+            Action::NextTab | Action::PrevTab => "tabs",
+            Action::Jump => "go to",
         }
     }
 }
@@ -153,6 +169,13 @@ pub const GLOBAL: &[Binding] = &[
     key(K::Char('a'), "a", A::Answer, true),
     key(K::Char('n'), "n", A::NextWaiting, true),
     key(K::Char('C'), "C", A::CancelAll, true),
+    key(K::Char(']'), "]", A::NextTab, true),
+    key(K::Char('['), "[", A::PrevTab, false),
+    key(K::Char('1'), "1", A::SelectTab(1), false),
+    key(K::Char('2'), "2", A::SelectTab(2), false),
+    key(K::Char('3'), "3", A::SelectTab(3), false),
+    key(K::Char('4'), "4", A::SelectTab(4), false),
+    key(K::Char('5'), "5", A::SelectTab(5), false),
     key(K::Char('?'), "?", A::ToggleHelp, true),
     key(K::Char('q'), "q", A::Quit, true),
     ctrl('c', "C-c", A::Quit),
@@ -192,6 +215,9 @@ pub const OUTPUT: &[Binding] = &[
     key(K::Enter, "Enter", A::Attach, true),
     key(K::Char('c'), "c", A::CancelWorker, false),
 ];
+
+/// The main area on the Council tab: Enter goes to what the selected finding names.
+pub const COUNCIL_VIEW: &[Binding] = &[key(K::Enter, "Enter", A::Jump, true)];
 
 /// The answer input line. Printable chars without Ctrl/Alt are typed (see [`map_key`]).
 pub const INPUT: &[Binding] = &[
@@ -237,7 +263,13 @@ pub fn keymaps(ui: &UiState) -> Vec<&'static [Binding]> {
     }
     match ui.focus {
         Focus::Roster => vec![ROSTER, GLOBAL],
-        Focus::Output => vec![OUTPUT, SCROLL, GLOBAL],
+        Focus::Output if ui.tab == Tab::Council && ui.file.is_none() => {
+            vec![COUNCIL_VIEW, SCROLL, GLOBAL]
+        }
+        Focus::Output if ui.tab == Tab::Output && ui.file.is_none() => {
+            vec![OUTPUT, SCROLL, GLOBAL]
+        }
+        Focus::Output => vec![SCROLL, GLOBAL],
         Focus::Council | Focus::Log => vec![SCROLL, GLOBAL],
         Focus::Clarification => vec![INPUT],
     }

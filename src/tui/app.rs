@@ -72,7 +72,7 @@ async fn run_async(
     spawn_clock(tx.clone());
     replay_history(&store);
 
-    let mut model = Model::new(state);
+    let mut model = Model::new(state, store.dir().to_path_buf());
     if let Some(first) = model.run.workers.first() {
         send(&ctl_tx, Control::Focus(Some(first.id.clone())));
     }
@@ -149,6 +149,7 @@ async fn event_loop(
                 return Ok(());
             }
         }
+        dirty |= model.refresh_doc();
     }
 }
 
@@ -231,6 +232,7 @@ fn draw(guard: &mut TerminalGuard, model: &Model) -> Result<()> {
         backend: model.run.backend.as_str(),
         tmux_socket: &model.run.tmux_socket,
         attach_hint: model.run.backend == BackendKind::Tmux,
+        doc: model.doc.as_ref(),
     };
     guard.terminal.draw(|f| super::draw(f, &view))?;
     Ok(())

@@ -42,6 +42,7 @@ fn roster_shows_blocked_skipped_backoff_and_rate_limited_workers() {
         backend: "tmux",
         tmux_socket: "crewmux",
         attach_hint: true,
+        doc: None,
     };
     let mut terminal = Terminal::new(TestBackend::new(110, 9)).unwrap();
     terminal

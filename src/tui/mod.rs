@@ -24,6 +24,7 @@
 //!         backend: run.backend.as_str(),
 //!         tmux_socket: &run.tmux_socket,
 //!         attach_hint: true,
+//!         doc: None,
 //!     };
 //!     terminal.draw(|f| draw(f, &view)).unwrap();
 //!     terminal.backend().buffer().clone()
@@ -35,6 +36,7 @@ pub mod app;
 pub mod model;
 pub mod panels;
 pub mod state;
+pub mod tabs;
 pub mod terminal;
 pub mod update;
 
@@ -44,6 +46,8 @@ mod fixtures;
 mod flow_snapshot_tests;
 #[cfg(test)]
 mod snapshot_tests;
+#[cfg(test)]
+mod tabs_snapshot_tests;
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::Frame;
@@ -53,7 +57,7 @@ pub use panels::output::capture_to_lines;
 pub use state::{AnswerTarget, Confirm, Focus, InputLine, PendingQuestion, UiState, View};
 pub use update::{paste, reconcile, update, UiEffect};
 
-use panels::{clarification, council, footer, header, log, output, overlay, roster};
+use panels::{clarification, council, footer, header, log, overlay, roster, tabbed};
 
 /// From this width the roster and council sit left of the output; below it they stack.
 pub const WIDE_MIN_WIDTH: u16 = 140;
@@ -153,7 +157,7 @@ pub fn draw(frame: &mut Frame, view: &View) {
     let areas = layout(frame.area(), view);
     header::render(frame, areas.header, view);
     roster::render(frame, areas.roster, view);
-    output::render(frame, areas.output, view);
+    tabbed::render(frame, areas.output, view);
     if let Some(a) = areas.council {
         council::render(frame, a, view);
     }

@@ -4,12 +4,15 @@
 //! out the [`UiEffect`]s it returns, so a scripted sequence of messages can be tested and
 //! snapshotted without a terminal.
 
+use std::path::{Path, PathBuf};
+
 use crossterm::event::{Event, KeyEventKind};
 use ratatui::text::Line;
 
 use super::action::map_key;
 use super::panels::output::capture_to_lines;
 use super::state::UiState;
+use super::tabs::{findings, load, stamp, wanted_doc, Doc};
 use super::update::{paste, reconcile, update, UiEffect};
 use crate::domain::RunState;
 use crate::driver::Update;
@@ -54,6 +57,12 @@ pub struct Model {
     pub driver_error: Option<String>,
     /// The signal that ended the dashboard, if one did.
     pub signal: Option<&'static str>,
+    /// The run's directory (`.crewmux/runs/<id>`), where its documents are.
+    pub run_dir: PathBuf,
+    /// The document the main area shows, as last read by [`Model::refresh_doc`].
+    pub doc: Option<Doc>,
+    /// Whether a path is a file; findings name only files that exist (a fake in tests).
+    pub is_file: fn(&Path) -> bool,
     /// Events reached tui-logger's buffer since the last redraw (it fills on its own
     /// thread, so the next clock tick redraws once more).
     events_pending: bool,
@@ -61,8 +70,8 @@ pub struct Model {
 
 impl Model {
     /// A model showing `run` with nothing selected yet but the first worker.
-    pub fn new(run: RunState) -> Model {
-        Model {
+    pub fn new(run: RunState, run_dir: PathBuf) -> Model {
+        let mut m = Model {
             run,
             ui: UiState::default(),
             output: Vec::new(),
@@ -71,8 +80,46 @@ impl Model {
             stopped: false,
             driver_error: None,
             signal: None,
+            run_dir,
+            doc: None,
+            is_file: |p| p.is_file(),
             events_pending: true,
+        };
+        m.refresh_findings();
+        m
+    }
+
+    fn refresh_findings(&mut self) {
+        self.ui.findings = findings(&self.run, &self.run_dir, &self.is_file);
+    }
+
+    /// The file the main area should show now, if any.
+    pub fn wanted_doc(&self) -> Option<PathBuf> {
+        wanted_doc(
+            self.ui.tab,
+            self.ui.file.as_deref(),
+            self.ui.selected_worker(&self.run),
+            &self.run_dir,
+        )
+    }
+
+    /// Read the wanted document when it is another file or the file changed since it was
+    /// read (the app loop calls this after each burst of messages); true when the screen
+    /// must be redrawn. The only filesystem access of the model, kept out of `handle`.
+    pub fn refresh_doc(&mut self) -> bool {
+        let Some(path) = self.wanted_doc() else {
+            return self.doc.take().is_some();
+        };
+        if let Some(d) = &self.doc {
+            if d.path == path && d.stamp == stamp(&path) {
+                return false;
+            }
         }
+        let doc = load(&path);
+        self.ui.doc_len = doc.lines.len();
+        self.ui.doc_scroll = self.ui.doc_scroll.min(self.ui.doc_len.saturating_sub(1));
+        self.doc = Some(doc);
+        true
     }
 
     /// Apply one message. The effects are for the app loop (tell the driver, attach, quit);
@@ -120,6 +167,7 @@ impl Model {
                     self.output = capture_to_lines(s.as_bytes());
                     self.ui.output_len = self.output.len();
                 }
+                self.refresh_findings();
                 reconcile(&mut self.ui, &self.run);
             }
             Update::Notice(n) => {

@@ -34,6 +34,7 @@ fn screen(model: &Model, w: u16, h: u16) -> TestBackend {
         backend: "tmux",
         tmux_socket: "crewmux",
         attach_hint: true,
+        doc: None,
     };
     terminal.draw(|f| crate::tui::draw(f, &view)).unwrap();
     terminal.backend().clone()
@@ -41,7 +42,10 @@ fn screen(model: &Model, w: u16, h: u16) -> TestBackend {
 
 #[test]
 fn a_snapshot_replaces_the_run_and_the_output_and_clamps_the_selection() {
-    let mut m = Model::new(fixtures::crazy_run());
+    let mut m = Model::new(
+        fixtures::crazy_run(),
+        std::path::PathBuf::from("/nonexistent/run"),
+    );
     m.ui.selected = 99;
     let step = m.handle(snapshot(fixtures::done_run(), Some("line one\nline two\n")));
     assert!(step.dirty);
@@ -60,7 +64,10 @@ fn a_snapshot_replaces_the_run_and_the_output_and_clamps_the_selection() {
 
 #[test]
 fn a_notice_is_shown_and_an_event_redraws_on_the_next_tick() {
-    let mut m = Model::new(fixtures::done_run());
+    let mut m = Model::new(
+        fixtures::done_run(),
+        std::path::PathBuf::from("/nonexistent/run"),
+    );
     assert!(
         m.handle(Msg::Clock).dirty,
         "the first tick draws the replayed history"
@@ -86,19 +93,28 @@ fn a_notice_is_shown_and_an_event_redraws_on_the_next_tick() {
 
 #[test]
 fn the_clock_redraws_while_a_worker_is_live() {
-    let mut m = Model::new(fixtures::crazy_run());
+    let mut m = Model::new(
+        fixtures::crazy_run(),
+        std::path::PathBuf::from("/nonexistent/run"),
+    );
     m.handle(Msg::Clock);
     assert!(m.handle(Msg::Clock).dirty);
 }
 
 #[test]
 fn the_driver_stopping_unasked_is_an_error_but_not_after_quit() {
-    let mut m = Model::new(fixtures::crazy_run());
+    let mut m = Model::new(
+        fixtures::crazy_run(),
+        std::path::PathBuf::from("/nonexistent/run"),
+    );
     m.handle(Msg::Driver(Update::Stopped { finished: false }));
     assert!(m.stopped);
     assert_eq!(m.driver_error.as_deref(), Some("the run driver stopped"));
 
-    let mut m = Model::new(fixtures::crazy_run());
+    let mut m = Model::new(
+        fixtures::crazy_run(),
+        std::path::PathBuf::from("/nonexistent/run"),
+    );
     let step = m.handle(key(KeyCode::Char('q')));
     assert_eq!(step.effects, vec![UiEffect::Quit]);
     assert!(m.quitting);
@@ -108,7 +124,10 @@ fn the_driver_stopping_unasked_is_an_error_but_not_after_quit() {
 
 #[test]
 fn a_signal_quits_like_q_and_is_remembered() {
-    let mut m = Model::new(fixtures::crazy_run());
+    let mut m = Model::new(
+        fixtures::crazy_run(),
+        std::path::PathBuf::from("/nonexistent/run"),
+    );
     let step = m.handle(Msg::Signal("SIGTERM"));
     assert_eq!(step.effects, vec![UiEffect::Quit]);
     assert!(m.quitting);
@@ -117,7 +136,10 @@ fn a_signal_quits_like_q_and_is_remembered() {
 
 #[test]
 fn selecting_another_worker_drops_the_previous_output() {
-    let mut m = Model::new(fixtures::crazy_run());
+    let mut m = Model::new(
+        fixtures::crazy_run(),
+        std::path::PathBuf::from("/nonexistent/run"),
+    );
     m.handle(snapshot(fixtures::crazy_run(), Some("old worker's line\n")));
     assert!(!m.output.is_empty());
     let step = m.handle(key(KeyCode::Down));
@@ -128,7 +150,10 @@ fn selecting_another_worker_drops_the_previous_output() {
 
 #[test]
 fn key_releases_and_unbound_keys_change_nothing() {
-    let mut m = Model::new(fixtures::crazy_run());
+    let mut m = Model::new(
+        fixtures::crazy_run(),
+        std::path::PathBuf::from("/nonexistent/run"),
+    );
     let mut release = KeyEvent::new(KeyCode::Down, KeyModifiers::NONE);
     release.kind = crossterm::event::KeyEventKind::Release;
     assert_eq!(m.handle(Msg::Term(Event::Key(release))), Step::default());
@@ -138,7 +163,10 @@ fn key_releases_and_unbound_keys_change_nothing() {
 
 #[test]
 fn a_paste_goes_into_the_answer_line() {
-    let mut m = Model::new(fixtures::crazy_run());
+    let mut m = Model::new(
+        fixtures::crazy_run(),
+        std::path::PathBuf::from("/nonexistent/run"),
+    );
     m.handle(key(KeyCode::Char('a')));
     assert_eq!(m.ui.focus, Focus::Clarification);
     m.handle(Msg::Term(Event::Paste("Amber".into())));
@@ -149,7 +177,10 @@ fn a_paste_goes_into_the_answer_line() {
 /// starts waiting, `n` jumps to it, an answer is typed and sent; then the screen.
 #[test]
 fn scripted_session_answering_a_worker() {
-    let mut m = Model::new(fixtures::crazy_run());
+    let mut m = Model::new(
+        fixtures::crazy_run(),
+        std::path::PathBuf::from("/nonexistent/run"),
+    );
     let mut effects = Vec::new();
     let mut asking = fixtures::crazy_run_worker_question();
     asking.clarification.pending = false;

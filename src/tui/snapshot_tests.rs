@@ -23,6 +23,7 @@ fn view<'a>(
         backend: "tmux",
         tmux_socket: "crewmux",
         attach_hint: true,
+        doc: None,
     }
 }
 

@@ -6,6 +6,9 @@ use ratatui::text::Line;
 use tui_logger::TuiWidgetState;
 use unicode_width::UnicodeWidthStr;
 
+use std::path::PathBuf;
+
+use super::tabs::{Doc, Finding, Tab};
 use crate::domain::{RunState, WorkerState, WorkerStatus};
 
 /// Which panel receives the keys (one keymap per focus, as in mprocs' `Scope`).
@@ -195,6 +198,18 @@ pub struct UiState {
     pub notice: Option<String>,
     /// Scroll and filter state of the tui-logger log panel.
     pub log: TuiWidgetState,
+    /// The main area's tab; it sticks while the selection moves between workers.
+    pub tab: Tab,
+    /// Document tabs (Result, Prompt, Report, a jumped-to file): lines scrolled down.
+    pub doc_scroll: usize,
+    /// Lines of the shown document, set by the app loop when it loads one.
+    pub doc_len: usize,
+    /// Every finding of the council, with what each names (recomputed with the run).
+    pub findings: Vec<Finding>,
+    /// Council tab: the selected finding (index into `findings`).
+    pub finding: usize,
+    /// A file a finding named, shown in the main area until Esc.
+    pub file: Option<PathBuf>,
 }
 
 impl Default for UiState {
@@ -211,6 +226,12 @@ impl Default for UiState {
             confirm: None,
             notice: None,
             log: TuiWidgetState::new(),
+            tab: Tab::default(),
+            doc_scroll: 0,
+            doc_len: 0,
+            findings: Vec::new(),
+            finding: 0,
+            file: None,
         }
     }
 }
@@ -227,6 +248,10 @@ impl std::fmt::Debug for UiState {
             .field("help", &self.help)
             .field("confirm", &self.confirm)
             .field("notice", &self.notice)
+            .field("tab", &self.tab)
+            .field("doc_scroll", &self.doc_scroll)
+            .field("finding", &self.finding)
+            .field("file", &self.file)
             .finish_non_exhaustive()
     }
 }
@@ -304,4 +329,7 @@ pub struct View<'a> {
     /// Show how to attach to the selected pane and come back (off when attaching is not
     /// possible, e.g. on the process backend).
     pub attach_hint: bool,
+    /// The document the main area shows (Result, Prompt, Report or a jumped-to file), as
+    /// the app loop last read it; `None` on the Output and Council tabs.
+    pub doc: Option<&'a Doc>,
 }

@@ -6,6 +6,7 @@ use tui_logger::TuiWidgetEvent;
 use super::action::Action;
 use super::panels::council;
 use super::state::{question_for, AnswerTarget, Confirm, Focus, UiState};
+use super::tabs::Tab;
 use crate::domain::{RunState, WorkerStatus};
 
 /// Lines moved by PageUp/PageDown in the output and council panels.
@@ -93,6 +94,13 @@ fn apply(ui: &mut UiState, run: &RunState, action: Action) -> Vec<UiEffect> {
             ui.input.take();
             leave_input(ui);
         }
+        Action::SelectTab(n) => match Tab::nth(n as usize) {
+            Some(t) => show_tab(ui, t),
+            None => ui.notice = Some(format!("there is no tab {n}")),
+        },
+        Action::NextTab => show_tab(ui, ui.tab.cycle(true)),
+        Action::PrevTab => show_tab(ui, ui.tab.cycle(false)),
+        Action::Jump => jump(ui, run),
     }
     Vec::new()
 }
@@ -105,6 +113,7 @@ fn apply(ui: &mut UiState, run: &RunState, action: Action) -> Vec<UiEffect> {
 pub fn reconcile(ui: &mut UiState, run: &RunState) {
     ui.selected = ui.selected.min(run.workers.len().saturating_sub(1));
     ui.council_scroll = ui.council_scroll.min(council::line_count(run));
+    ui.finding = ui.finding.min(ui.findings.len().saturating_sub(1));
     if let Some(target) = &ui.answering {
         if question_for(run, target).is_none() {
             let who = match target {
@@ -164,7 +173,14 @@ fn move_by(ui: &mut UiState, run: &RunState, delta: isize) {
             ui.selected = offset(ui.selected.min(last), delta, last);
             if ui.selected != before {
                 ui.output_scroll = 0;
+                ui.doc_scroll = 0;
             }
+        }
+        Focus::Output if ui.file.is_some() || ui.tab.is_document() => {
+            ui.doc_scroll = offset(ui.doc_scroll, delta, ui.doc_len.saturating_sub(1));
+        }
+        Focus::Output if ui.tab == Tab::Council => {
+            ui.finding = offset(ui.finding, delta, ui.findings.len().saturating_sub(1));
         }
         // The output scroll counts up from the newest line: Up is +1.
         Focus::Output => ui.output_scroll = offset(ui.output_scroll, -delta, ui.output_len),
@@ -178,6 +194,42 @@ fn move_by(ui: &mut UiState, run: &RunState, delta: isize) {
         }),
         Focus::Clarification => {}
     }
+}
+
+/// Show `tab` in the main area and give it the keys; a jumped-to file closes.
+fn show_tab(ui: &mut UiState, tab: Tab) {
+    if ui.tab != tab || ui.file.is_some() {
+        ui.doc_scroll = 0;
+    }
+    ui.tab = tab;
+    ui.file = None;
+    leave_input_to(ui, Focus::Output);
+}
+
+/// Council tab, Enter: a finding naming a worker selects it and shows its Result; one
+/// naming a file shows that file (Esc comes back to the council).
+fn jump(ui: &mut UiState, run: &RunState) {
+    let Some(f) = ui.findings.get(ui.finding).cloned() else {
+        ui.notice = Some("the council has no findings yet".into());
+        return;
+    };
+    if let Some(id) = &f.worker {
+        if let Some(i) = run.workers.iter().position(|w| &w.id == id) {
+            ui.selected = i;
+            ui.output_scroll = 0;
+            show_tab(ui, Tab::Result);
+            ui.notice = Some(format!("{id}'s result (the finding names {id})"));
+            return;
+        }
+    }
+    if let Some(path) = f.file {
+        ui.doc_scroll = 0;
+        ui.notice = Some(format!("{} — Esc comes back", path.display()));
+        ui.file = Some(path);
+        ui.focus = Focus::Output;
+        return;
+    }
+    ui.notice = Some("this finding names no worker or file".into());
 }
 
 fn offset(value: usize, delta: isize, max: usize) -> usize {
@@ -281,6 +333,9 @@ fn cancel_selected(ui: &mut UiState, run: &RunState) -> Vec<UiEffect> {
 fn back(ui: &mut UiState) {
     if ui.help {
         ui.help = false;
+    } else if ui.file.is_some() {
+        ui.file = None;
+        ui.doc_scroll = 0;
     } else if ui.focus == Focus::Log {
         ui.log.transition(TuiWidgetEvent::EscapeKey);
         ui.focus = Focus::Roster;

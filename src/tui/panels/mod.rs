@@ -9,6 +9,7 @@ pub mod log;
 pub mod output;
 pub mod overlay;
 pub mod roster;
+pub mod tabbed;
 
 use chrono::{DateTime, Utc};
 use ratatui::style::{Color, Modifier, Style, Stylize};
