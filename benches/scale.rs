@@ -1,6 +1,12 @@
 //! `cargo bench --bench scale`: the scale benchmark of crewmux (see `scale_lib.rs`). Sizes
 //! come from `CREWMUX_BENCH_*` variables; needs tmux.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a panic is how a test or a benchmark reports a broken expectation"
+)]
+
 #[path = "scale_lib.rs"]
 mod scale_lib;
 

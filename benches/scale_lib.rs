@@ -319,17 +319,13 @@ impl Running {
 
 /// The naive watcher: every 250 ms, one `tmux capture-pane` process per pane and a
 /// sentinel scan of its text. Runs until `stop` is set.
-fn naive_watch(
-    socket: String,
-    panes: Vec<String>,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-) -> u64 {
+fn naive_watch(socket: &str, panes: &[String], stop: &std::sync::atomic::AtomicBool) -> u64 {
     let mut spawned = 0;
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         let t = Instant::now();
-        for p in &panes {
+        for p in panes {
             let out = Command::new("tmux")
-                .args(["-L", &socket, "capture-pane", "-p", "-t", p])
+                .args(["-L", socket, "capture-pane", "-p", "-t", p])
                 .stdin(Stdio::null())
                 .output();
             spawned += 1;
@@ -404,7 +400,7 @@ fn cpu_scenario(
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let w = Window::open(pid);
     let (sock2, stop2) = (socket.clone(), stop.clone());
-    let naive = std::thread::spawn(move || naive_watch(sock2, panes, stop2));
+    let naive = std::thread::spawn(move || naive_watch(&sock2, &panes, &stop2));
     std::thread::sleep(Duration::from_secs_f64(cfg.window_s));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let spawned = naive.join().unwrap();

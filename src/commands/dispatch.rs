@@ -1,11 +1,19 @@
 //! `crewmux dispatch ... [--json]`: the routing decision for a problem (target, and per
 //! worker: provider, model, reason, health) without launching anything.
+#![allow(
+    clippy::expect_used,
+    reason = "lookups of ids the surrounding code has just checked"
+)]
 
 use crate::cli::DispatchArgs;
 use crate::error::{Error, Result};
 use crate::team::{resolve, ResolveOptions, ResolvedTeam};
 
 /// Run the command; returns the exit code (0 when every worker has a provider).
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "a command handler owns the flags clap parsed for it"
+)]
 pub fn run(args: DispatchArgs) -> Result<i32> {
     let project = match args.common.project.clone() {
         Some(p) => p,

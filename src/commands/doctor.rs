@@ -7,6 +7,10 @@
 //! (or below 3.0) workers run on the process backend. Every probe runs in its own thread
 //! with its own timeout (`auth.timeout_ms` of the provider, 5 s for versions), so a hanging
 //! CLI delays doctor by at most its timeout.
+#![allow(
+    clippy::expect_used,
+    reason = "a probe thread that panicked passes its panic on"
+)]
 
 use std::path::PathBuf;
 
@@ -55,6 +59,10 @@ pub fn report(project: Option<&std::path::Path>, env: &EnvSnapshot) -> Result<Do
 }
 
 /// Run the command; returns the exit code.
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "a command handler owns the flags clap parsed for it"
+)]
 pub fn run(args: DoctorArgs) -> Result<i32> {
     // Like `dispatch` and `run`: the project is the current directory unless given.
     let project = match args.common.project.clone() {

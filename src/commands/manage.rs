@@ -1,6 +1,10 @@
 //! `status`, `answer`, `cancel`, `resume`, `attach` and `clean`: commands on an existing run.
 //! When another process drives the run, requests go through its inbox; otherwise they act
 //! on the saved state and the tmux server directly.
+#![allow(
+    clippy::expect_used,
+    reason = "lookups of ids the surrounding code has just checked"
+)]
 
 use std::time::Duration;
 
@@ -33,6 +37,10 @@ pub fn reconcile(store: &RunStore) -> Result<RunState> {
 }
 
 /// `crewmux status [<run>] [--json]`.
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "a command handler owns the flags clap parsed for it"
+)]
 pub fn status(args: StatusArgs) -> Result<i32> {
     let project = project_dir(args.common.project.as_deref())?;
     let Some(run) = args.run.as_deref() else {
@@ -189,6 +197,10 @@ fn list_runs(project: &std::path::Path, json: bool) -> Result<i32> {
 }
 
 /// `crewmux answer <run> [--worker ID] "<text>"`.
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "a command handler owns the flags clap parsed for it"
+)]
 pub fn answer(args: AnswerArgs) -> Result<i32> {
     let project = project_dir(args.common.project.as_deref())?;
     let store = RunStore::open(&project, Some(&args.run))?;
@@ -293,6 +305,10 @@ pub fn answer(args: AnswerArgs) -> Result<i32> {
 }
 
 /// `crewmux cancel <run> [--worker ID]`.
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "a command handler owns the flags clap parsed for it"
+)]
 pub fn cancel(args: CancelArgs) -> Result<i32> {
     let project = project_dir(args.common.project.as_deref())?;
     let store = RunStore::open(&project, Some(&args.run))?;
@@ -346,6 +362,10 @@ pub fn cancel(args: CancelArgs) -> Result<i32> {
 
 /// `crewmux attach [<run>]` and `crewmux resume [<run>]`: continue driving a run, with the
 /// dashboard on a terminal, headless otherwise.
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "a command handler owns the flags clap parsed for it"
+)]
 pub fn attach(args: AttachArgs, resume: bool) -> Result<i32> {
     use std::io::IsTerminal;
     let project = project_dir(args.common.project.as_deref())?;
@@ -386,6 +406,10 @@ pub fn attach(args: AttachArgs, resume: bool) -> Result<i32> {
 /// `crewmux clean [--run ID] [--purge]`: remove finished runs' tmux sessions (and with
 /// `--purge` their run directories). Runs that are driven or still have live workers are
 /// left alone and listed.
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "a command handler owns the flags clap parsed for it"
+)]
 pub fn clean(args: CleanArgs) -> Result<i32> {
     let project = project_dir(args.common.project.as_deref())?;
     let ids = match &args.run {

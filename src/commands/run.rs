@@ -1,4 +1,8 @@
 //! `crewmux run` and `crewmux demo`.
+#![allow(
+    clippy::expect_used,
+    reason = "built-in assets embedded at compile time; their tests parse them"
+)]
 
 use std::io::IsTerminal;
 
@@ -36,6 +40,10 @@ fn problem_text(arg: &str) -> Result<String> {
 }
 
 /// `crewmux run`.
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "a command handler owns the flags clap parsed for it"
+)]
 pub fn run(args: RunArgs) -> Result<i32> {
     let project = project_dir(args.options.common.project.as_deref())?;
     let problem = problem_text(&args.problem)?;
@@ -69,6 +77,10 @@ pub fn run(args: RunArgs) -> Result<i32> {
 /// `crewmux demo`: the `crazy` team on the bundled problem with the simulated agent, each
 /// worker scripted by `assets/demo/script.toml` (one fails its first attempt, one asks a
 /// question that takes its default after `--question-timeout` seconds).
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "a command handler owns the flags clap parsed for it"
+)]
 pub fn demo(args: DemoArgs) -> Result<i32> {
     let project = project_dir(args.options.common.project.as_deref())?;
     let problem = DEMO_PROBLEM.trim().to_string();

@@ -49,6 +49,10 @@ fn source_branch(state: &RunState, ws: &RunWorkspace, worker: Option<&str>) -> R
 /// `crewmux merge`: bring the integration branch (or one worker's) into the user's branch.
 /// Refused (exit 2, one line naming what to run) unless the run's starting branch is
 /// checked out and the tree has no uncommitted changes to tracked files.
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "a command handler owns the flags clap parsed for it"
+)]
 pub fn merge(args: MergeArgs) -> Result<i32> {
     let (state, ws) = load(&args.common, args.run.as_deref())?;
     let branch = source_branch(&state, &ws, args.worker.as_deref())?;
@@ -132,6 +136,10 @@ pub fn merge(args: MergeArgs) -> Result<i32> {
 /// `crewmux diff`: the change of the integration branch (or one worker's) against the
 /// run's base; coloured on a terminal, plain when piped. Without an integration branch, each
 /// worker's change in turn.
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "a command handler owns the flags clap parsed for it"
+)]
 pub fn diff(args: DiffArgs) -> Result<i32> {
     let (state, ws) = load(&args.common, args.run.as_deref())?;
     let branches: Vec<String> = match (&args.worker, &ws.integration) {

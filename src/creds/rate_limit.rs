@@ -1,4 +1,8 @@
 //! Recognising a provider's rate-limit message in a worker's output line.
+#![allow(
+    clippy::expect_used,
+    reason = "the default patterns are literals; their tests compile them"
+)]
 
 use std::sync::LazyLock;
 

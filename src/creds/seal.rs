@@ -18,6 +18,10 @@
 //! The AEAD key is bytes 0..32 of the same Argon2id output. The check value tells a wrong
 //! passphrase from a modified file; guessing a passphrase against it costs one Argon2id run,
 //! as against the ciphertext. The recorded length tells a truncated file from a tampered one.
+#![allow(
+    clippy::expect_used,
+    reason = "constant KDF parameters and lengths fixed by the file format"
+)]
 
 use argon2::{Algorithm, Argon2, Params, Version};
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};

@@ -1,5 +1,9 @@
 //! [`Store`]: the credential store as the rest of crewmux uses it. Every mutation is one
 //! locked read-modify-write of the sealed file, so several crewmux processes can share it.
+#![allow(
+    clippy::expect_used,
+    reason = "lookups of ids the surrounding code has just checked"
+)]
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,8 @@
 //! Preparing an attempt: its folder, packaged prompt, launch command and wrapper.
+#![allow(
+    clippy::expect_used,
+    reason = "lookups of ids the surrounding code has just checked"
+)]
 
 use std::path::{Path, PathBuf};
 

@@ -39,6 +39,10 @@
 //!   result that cites no command, file, test output or code.
 //! * confidence: fail 0.95 (statuses and artifacts are read from the state); warn 0.75;
 //!   pass 0.9 (evidence is recognised by patterns, which can be fooled).
+#![allow(
+    clippy::expect_used,
+    reason = "regex literals compiled once; a bad one fails every test of this module"
+)]
 
 use std::path::Path;
 use std::sync::LazyLock;

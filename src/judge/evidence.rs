@@ -1,5 +1,9 @@
 //! What a worker's result text cites as evidence: commands it ran, file paths it names,
 //! test output and code blocks. Pure text scanning shared by the critics.
+#![allow(
+    clippy::expect_used,
+    reason = "regex literals compiled once; a bad one fails every test of this module"
+)]
 
 use std::sync::LazyLock;
 

@@ -1,5 +1,9 @@
 //! The word lists and patterns the clarification gate reads problems with (English
 //! verbs and their intents, symptom, vague and function words, auth/config vocabulary).
+#![allow(
+    clippy::expect_used,
+    reason = "regex literals compiled once; a bad one fails every test of this module"
+)]
 
 use std::sync::LazyLock;
 

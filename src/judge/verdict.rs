@@ -1,5 +1,9 @@
 //! Verdicts of the council's workers: a critic worker's verdict parsed from its output, and
 //! a check command's verdict from its exit code and log (SPEC §2 step 3).
+#![allow(
+    clippy::expect_used,
+    reason = "regex literals compiled once; a bad one fails every test of this module"
+)]
 
 use std::sync::LazyLock;
 

@@ -8,6 +8,10 @@
 //! settle delay, so a busy spinner, whose frame changes every ~100 ms, is never taken for a
 //! question. Prompts that carry their own answer (`Allow? (y/n) y`) do not match: the
 //! yes/no patterns are anchored at the end of the line.
+#![allow(
+    clippy::expect_used,
+    reason = "regex literals compiled once; a bad one fails every test of this module"
+)]
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};

@@ -1,5 +1,9 @@
 //! The agent registry (`assets/agents.toml`): persona, model role, routing domain and
 //! preferred target of each worker role.
+#![allow(
+    clippy::expect_used,
+    reason = "built-in assets embedded at compile time; their tests parse them"
+)]
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;

@@ -1,5 +1,9 @@
 //! Provider health: on PATH, version, auth state; probes run in parallel, each killed (its
 //! whole process group) at its timeout so that a hanging CLI never hangs the caller.
+#![allow(
+    clippy::expect_used,
+    reason = "regex literals compiled once; a bad one fails every test of this module"
+)]
 
 use std::path::PathBuf;
 use std::sync::LazyLock;

@@ -1,5 +1,9 @@
 //! Running a short probe command (version, auth status) with a hard timeout: a private
 //! process group, killed whole with SIGKILL at the deadline.
+#![allow(
+    clippy::expect_used,
+    reason = "stdout and stderr are piped just before they are taken"
+)]
 
 use std::io::Read;
 use std::path::Path;

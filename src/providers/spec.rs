@@ -1,5 +1,9 @@
 //! Provider specs as data: the built-in `assets/providers.toml`, merged per field with the
 //! user's and the project's `providers.toml`, validated once into a [`Registry`].
+#![allow(
+    clippy::expect_used,
+    reason = "built-in assets embedded at compile time; their tests parse them"
+)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,10 @@
 //! One tmux server socket (`tmux -L <socket>`): every call is one blocking tmux client
 //! process with stdin set to null (TMUX-NOTES: tmux_interface inherits stdin by default,
 //! which a raw-mode dashboard must not share).
+#![allow(
+    clippy::expect_used,
+    reason = "stdout and stderr are piped just before they are taken"
+)]
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -29,6 +33,10 @@ fn count_call() {
 /// quoted with [`tmux_quote`].
 ///
 /// Errors: a name or value with control characters (they cannot be quoted safely).
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "tmux_interface builds commands by value"
+)]
 pub fn command_line(cmd: TmuxCommand<'_>, env: &[(String, String)]) -> Result<String> {
     let mut args: Vec<String> = cmd.to_vec().into_iter().map(|c| c.into_owned()).collect();
     if args.is_empty() {

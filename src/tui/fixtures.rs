@@ -71,6 +71,10 @@ fn verdict(critic: &str, v: Verdict, confidence: f64, findings: &[&str]) -> Crit
 /// The whole mix: a running `crazy` team in team-verify with five workers (running;
 /// waiting with a question; completed exit 0; failed exit 1 on attempt 2/2; crashed), a
 /// council with pass/warn/fail, and a pending run-level clarification.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scripted fixture run, read top to bottom"
+)]
 pub fn crazy_run() -> RunState {
     let mut architect = worker("architect", "software-architect", WorkerStatus::Completed);
     architect.exit_code = Some(0);

@@ -116,6 +116,10 @@ pub fn restore() {
 /// `SIGQUIT`) for the rest of the process, so none of them can leave the terminal raw.
 ///
 /// Errors: a signal handler cannot be registered.
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "the sender is cloned into one task per signal"
+)]
 pub fn forward_signals(tx: tokio::sync::mpsc::UnboundedSender<super::model::Msg>) -> Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let kinds = [

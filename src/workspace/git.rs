@@ -3,6 +3,10 @@
 //! crewmux drives git through its command line rather than a library: the user's own
 //! configuration (identity, `core.autocrlf`, merge drivers) and hooks apply exactly as when
 //! they run git themselves, and the behaviour is the one every other worktree tool relies on.
+#![allow(
+    clippy::expect_used,
+    reason = "stdout and stderr are piped just before they are taken"
+)]
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -8,6 +8,16 @@
 //! New integration tests go in a module here (`mod name;` below), not in a new
 //! `tests/*.rs` file: each of those would be another binary to link.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a panic is how a test or a benchmark reports a broken expectation"
+)]
+#![allow(
+    clippy::too_many_lines,
+    reason = "a scenario reads top to bottom, one step after the other"
+)]
+
 mod support;
 
 // The scale benchmark's scenarios, run small by `bench_smoke` (the bench target shares them).

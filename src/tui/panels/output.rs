@@ -1,5 +1,9 @@
 //! The output panel: the selected worker's live screen (its tmux pane's capture), the newest
 //! lines fit to the height, scrollable; and the conversion of a capture into styled lines.
+#![allow(
+    clippy::expect_used,
+    reason = "regex literals compiled once; a bad one fails every test of this module"
+)]
 
 use std::sync::LazyLock;
 

@@ -18,7 +18,7 @@ pub fn serial() -> MutexGuard<'static, ()> {
 }
 
 /// How a stand-in answers its auth probe.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub enum Auth {
     /// Exit with this code and print this text.
     Says(i32, &'static str),
