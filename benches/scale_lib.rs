@@ -241,6 +241,7 @@ fn plan(project: &Path, socket: &str, team: &Path, parallel: usize) -> (RunStore
         max_fix_rounds: Some(0),
         max_attempts: Some(1),
         quiet: true,
+        limits: Default::default(),
     };
     crewmux::commands::plan::create_run(
         project,

@@ -57,6 +57,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
     opts.parallel = args.options.parallel;
     opts.max_fix_rounds = args.options.max_fix_rounds;
     opts.max_attempts = args.options.max_attempts;
+    opts.limits = args.options.limits.into();
     let team = resolve(&opts)?;
     let backend = choose_backend(args.options.backend)?;
     let (store, state) = create_run_with(
@@ -90,6 +91,7 @@ pub fn demo(args: DemoArgs) -> Result<i32> {
     opts.parallel = args.options.parallel;
     opts.max_fix_rounds = args.options.max_fix_rounds;
     opts.max_attempts = args.options.max_attempts;
+    opts.limits = args.options.limits.into();
     let mut team = resolve(&opts)?;
     team.name = "crazy (demo)".into();
     // The simulated agents change no files: the demo needs no worktrees.

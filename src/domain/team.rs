@@ -16,6 +16,18 @@ pub struct TeamSpec {
     /// Fix rounds after a blocked council; default 1.
     #[serde(default)]
     pub max_fix_rounds: Option<u32>,
+    /// Wall timeout of every agent worker, seconds (0: none); a worker's own wins.
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+    /// Idle timeout of every agent worker, seconds (0: none); a worker's own wins.
+    #[serde(default)]
+    pub idle_timeout_s: Option<u64>,
+    /// Stall detection of every agent worker, seconds (0: off); a worker's own wins.
+    #[serde(default)]
+    pub stall_after_s: Option<u64>,
+    /// Wall timeout of every check and `command` worker, seconds (0: none).
+    #[serde(default)]
+    pub check_timeout_s: Option<u64>,
     #[serde(default, rename = "worker")]
     pub workers: Vec<WorkerSpec>,
     #[serde(default, rename = "check")]
@@ -52,6 +64,12 @@ pub struct CriticSpec {
     pub prompt: Option<String>,
     #[serde(default)]
     pub timeout_s: Option<u64>,
+    /// Idle timeout (no new output), seconds; 0: none.
+    #[serde(default)]
+    pub idle_timeout_s: Option<u64>,
+    /// Seconds of only stall lines before the attempt is ended; 0: off.
+    #[serde(default)]
+    pub stall_after_s: Option<u64>,
     /// Critic (or worker) ids this critic waits for: it starts only when every one of them has ended.
     #[serde(default)]
     pub after: Vec<String>,
@@ -74,6 +92,12 @@ pub struct AgentSpec {
     pub model: Option<String>,
     #[serde(default)]
     pub timeout_s: Option<u64>,
+    /// Idle timeout (no new output), seconds; 0: none.
+    #[serde(default)]
+    pub idle_timeout_s: Option<u64>,
+    /// Seconds of only stall lines before the attempt is ended; 0: off.
+    #[serde(default)]
+    pub stall_after_s: Option<u64>,
 }
 
 /// One `[[worker]]` of a team file.
@@ -108,6 +132,9 @@ pub struct WorkerSpec {
     /// Idle timeout, seconds.
     #[serde(default)]
     pub idle_timeout_s: Option<u64>,
+    /// Seconds of only stall lines before the attempt is ended; 0: off.
+    #[serde(default)]
+    pub stall_after_s: Option<u64>,
     #[serde(default)]
     pub max_attempts: Option<u32>,
     #[serde(default)]

@@ -7,6 +7,7 @@
 )]
 
 mod council;
+mod lines;
 mod prepare;
 mod upstream;
 mod watch;
@@ -163,6 +164,8 @@ pub struct Driver {
     started: Instant,
     /// Providers (built-ins + user + project overrides) that launches are built from.
     registry: crate::providers::Registry,
+    /// Sorts output lines into output, stall and rate-limit inputs.
+    lines: lines::LineSorter,
     /// Launches the engine asked for that wait for the next batch.
     pending_launches: std::collections::VecDeque<(String, u32)>,
 }
@@ -203,6 +206,7 @@ impl Driver {
             rate_limited: HashSet::new(),
             started: Instant::now(),
             registry: crate::providers::Registry::builtin(),
+            lines: lines::LineSorter::default(),
             pending_launches: std::collections::VecDeque::new(),
         };
         match crate::providers::Registry::load(
@@ -608,12 +612,15 @@ impl Driver {
             {
                 self.rate_limited.insert(t.worker.clone());
             }
-            if news.grew {
-                inputs.push(Input::Output {
-                    worker: t.worker.clone(),
-                    attempt: t.attempt,
-                });
-            }
+            let provider = self.state.worker(&t.worker).map(|w| w.provider.clone());
+            inputs.extend(self.lines.inputs(
+                &self.registry,
+                provider.as_deref().unwrap_or_default(),
+                (&t.worker, t.attempt),
+                news.grew,
+                &news.lines,
+                &self.rate_limit,
+            ));
             if let Some(q) = news.question {
                 inputs.push(Input::Asked {
                     worker: t.worker.clone(),

@@ -282,6 +282,11 @@ fn killed_status(reason: KillReason, w: &WorkerState) -> (WorkerStatus, String) 
             WorkerStatus::Timeout,
             format!("no output for {}s", w.idle_timeout_s.unwrap_or(0)),
         ),
+        // `stall::check_stalls` put `stalled: <line>` in the reason when it asked.
+        KillReason::Stalled => (
+            WorkerStatus::Failed,
+            w.reason.clone().unwrap_or_else(|| "stalled".into()),
+        ),
     }
 }
 
@@ -311,11 +316,13 @@ fn finish(
 ) {
     rt.kills.remove(id);
     rt.answered.remove(id);
+    rt.stalls.remove(id);
     let cancelled_run = rt.cancelled;
     let now = fx.now;
     let Some(w) = state.worker_mut(id) else {
         return;
     };
+    let reason = super::stall::reason_with_rate_limit(reason, status, w);
     w.status = status;
     w.exit_code = exit.map(|e| e.0);
     w.ended_at = Some(now);
@@ -349,7 +356,9 @@ fn finish(
         ),
     );
     if retry {
+        let mut wait = None;
         if let Some(w) = state.worker_mut(id) {
+            wait = super::stall::schedule_backoff(w, attempt, now);
             w.status = WorkerStatus::Pending;
             w.reason = Some(format!(
                 "retry {} of {max} after {}",
@@ -357,11 +366,16 @@ fn finish(
                 status.as_str()
             ));
         }
+        let wait = wait.map(|s| format!(" in {s}s")).unwrap_or_default();
         fx.event(
             "worker-retry-scheduled",
             Some((id, attempt)),
             "engine",
-            format!("attempt {} of {max} after {}", attempt + 1, status.as_str()),
+            format!(
+                "attempt {} of {max} after {}{wait}",
+                attempt + 1,
+                status.as_str()
+            ),
         );
     }
 }

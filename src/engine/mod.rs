@@ -10,6 +10,9 @@ mod integrate;
 mod integrate_tests;
 mod lifecycle;
 mod stages;
+pub mod stall;
+#[cfg(test)]
+mod stall_tests;
 #[cfg(test)]
 mod tests;
 
@@ -33,6 +36,8 @@ pub enum KillReason {
     IdleTimeout,
     /// The user cancelled.
     Cancel,
+    /// Output has been only the provider's stall lines for `stall_after_s`.
+    Stalled,
 }
 
 /// Something that happened, fed to [`update`].
@@ -76,8 +81,20 @@ pub enum Input {
         attempt: u32,
         detail: String,
     },
-    /// New output from the attempt.
+    /// New output from the attempt (other than stall lines).
     Output { worker: String, attempt: u32 },
+    /// A line matching the provider's `stall_patterns` (see `stall`).
+    StallLine {
+        worker: String,
+        attempt: u32,
+        line: String,
+    },
+    /// A line matching the provider's rate-limit patterns: the `rate-limited` mark.
+    RateLimited {
+        worker: String,
+        attempt: u32,
+        line: String,
+    },
     /// The attempt waits for input with this question.
     Asked {
         worker: String,
@@ -153,6 +170,9 @@ pub struct Runtime {
     pub last_output_moved: bool,
     /// `Integrate` was asked for and its outcome has not arrived.
     pub integrate_requested: bool,
+    /// Workers whose output since their first stall line has been only stall lines: when
+    /// that window opened and the last such line.
+    pub stalls: HashMap<String, (DateTime<Utc>, String)>,
 }
 
 /// Apply one input to the run; returns the effects to carry out, in order.
@@ -173,8 +193,19 @@ pub fn update(
         Input::Start => stages::start(state, rt, &mut fx),
         Input::Tick => {
             lifecycle::check_timeouts(state, rt, &mut fx);
+            stall::check_stalls(state, rt, &mut fx);
             stages::advance(state, rt, &mut fx);
         }
+        Input::StallLine {
+            worker,
+            attempt,
+            line,
+        } => stall::on_stall_line(state, rt, &worker, attempt, line, now),
+        Input::RateLimited {
+            worker,
+            attempt,
+            line,
+        } => stall::on_rate_limited(state, &worker, attempt, line, &mut fx),
         Input::Gate(gate) => stages::on_gate(state, rt, gate, &mut fx),
         Input::AnswerRun { text } => stages::on_run_answer(state, text, &mut fx),
         Input::CouncilReady(verdicts) => stages::on_council(state, rt, verdicts, &mut fx),
@@ -188,6 +219,9 @@ pub fn update(
             stages::advance(state, rt, &mut fx);
         }
         other => {
+            if let Input::Output { worker, .. } = &other {
+                stall::on_output(rt, worker);
+            }
             lifecycle::on_worker_input(state, rt, other, &mut fx);
             stages::advance(state, rt, &mut fx);
         }

@@ -236,6 +236,8 @@ fn add_checks(state: &mut RunState) {
         w.command = c.command.clone();
         w.model = c.model.clone();
         w.timeout_s = c.timeout_s;
+        w.idle_timeout_s = c.idle_timeout_s;
+        w.flow.stall_after_s = c.stall_after_s;
         w.max_attempts = 1;
         w.flow.after = super::graph::critic_after(state, &c.after, &suffix);
         w.flow.on_upstream_failure = c.on_upstream_failure.unwrap_or_default();
@@ -375,6 +377,8 @@ pub(super) fn on_council(
         fixer.command = command;
         fixer.model = spec.model.clone();
         fixer.timeout_s = spec.timeout_s;
+        fixer.idle_timeout_s = spec.idle_timeout_s;
+        fixer.flow.stall_after_s = spec.stall_after_s;
         fixer.task = format!(
             "Fix what the council blocked for: {}\n\nFailing findings:\n{}",
             state.problem,

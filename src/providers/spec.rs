@@ -108,6 +108,13 @@ pub struct ProviderSpec {
     pub cost_tier: u8,
     pub rate_limit_patterns: Vec<String>,
     pub waiting_patterns: Vec<String>,
+    /// Regexes (case-insensitive) over one output line meaning "the CLI is stuck retrying
+    /// its connection" (reconnect, network and overload lines): output made only of these
+    /// for `stall_after_s` ends the attempt `failed`, reason `stalled: <line>`.
+    pub stall_patterns: Vec<String>,
+    /// Seconds of stall-only output before the attempt is ended (a team or worker value
+    /// wins; default `team::limits::DEFAULT_STALL_AFTER_S`).
+    pub stall_after_s: Option<u64>,
 }
 
 impl ProviderSpec {
@@ -129,6 +136,11 @@ impl ProviderSpec {
     /// Compiled `rate_limit_patterns` (case-insensitive).
     pub fn rate_limit_regexes(&self) -> Vec<Regex> {
         compile_all(&self.rate_limit_patterns)
+    }
+
+    /// Compiled `stall_patterns` (case-insensitive).
+    pub fn stall_regexes(&self) -> Vec<Regex> {
+        compile_all(&self.stall_patterns)
     }
 
     /// Compiled `waiting_patterns` (case-insensitive).
@@ -343,6 +355,7 @@ fn validate(name: &str, spec: &ProviderSpec) -> Result<()> {
         .rate_limit_patterns
         .iter()
         .chain(&spec.waiting_patterns)
+        .chain(&spec.stall_patterns)
         .chain(&spec.auth.not_patterns)
         .chain(&spec.auth.ok_patterns)
     {

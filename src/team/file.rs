@@ -126,10 +126,6 @@ struct WorkerSpans {
     #[serde(default)]
     max_attempts: Option<Spanned<i64>>,
     #[serde(default)]
-    timeout_s: Option<Spanned<i64>>,
-    #[serde(default)]
-    idle_timeout_s: Option<Spanned<i64>>,
-    #[serde(default)]
     artifacts: Option<Spanned<Vec<String>>>,
     #[serde(default)]
     after: Option<Spanned<Vec<Spanned<String>>>>,
@@ -220,7 +216,7 @@ fn check_after(
 /// ids `[a-z0-9-]+` and unique; a known role (assets/agents.toml); a known provider, or a
 /// target that is `auto`, `ccg` or a provider, not both; `command` given exactly when the
 /// provider is `command`; `model` and `role_model` not both, `role_model` a model role;
-/// `prompt` and `prompt_file` not both; attempts, timeouts and parallel ≥ 1; artifacts
+/// `prompt` and `prompt_file` not both; attempts and parallel ≥ 1 (timeouts ≥ 0, 0 is off); artifacts
 /// relative without `..`; `after` naming known ids, not itself, without cycles (workers name
 /// workers; critics name critics or workers); checks with unique ids and a non-empty command.
 #[allow(
@@ -379,11 +375,8 @@ pub fn parse_and_validate(path: &Path, text: &str, registry: &Registry) -> Resul
                 ),
             ));
         }
-        for (name, v) in [
-            ("max_attempts", &w.max_attempts),
-            ("timeout_s", &w.timeout_s),
-            ("idle_timeout_s", &w.idle_timeout_s),
-        ] {
+        // Timeouts may be 0 (off); a negative one fails to parse as a u64 above.
+        for (name, v) in [("max_attempts", &w.max_attempts)] {
             if let Some(v) = v {
                 if *v.get_ref() < 1 {
                     return Err(at(

@@ -2,6 +2,7 @@
 //! models, and the resolved team a run launches.
 
 pub mod file;
+pub mod limits;
 pub mod resolve;
 pub mod resolved;
 pub mod routing;

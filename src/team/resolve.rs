@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 
 use super::file::{load_file, load_mode, LoadedTeam, Mode, TARGET_WORDS};
+use super::limits::{LimitFlags, LimitSources, Limits};
 pub use super::resolved::{ResolvedTeam, ResolvedWorker};
 use super::routing::{choose, infer_target};
 use crate::error::{Error, Result};
@@ -43,6 +44,8 @@ pub struct ResolveOptions {
     pub parallel: Option<usize>,
     pub max_fix_rounds: Option<u32>,
     pub max_attempts: Option<u32>,
+    /// `--timeout`, `--idle-timeout`, `--stall-after`, `--check-timeout`.
+    pub limits: LimitFlags,
     /// PATH, HOME, key variables and CREWMUX_CONFIG_DIR are read from here.
     pub env: EnvSnapshot,
     pub probe: ProbeOptions,
@@ -63,6 +66,7 @@ impl ResolveOptions {
             parallel: None,
             max_fix_rounds: None,
             max_attempts: None,
+            limits: LimitFlags::default(),
             env: EnvSnapshot::current(),
             probe: ProbeOptions {
                 skip_version: true,
@@ -159,6 +163,15 @@ pub fn resolve(opts: &ResolveOptions) -> Result<ResolvedTeam> {
         }
     };
 
+    let sources = LimitSources {
+        flags: opts.limits,
+        team: LimitFlags {
+            timeout_s: spec.timeout_s,
+            idle_timeout_s: spec.idle_timeout_s,
+            stall_after_s: spec.stall_after_s,
+            check_timeout_s: spec.check_timeout_s,
+        },
+    };
     let mut workers = Vec::new();
     let mut unroutable: Vec<String> = Vec::new();
     for (i, w) in spec.workers.iter().enumerate() {
@@ -267,6 +280,16 @@ pub fn resolve(opts: &ResolveOptions) -> Result<ResolvedTeam> {
         } else {
             format!("{}\n\nProblem: {}", template.trim_end(), opts.problem)
         };
+        let limits = limits_of(
+            &registry,
+            &sources,
+            &provider,
+            Limits {
+                timeout_s: w.timeout_s,
+                idle_timeout_s: w.idle_timeout_s,
+                stall_after_s: w.stall_after_s,
+            },
+        );
         workers.push(ResolvedWorker {
             id: w.id.clone(),
             role: w.role.clone(),
@@ -275,8 +298,9 @@ pub fn resolve(opts: &ResolveOptions) -> Result<ResolvedTeam> {
             model,
             task,
             order: w.order.unwrap_or(i as u32 + 1),
-            timeout_s: w.timeout_s,
-            idle_timeout_s: w.idle_timeout_s,
+            timeout_s: limits.timeout_s,
+            idle_timeout_s: limits.idle_timeout_s,
+            stall_after_s: limits.stall_after_s,
             max_attempts: w
                 .max_attempts
                 .or(opts.max_attempts)
@@ -300,6 +324,7 @@ pub fn resolve(opts: &ResolveOptions) -> Result<ResolvedTeam> {
         )));
     }
     workers.sort_by_key(|w| w.order);
+    let (checks, critics, fixer) = council_limits(spec, &workers, &registry, &sources);
     Ok(ResolvedTeam {
         name: spec.name.clone().unwrap_or_else(|| loaded.source.clone()),
         source: loaded.source.clone(),
@@ -312,13 +337,87 @@ pub fn resolve(opts: &ResolveOptions) -> Result<ResolvedTeam> {
             .or(spec.max_fix_rounds)
             .unwrap_or(DEFAULT_MAX_FIX_ROUNDS),
         workers,
-        checks: spec.checks.clone(),
-        critics: spec.critics.clone(),
-        fixer: spec.fixer.clone(),
+        checks,
+        critics,
+        fixer: Some(fixer),
         workspace: spec.workspace.clone().unwrap_or_default(),
         health,
         registry,
     })
+}
+
+/// The limits of a worker on `provider` with its own values `own`: a `command` worker's or
+/// an agent's (see `limits`).
+fn limits_of(registry: &Registry, sources: &LimitSources, provider: &str, own: Limits) -> Limits {
+    match registry.get(provider) {
+        Some(s) if s.kind == ProviderKind::Command => sources.command(own),
+        s => sources.agent(own, s.and_then(|s| s.stall_after_s)),
+    }
+}
+
+/// Checks, critics and the fixer with their limits resolved (`None` then means "none"):
+/// checks as commands, critics and the fixer on their provider (default: the first
+/// worker's, as the engine picks it).
+fn council_limits(
+    spec: &crate::domain::TeamSpec,
+    workers: &[ResolvedWorker],
+    registry: &Registry,
+    sources: &LimitSources,
+) -> (
+    Vec<crate::domain::CheckSpec>,
+    Vec<crate::domain::CriticSpec>,
+    crate::domain::AgentSpec,
+) {
+    let first = workers
+        .first()
+        .map(|w| w.provider.as_str())
+        .unwrap_or("sim");
+    let checks = spec
+        .checks
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            c.timeout_s = sources
+                .command(Limits {
+                    timeout_s: c.timeout_s,
+                    ..Limits::default()
+                })
+                .timeout_s;
+            c
+        })
+        .collect();
+    let critics = spec
+        .critics
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            let provider = if c.command.is_some() {
+                "command"
+            } else {
+                c.provider.as_deref().unwrap_or(first)
+            };
+            let own = Limits {
+                timeout_s: c.timeout_s,
+                idle_timeout_s: c.idle_timeout_s,
+                stall_after_s: c.stall_after_s,
+            };
+            let l = limits_of(registry, sources, provider, own);
+            (c.timeout_s, c.idle_timeout_s, c.stall_after_s) =
+                (l.timeout_s, l.idle_timeout_s, l.stall_after_s);
+            c
+        })
+        .collect();
+    let mut fixer = spec.fixer.clone().unwrap_or_default();
+    let provider = fixer.provider.clone().unwrap_or_else(|| first.to_string());
+    let own = Limits {
+        timeout_s: fixer.timeout_s,
+        idle_timeout_s: fixer.idle_timeout_s,
+        stall_after_s: fixer.stall_after_s,
+    };
+    let l = limits_of(registry, sources, &provider, own);
+    (fixer.timeout_s, fixer.idle_timeout_s, fixer.stall_after_s) =
+        (l.timeout_s, l.idle_timeout_s, l.stall_after_s);
+    (checks, critics, fixer)
 }
 
 /// One line: which workers cannot run, the state of each agent CLI, and how to install them.

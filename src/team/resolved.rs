@@ -25,6 +25,8 @@ pub struct ResolvedWorker {
     pub timeout_s: Option<u64>,
     /// Idle timeout, seconds.
     pub idle_timeout_s: Option<u64>,
+    /// Seconds of only stall lines before an attempt is ended; `None`: off.
+    pub stall_after_s: Option<u64>,
     pub max_attempts: u32,
     pub artifacts: Vec<String>,
     pub cwd: Option<PathBuf>,
@@ -76,6 +78,7 @@ impl ResolvedWorker {
             flow: crate::domain::FlowState {
                 after: self.after.clone(),
                 on_upstream_failure: self.on_upstream_failure,
+                stall_after_s: self.stall_after_s,
                 ..Default::default()
             },
         }

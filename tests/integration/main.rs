@@ -36,6 +36,7 @@ mod creds_errors;
 mod creds_run;
 mod dashboard;
 mod flow;
+mod flow_limits;
 mod judge_screens;
 mod layers;
 mod lifecycle;

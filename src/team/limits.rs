@@ -1,0 +1,156 @@
+//! Default timeouts and stall detection: every run ends, whatever its agents do.
+//!
+//! For each limit the first value given wins, in this order: the worker's own (team file),
+//! the command line (`--timeout`, `--idle-timeout`, `--stall-after`, `--check-timeout`),
+//! the team's (team file top level), the provider's (`stall_after_s` only), then the default
+//! here. `0` at any level turns the limit off.
+
+use serde::Serialize;
+
+/// Wall timeout of an agent worker (critics and fixers included), seconds: 45 min.
+pub const DEFAULT_TIMEOUT_S: u64 = 45 * 60;
+/// Idle timeout of an agent worker (no new output), seconds: 10 min.
+pub const DEFAULT_IDLE_TIMEOUT_S: u64 = 10 * 60;
+/// Seconds of output made only of stall lines before an attempt is ended: 2 min.
+pub const DEFAULT_STALL_AFTER_S: u64 = 120;
+/// Wall timeout of a check or a `command` worker, seconds: 20 min (no idle timeout: a
+/// build may stay quiet for long).
+pub const DEFAULT_CHECK_TIMEOUT_S: u64 = 20 * 60;
+
+/// Limits given on the command line (`None`: not given; `Some(0)`: off).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct LimitFlags {
+    pub timeout_s: Option<u64>,
+    pub idle_timeout_s: Option<u64>,
+    pub stall_after_s: Option<u64>,
+    pub check_timeout_s: Option<u64>,
+}
+
+/// The limits of one worker, seconds; `None`: no such limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Limits {
+    pub timeout_s: Option<u64>,
+    pub idle_timeout_s: Option<u64>,
+    pub stall_after_s: Option<u64>,
+}
+
+/// The first given value of `levels` (most specific first), else `default`; 0 is off.
+pub fn pick(levels: &[Option<u64>], default: u64) -> Option<u64> {
+    let v = levels.iter().find_map(|l| *l).unwrap_or(default);
+    (v > 0).then_some(v)
+}
+
+/// What a run's limits are made from besides the worker's own values.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LimitSources {
+    pub flags: LimitFlags,
+    /// The team file's top-level values.
+    pub team: LimitFlags,
+}
+
+impl LimitSources {
+    /// The limits of an agent worker with its own values `own` on `provider_stall_s` (the
+    /// provider's `stall_after_s`).
+    pub fn agent(&self, own: Limits, provider_stall_s: Option<u64>) -> Limits {
+        Limits {
+            timeout_s: pick(
+                &[own.timeout_s, self.flags.timeout_s, self.team.timeout_s],
+                DEFAULT_TIMEOUT_S,
+            ),
+            idle_timeout_s: pick(
+                &[
+                    own.idle_timeout_s,
+                    self.flags.idle_timeout_s,
+                    self.team.idle_timeout_s,
+                ],
+                DEFAULT_IDLE_TIMEOUT_S,
+            ),
+            stall_after_s: pick(
+                &[
+                    own.stall_after_s,
+                    self.flags.stall_after_s,
+                    self.team.stall_after_s,
+                    provider_stall_s,
+                ],
+                DEFAULT_STALL_AFTER_S,
+            ),
+        }
+    }
+
+    /// The limits of a check or a `command` worker: a wall timeout only, unless it sets its
+    /// own idle timeout.
+    pub fn command(&self, own: Limits) -> Limits {
+        Limits {
+            timeout_s: pick(
+                &[
+                    own.timeout_s,
+                    self.flags.check_timeout_s,
+                    self.team.check_timeout_s,
+                ],
+                DEFAULT_CHECK_TIMEOUT_S,
+            ),
+            idle_timeout_s: own.idle_timeout_s.filter(|s| *s > 0),
+            stall_after_s: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_most_specific_value_wins_and_zero_turns_a_limit_off() {
+        let src = LimitSources {
+            flags: LimitFlags {
+                timeout_s: Some(60),
+                idle_timeout_s: Some(0),
+                ..Default::default()
+            },
+            team: LimitFlags {
+                timeout_s: Some(90),
+                stall_after_s: Some(30),
+                ..Default::default()
+            },
+        };
+        let none = Limits::default();
+        assert_eq!(
+            src.agent(none, Some(45)),
+            Limits {
+                timeout_s: Some(60),
+                idle_timeout_s: None,
+                stall_after_s: Some(30)
+            }
+        );
+        let own = Limits {
+            timeout_s: Some(5),
+            idle_timeout_s: Some(7),
+            stall_after_s: Some(0),
+        };
+        assert_eq!(
+            src.agent(own, None),
+            Limits {
+                timeout_s: Some(5),
+                idle_timeout_s: Some(7),
+                stall_after_s: None
+            }
+        );
+        let defaults = LimitSources::default().agent(none, None);
+        assert_eq!(
+            defaults,
+            Limits {
+                timeout_s: Some(DEFAULT_TIMEOUT_S),
+                idle_timeout_s: Some(DEFAULT_IDLE_TIMEOUT_S),
+                stall_after_s: Some(DEFAULT_STALL_AFTER_S)
+            }
+        );
+        assert_eq!(
+            LimitSources::default().agent(none, Some(45)).stall_after_s,
+            Some(45)
+        );
+        assert_eq!(
+            LimitSources::default().command(none).timeout_s,
+            Some(DEFAULT_CHECK_TIMEOUT_S)
+        );
+    }
+}
