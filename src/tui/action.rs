@@ -176,6 +176,7 @@ pub const GLOBAL: &[Binding] = &[
     key(K::Char('3'), "3", A::SelectTab(3), false),
     key(K::Char('4'), "4", A::SelectTab(4), false),
     key(K::Char('5'), "5", A::SelectTab(5), false),
+    key(K::Char('6'), "6", A::SelectTab(6), false),
     key(K::Char('?'), "?", A::ToggleHelp, true),
     key(K::Char('q'), "q", A::Quit, true),
     ctrl('c', "C-c", A::Quit),

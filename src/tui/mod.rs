@@ -33,6 +33,7 @@
 
 pub mod action;
 pub mod app;
+pub mod diff;
 pub mod model;
 pub mod panels;
 pub mod state;

@@ -5,14 +5,19 @@
 //! snapshotted without a terminal.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crossterm::event::{Event, KeyEventKind};
 use ratatui::text::Line;
 
 use super::action::map_key;
+use super::diff;
 use super::panels::output::capture_to_lines;
 use super::state::UiState;
-use super::tabs::{findings, load, stamp, wanted_doc, Doc};
+use super::tabs::{findings, load, stamp, wanted_doc, Doc, Tab};
+
+/// How often the Diff tab takes a new diff of a live worker.
+pub const DIFF_REFRESH: Duration = Duration::from_secs(3);
 use super::update::{paste, reconcile, update, UiEffect};
 use crate::domain::RunState;
 use crate::driver::Update;
@@ -61,6 +66,8 @@ pub struct Model {
     pub run_dir: PathBuf,
     /// The document the main area shows, as last read by [`Model::refresh_doc`].
     pub doc: Option<Doc>,
+    /// When the shown diff was taken.
+    diff_at: Instant,
     /// Whether a path is a file; findings name only files that exist (a fake in tests).
     pub is_file: fn(&Path) -> bool,
     /// Events reached tui-logger's buffer since the last redraw (it fills on its own
@@ -82,6 +89,7 @@ impl Model {
             signal: None,
             run_dir,
             doc: None,
+            diff_at: Instant::now(),
             is_file: |p| p.is_file(),
             events_pending: true,
         };
@@ -107,6 +115,9 @@ impl Model {
     /// read (the app loop calls this after each burst of messages); true when the screen
     /// must be redrawn. The only filesystem access of the model, kept out of `handle`.
     pub fn refresh_doc(&mut self) -> bool {
+        if self.ui.tab == Tab::Diff && self.ui.file.is_none() {
+            return self.refresh_diff();
+        }
         let Some(path) = self.wanted_doc() else {
             return self.doc.take().is_some();
         };
@@ -115,11 +126,37 @@ impl Model {
                 return false;
             }
         }
-        let doc = load(&path);
+        self.show_doc(load(&path));
+        true
+    }
+
+    fn show_doc(&mut self, doc: Doc) {
         self.ui.doc_len = doc.lines.len();
         self.ui.doc_scroll = self.ui.doc_scroll.min(self.ui.doc_len.saturating_sub(1));
         self.doc = Some(doc);
-        true
+        self.diff_at = Instant::now();
+    }
+
+    /// The Diff tab: take the selected worker's diff when the worker, its attempt or its
+    /// status changed, and every [`DIFF_REFRESH`] while it is live.
+    fn refresh_diff(&mut self) -> bool {
+        let Some(w) = self.ui.selected_worker(&self.run) else {
+            return self.doc.take().is_some();
+        };
+        let key = diff::key(w);
+        let fresh = self.diff_at.elapsed() < DIFF_REFRESH || !w.status.is_live();
+        if let Some(d) = &self.doc {
+            if d.diff_of.as_deref() == Some(key.as_str()) && fresh {
+                return false;
+            }
+        }
+        let doc = diff::load(&self.run, w);
+        let changed = self
+            .doc
+            .as_ref()
+            .is_none_or(|d| d.lines != doc.lines || d.diff_of != doc.diff_of);
+        self.show_doc(doc);
+        changed
     }
 
     /// Apply one message. The effects are for the app loop (tell the driver, attach, quit);

@@ -1,11 +1,8 @@
-//! The main area's tabs: the selected worker's Output, Result (its `result.md`) and Prompt
-//! (its `prompt.md`, what it was told), and the run's Report (`report.md`) and Council
-//! (every finding of every critic). The chosen tab sticks while the selection moves between
+//! The main area's tabs: the selected worker's Output, Result (its `result.md`), Diff (its
+//! worktree's change against the run's base) and Prompt (its `prompt.md`, what it was told),
+//! and the run's Report (`report.md`) and Council (every finding of every critic). The chosen tab sticks while the selection moves between
 //! workers. Documents are read by the app loop (never by draw) into a [`Doc`] of styled
 //! lines, rendered from markdown once per change of the file.
-//!
-//! A Diff tab waits for a per-worker diff source in the run's workspace; until one exists
-//! the dashboard shows no Diff tab rather than an empty one.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -25,16 +22,18 @@ pub enum Tab {
     #[default]
     Output,
     Result,
+    Diff,
     Prompt,
     Report,
     Council,
 }
 
 impl Tab {
-    /// Tab order; tab `n` (1-based) is `ALL[n - 1]`, as the keys `1`–`5` choose them.
-    pub const ALL: [Tab; 5] = [
+    /// Tab order; tab `n` (1-based) is `ALL[n - 1]`, as the keys `1`–`6` choose them.
+    pub const ALL: [Tab; 6] = [
         Tab::Output,
         Tab::Result,
+        Tab::Diff,
         Tab::Prompt,
         Tab::Report,
         Tab::Council,
@@ -45,6 +44,7 @@ impl Tab {
         match self {
             Tab::Output => "Output",
             Tab::Result => "Result",
+            Tab::Diff => "Diff",
             Tab::Prompt => "Prompt",
             Tab::Report => "Report",
             Tab::Council => "Council",
@@ -74,7 +74,7 @@ impl Tab {
 
     /// The tab shows a document file (scrolled with `UiState::doc_scroll`).
     pub fn is_document(self) -> bool {
-        matches!(self, Tab::Result | Tab::Prompt | Tab::Report)
+        matches!(self, Tab::Result | Tab::Diff | Tab::Prompt | Tab::Report)
     }
 }
 
@@ -86,6 +86,9 @@ pub struct Doc {
     /// Length in bytes and modification time when read; `None` when the file is missing.
     pub stamp: Option<(u64, SystemTime)>,
     pub lines: Vec<Line<'static>>,
+    /// For a diff: the worker, attempt and status it was taken at (a new one is taken when
+    /// they change, and every few seconds while the worker runs).
+    pub diff_of: Option<String>,
 }
 
 /// Which file the main area shows: the jumped-to file if one is open, else the tab's
@@ -113,7 +116,7 @@ pub fn wanted_doc(
         }),
         Tab::Prompt => worker.map(|w| attempt(w).join("prompt.md")),
         Tab::Report => Some(run_dir.join("report.md")),
-        Tab::Output | Tab::Council => None,
+        Tab::Output | Tab::Council | Tab::Diff => None,
     }
 }
 
@@ -157,6 +160,7 @@ pub fn load(path: &Path) -> Doc {
         path: path.to_path_buf(),
         stamp,
         lines,
+        diff_of: None,
     }
 }
 

@@ -17,6 +17,8 @@ const RESULT_MD: &str = "# backend result\n\n## Summary\n\nA **token bucket** pe
 `src/limit.rs`; 429 with `Retry-After`.\n\n## Evidence\n\n- `cargo test limit` passes\n- \
 see [the spec](docs/limits.md)\n\n```rust\nlet ok = bucket.take(1);\n```\n";
 
+const DIFF: &str = "diff --git a/src/limit.rs b/src/limit.rs\nindex 1a2b3c4..5d6e7f8 100644\n--- a/src/limit.rs\n+++ b/src/limit.rs\n@@ -10,3 +10,4 @@ impl Bucket {\n     fn take(&mut self) -> bool {\n-        self.tokens > 0\n+        self.refill();\n+        self.tokens > 0\n     }\n";
+
 fn key(c: KeyCode) -> Msg {
     Msg::Term(Event::Key(KeyEvent::new(c, KeyModifiers::NONE)))
 }
@@ -43,6 +45,7 @@ fn with_doc(m: &mut Model, text: &str) {
         path: m.wanted_doc().unwrap_or_else(|| PathBuf::from("/p/file")),
         stamp: None,
         lines,
+        diff_of: None,
     });
 }
 
@@ -68,7 +71,7 @@ fn number_keys_and_brackets_choose_tabs_and_the_choice_sticks_across_workers() {
     m.handle(key(KeyCode::Char('2')));
     assert_eq!((m.ui.tab, m.ui.focus), (Tab::Result, Focus::Output));
     m.handle(key(KeyCode::Char(']')));
-    assert_eq!(m.ui.tab, Tab::Prompt);
+    assert_eq!(m.ui.tab, Tab::Diff);
     m.handle(key(KeyCode::Char('[')));
     m.handle(key(KeyCode::Char('[')));
     assert_eq!(m.ui.tab, Tab::Output);
@@ -100,7 +103,7 @@ fn a_document_scrolls_within_its_lines() {
 #[test]
 fn enter_on_a_finding_goes_to_the_worker_or_the_file_it_names() {
     let mut m = model();
-    m.handle(key(KeyCode::Char('5')));
+    m.handle(key(KeyCode::Char('6')));
     let by_worker = m.ui.findings.iter().position(|f| f.worker.is_some());
     let by_file = m.ui.findings.iter().position(|f| f.file.is_some()).unwrap();
     if let Some(i) = by_worker {
@@ -109,7 +112,7 @@ fn enter_on_a_finding_goes_to_the_worker_or_the_file_it_names() {
         let named = m.ui.findings[i].worker.clone().unwrap();
         assert_eq!(m.ui.tab, Tab::Result);
         assert_eq!(m.ui.selected_worker(&m.run).unwrap().id, named);
-        m.handle(key(KeyCode::Char('5')));
+        m.handle(key(KeyCode::Char('6')));
     }
     // ↓ walks the findings; Enter on the one naming a file opens it, Esc comes back.
     for _ in 0..by_file {
@@ -127,7 +130,7 @@ fn enter_on_a_finding_goes_to_the_worker_or_the_file_it_names() {
 fn the_model_reads_the_wanted_document_once_and_again_when_it_changes() {
     let tmp = tempfile::tempdir().unwrap();
     let mut m = Model::new(fixtures::done_run(), tmp.path().to_path_buf());
-    m.handle(key(KeyCode::Char('4')));
+    m.handle(key(KeyCode::Char('5')));
     assert!(m.refresh_doc());
     assert!(m.doc.as_ref().unwrap().lines[0]
         .to_string()
@@ -153,7 +156,16 @@ fn tab_screens(tab: char, name: &str) {
     for (w, h) in [(80, 24), (200, 60)] {
         let mut m = model();
         m.handle(key(KeyCode::Char(tab)));
-        if m.ui.tab.is_document() {
+        if m.ui.tab == Tab::Diff {
+            let lines = super::diff::colour(DIFF);
+            m.ui.doc_len = lines.len();
+            m.doc = Some(Doc {
+                path: PathBuf::from("/p/.crewmux/worktrees/r/architect"),
+                stamp: None,
+                lines,
+                diff_of: None,
+            });
+        } else if m.ui.tab.is_document() {
             let text = match m.ui.tab {
                 Tab::Prompt => "You are a backend engineer.\n\nTask: add per-client rate limiting.\n",
                 Tab::Report => "# Report of run 20261130-0600-7f3a\n\n## Workers\n\n| worker | status |\n|---|---|\n| backend | completed |\n",
@@ -180,15 +192,20 @@ fn result_tab_screens() {
 
 #[test]
 fn prompt_tab_screens() {
-    tab_screens('3', "prompt");
+    tab_screens('4', "prompt");
 }
 
 #[test]
 fn report_view_screens() {
-    tab_screens('4', "report");
+    tab_screens('5', "report");
 }
 
 #[test]
 fn council_view_screens() {
-    tab_screens('5', "council");
+    tab_screens('6', "council");
+}
+
+#[test]
+fn diff_tab_screens() {
+    tab_screens('3', "diff");
 }

@@ -8,9 +8,9 @@ use crate::tui::fixtures;
 #[test]
 fn tabs_are_numbered_in_order_and_cycle_both_ways() {
     assert_eq!(Tab::nth(1), Some(Tab::Output));
-    assert_eq!(Tab::nth(5), Some(Tab::Council));
+    assert_eq!(Tab::nth(6), Some(Tab::Council));
     assert_eq!(Tab::nth(0), None);
-    assert_eq!(Tab::nth(6), None);
+    assert_eq!(Tab::nth(7), None);
     assert_eq!(Tab::Council.cycle(true), Tab::Output);
     assert_eq!(Tab::Output.cycle(false), Tab::Council);
     assert_eq!(Tab::Result.number(), 2);

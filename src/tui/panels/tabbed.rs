@@ -27,7 +27,7 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     match view.ui.tab {
         Tab::Output => output::render(frame, body, view),
         Tab::Council => council(frame, body, view),
-        Tab::Result | Tab::Prompt | Tab::Report => document(frame, body, view),
+        Tab::Result | Tab::Diff | Tab::Prompt | Tab::Report => document(frame, body, view),
     }
 }
 
@@ -75,7 +75,7 @@ fn document(frame: &mut Frame, area: Rect, view: &View) {
     let mut block = panel(Line::from(title), focused);
     let Some(doc) = view.doc else {
         let note = match (view.ui.tab, view.ui.selected_worker(view.run)) {
-            (Tab::Result | Tab::Prompt, None) => "no worker selected",
+            (Tab::Result | Tab::Diff | Tab::Prompt, None) => "no worker selected",
             _ => "reading…",
         };
         frame.render_widget(Paragraph::new(note).dark_gray().italic().block(block), area);
@@ -111,6 +111,7 @@ fn what(view: &View) -> String {
         .unwrap_or("—");
     match view.ui.tab {
         Tab::Result => format!("Result · {worker}"),
+        Tab::Diff => format!("Diff · {worker}"),
         Tab::Prompt => format!("Prompt · {worker}"),
         _ => "Report".into(),
     }

@@ -1,0 +1,128 @@
+//! The Diff tab's source: a worker's change in its git worktree against the run's base
+//! (committed and not, as `git diff <base>` in the worktree shows it, plus the names of new
+//! untracked files), coloured by line kind. Read by the app loop, never by draw.
+
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+
+use super::tabs::{Doc, MAX_DOC_BYTES};
+use crate::domain::{RunState, WorkerState};
+use crate::workspace::git::Git;
+
+/// The key a diff was taken at: a new one is taken when the worker, its attempt or its
+/// status changes.
+pub fn key(w: &WorkerState) -> String {
+    format!("{}#{}#{}", w.id, w.attempt, w.status)
+}
+
+/// Take `w`'s diff now. A run without worktrees, or a worker without one, gives a one-line
+/// explanation instead; a git failure gives its message.
+pub fn load(run: &RunState, w: &WorkerState) -> Doc {
+    let (path, lines) = match run
+        .workspace
+        .as_ref()
+        .and_then(|ws| ws.workers.get(&w.id).map(|ww| (ws, ww)))
+    {
+        None => (
+            run.project_dir.clone(),
+            vec![Line::from(if run.workspace.is_none() {
+                "this run has no worktrees (the project is not a git repository, or the team \
+                 turned them off), so there is no diff to show"
+                    .to_string()
+            } else {
+                format!(
+                    "{} has no worktree (it works in the project directory)",
+                    w.id
+                )
+            })],
+        ),
+        Some((ws, ww)) => (ww.path.clone(), diff_lines(&Git::new(&ww.path), &ws.base)),
+    };
+    Doc {
+        path,
+        stamp: None,
+        lines,
+        diff_of: Some(key(w)),
+    }
+}
+
+fn diff_lines(git: &Git, base: &str) -> Vec<Line<'static>> {
+    let text = match git.run(&["diff", "--no-color", "--no-renames", base]) {
+        Ok(t) => t,
+        Err(e) => return vec![Line::from(format!("git diff failed: {e}"))],
+    };
+    let untracked = git
+        .run(&["ls-files", "--others", "--exclude-standard"])
+        .unwrap_or_default();
+    let mut lines = colour(&text);
+    for f in untracked.lines().filter(|f| !f.is_empty()) {
+        lines.push(Line::styled(
+            format!("new file, not yet committed: {f}"),
+            Style::default().fg(Color::Green),
+        ));
+    }
+    if lines.is_empty() {
+        lines.push(Line::from("no change yet against the run's base"));
+    }
+    lines
+}
+
+/// Colour a unified diff by line kind: file headers bold, hunks cyan, additions green,
+/// deletions red. At most [`MAX_DOC_BYTES`] of it; a longer diff says where it was cut.
+pub fn colour(text: &str) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    let mut bytes = 0usize;
+    for l in text.lines() {
+        bytes += l.len() + 1;
+        if bytes as u64 > MAX_DOC_BYTES {
+            out.push(Line::from(format!(
+                "… cut at {} KiB: `crewmux diff --worker …` shows all of it",
+                MAX_DOC_BYTES / 1024
+            )));
+            break;
+        }
+        let style = if l.starts_with("diff --git") || l.starts_with("+++") || l.starts_with("---") {
+            Style::default().add_modifier(Modifier::BOLD)
+        } else if l.starts_with("@@") {
+            Style::default().fg(Color::Cyan)
+        } else if l.starts_with('+') {
+            Style::default().fg(Color::Green)
+        } else if l.starts_with('-') {
+            Style::default().fg(Color::Red)
+        } else if l.starts_with("index ") || l.starts_with("new file") {
+            Style::default().fg(Color::DarkGray)
+        } else {
+            Style::default()
+        };
+        out.push(Line::styled(l.to_string(), style));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixtures;
+
+    #[test]
+    fn lines_are_coloured_by_kind() {
+        let lines = colour("diff --git a/x b/x\n@@ -1 +1 @@\n-old\n+new\n same\n");
+        assert_eq!(lines.len(), 5);
+        assert_eq!(lines[2].style.fg, Some(Color::Red));
+        assert_eq!(lines[3].style.fg, Some(Color::Green));
+        assert_eq!(lines[1].style.fg, Some(Color::Cyan));
+        assert_eq!(lines[4].style, Style::default());
+    }
+
+    #[test]
+    fn a_run_without_worktrees_says_there_is_no_diff() {
+        let run = fixtures::done_run();
+        let d = load(&run, &run.workers[0]);
+        assert!(
+            d.lines[0].to_string().contains("no worktrees"),
+            "{:?}",
+            d.lines
+        );
+        assert_eq!(d.diff_of.as_deref(), Some(key(&run.workers[0]).as_str()));
+    }
+}
