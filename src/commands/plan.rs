@@ -172,6 +172,7 @@ pub fn create_run_with(
         council: Council::default(),
         council_history: vec![],
         workspace: workspace.clone(),
+        routing: crate::team::routing::run_routing(team),
         clarification: ClarificationState::default(),
         clarify,
         checks: team.checks.clone(),

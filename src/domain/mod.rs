@@ -3,6 +3,7 @@
 
 pub mod clarification;
 pub mod council;
+pub mod exit;
 pub mod flow;
 pub mod run;
 pub mod stage;
@@ -12,6 +13,7 @@ pub mod workspace;
 
 pub use clarification::{ClarificationGate, ClarificationState};
 pub use council::{council_status, Council, CouncilStatus, CriticVerdict, Verdict};
+pub use exit::{ExitKind, ExitMeaning, Fallback, RunRouting};
 pub use flow::{FlowState, UpstreamPolicy};
 pub use run::{BackendKind, RunEvent, RunState, RunStatus, SCHEMA_VERSION};
 pub use stage::Stage;

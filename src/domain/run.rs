@@ -113,6 +113,9 @@ pub struct RunState {
     /// project directory.
     #[serde(default)]
     pub workspace: Option<super::RunWorkspace>,
+    /// Exit-code meanings, fallback providers and providers failed in this run.
+    #[serde(default)]
+    pub routing: super::RunRouting,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }

@@ -138,7 +138,10 @@ pub(super) fn on_worker_input(
                         missing_artifacts.join(", ")
                     ),
                 ),
-                None => (WorkerStatus::Failed, format!("exit code {code}")),
+                None => (
+                    WorkerStatus::Failed,
+                    super::exits::failed_exit(state, rt, &worker, attempt, code, fx),
+                ),
             };
             let source_name = match source {
                 ExitSource::ExitFile => "exit-file",
@@ -336,7 +339,8 @@ fn finish(
         status,
         WorkerStatus::Failed | WorkerStatus::Timeout | WorkerStatus::Crashed
     ) && attempt < max
-        && !cancelled_run;
+        && !cancelled_run
+        && !rt.no_retry.remove(id);
     let code_note = exit
         .map(|(c, _)| format!(" (exit {c})"))
         .unwrap_or_default();

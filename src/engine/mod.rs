@@ -2,6 +2,9 @@
 //! No tokio, tmux, clock or filesystem here: the driver feeds inputs (observed exits,
 //! output activity, user answers, timer ticks) and carries out the effects.
 
+mod exits;
+#[cfg(test)]
+mod exits_tests;
 pub mod graph;
 #[cfg(test)]
 mod graph_tests;
@@ -173,6 +176,9 @@ pub struct Runtime {
     /// Workers whose output since their first stall line has been only stall lines: when
     /// that window opened and the last such line.
     pub stalls: HashMap<String, (DateTime<Utc>, String)>,
+    /// Workers whose attempt just ended with a declared exit code and no other provider to
+    /// move to: not retried (see `exits`).
+    pub no_retry: std::collections::HashSet<String>,
 }
 
 /// Apply one input to the run; returns the effects to carry out, in order.

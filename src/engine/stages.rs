@@ -365,6 +365,9 @@ pub(super) fn on_council(
                 return;
             }
         };
+        // A provider that failed with a declared exit code (e.g. auth) is not asked again.
+        let moved = super::exits::fixer_fallback(state, &provider);
+        let provider = moved.as_ref().map_or(provider, |f| f.provider.clone());
         state.fix_round += 1;
         let mut fixer = blank_worker(
             format!("fixer-r{}", state.fix_round),
@@ -375,7 +378,10 @@ pub(super) fn on_council(
             state.fix_round,
         );
         fixer.command = command;
-        fixer.model = spec.model.clone();
+        fixer.model = match moved {
+            Some(f) => f.model,
+            None => spec.model.clone(),
+        };
         fixer.timeout_s = spec.timeout_s;
         fixer.idle_timeout_s = spec.idle_timeout_s;
         fixer.flow.stall_after_s = spec.stall_after_s;

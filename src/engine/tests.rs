@@ -48,6 +48,7 @@ pub(super) fn run(workers: usize, parallel: usize) -> RunState {
         council: Council::default(),
         council_history: vec![],
         workspace: None,
+        routing: Default::default(),
         clarification: ClarificationState::default(),
         clarify: false,
         checks: vec![],

@@ -115,6 +115,9 @@ pub struct ProviderSpec {
     /// Seconds of stall-only output before the attempt is ended (a team or worker value
     /// wins; default `team::limits::DEFAULT_STALL_AFTER_S`).
     pub stall_after_s: Option<u64>,
+    /// Exit code (as a TOML key, e.g. `"41"`) → its meaning and fix; such an exit is not
+    /// retried on this provider (`engine::exits`).
+    pub exit_codes: BTreeMap<String, crate::domain::ExitMeaning>,
 }
 
 impl ProviderSpec {
@@ -131,6 +134,14 @@ impl ProviderSpec {
             .or_else(|| self.models.get("default"))
             .map(String::as_str)
             .filter(|m| !m.is_empty())
+    }
+
+    /// `exit_codes` keyed by number (keys are checked at load).
+    pub fn exit_meanings(&self) -> BTreeMap<i32, crate::domain::ExitMeaning> {
+        self.exit_codes
+            .iter()
+            .filter_map(|(k, v)| Some((k.trim().parse().ok()?, v.clone())))
+            .collect()
     }
 
     /// Compiled `rate_limit_patterns` (case-insensitive).
@@ -274,7 +285,7 @@ impl Registry {
                     for (k, v) in fields {
                         match (k.as_str(), v, target.get_mut(k)) {
                             (
-                                "auth" | "models" | "env",
+                                "auth" | "models" | "env" | "exit_codes",
                                 toml::Value::Table(sub),
                                 Some(toml::Value::Table(old)),
                             ) => {
@@ -342,6 +353,17 @@ fn validate(name: &str, spec: &ProviderSpec) -> Result<()> {
     if spec.prompt == PromptVia::ArgvFile && !spec.args.iter().any(|a| a.contains("{prompt_file}"))
     {
         return bad("`prompt = \"argv-file\"` needs `{prompt_file}` in `args`".into());
+    }
+    for code in spec.exit_codes.keys() {
+        if !code
+            .trim()
+            .parse::<i32>()
+            .is_ok_and(|c| (1..=255).contains(&c))
+        {
+            return bad(format!(
+                "`exit_codes` key `{code}` is not an exit code: use 1..=255"
+            ));
+        }
     }
     for role in spec.models.keys() {
         if !MODEL_ROLES.contains(&role.as_str()) {

@@ -133,6 +133,7 @@ pub fn crazy_run() -> RunState {
         dispatches: vec![],
         council_history: vec![],
         workspace: None,
+        routing: Default::default(),
         council: Council::from_verdicts(vec![
             verdict(
                 "skeptic",

@@ -1,0 +1,107 @@
+//! What an agent CLI's exit code means, as its provider declares it (`exit_codes` in
+//! providers.toml): the kinds below, each a failure that the same provider will repeat, so
+//! the engine does not retry it there (see `engine::exits`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The kinds of exit code a provider can name. Each is deterministic: running the same
+/// CLI again with the same setup fails the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExitKind {
+    /// No usable credential (e.g. gemini's 41).
+    Auth,
+    /// The CLI refuses to work in a folder it does not trust (gemini's 55).
+    UntrustedDir,
+    /// The CLI refused its arguments (codex's 2, from its argument parser).
+    Usage,
+    /// The CLI's own configuration is broken (gemini's 52).
+    Config,
+    /// The CLI refused its input (gemini's 42).
+    Input,
+    /// The CLI's sandbox could not start (gemini's 44).
+    Sandbox,
+    /// The CLI stopped at its own turn limit (gemini's 53).
+    TurnLimit,
+}
+
+impl ExitKind {
+    /// The words after `<provider>: ` in a worker's reason.
+    pub fn says(self) -> &'static str {
+        match self {
+            ExitKind::Auth => "not authenticated",
+            ExitKind::UntrustedDir => "folder not trusted",
+            ExitKind::Usage => "refused its arguments",
+            ExitKind::Config => "configuration error",
+            ExitKind::Input => "refused its input",
+            ExitKind::Sandbox => "sandbox failed",
+            ExitKind::TurnLimit => "turn limit reached",
+        }
+    }
+
+    /// The kebab-case name used in providers.toml.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExitKind::Auth => "auth",
+            ExitKind::UntrustedDir => "untrusted-dir",
+            ExitKind::Usage => "usage",
+            ExitKind::Config => "config",
+            ExitKind::Input => "input",
+            ExitKind::Sandbox => "sandbox",
+            ExitKind::TurnLimit => "turn-limit",
+        }
+    }
+}
+
+/// One declared exit code: its kind and what the user should do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExitMeaning {
+    pub meaning: ExitKind,
+    /// What to do, e.g. "set GEMINI_API_KEY, or run `gemini` once to log in".
+    #[serde(default)]
+    pub fix: String,
+}
+
+impl ExitMeaning {
+    /// `gemini: not authenticated (exit 41): set GEMINI_API_KEY or …`.
+    pub fn reason(&self, provider: &str, code: i32) -> String {
+        let mut r = format!("{provider}: {} (exit {code})", self.meaning.says());
+        if !self.fix.is_empty() {
+            r.push_str(": ");
+            r.push_str(&self.fix);
+        }
+        r
+    }
+}
+
+/// What the engine knows about providers in one run: their declared exit codes (copied from
+/// the registry at plan time, so a reattached run needs no providers.toml), each worker's
+/// fallback providers (routing's chain, best first) and the providers that failed with a
+/// declared exit code in this run (provider → reason).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunRouting {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub exit_codes: BTreeMap<String, BTreeMap<i32, ExitMeaning>>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fallbacks: BTreeMap<String, Vec<Fallback>>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed: BTreeMap<String, String>,
+}
+
+/// A provider a worker may move to, with the model routing chose for it there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fallback {
+    pub provider: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+impl RunRouting {
+    /// The declared meaning of `provider`'s exit `code`.
+    pub fn meaning(&self, provider: &str, code: i32) -> Option<&ExitMeaning> {
+        self.exit_codes.get(provider)?.get(&code)
+    }
+}

@@ -1,0 +1,97 @@
+//! Exit codes with a meaning: a provider declares some of its CLI's exit codes (`auth`,
+//! `untrusted-dir`, `usage`, …; `RunRouting::exit_codes`). Such a failure repeats on the
+//! same provider, so it is never retried there: the worker moves to its next fallback
+//! provider that has not failed this way in the run (pending workers of the failed provider
+//! move too), and when there is none the worker ends with a reason that says what to do.
+
+use super::{Effects, Runtime};
+use crate::domain::{Fallback, RunState, WorkerStatus};
+
+/// The reason of `id`'s attempt that exited `code` (not 0). For a declared code: mark the
+/// provider failed for this run, move this worker (when attempts remain) and the pending
+/// workers of that provider to their next provider, or forbid the retry.
+pub(super) fn failed_exit(
+    state: &mut RunState,
+    rt: &mut Runtime,
+    id: &str,
+    attempt: u32,
+    code: i32,
+    fx: &mut Effects,
+) -> String {
+    let Some(w) = state.worker(id) else {
+        return format!("exit code {code}");
+    };
+    let provider = w.provider.clone();
+    let max = w.max_attempts;
+    let Some(meaning) = state.routing.meaning(&provider, code) else {
+        return format!("exit code {code}");
+    };
+    let reason = meaning.reason(&provider, code);
+    state
+        .routing
+        .failed
+        .insert(provider.clone(), reason.clone());
+    let retries_left = attempt < max && !rt.cancelled;
+    match next_provider(state, id).filter(|_| retries_left) {
+        Some(next) => switch(state, id, &next, &reason, fx),
+        None => {
+            rt.no_retry.insert(id.to_string());
+        }
+    }
+    // Workers not started yet would fail the same way: move them now.
+    let waiting: Vec<String> = state
+        .workers
+        .iter()
+        .filter(|w| w.id != id && w.provider == provider && w.status == WorkerStatus::Pending)
+        .map(|w| w.id.clone())
+        .collect();
+    for other in waiting {
+        if let Some(next) = next_provider(state, &other) {
+            switch(state, &other, &next, &reason, fx);
+        }
+    }
+    reason
+}
+
+/// The first fallback of `id` that is not its provider and has not failed in this run.
+fn next_provider(state: &RunState, id: &str) -> Option<Fallback> {
+    let current = &state.worker(id)?.provider;
+    state
+        .routing
+        .fallbacks
+        .get(id)?
+        .iter()
+        .find(|f| &f.provider != current && !state.routing.failed.contains_key(&f.provider))
+        .cloned()
+}
+
+fn switch(state: &mut RunState, id: &str, to: &Fallback, why: &str, fx: &mut Effects) {
+    let Some(w) = state.worker_mut(id) else {
+        return;
+    };
+    let from = std::mem::replace(&mut w.provider, to.provider.clone());
+    w.model = to.model.clone();
+    let attempt = w.attempt;
+    fx.event(
+        "provider-switched",
+        Some((id, attempt)),
+        "engine",
+        format!("{from} → {}: {why}", to.provider),
+    );
+}
+
+/// Where a fixer goes instead of `preferred` when `preferred` failed with a declared exit
+/// code in this run: the first fallback of any worker (in worker order) that has not
+/// failed. `None`: keep `preferred` (it did not fail, or nothing else is left).
+pub(super) fn fixer_fallback(state: &RunState, preferred: &str) -> Option<Fallback> {
+    if !state.routing.failed.contains_key(preferred) {
+        return None;
+    }
+    state
+        .workers
+        .iter()
+        .filter_map(|w| state.routing.fallbacks.get(&w.id))
+        .flatten()
+        .find(|f| !state.routing.failed.contains_key(&f.provider))
+        .cloned()
+}
