@@ -80,13 +80,21 @@ fn switch(state: &mut RunState, id: &str, to: &Fallback, why: &str, fx: &mut Eff
     );
 }
 
-/// Where a fixer goes instead of `preferred` when `preferred` failed with a declared exit
-/// code in this run: the first fallback of any worker (in worker order) that has not
-/// failed. `None`: keep `preferred` (it did not fail, or nothing else is left).
-pub(super) fn fixer_fallback(state: &RunState, preferred: &str) -> Option<Fallback> {
-    if !state.routing.failed.contains_key(preferred) {
-        return None;
-    }
+/// Where a fixer goes when it would go to `preferred`.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum FixerRoute {
+    /// `preferred` did not fail with a declared exit code in this run.
+    Keep,
+    /// It did: the first fallback of any worker (in worker order) that has not failed.
+    Move(Fallback),
+    /// It did and nothing else is left: the reason it failed.
+    Nowhere(String),
+}
+
+pub(super) fn fixer_route(state: &RunState, preferred: &str) -> FixerRoute {
+    let Some(why) = state.routing.failed.get(preferred) else {
+        return FixerRoute::Keep;
+    };
     state
         .workers
         .iter()
@@ -94,4 +102,5 @@ pub(super) fn fixer_fallback(state: &RunState, preferred: &str) -> Option<Fallba
         .flatten()
         .find(|f| !state.routing.failed.contains_key(&f.provider))
         .cloned()
+        .map_or_else(|| FixerRoute::Nowhere(why.clone()), FixerRoute::Move)
 }

@@ -141,3 +141,27 @@ fn a_fixer_does_not_go_to_a_provider_that_failed_auth() {
         ("codex", Some("gpt-6.2-sol"))
     );
 }
+
+#[test]
+fn with_no_provider_left_the_fix_round_is_skipped_with_the_reason() {
+    let (mut s, mut rt) = (gemini_run(false), Runtime::default());
+    s.workers.truncate(1);
+    update(&mut s, &mut rt, t0(), Input::Start);
+    launched(&mut s, &mut rt, "w0", 1, t0());
+    exited(&mut s, &mut rt, "w0", 1, 41);
+    let verdict = CriticVerdict {
+        critic: "tests".into(),
+        verdict: Verdict::Fail,
+        confidence: 1.0,
+        findings: vec!["solo failed".into()],
+    };
+    let fx = update(&mut s, &mut rt, t0(), Input::CouncilReady(vec![verdict]));
+    assert!(launches(&fx).is_empty());
+    assert!(fx.contains(&Effect::WriteReport));
+    assert_eq!(
+        events(&fx, "fix-skipped"),
+        vec![format!(
+            "the council blocked but no usable provider can fix: {REASON}"
+        )]
+    );
+}

@@ -65,6 +65,7 @@ fn run(fixer: bool) -> RunState {
         council: Council::default(),
         council_history: vec![],
         workspace: Some(ws),
+        routing: Default::default(),
         clarification: ClarificationState::default(),
         clarify: false,
         checks: vec![CheckSpec {

@@ -366,7 +366,16 @@ pub(super) fn on_council(
             }
         };
         // A provider that failed with a declared exit code (e.g. auth) is not asked again.
-        let moved = super::exits::fixer_fallback(state, &provider);
+        let moved = match super::exits::fixer_route(state, &provider) {
+            super::exits::FixerRoute::Keep => None,
+            super::exits::FixerRoute::Move(f) => Some(f),
+            super::exits::FixerRoute::Nowhere(why) => {
+                let msg = format!("the council blocked but no usable provider can fix: {why}");
+                fx.event("fix-skipped", None, "engine", msg);
+                fx.push(Effect::WriteReport);
+                return;
+            }
+        };
         let provider = moved.as_ref().map_or(provider, |f| f.provider.clone());
         state.fix_round += 1;
         let mut fixer = blank_worker(

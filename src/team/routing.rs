@@ -227,6 +227,44 @@ pub fn choose(
     })
 }
 
+/// What the engine needs to route around providers during a run: each agent provider's
+/// declared exit codes, and each worker's fallback chain with the model for the run's role
+/// there (`default` without `--role`). Saved in `state.json` at plan time.
+pub fn run_routing(team: &crate::team::ResolvedTeam) -> crate::domain::RunRouting {
+    let role = team.role.as_deref().unwrap_or("default");
+    let exit_codes = team
+        .registry
+        .agents()
+        .map(|(n, s)| (n.to_string(), s.exit_meanings()))
+        .filter(|(_, codes)| !codes.is_empty())
+        .collect();
+    let fallbacks = team
+        .workers
+        .iter()
+        .filter(|w| !w.fallbacks.is_empty())
+        .map(|w| {
+            let chain = w
+                .fallbacks
+                .iter()
+                .map(|p| crate::domain::Fallback {
+                    provider: p.clone(),
+                    model: team
+                        .registry
+                        .get(p)
+                        .and_then(|s| s.model_for_role(role))
+                        .map(str::to_string),
+                })
+                .collect();
+            (w.id.clone(), chain)
+        })
+        .collect();
+    crate::domain::RunRouting {
+        exit_codes,
+        fallbacks,
+        failed: Default::default(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,43 +341,5 @@ mod tests {
             &h
         )
         .is_none());
-    }
-}
-
-/// What the engine needs to route around providers during a run: each agent provider's
-/// declared exit codes, and each worker's fallback chain with the model for the run's role
-/// there (`default` without `--role`). Saved in `state.json` at plan time.
-pub fn run_routing(team: &crate::team::ResolvedTeam) -> crate::domain::RunRouting {
-    let role = team.role.as_deref().unwrap_or("default");
-    let exit_codes = team
-        .registry
-        .agents()
-        .map(|(n, s)| (n.to_string(), s.exit_meanings()))
-        .filter(|(_, codes)| !codes.is_empty())
-        .collect();
-    let fallbacks = team
-        .workers
-        .iter()
-        .filter(|w| !w.fallbacks.is_empty())
-        .map(|w| {
-            let chain = w
-                .fallbacks
-                .iter()
-                .map(|p| crate::domain::Fallback {
-                    provider: p.clone(),
-                    model: team
-                        .registry
-                        .get(p)
-                        .and_then(|s| s.model_for_role(role))
-                        .map(str::to_string),
-                })
-                .collect();
-            (w.id.clone(), chain)
-        })
-        .collect();
-    crate::domain::RunRouting {
-        exit_codes,
-        fallbacks,
-        failed: Default::default(),
     }
 }

@@ -76,6 +76,17 @@ echo "stand-in {name} done"
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 
+    /// Write a stand-in `name` running the `sh` lines `body`; it reads no stdin (the process
+    /// backend keeps stdin open for answers). `$REC` is its record directory.
+    pub fn script(&self, name: &str, body: &str) {
+        let rec = self.rec(name);
+        std::fs::create_dir_all(&rec).unwrap();
+        let path = self.bin_dir().join(name);
+        let text = format!("#!/bin/sh\nREC='{}'\n{body}\n", rec.display());
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
     /// PATH = only the stand-ins; HOME = a private dir; config dir = `<dir>/config`.
     pub fn env(&self) -> EnvSnapshot {
         EnvSnapshot::from_pairs([
