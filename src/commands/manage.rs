@@ -109,6 +109,19 @@ pub fn status_text(state: &RunState, driven: bool) -> String {
         if let Some(r) = w.reason.as_deref().filter(|_| !w.status.is_live()) {
             s.push_str(&format!("  {r}\n"));
         }
+        if let Some(x) = state
+            .workspace
+            .as_ref()
+            .and_then(|ws| ws.workers.get(&w.id))
+        {
+            s.push_str(&format!(
+                "  {} · {}\n",
+                x.branch,
+                x.diff
+                    .map(|d| d.to_string())
+                    .unwrap_or_else(|| "no change yet".into())
+            ));
+        }
         if let Some(q) = &w.question {
             s.push_str(&format!(
                 "  asks: {q}\n  answer: crewmux answer {} --worker {} \"<text>\"\n",

@@ -49,7 +49,18 @@ pub fn summary(state: &RunState) -> Value {
             "exit_code": w.exit_code,
             "attempts": w.attempt,
             "result": w.result.as_deref().map(rel),
+            "branch": state.workspace.as_ref().and_then(|ws| ws.workers.get(&w.id)).map(|x| &x.branch),
+            "diff": state.workspace.as_ref().and_then(|ws| ws.workers.get(&w.id)).and_then(|x| x.diff),
         })).collect::<Vec<_>>(),
+        "workspace": state.workspace.as_ref().map(|ws| json!({
+            "base": ws.base,
+            "integration": ws.integration.as_ref().map(|i| json!({
+                "branch": i.branch,
+                "merged": i.merged,
+                "conflict": i.conflict,
+                "diff": i.diff,
+            })),
+        })),
         "council": {
             "status": state.council.status.as_str(),
             "verdicts": state.council.verdicts,

@@ -27,13 +27,17 @@ pub fn with_identity(git: Git) -> Result<Git> {
         .with_env("GIT_COMMITTER_EMAIL", "crewmux@localhost"))
 }
 
-/// The pathspec of `git add`: everything, except the `copy` seeds (never committed).
-fn add_args(copy: &[String], prefix: &Path) -> Vec<String> {
-    let mut args = vec!["add".to_string(), "-A".into(), "--".into(), ".".into()];
-    for c in copy {
-        args.push(format!(":(top,exclude){}", prefix.join(c).display()));
+/// `git reset -q HEAD -- <seeds>`: after `git add -A`, the `copy` seeds go back to what
+/// HEAD has (a new seed is unstaged, a tracked one keeps HEAD's content in the commit).
+/// An exclude pathspec on `git add` would fail on a seed the repository ignores.
+fn unstage_seeds(git: &Git, copy: &[String], prefix: &Path) -> Result<()> {
+    if copy.is_empty() {
+        return Ok(());
     }
-    args
+    let mut args = vec!["reset".to_string(), "-q".into(), "HEAD".into(), "--".into()];
+    args.extend(copy.iter().map(|c| prefix.join(c).display().to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    git.run(&args).map(|_| ())
 }
 
 /// Commit whatever is uncommitted in the tree at `top` with `subject` and the crewmux
@@ -51,9 +55,8 @@ pub fn commit_all(
     subject: &str,
 ) -> Result<Option<String>> {
     let git = Git::new(top);
-    let args = add_args(&ws.copy, &ws.prefix);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    git.run(&args)?;
+    git.run(&["add", "-A", "--", "."])?;
+    unstage_seeds(&git, &ws.copy, &ws.prefix)?;
     if git.output(&["diff", "--cached", "--quiet"])?.ok() {
         return Ok(None);
     }

@@ -317,7 +317,7 @@ fn snapshot_uncommitted(git: &Git, head: &str) -> Result<String> {
 
 /// Copy `[workspace] copy` entries (files or folders, relative to the project) into a new
 /// worktree. A missing entry is skipped with a warning in the log.
-fn copy_seeds(project: &Path, ws: &RunWorkspace, top: &Path) -> Result<()> {
+pub(crate) fn copy_seeds(project: &Path, ws: &RunWorkspace, top: &Path) -> Result<()> {
     for entry in &ws.copy {
         let from = project.join(entry);
         let to = ws.cwd_in(top).join(entry);

@@ -39,6 +39,8 @@ pub fn integrate(state: &mut RunState) -> Result<Outcome> {
     };
     if ws.integration.is_none() {
         let w = add_worktree(&Git::new(&ws.repo), ws, &run_id, "integration")?;
+        // Checks run here: they get the same seeds as the workers.
+        super::create::copy_seeds(&state.project_dir, ws, &w.path)?;
         ws.integration = Some(Integration {
             path: w.path,
             branch: w.branch,

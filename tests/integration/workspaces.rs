@@ -139,6 +139,33 @@ fn three_workers_merge_cleanly_a_check_passes_and_merge_brings_it_home() {
     assert_eq!(user_view(d), before, "the run left the user's tree alone");
 
     let id = run_id(d);
+    assert_eq!(
+        worker_of(&s, "one")["diff"],
+        serde_json::json!({"added": 1, "removed": 0, "files": 1})
+    );
+    assert_eq!(
+        s["workspace"]["integration"]["merged"],
+        serde_json::json!(["one", "two", "three"])
+    );
+    assert_eq!(s["workspace"]["integration"]["diff"]["files"], 3);
+    let report = std::fs::read_to_string(only_run_dir(d).join("report.md")).unwrap();
+    assert!(report.contains("## Branches"), "{report}");
+    assert!(
+        report.contains(&format!("`crewmux/{id}/two` — 1 commit, +1 −0 · 1 file")),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!(
+            "Integration: `crewmux/{id}/integration` — merged one, two, three; +3 −0 · 3 files"
+        )),
+        "{report}"
+    );
+    let status = run_crewmux(d, &server.socket, &["status", &id]);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        text.contains(&format!("crewmux/{id}/three · +1 −0 · 1 file")),
+        "{text}"
+    );
     let branches = git(d, &["branch", "--list", "crewmux/*"]);
     for w in ["one", "two", "three", "integration"] {
         assert!(
@@ -400,4 +427,73 @@ fn bad_workspace_input_is_one_line_exit_2_and_creates_nothing() {
         serde_json::from_slice(&std::fs::read(only_run_dir(d).join("manifest.json")).unwrap())
             .unwrap();
     assert_eq!(manifest["workspace"]["base"], head);
+}
+
+#[test]
+fn copy_seeds_each_worktree_setup_runs_first_and_a_shared_worker_stays_home() {
+    let tmp = repo(&[("a.txt", "a\n")]);
+    let d = tmp.path();
+    std::fs::write(d.join(".env"), "SECRET=1\n").unwrap();
+    std::fs::write(d.join(".git/info/exclude"), ".env\n").unwrap();
+    let teamdir = tempfile::tempdir().unwrap();
+    let team = team_file(
+        teamdir.path(),
+        "team.toml",
+        &format!(
+            "name = \"seeded\"\n[workspace]\ncopy = [\".env\"]\nsetup = [\"sh\", \"-c\", \"cp .env seen-by-setup.txt\"]\n\n{}{}workspace = \"shared\"\n",
+            worker("one", "cat .env seen-by-setup.txt > both.txt", "Added both.txt."),
+            worker("home", "echo shared > shared.txt", "Added shared.txt."),
+        ),
+    );
+    let out = run(d, "unused", "process", &team, &[]);
+    let s = summary(&out);
+    assert_eq!(
+        worker_of(&s, "one")["status"],
+        "completed",
+        "{s}\n{}",
+        stderr(&out)
+    );
+    let id = run_id(d);
+    let both = git(d, &["show", &format!("crewmux/{id}/one:both.txt")]);
+    assert_eq!(both, "SECRET=1\nSECRET=1");
+    let files = git(
+        d,
+        &["ls-tree", "-r", "--name-only", &format!("crewmux/{id}/one")],
+    );
+    assert!(
+        !files.lines().any(|f| f == ".env"),
+        "a copy seed is never committed: {files}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("shared.txt")).unwrap(),
+        "shared\n"
+    );
+    assert!(worker_of(&s, "home")["branch"].is_null());
+}
+
+#[test]
+fn a_failing_setup_fails_the_attempt_with_its_exit_code() {
+    let tmp = repo(&[("a.txt", "a\n")]);
+    let d = tmp.path();
+    let teamdir = tempfile::tempdir().unwrap();
+    let team = team_file(
+        teamdir.path(),
+        "team.toml",
+        &format!(
+            "name = \"nosetup\"\n[workspace]\nsetup = [\"sh\", \"-c\", \"exit 4\"]\n\n{}",
+            worker("one", "echo never > ran.txt", "ran"),
+        ),
+    );
+    let out = run(d, "unused", "process", &team, &[]);
+    let s = summary(&out);
+    let one = worker_of(&s, "one");
+    assert_eq!(one["status"], "failed", "{s}");
+    assert_eq!(one["reason"], "setup failed (exit 4)");
+    let id = run_id(d);
+    assert!(git(
+        d,
+        &["ls-tree", "-r", "--name-only", &format!("crewmux/{id}/one")]
+    )
+    .lines()
+    .all(|f| f != "ran.txt"));
 }
