@@ -35,13 +35,14 @@ pub fn run_council(state: &RunState, store: &RunStore) -> Vec<CriticVerdict> {
                 .collect(),
         })
         .collect();
-    let project = state.project_dir.clone();
-    let exists = move |p: &Path| project.join(p).exists();
+    let root = crate::workspace::judge::council_root(state);
+    let exists = move |p: &Path| root.join(p).exists();
     let mut verdicts = run_critics(&CouncilInput {
         problem: &state.problem,
         workers: &workers,
         path_exists: &exists,
     });
+    crate::workspace::judge::amend_verdicts(state, &mut verdicts);
     for w in state.workers.iter().filter(|w| {
         matches!(w.kind, WorkerKind::Check | WorkerKind::Critic) && w.round == state.fix_round
     }) {

@@ -39,6 +39,10 @@
 //!   result that cites no command, file, test output or code.
 //! * confidence: fail 0.95 (statuses and artifacts are read from the state); warn 0.75;
 //!   pass 0.9 (evidence is recognised by patterns, which can be fooled).
+//!
+//! In a run with worktrees the three verdicts are then amended by the rules over each
+//! worker's diff and the integration tree ([`super::diff_rules`]): a claimed change with an
+//! empty diff, unexplained files, deleted tests or added skips, invented symbols.
 #![allow(
     clippy::expect_used,
     reason = "regex literals compiled once; a bad one fails every test of this module"

@@ -4,6 +4,7 @@
 //! `report.md` merge. No tokio, tmux, clock or filesystem here: callers pass what they read.
 
 pub mod critics;
+pub mod diff_rules;
 pub mod evidence;
 pub mod gate;
 mod gate_words;

@@ -13,6 +13,7 @@ pub mod commit;
 pub mod create;
 pub mod git;
 pub mod integrate;
+pub mod judge;
 pub mod report;
 pub mod setup;
 

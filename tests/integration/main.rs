@@ -47,3 +47,4 @@ mod team_files;
 mod team_run;
 mod waiting;
 mod workspaces;
+mod workspaces_judged;

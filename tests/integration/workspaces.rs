@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 
 use crate::support::*;
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -24,7 +24,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 /// A repository with `files` committed on `main`.
-fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
+pub(crate) fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
     git(d, &["init", "-q", "-b", "main"]);
@@ -70,13 +70,19 @@ fn user_view(d: &Path) -> (BTreeMap<PathBuf, Vec<u8>>, String, String) {
 }
 
 /// A `command` worker that runs `script` in its working directory and writes `result`.
-fn worker(id: &str, script: &str, result: &str) -> String {
+pub(crate) fn worker(id: &str, script: &str, result: &str) -> String {
     format!(
         "[[worker]]\nid = \"{id}\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nmax_attempts = 1\ncommand = [\"sh\", \"-c\", '''{script}; printf '%s\\n' \"{result}\" > \"$CREWMUX_RESULT_FILE\"''']\n\n"
     )
 }
 
-fn run(project: &Path, socket: &str, backend: &str, team: &Path, extra: &[&str]) -> Output {
+pub(crate) fn run(
+    project: &Path,
+    socket: &str,
+    backend: &str,
+    team: &Path,
+    extra: &[&str],
+) -> Output {
     let mut args = vec![
         "run",
         "--headless",
@@ -91,7 +97,7 @@ fn run(project: &Path, socket: &str, backend: &str, team: &Path, extra: &[&str])
     run_crewmux(project, socket, &args)
 }
 
-fn stderr(out: &Output) -> String {
+pub(crate) fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
@@ -103,7 +109,7 @@ fn backend_for(test: &str) -> &'static str {
     }
 }
 
-fn run_id(project: &Path) -> String {
+pub(crate) fn run_id(project: &Path) -> String {
     only_run_dir(project)
         .file_name()
         .unwrap()
@@ -200,7 +206,7 @@ fn three_workers_merge_cleanly_a_check_passes_and_merge_brings_it_home() {
     assert!(git(d, &["log", "-1", "--format=%s"]).contains(&id));
 }
 
-fn worker_of<'a>(s: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+pub(crate) fn worker_of<'a>(s: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
     crate::support::worker(s, id)
 }
 
@@ -427,73 +433,4 @@ fn bad_workspace_input_is_one_line_exit_2_and_creates_nothing() {
         serde_json::from_slice(&std::fs::read(only_run_dir(d).join("manifest.json")).unwrap())
             .unwrap();
     assert_eq!(manifest["workspace"]["base"], head);
-}
-
-#[test]
-fn copy_seeds_each_worktree_setup_runs_first_and_a_shared_worker_stays_home() {
-    let tmp = repo(&[("a.txt", "a\n")]);
-    let d = tmp.path();
-    std::fs::write(d.join(".env"), "SECRET=1\n").unwrap();
-    std::fs::write(d.join(".git/info/exclude"), ".env\n").unwrap();
-    let teamdir = tempfile::tempdir().unwrap();
-    let team = team_file(
-        teamdir.path(),
-        "team.toml",
-        &format!(
-            "name = \"seeded\"\n[workspace]\ncopy = [\".env\"]\nsetup = [\"sh\", \"-c\", \"cp .env seen-by-setup.txt\"]\n\n{}{}workspace = \"shared\"\n",
-            worker("one", "cat .env seen-by-setup.txt > both.txt", "Added both.txt."),
-            worker("home", "echo shared > shared.txt", "Added shared.txt."),
-        ),
-    );
-    let out = run(d, "unused", "process", &team, &[]);
-    let s = summary(&out);
-    assert_eq!(
-        worker_of(&s, "one")["status"],
-        "completed",
-        "{s}\n{}",
-        stderr(&out)
-    );
-    let id = run_id(d);
-    let both = git(d, &["show", &format!("crewmux/{id}/one:both.txt")]);
-    assert_eq!(both, "SECRET=1\nSECRET=1");
-    let files = git(
-        d,
-        &["ls-tree", "-r", "--name-only", &format!("crewmux/{id}/one")],
-    );
-    assert!(
-        !files.lines().any(|f| f == ".env"),
-        "a copy seed is never committed: {files}"
-    );
-    assert_eq!(
-        std::fs::read_to_string(d.join("shared.txt")).unwrap(),
-        "shared\n"
-    );
-    assert!(worker_of(&s, "home")["branch"].is_null());
-}
-
-#[test]
-fn a_failing_setup_fails_the_attempt_with_its_exit_code() {
-    let tmp = repo(&[("a.txt", "a\n")]);
-    let d = tmp.path();
-    let teamdir = tempfile::tempdir().unwrap();
-    let team = team_file(
-        teamdir.path(),
-        "team.toml",
-        &format!(
-            "name = \"nosetup\"\n[workspace]\nsetup = [\"sh\", \"-c\", \"exit 4\"]\n\n{}",
-            worker("one", "echo never > ran.txt", "ran"),
-        ),
-    );
-    let out = run(d, "unused", "process", &team, &[]);
-    let s = summary(&out);
-    let one = worker_of(&s, "one");
-    assert_eq!(one["status"], "failed", "{s}");
-    assert_eq!(one["reason"], "setup failed (exit 4)");
-    let id = run_id(d);
-    assert!(git(
-        d,
-        &["ls-tree", "-r", "--name-only", &format!("crewmux/{id}/one")]
-    )
-    .lines()
-    .all(|f| f != "ran.txt"));
 }
