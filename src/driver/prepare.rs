@@ -52,6 +52,21 @@ pub fn prompt_text(state: &RunState, w: &WorkerState, max_chars: usize) -> Strin
     )
 }
 
+/// Merge `w`'s completed upstreams into its worktree (see `workspace::upstream`) and say
+/// what it holds; a git failure is said too, and the attempt goes on without the merge.
+fn upstream_worktree_note(state: &RunState, w: &WorkerState) -> String {
+    let notes = crate::workspace::upstream::merge_upstreams(state, w).unwrap_or_else(|e| {
+        tracing::warn!(worker = %w.id, "could not merge the upstreams' branches: {e}");
+        vec![format!(
+            "The upstreams' branches could not be merged into your worktree: {e}"
+        )]
+    });
+    if notes.is_empty() {
+        return String::new();
+    }
+    format!("\n\n{}\n", notes.join("\n"))
+}
+
 /// Write the attempt's `prompt.md` and `launch.sh` and describe how to spawn it.
 ///
 /// Errors: the provider cannot build a launch (unknown, or `command` without argv), or I/O.
@@ -68,7 +83,8 @@ pub fn prepare(
     for stale in [&paths.exit, &paths.output] {
         let _ = std::fs::remove_file(stale);
     }
-    let prompt = prompt_text(state, w, max_chars);
+    let mut prompt = prompt_text(state, w, max_chars);
+    prompt.push_str(&upstream_worktree_note(state, w));
     crate::store::write_replace(&paths.prompt, prompt.as_bytes())?;
     let launch = registry.build_launch(
         &w.provider,

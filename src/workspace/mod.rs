@@ -16,6 +16,7 @@ pub mod integrate;
 pub mod judge;
 pub mod report;
 pub mod setup;
+pub mod upstream;
 
 use std::path::PathBuf;
 

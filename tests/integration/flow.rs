@@ -149,3 +149,133 @@ fn a_failed_upstream_skips_its_downstream_in_a_real_run() {
     let report = std::fs::read_to_string(only_run_dir(tmp.path()).join("report.md")).unwrap();
     assert!(report.contains("skipped"), "{report}");
 }
+
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+}
+
+/// A git project with one commit, and a team: `a` and `b` write files, `review` waits for
+/// both and prints what its worktree holds and its prompt.
+fn git_pipeline(a_file: &str, b_file: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    git(d, &["init", "-q", "-b", "main"]);
+    git(d, &["config", "user.email", "user@example.com"]);
+    git(d, &["config", "user.name", "User"]);
+    std::fs::write(d.join("README"), "base\n").unwrap();
+    git(d, &["add", "-A"]);
+    git(d, &["commit", "-qm", "start"]);
+    let body = format!(
+        r#"
+name = "git-pipeline"
+max_fix_rounds = 0
+
+[[worker]]
+id = "a"
+role = "backend-engineer"
+provider = "command"
+command = ["sh", "-c", "echo A-WORK > {a_file}; echo done a"]
+
+[[worker]]
+id = "b"
+role = "frontend-designer"
+provider = "command"
+command = ["sh", "-c", "echo B-WORK > {b_file}; echo done b"]
+
+[[worker]]
+id = "review"
+role = "reviewer"
+provider = "command"
+command = ["sh", "-c", "cat *.txt; cat \"$CREWMUX_PROMPT_FILE\""]
+after = ["a", "b"]
+"#
+    );
+    let team = tmp.path().join("team.toml");
+    std::fs::write(&team, body).unwrap();
+    (tmp, team)
+}
+
+#[test]
+fn a_downstream_worktree_holds_its_upstreams_changes() {
+    let backend = if tmux_ready("a_downstream_worktree_holds_its_upstreams_changes") {
+        "tmux"
+    } else {
+        return;
+    };
+    let server = TmuxServer::new("flowgit");
+    let (tmp, team) = git_pipeline("a.txt", "b.txt");
+    let out = run_crewmux(
+        tmp.path(),
+        &server.socket,
+        &[
+            "run",
+            "--team",
+            team.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--backend",
+            backend,
+            "Review a and b",
+        ],
+    );
+    let s = summary(&out);
+    assert_eq!(worker(&s, "review")["status"], "completed", "{s}");
+    let run = only_run_dir(tmp.path());
+    let result = std::fs::read_to_string(run.join("workers/review/attempt-1/result.md")).unwrap();
+    assert!(
+        result.contains("A-WORK") && result.contains("B-WORK"),
+        "{result}"
+    );
+    assert!(
+        result.contains("Your worktree already holds the work of: a ("),
+        "{result}"
+    );
+    // The user's checkout has none of it.
+    assert!(!tmp.path().join("a.txt").exists());
+}
+
+#[test]
+fn conflicting_upstreams_leave_the_second_out_and_say_so() {
+    let backend = if tmux_ready("conflicting_upstreams_leave_the_second_out_and_say_so") {
+        "tmux"
+    } else {
+        return;
+    };
+    let server = TmuxServer::new("flowgitc");
+    let (tmp, team) = git_pipeline("same.txt", "same.txt");
+    let out = run_crewmux(
+        tmp.path(),
+        &server.socket,
+        &[
+            "run",
+            "--team",
+            team.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--backend",
+            backend,
+            "Review a and b",
+        ],
+    );
+    let s = summary(&out);
+    assert_eq!(worker(&s, "review")["status"], "completed", "{s}");
+    let run = only_run_dir(tmp.path());
+    let result = std::fs::read_to_string(run.join("workers/review/attempt-1/result.md")).unwrap();
+    assert!(result.starts_with("A-WORK"), "a's work is there: {result}");
+    assert!(
+        result.contains("The work of b (")
+            && result.contains("conflicts with the other upstreams in same.txt"),
+        "{result}"
+    );
+}
