@@ -8,8 +8,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "crewmux", version, about, long_about = None)]
 pub struct Cli {
+    /// Without a command on a terminal: the home screen, the runs of this project.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+    /// Home screen: list the runs of every project crewmux has run in.
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -6,6 +6,7 @@ pub mod dashboard;
 pub mod dispatch;
 pub mod doctor;
 pub mod drive;
+pub mod home;
 pub mod manage;
 pub mod plan;
 pub mod run;
@@ -48,7 +49,10 @@ use crate::error::Result;
 
 /// Run the parsed command line; returns the process exit code.
 pub fn dispatch(cli: Cli) -> Result<i32> {
-    match cli.command {
+    let Some(command) = cli.command else {
+        return home::run(cli.all);
+    };
+    match command {
         Command::Creds(cmd) => creds::run(cmd),
         Command::Run(args) => run::run(args),
         Command::Demo(args) => run::demo(args),

@@ -150,6 +150,8 @@ pub fn create_run_with(
         None => None,
     };
     let store = RunStore::create(project, &run_id)?;
+    // For the home screen's `--all` list.
+    crate::tui::home::index::remember(project);
     let now = Utc::now();
     let state = RunState {
         schema_version: SCHEMA_VERSION,

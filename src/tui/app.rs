@@ -24,6 +24,10 @@ use crate::store::RunStore;
 /// Events of `events.jsonl` replayed into the log panel when the dashboard opens.
 pub const LOG_HISTORY_EVENTS: usize = 200;
 
+/// Set by the home screen: Esc on the roster (nothing open) leaves the dashboard as `q`
+/// does, back to the home screen.
+pub static ESC_LEAVES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Messages applied before one redraw at most; a burst longer than this still redraws so
 /// the screen never freezes behind a flood of driver updates.
 pub const MAX_BURST: usize = 256;
@@ -73,6 +77,7 @@ async fn run_async(
     replay_history(&store);
 
     let mut model = Model::new(state, store.dir().to_path_buf());
+    model.ui.esc_leaves = ESC_LEAVES.load(std::sync::atomic::Ordering::SeqCst);
     if let Some(first) = model.run.workers.first() {
         send(&ctl_tx, Control::Focus(Some(first.id.clone())));
     }

@@ -34,6 +34,7 @@
 pub mod action;
 pub mod app;
 pub mod diff;
+pub mod home;
 pub mod model;
 pub mod panels;
 pub mod state;

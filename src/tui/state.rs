@@ -210,6 +210,8 @@ pub struct UiState {
     pub finding: usize,
     /// A file a finding named, shown in the main area until Esc.
     pub file: Option<PathBuf>,
+    /// Esc with nothing to close leaves the dashboard (opened from the home screen).
+    pub esc_leaves: bool,
 }
 
 impl Default for UiState {
@@ -232,6 +234,7 @@ impl Default for UiState {
             findings: Vec::new(),
             finding: 0,
             file: None,
+            esc_leaves: false,
         }
     }
 }

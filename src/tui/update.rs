@@ -81,6 +81,15 @@ fn apply(ui: &mut UiState, run: &RunState, action: Action) -> Vec<UiEffect> {
             }
         }
         Action::Confirm => {}
+        Action::Back
+            if ui.esc_leaves
+                && !ui.help
+                && ui.file.is_none()
+                && ui.focus == Focus::Roster
+                && ui.input.is_empty() =>
+        {
+            return vec![UiEffect::Quit];
+        }
         Action::Back => back(ui),
         Action::InsertChar(c) => ui.input.insert(c),
         Action::DeleteBack => ui.input.delete_back(),

@@ -1,0 +1,135 @@
+//! `crewmux` with no subcommand on a terminal: the home screen, and what it leads to —
+//! a run's dashboard (as `crewmux attach`), a new run (as `crewmux run`), a clean (as
+//! `crewmux clean --purge --run`) — coming back to the home screen after each.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use clap::Parser;
+
+use crate::cli::{AttachArgs, CleanArgs, Cli, CommonArgs};
+use crate::error::{Error, Result};
+use crate::tui::home::{self, index, Home, HomeExit, ModeChoice, NewRun};
+
+/// Show the home screen for the current project (`all`: every project in the index).
+///
+/// Errors (exit 2): standard input or output is not a terminal.
+pub fn run(all: bool) -> Result<i32> {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Err(Error::Usage(
+            "the home screen needs a terminal: name a command (`crewmux --help` lists them), \
+             e.g. `crewmux status` for the list of runs"
+                .into(),
+        ));
+    }
+    let project = super::plan::project_dir(None)?;
+    index::remember(&project);
+    let projects = move |project: &Path| -> Vec<PathBuf> {
+        if all {
+            let mut p = index::index_path()
+                .map(|i| index::read(&i))
+                .unwrap_or_default();
+            if !p.iter().any(|x| x == project) {
+                p.push(project.to_path_buf());
+            }
+            p
+        } else {
+            vec![project.to_path_buf()]
+        }
+    };
+    let providers = ready_providers(&project);
+    let mut screen = Home::new(project.clone(), all, home::load_rows(&projects(&project)));
+    let reload = || home::load_rows(&projects(&project));
+    let refresh = |h: &mut Home| {
+        h.rows = reload();
+        if let Some(p) = providers.lock().ok().and_then(|p| p.clone()) {
+            h.providers = p;
+        }
+    };
+    crate::tui::app::ESC_LEAVES.store(true, std::sync::atomic::Ordering::SeqCst);
+    loop {
+        let exit = home::app::run(&mut screen, &refresh)?;
+        let outcome = match exit {
+            HomeExit::Quit => return Ok(0),
+            HomeExit::Open { project, id } => open(&project, &id),
+            HomeExit::Clean { project, id } => clean(&project, &id),
+            HomeExit::New(form) => new_run(&project, &form),
+        };
+        screen.rows = reload();
+        screen.notice = Some(match outcome {
+            Ok(note) => note,
+            Err(e) => e.to_string(),
+        });
+    }
+}
+
+fn common(project: &Path) -> CommonArgs {
+    CommonArgs {
+        tmux_socket: std::env::var("CREWMUX_TMUX_SOCKET").unwrap_or_else(|_| "crewmux".into()),
+        project: Some(project.to_path_buf()),
+    }
+}
+
+fn open(project: &Path, id: &str) -> Result<String> {
+    super::manage::attach(
+        AttachArgs {
+            common: common(project),
+            run: Some(id.to_string()),
+            headless: false,
+        },
+        false,
+    )?;
+    Ok(format!("back from run {id}"))
+}
+
+fn clean(project: &Path, id: &str) -> Result<String> {
+    super::manage::clean(CleanArgs {
+        common: common(project),
+        run: Some(id.to_string()),
+        purge: true,
+        force: false,
+    })?;
+    Ok(format!("cleaned run {id}"))
+}
+
+/// Start the run as `crewmux run` would be asked on the command line, so every default and
+/// check (the clarification gate included) is the same.
+fn new_run(project: &Path, form: &NewRun) -> Result<String> {
+    let mut argv: Vec<String> = vec!["crewmux".into(), "run".into()];
+    argv.push("--project".into());
+    argv.push(project.display().to_string());
+    match &form.mode {
+        ModeChoice::Builtin(m) => argv.extend(["--mode".into(), (*m).to_string()]),
+        ModeChoice::TeamFile(p) => argv.extend(["--team".into(), p.display().to_string()]),
+    }
+    if let Some(p) = &form.provider {
+        argv.extend(["--provider".into(), p.clone()]);
+    }
+    argv.push("--".into());
+    argv.push(form.problem.clone());
+    let cli = Cli::try_parse_from(&argv).map_err(|e| Error::Usage(e.to_string()))?;
+    super::dispatch(cli)?;
+    Ok("the new run is listed first".into())
+}
+
+/// The providers `doctor` finds ready, probed on a thread so the home screen opens at once;
+/// `sim` (the simulated agent) is always offered last.
+fn ready_providers(project: &Path) -> Arc<Mutex<Option<Vec<String>>>> {
+    let out = Arc::new(Mutex::new(None));
+    let slot = out.clone();
+    let project = project.to_path_buf();
+    std::thread::spawn(move || {
+        let env = crate::providers::EnvSnapshot::current();
+        let mut ready = super::doctor::report(Some(&project), &env)
+            .map(|r| r.ready)
+            .unwrap_or_default();
+        if !ready.iter().any(|p| p == "sim") {
+            ready.push("sim".into());
+        }
+        if let Ok(mut s) = slot.lock() {
+            *s = Some(ready);
+        }
+    });
+    out
+}

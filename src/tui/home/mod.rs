@@ -1,0 +1,332 @@
+//! The home screen (`crewmux` with no subcommand): the project's runs, or with `--all` the
+//! runs of every project in the [`index`], newest first, with their problem, status,
+//! council, workers done/total and age. Enter opens a run's dashboard, `n` starts a new
+//! run, `x` cleans a finished one after a confirmation. State, keys and drawing are pure;
+//! `app` runs the loop.
+
+pub mod app;
+pub mod index;
+pub mod view;
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use crate::domain::{CouncilStatus, RunState, RunStatus};
+use crate::store::{list_run_ids, runs_root, RunStore};
+
+/// One run as the home list shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRow {
+    pub id: String,
+    pub project: PathBuf,
+    pub problem: String,
+    /// `None` when `state.json` could not be read (`error` says why).
+    pub status: Option<RunStatus>,
+    pub council: Option<CouncilStatus>,
+    pub done: usize,
+    pub total: usize,
+    pub created_at: Option<DateTime<Utc>>,
+    pub error: Option<String>,
+}
+
+impl RunRow {
+    /// The row of a run read from its saved state.
+    pub fn from_state(s: &RunState) -> RunRow {
+        RunRow {
+            id: s.run_id.clone(),
+            project: s.project_dir.clone(),
+            problem: s.problem.clone(),
+            status: Some(s.status),
+            council: Some(s.council.status),
+            done: s.workers.iter().filter(|w| w.status.is_terminal()).count(),
+            total: s.workers.len(),
+            created_at: Some(s.created_at),
+            error: None,
+        }
+    }
+
+    /// A run can be cleaned once it reached a final status.
+    pub fn is_finished(&self) -> bool {
+        self.status.is_some_and(|s| s.is_final())
+    }
+}
+
+/// The runs of `projects`, newest first (run ids start with their creation time). A run
+/// whose state cannot be read is listed with the reason, never hidden.
+pub fn load_rows(projects: &[PathBuf]) -> Vec<RunRow> {
+    let mut rows = Vec::new();
+    for project in projects {
+        for id in list_run_ids(project).unwrap_or_default() {
+            let store = RunStore::at(runs_root(project).join(&id));
+            rows.push(match store.load_state() {
+                Ok(s) => RunRow::from_state(&s),
+                Err(e) => RunRow {
+                    id: id.clone(),
+                    project: project.clone(),
+                    problem: String::new(),
+                    status: None,
+                    council: None,
+                    done: 0,
+                    total: 0,
+                    created_at: None,
+                    error: Some(e.to_string()),
+                },
+            });
+        }
+    }
+    rows.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
+    rows
+}
+
+/// What the home screen asks its caller to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HomeExit {
+    /// Open this run's dashboard (attaching a detached run); come back after.
+    Open {
+        project: PathBuf,
+        id: String,
+    },
+    /// Clean this finished run (confirmed), then come back.
+    Clean {
+        project: PathBuf,
+        id: String,
+    },
+    /// Start a new run in the home project with this form.
+    New(NewRun),
+    Quit,
+}
+
+/// The new-run form's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRun {
+    pub problem: String,
+    /// A built-in mode (`crazy`, `ccg`, `solo`) or a team file.
+    pub mode: ModeChoice,
+    /// A provider for the built-in modes' workers; `None`: the routing's choice.
+    pub provider: Option<String>,
+}
+
+/// A mode of the picker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModeChoice {
+    Builtin(&'static str),
+    TeamFile(PathBuf),
+}
+
+impl ModeChoice {
+    pub fn label(&self) -> String {
+        match self {
+            ModeChoice::Builtin(m) => (*m).to_string(),
+            ModeChoice::TeamFile(p) => format!(
+                "team {}",
+                p.file_stem()
+                    .map(|s| s.to_string_lossy())
+                    .unwrap_or_default()
+            ),
+        }
+    }
+}
+
+/// The modes to offer for `project`: the built-in ones, then `<project>/.crewmux/teams/*.toml`
+/// by name.
+pub fn modes(project: &Path) -> Vec<ModeChoice> {
+    let mut out: Vec<ModeChoice> = ["crazy", "ccg", "solo"]
+        .into_iter()
+        .map(ModeChoice::Builtin)
+        .collect();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(project.join(".crewmux").join("teams"))
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    out.extend(files.into_iter().map(ModeChoice::TeamFile));
+    out
+}
+
+/// The new-run form: a multi-line problem, a mode and a provider, one field focused.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Form {
+    pub problem: String,
+    pub field: usize,
+    pub mode: usize,
+    /// Index into the provider choices; 0 is "the routing decides".
+    pub provider: usize,
+}
+
+/// The home screen's state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Home {
+    pub project: PathBuf,
+    pub all: bool,
+    pub rows: Vec<RunRow>,
+    pub selected: usize,
+    /// `x` asked to clean the selected run; `y` confirms.
+    pub confirm_clean: bool,
+    pub form: Option<Form>,
+    pub modes: Vec<ModeChoice>,
+    /// Providers `doctor` found ready, offered after "auto".
+    pub providers: Vec<String>,
+    pub notice: Option<String>,
+    pub help: bool,
+}
+
+impl Home {
+    pub fn new(project: PathBuf, all: bool, rows: Vec<RunRow>) -> Home {
+        Home {
+            modes: modes(&project),
+            project,
+            all,
+            rows,
+            selected: 0,
+            confirm_clean: false,
+            form: None,
+            providers: Vec::new(),
+            notice: None,
+            help: false,
+        }
+    }
+
+    pub fn selected_row(&self) -> Option<&RunRow> {
+        self.rows
+            .get(self.selected.min(self.rows.len().saturating_sub(1)))
+    }
+
+    /// Apply one key; `Some` when the caller must act (open, clean, start, quit).
+    pub fn key(&mut self, key: KeyEvent) -> Option<HomeExit> {
+        if key.kind == KeyEventKind::Release {
+            return None;
+        }
+        if self.form.is_some() {
+            return self.form_key(key);
+        }
+        self.notice = None;
+        if self.help {
+            self.help = false;
+            return None;
+        }
+        if self.confirm_clean {
+            self.confirm_clean = false;
+            if key.code == KeyCode::Char('y') {
+                let r = self.selected_row()?;
+                return Some(HomeExit::Clean {
+                    project: r.project.clone(),
+                    id: r.id.clone(),
+                });
+            }
+            self.notice = Some("not cleaned".into());
+            return None;
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Char('q') | KeyCode::Esc => return Some(HomeExit::Quit),
+            KeyCode::Char('c') if ctrl => return Some(HomeExit::Quit),
+            KeyCode::Up | KeyCode::Char('k') => self.selected = self.selected.saturating_sub(1),
+            KeyCode::Down | KeyCode::Char('j') => {
+                self.selected = (self.selected + 1).min(self.rows.len().saturating_sub(1))
+            }
+            KeyCode::Home | KeyCode::Char('g') => self.selected = 0,
+            KeyCode::End | KeyCode::Char('G') => self.selected = self.rows.len().saturating_sub(1),
+            KeyCode::Char('?') => self.help = true,
+            KeyCode::Enter => {
+                let Some(r) = self.selected_row() else {
+                    self.notice = Some("no run yet: n starts one".into());
+                    return None;
+                };
+                if let Some(e) = &r.error {
+                    self.notice = Some(format!("{} cannot be opened: {e}", r.id));
+                    return None;
+                }
+                return Some(HomeExit::Open {
+                    project: r.project.clone(),
+                    id: r.id.clone(),
+                });
+            }
+            KeyCode::Char('x') => match self.selected_row() {
+                None => self.notice = Some("no run to clean".into()),
+                Some(r) if !r.is_finished() && r.error.is_none() => {
+                    self.notice = Some(format!(
+                        "{} has not finished: open it (Enter) and cancel it first",
+                        r.id
+                    ))
+                }
+                Some(_) => self.confirm_clean = true,
+            },
+            KeyCode::Char('n') => self.form = Some(Form::default()),
+            _ => {}
+        }
+        None
+    }
+
+    /// Keys of the new-run form: Tab/S-Tab move between problem, mode and provider; in the
+    /// problem Enter starts a new line and Ctrl-S (or Enter on the other fields) starts
+    /// the run; ←/→ choose a mode or provider; Esc leaves the form.
+    fn form_key(&mut self, key: KeyEvent) -> Option<HomeExit> {
+        let modes = self.modes.len().max(1);
+        let providers = self.providers.len() + 1;
+        let form = self.form.as_mut()?;
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Esc => self.form = None,
+            KeyCode::Tab => form.field = (form.field + 1) % 3,
+            KeyCode::BackTab => form.field = (form.field + 2) % 3,
+            KeyCode::Char('s') if ctrl => return self.submit(),
+            KeyCode::Enter if form.field != 0 => return self.submit(),
+            KeyCode::Enter => form.problem.push('\n'),
+            KeyCode::Backspace if form.field == 0 => {
+                form.problem.pop();
+            }
+            KeyCode::Left | KeyCode::Right if form.field > 0 => {
+                let n = if form.field == 1 { modes } else { providers };
+                let v = if form.field == 1 {
+                    &mut form.mode
+                } else {
+                    &mut form.provider
+                };
+                *v = if key.code == KeyCode::Right {
+                    (*v + 1) % n
+                } else {
+                    (*v + n - 1) % n
+                };
+            }
+            KeyCode::Char(c) if form.field == 0 && !ctrl => form.problem.push(c),
+            _ => {}
+        }
+        None
+    }
+
+    /// Paste into the problem field of the form.
+    pub fn paste(&mut self, text: &str) {
+        if let Some(f) = self.form.as_mut().filter(|f| f.field == 0) {
+            f.problem.push_str(&text.replace("\r\n", "\n"));
+        }
+    }
+
+    fn submit(&mut self) -> Option<HomeExit> {
+        let form = self.form.as_ref()?;
+        let problem = form.problem.trim().to_string();
+        if problem.is_empty() {
+            self.notice = Some("type the problem first (Tab moves between fields)".into());
+            return None;
+        }
+        let mode = self.modes.get(form.mode)?.clone();
+        let provider = form
+            .provider
+            .checked_sub(1)
+            .and_then(|i| self.providers.get(i).cloned());
+        self.form = None;
+        Some(HomeExit::New(NewRun {
+            problem,
+            mode,
+            provider,
+        }))
+    }
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

@@ -1,0 +1,197 @@
+use std::path::PathBuf;
+
+use chrono::TimeZone;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+use super::*;
+use crate::tui::fixtures;
+
+fn key(c: KeyCode) -> KeyEvent {
+    KeyEvent::new(c, KeyModifiers::NONE)
+}
+
+fn rows() -> Vec<RunRow> {
+    let mut done = RunRow::from_state(&fixtures::done_run());
+    done.id = "20261130-0600-7f3a".into();
+    let mut live = RunRow::from_state(&fixtures::crazy_run());
+    live.id = "20261130-0700-1b2c".into();
+    live.problem =
+        "Make the export page stream large CSV files instead of building them in memory".into();
+    live.created_at = Some(Utc.with_ymd_and_hms(2026, 11, 30, 7, 0, 0).unwrap());
+    let broken = RunRow {
+        id: "20261129-2300-dead".into(),
+        project: PathBuf::from("/p"),
+        problem: String::new(),
+        status: None,
+        council: None,
+        done: 0,
+        total: 0,
+        created_at: None,
+        error: Some("state.json: expected value at line 1 column 1".into()),
+    };
+    vec![live, done, broken]
+}
+
+fn home() -> Home {
+    let mut h = Home::new(PathBuf::from("/home/ada/shop"), false, rows());
+    h.providers = vec!["claude".into(), "codex".into()];
+    h
+}
+
+fn screen(h: &Home, w: u16, ht: u16) -> TestBackend {
+    let mut t = Terminal::new(TestBackend::new(w, ht)).unwrap();
+    let now = Utc.with_ymd_and_hms(2026, 11, 30, 7, 12, 0).unwrap();
+    t.draw(|f| view::draw(f, h, now)).unwrap();
+    t.backend().clone()
+}
+
+#[test]
+fn enter_opens_the_selected_run_and_q_quits() {
+    let mut h = home();
+    h.key(key(KeyCode::Down));
+    assert_eq!(
+        h.key(key(KeyCode::Enter)),
+        Some(HomeExit::Open {
+            project: h.rows[1].project.clone(),
+            id: "20261130-0600-7f3a".into()
+        })
+    );
+    assert_eq!(h.key(key(KeyCode::Esc)), Some(HomeExit::Quit));
+}
+
+#[test]
+fn an_unreadable_run_is_listed_but_not_opened() {
+    let mut h = home();
+    h.key(key(KeyCode::End));
+    assert_eq!(h.key(key(KeyCode::Enter)), None);
+    assert!(h.notice.as_deref().unwrap().contains("cannot be opened"));
+}
+
+#[test]
+fn x_cleans_a_finished_run_only_after_y() {
+    let mut h = home();
+    assert_eq!(h.key(key(KeyCode::Char('x'))), None);
+    assert!(!h.confirm_clean, "a running run is not cleaned");
+    assert!(h.notice.as_deref().unwrap().contains("has not finished"));
+    h.key(key(KeyCode::Down));
+    h.key(key(KeyCode::Char('x')));
+    assert!(h.confirm_clean);
+    assert_eq!(h.key(key(KeyCode::Char('n'))), None);
+    assert!(!h.confirm_clean);
+    h.key(key(KeyCode::Char('x')));
+    assert_eq!(
+        h.key(key(KeyCode::Char('y'))),
+        Some(HomeExit::Clean {
+            project: h.rows[1].project.clone(),
+            id: "20261130-0600-7f3a".into()
+        })
+    );
+}
+
+#[test]
+fn the_new_run_form_takes_a_multi_line_problem_a_mode_and_a_provider() {
+    let mut h = home();
+    h.key(key(KeyCode::Char('n')));
+    assert!(h.form.is_some());
+    assert_eq!(h.key(key(KeyCode::Char('s'))), None);
+    for c in "Fix the".chars() {
+        h.key(key(KeyCode::Char(c)));
+    }
+    h.key(key(KeyCode::Enter));
+    h.paste("login bug");
+    assert_eq!(h.form.as_ref().unwrap().problem, "sFix the\nlogin bug");
+    h.key(key(KeyCode::Tab));
+    h.key(key(KeyCode::Right));
+    h.key(key(KeyCode::Tab));
+    h.key(key(KeyCode::Right));
+    h.key(key(KeyCode::Right));
+    let exit = h.key(KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL));
+    assert_eq!(
+        exit,
+        Some(HomeExit::New(NewRun {
+            problem: "sFix the\nlogin bug".into(),
+            mode: ModeChoice::Builtin("ccg"),
+            provider: Some("codex".into()),
+        }))
+    );
+    assert!(h.form.is_none());
+}
+
+#[test]
+fn an_empty_problem_is_not_started() {
+    let mut h = home();
+    h.key(key(KeyCode::Char('n')));
+    h.key(key(KeyCode::Tab));
+    assert_eq!(h.key(key(KeyCode::Enter)), None);
+    assert!(h.notice.as_deref().unwrap().contains("type the problem"));
+    assert_eq!(h.key(key(KeyCode::Esc)), None);
+    assert!(h.form.is_none());
+}
+
+#[test]
+fn team_files_of_the_project_are_offered_as_modes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let teams = tmp.path().join(".crewmux/teams");
+    std::fs::create_dir_all(&teams).unwrap();
+    std::fs::write(teams.join("review.toml"), "name = \"review\"\n").unwrap();
+    std::fs::write(teams.join("notes.txt"), "").unwrap();
+    let m = modes(tmp.path());
+    let labels: Vec<String> = m.iter().map(ModeChoice::label).collect();
+    assert_eq!(labels, ["crazy", "ccg", "solo", "team review"]);
+}
+
+#[test]
+fn rows_come_newest_first_and_a_corrupt_state_is_shown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = crate::store::runs_root(tmp.path());
+    for (id, hour) in [("20261130-0600-aaaa", 6), ("20261130-0800-bbbb", 8)] {
+        let mut s = fixtures::done_run();
+        s.run_id = id.into();
+        s.created_at = Utc.with_ymd_and_hms(2026, 11, 30, hour, 0, 0).unwrap();
+        let store = crate::store::RunStore::at(root.join(id));
+        std::fs::create_dir_all(store.dir()).unwrap();
+        store.save_state(&s).unwrap();
+    }
+    std::fs::create_dir_all(root.join("20261130-0900-cccc")).unwrap();
+    std::fs::write(root.join("20261130-0900-cccc/state.json"), "{").unwrap();
+    let r = load_rows(&[tmp.path().to_path_buf()]);
+    let ids: Vec<&str> = r.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "20261130-0800-bbbb",
+            "20261130-0600-aaaa",
+            "20261130-0900-cccc"
+        ]
+    );
+    assert!(r[2].error.is_some());
+}
+
+#[test]
+fn ages_are_short() {
+    let now = Utc.with_ymd_and_hms(2026, 11, 30, 7, 0, 0).unwrap();
+    let ago = |s| Some(now - chrono::Duration::seconds(s));
+    assert_eq!(view::age(ago(5), now), "5s");
+    assert_eq!(view::age(ago(300), now), "5m");
+    assert_eq!(view::age(ago(7200), now), "2h");
+    assert_eq!(view::age(ago(3 * 86400), now), "3d");
+    assert_eq!(view::age(None, now), "—");
+}
+
+#[test]
+fn home_screens() {
+    let mut h = home();
+    insta::assert_snapshot!("home_80x24", screen(&h, 80, 24));
+    insta::assert_snapshot!("home_200x60", screen(&h, 200, 60));
+    h.all = true;
+    insta::assert_snapshot!("home_all_120x30", screen(&h, 120, 30));
+    h.all = false;
+    h.key(key(KeyCode::Char('n')));
+    h.paste("Fix the login bug\nafter the session expires");
+    insta::assert_snapshot!("home_new_run_80x24", screen(&h, 80, 24));
+    let mut empty = Home::new(PathBuf::from("/home/ada/shop"), false, vec![]);
+    empty.notice = Some("no run yet: n starts one".into());
+    insta::assert_snapshot!("home_empty_80x24", screen(&empty, 80, 24));
+}

@@ -1,0 +1,278 @@
+//! Drawing the home screen: a title line, the table of runs, a footer of keys, and on top
+//! the clean confirmation, the new-run form or the help.
+
+use chrono::{DateTime, Utc};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style, Stylize};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph, Row, Table, Wrap};
+use ratatui::Frame;
+
+use super::{Home, RunRow};
+use crate::tui::panels::{council_badge, panel, run_status_style, truncate};
+
+/// Draw `home` as of `now` (ages are measured to it).
+pub fn draw(frame: &mut Frame, home: &Home, now: DateTime<Utc>) {
+    let area = frame.area();
+    let [title, body, notice, footer] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Fill(1),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    let scope = if home.all {
+        "runs of every project".to_string()
+    } else {
+        format!("runs of {}", home.project.display())
+    };
+    frame.render_widget(
+        Line::from(vec![
+            Span::raw(" crewmux ")
+                .bold()
+                .fg(Color::Black)
+                .bg(Color::Cyan),
+            Span::raw(format!("  {scope}  ")),
+            Span::styled(
+                format!("{} runs", home.rows.len()),
+                Style::default().fg(Color::DarkGray),
+            ),
+        ]),
+        title,
+    );
+    table(frame, body, home, now);
+    if let Some(n) = &home.notice {
+        frame.render_widget(Line::from(format!(" ● {n}")).fg(Color::Yellow), notice);
+    }
+    frame.render_widget(
+        Line::from(vec![Span::styled(
+            " ↑/↓ move  Enter open  n new run  x clean  ? help  q quit",
+            Style::default().fg(Color::DarkGray),
+        )]),
+        footer,
+    );
+    if home.confirm_clean {
+        if let Some(r) = home.selected_row() {
+            confirm(frame, area, r);
+        }
+    }
+    if home.form.is_some() {
+        form(frame, area, home);
+    }
+    if home.help {
+        help(frame, area);
+    }
+}
+
+/// `3m`, `2h`, `5d`: how long ago `t` was.
+pub fn age(t: Option<DateTime<Utc>>, now: DateTime<Utc>) -> String {
+    let Some(t) = t else { return "—".into() };
+    let s = (now - t).num_seconds().max(0);
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s / 60),
+        3600..86400 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86400),
+    }
+}
+
+fn table(frame: &mut Frame, area: Rect, home: &Home, now: DateTime<Utc>) {
+    let block = panel(" Runs (newest first) ", true);
+    if home.rows.is_empty() {
+        let p = Paragraph::new(vec![
+            Line::from("no runs here yet"),
+            Line::from(""),
+            Line::from("n starts one: type the problem, pick a mode, Enter"),
+        ])
+        .dark_gray()
+        .block(block);
+        frame.render_widget(p, area);
+        return;
+    }
+    let problem_w = area
+        .width
+        .saturating_sub(if home.all { 90 } else { 62 })
+        .max(12) as usize;
+    let rows = home.rows.iter().enumerate().map(|(i, r)| {
+        let mut cells = vec![
+            Line::from(if i == home.selected { "▶" } else { " " }),
+            Line::from(r.id.clone()),
+        ];
+        if home.all {
+            let name = r
+                .project
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned());
+            cells.push(Line::from(truncate(&name.unwrap_or_default(), 24)));
+        }
+        match (&r.error, r.status, r.council) {
+            (Some(e), _, _) => {
+                cells.push(Line::from(truncate(&format!("unreadable: {e}"), problem_w)).red());
+                cells.extend([Line::from(""), Line::from(""), Line::from("")]);
+            }
+            (None, Some(s), Some(c)) => {
+                cells.push(Line::from(truncate(
+                    &r.problem.replace('\n', " "),
+                    problem_w,
+                )));
+                cells.push(Line::styled(s.as_str(), run_status_style(s)));
+                cells.push(Line::from(council_badge(c)));
+                cells.push(Line::from(format!("{}/{}", r.done, r.total)));
+            }
+            _ => cells.extend([
+                Line::from(""),
+                Line::from(""),
+                Line::from(""),
+                Line::from(""),
+            ]),
+        }
+        cells.push(Line::from(age(r.created_at, now)));
+        let row = Row::new(cells);
+        if i == home.selected {
+            row.style(Style::default().add_modifier(Modifier::REVERSED))
+        } else {
+            row
+        }
+    });
+    let mut widths = vec![Constraint::Length(1), Constraint::Length(20)];
+    let mut header = vec!["", "run"];
+    if home.all {
+        widths.push(Constraint::Length(24));
+        header.push("project");
+    }
+    widths.extend([
+        Constraint::Fill(1),
+        Constraint::Length(9),
+        Constraint::Length(13),
+        Constraint::Length(7),
+        Constraint::Length(4),
+    ]);
+    header.extend(["problem", "status", "council", "workers", "age"]);
+    let t = Table::new(rows, widths)
+        .header(Row::new(header).bold().fg(Color::DarkGray))
+        .block(block);
+    let mut state = ratatui::widgets::TableState::default().with_selected(Some(home.selected));
+    frame.render_stateful_widget(t, area, &mut state);
+}
+
+fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    }
+}
+
+fn confirm(frame: &mut Frame, area: Rect, r: &RunRow) {
+    let a = centered(area, 64, 7);
+    frame.render_widget(Clear, a);
+    let p = Paragraph::new(vec![
+        Line::from(format!("Clean run {}?", r.id)).bold(),
+        Line::from("Its tmux session, its directory and its merged worktrees go;"),
+        Line::from("worktrees with unmerged or uncommitted work are kept."),
+        Line::from(vec![
+            Span::raw("y").cyan(),
+            Span::raw(" clean   "),
+            Span::raw("n/Esc").cyan(),
+            Span::raw(" keep"),
+        ]),
+    ])
+    .block(panel(" Clean ", true));
+    frame.render_widget(p, a);
+}
+
+fn form(frame: &mut Frame, area: Rect, home: &Home) {
+    let Some(f) = &home.form else { return };
+    let a = centered(area, 90, 20);
+    frame.render_widget(Clear, a);
+    let block = panel(" New run ", true);
+    let inner = block.inner(a);
+    frame.render_widget(block, a);
+    let [label, problem, mode, provider, hint] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Fill(1),
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Length(2),
+    ])
+    .areas(inner);
+    let focus = |i: usize| {
+        if f.field == i {
+            Style::default()
+                .fg(Color::Cyan)
+                .add_modifier(Modifier::BOLD)
+        } else {
+            Style::default().fg(Color::DarkGray)
+        }
+    };
+    frame.render_widget(Line::styled("Problem (Enter: new line)", focus(0)), label);
+    let mut text = f.problem.clone();
+    if f.field == 0 {
+        text.push('▏');
+    }
+    frame.render_widget(
+        Paragraph::new(text)
+            .wrap(Wrap { trim: false })
+            .block(panel("", f.field == 0)),
+        problem,
+    );
+    let mode_label = home
+        .modes
+        .get(f.mode)
+        .map(|m| m.label())
+        .unwrap_or_default();
+    frame.render_widget(
+        Line::from(vec![
+            Span::styled("Mode      ", focus(1)),
+            Span::raw(format!("◀ {mode_label} ▶")),
+            Span::styled(
+                format!("   ({} of {})", f.mode + 1, home.modes.len()),
+                Style::default().fg(Color::DarkGray),
+            ),
+        ]),
+        mode,
+    );
+    let prov = f
+        .provider
+        .checked_sub(1)
+        .and_then(|i| home.providers.get(i).cloned())
+        .unwrap_or_else(|| "auto (the routing decides)".into());
+    frame.render_widget(
+        Line::from(vec![
+            Span::styled("Provider  ", focus(2)),
+            Span::raw(format!("◀ {prov} ▶")),
+        ]),
+        provider,
+    );
+    frame.render_widget(
+        Paragraph::new(vec![
+            Line::from(
+                "Tab field · ←/→ choose · C-s (or Enter on mode/provider) starts · Esc cancels",
+            ),
+            Line::from("The clarification gate may ask a question first, as `crewmux run` does."),
+        ])
+        .dark_gray(),
+        hint,
+    );
+}
+
+fn help(frame: &mut Frame, area: Rect) {
+    let a = centered(area, 70, 14);
+    frame.render_widget(Clear, a);
+    let p = Paragraph::new(vec![
+        Line::from("↑/↓ j/k   move between runs"),
+        Line::from("Enter     open the run's dashboard (a detached run is driven again)"),
+        Line::from("          q or Esc in the dashboard comes back here"),
+        Line::from("n         start a new run here"),
+        Line::from("x         clean a finished run (asks first)"),
+        Line::from("q / Esc   quit"),
+        Line::from(""),
+        Line::from("crewmux --all lists the runs of every project crewmux has run in."),
+        Line::from("Any key closes this help."),
+    ])
+    .block(panel(" Help ", true));
+    frame.render_widget(p, a);
+}
