@@ -13,6 +13,9 @@ use crate::error::Result;
 pub struct SpawnSpec {
     pub worker: String,
     pub attempt: u32,
+    /// The attempt's nonce: its exit evidence carries it, and its processes inherit it as
+    /// `CREWMUX_ATTEMPT`.
+    pub nonce: String,
     /// tmux window name (`<worker>-<attempt>`).
     pub window: String,
     pub cwd: PathBuf,
@@ -31,6 +34,7 @@ impl std::fmt::Debug for SpawnSpec {
         f.debug_struct("SpawnSpec")
             .field("worker", &self.worker)
             .field("attempt", &self.attempt)
+            .field("nonce", &self.nonce)
             .field("window", &self.window)
             .field("cwd", &self.cwd)
             .field("launch", &self.launch)
@@ -63,6 +67,8 @@ pub struct Target {
     pub attempt: u32,
     pub pane_id: Option<String>,
     pub pid: Option<u32>,
+    /// The attempt's `output.log` (the process backend shows its screen from it).
+    pub log: PathBuf,
     /// Capture the last lines of its screen when it changes (waiting-for-input detection).
     pub watch_screen: bool,
 }
@@ -78,6 +84,9 @@ pub enum Liveness {
     },
     /// The pane or process is gone (killed, or the tmux server died).
     Gone,
+    /// Not known this time (the tmux server did not answer in time): decide nothing, look
+    /// again later.
+    Unknown,
 }
 
 /// One poll of every watched attempt, in one round trip.
@@ -122,6 +131,22 @@ pub trait Multiplexer: Send {
     /// A command that shows the attempt interactively (tmux `attach-session`), for the
     /// dashboard to run with the terminal handed over; `None` when only the log can be shown.
     fn attach_command(&self, target: &Target) -> Option<std::process::Command>;
+
+    /// End every process of an attempt known only by its nonce: one a stopped driver
+    /// launched and never recorded, found again when the attempt is launched anew. Returns
+    /// the pids that survived SIGKILL. Default: the `/proc` scan of
+    /// [`crate::process::reap`].
+    fn end_stale_attempt(&mut self, nonce: &str) -> Vec<u32> {
+        crate::process::reap::end_attempt(nonce, std::time::Duration::from_millis(500))
+    }
+
+    /// Remove what holds a finished run's attempts (tmux: its session); returns what was
+    /// removed, for the person, or `None` when there was nothing (used by `clean`).
+    ///
+    /// Errors: tmux refused to remove the session.
+    fn remove_run(&mut self) -> Result<Option<String>> {
+        Ok(None)
+    }
 
     /// Forget what was last captured, so the next poll hands over the focused screen even
     /// if it did not change (after the dashboard switches workers).

@@ -261,60 +261,36 @@ pub fn answer(args: AnswerArgs) -> Result<i32> {
             Ok(0)
         }
         None => {
-            store.update_state(|s| {
-                let q = s.clarification.prompt.clone().unwrap_or_default();
-                s.clarification.questions.push(q);
-                s.clarification.answers.push(args.text.clone());
-                s.clarification.pending = false;
-                s.clarification.gate = None;
-                s.status = RunStatus::Detached;
-            })?;
-            store.append_event(&crate::domain::RunEvent {
-                ts: chrono::Utc::now(),
-                kind: "clarification-answered".into(),
-                worker: None,
-                attempt: None,
-                source: "user".into(),
-                message: args.text.clone(),
-            })?;
+            offline_driver(&store, state)?.answer_now(None, args.text.clone())?;
             eprintln!(
-                "crewmux: answer saved; continue with: crewmux resume {}",
-                state.run_id
+                "crewmux: answer saved; continue with: crewmux resume {run}",
+                run = args.run
             );
             Ok(0)
         }
         Some(w) => {
-            let ws = state.worker(w).expect("checked");
-            match (state.backend, ws.pane_id.as_deref()) {
-                (BackendKind::Tmux, Some(pane)) => {
-                    crate::tmux::TmuxClient::new(&state.tmux_socket).paste(pane, &args.text)?;
-                    let question = ws.question.clone().unwrap_or_default();
-                    store.update_state(|s| {
-                        s.clarification.worker_answers.push(
-                            crate::domain::clarification::WorkerAnswer {
-                                worker: w.clone(),
-                                question,
-                                answer: args.text.clone(),
-                            },
-                        );
-                    })?;
-                    store.append_event(&crate::domain::RunEvent {
-                        ts: chrono::Utc::now(),
-                        kind: "worker-answered".into(),
-                        worker: Some(w.clone()),
-                        attempt: Some(ws.attempt),
-                        source: "user".into(),
-                        message: format!("answer of {} bytes pasted", args.text.len()),
-                    })?;
-                    eprintln!("crewmux: answer pasted into {w}'s pane");
-                    Ok(0)
-                }
-                _ => Err(Error::Usage(format!(
+            let ws = state.worker(w).map(|x| (x.pane_id.is_some(), x.status));
+            if state.backend != BackendKind::Tmux || ws.is_none_or(|(pane, _)| !pane) {
+                return Err(Error::Usage(format!(
                     "worker `{w}` runs as a child of a crewmux process that is gone; its stdin cannot be reached"
-                ))),
+                )));
             }
+            offline_driver(&store, state)?.answer_now(Some(w.clone()), args.text.clone())?;
+            eprintln!("crewmux: answer pasted into {w}'s pane");
+            Ok(0)
         }
     }
+}
+
+/// A driver for an offline command on a run no process drives (nothing is launched).
+fn offline_driver(store: &RunStore, state: RunState) -> Result<Driver> {
+    let backend = super::drive::backend_for(&state, store)?;
+    Ok(Driver::new(
+        store.clone(),
+        state,
+        backend,
+        DriverOptions::default(),
+    ))
 }
 
 /// `crewmux cancel <run> [--worker ID]`.
@@ -354,13 +330,10 @@ pub fn cancel(args: CancelArgs) -> Result<i32> {
     let backend = super::drive::backend_for(&state, &store)?;
     let opts = DriverOptions {
         grace: Duration::from_secs(args.grace),
-        exit_when_finished: true,
         ..DriverOptions::default()
     };
-    let mut state = state;
-    state.status = RunStatus::Detached;
     let driver = Driver::new(store.clone(), state, backend, opts);
-    let end = driver.cancel_now(args.worker.clone(), Duration::from_secs(args.grace + 5))?;
+    let end = driver.cancel_now(args.worker.clone())?;
     eprintln!(
         "crewmux: run {} {}",
         end.run_id,
@@ -454,14 +427,10 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
             kept += 1;
             continue;
         }
-        if state.backend == BackendKind::Tmux && crate::tmux::tmux_available() {
-            let client = crate::tmux::TmuxClient::new(&state.tmux_socket);
-            if client.has_session(&state.session) {
-                let mut cmd = tmux_interface::TmuxCommand::new();
-                cmd.name("kill-session");
-                cmd.push_option("-t", format!("={}", state.session));
-                client.run(tmux_interface::Tmux::new().add_command(cmd))?;
-                eprintln!("crewmux: removed tmux session {}", state.session);
+        // A tmux run whose tmux is no longer installed has no session left to remove.
+        if let Ok(mut backend) = super::drive::backend_for(&state, &store) {
+            if let Some(what) = backend.remove_run()? {
+                eprintln!("crewmux: removed {what}");
             }
         }
         if super::workspace::clean_worktrees(&state, args.force)? > 0 {

@@ -126,10 +126,12 @@ pub fn prepare(
     let mut env = launch.env.clone();
     env.push(("CREWMUX_RUN_ID".into(), state.run_id.clone()));
     env.push(("CREWMUX_WORKER".into(), w.id.clone()));
+    env.push(("CREWMUX_ATTEMPT".into(), nonce.clone()));
     Ok(Prepared {
         spawn: SpawnSpec {
             worker: w.id.clone(),
             attempt: w.attempt,
+            nonce: nonce.clone(),
             window: format!("{}-{}", w.id, w.attempt),
             cwd,
             launch: paths.launch.clone(),

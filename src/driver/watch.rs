@@ -6,8 +6,8 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+use crate::domain::clarification::ASK_PREFIX;
 use crate::launch::{read_exit_file, strip_ansi, MarkerScanner};
-use crate::sim::ASK_PREFIX;
 
 /// Lines of each worker's output kept in memory (the rest stays on disk).
 pub const OUTPUT_RING_LINES: usize = 400;
@@ -27,8 +27,11 @@ pub struct Watch {
     pub ring: VecDeque<String>,
     /// When the pane was first seen dead without other evidence.
     pub dead_since: Option<std::time::Instant>,
-    /// Catching up on a log written before this process started: questions there are old.
+    /// Catching up on a log written before this process started: questions there are old,
+    /// unless one is the last thing the attempt printed (still unanswered).
     catching_up: bool,
+    /// The last question met while catching up, while nothing followed it.
+    unanswered: Option<String>,
     /// The last lines of the screen (or log) seen, for waiting detection.
     pub screen_tail: String,
     /// Waiting-for-input detector of the worker's provider (made on first use).
@@ -66,6 +69,7 @@ impl Watch {
             ring: VecDeque::new(),
             dead_since: None,
             catching_up: reattach,
+            unanswered: None,
             screen_tail: String::new(),
             detector: None,
             asked_screen: None,
@@ -83,7 +87,7 @@ impl Watch {
             self.offset = 0; // truncated: start again
         }
         if len == self.offset {
-            self.catching_up = false;
+            self.end_catch_up(&mut news);
             return news;
         }
         let want = (len - self.offset).min(1 << 20);
@@ -101,9 +105,13 @@ impl Watch {
                 String::new()
             };
             if let Some(q) = clean.trim().strip_prefix(ASK_PREFIX) {
-                if !self.catching_up {
+                if self.catching_up {
+                    self.unanswered = Some(q.trim().to_string());
+                } else {
                     news.question = Some(q.trim().to_string());
                 }
+            } else if self.catching_up && !line.trim().is_empty() {
+                self.unanswered = None;
             }
             self.ring.push_back(line.clone());
             if self.ring.len() > OUTPUT_RING_LINES {
@@ -111,10 +119,22 @@ impl Watch {
             }
         }
         if self.offset >= len {
-            self.catching_up = false;
+            self.end_catch_up(&mut news);
         }
         news.lines = lines;
         news
+    }
+
+    /// The old log is read: a question it ended with is still open (the driver that saw
+    /// it may have stopped before recording it), so it is raised again; the engine ignores
+    /// a question its worker already waits on.
+    fn end_catch_up(&mut self, news: &mut LogNews) {
+        if self.catching_up {
+            self.catching_up = false;
+            if let Some(q) = self.unanswered.take() {
+                news.question = Some(q);
+            }
+        }
     }
 
     /// The exit code from `exit.json`, then from the marker; `None` if neither has it.

@@ -221,6 +221,11 @@ pub(super) fn on_worker_input(
             if !w.status.is_live() {
                 return;
             }
+            if w.status == WorkerStatus::Waiting && w.question.as_deref() == Some(&question) {
+                // The same question seen again (a second detector, a reattach): it was
+                // recorded and announced once already.
+                return;
+            }
             w.status = WorkerStatus::Waiting;
             w.question = Some(question.clone());
             rt.answered.remove(&worker);

@@ -18,6 +18,8 @@ pub mod stall;
 mod stall_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_resume;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -179,6 +181,11 @@ pub struct Runtime {
     /// Workers whose attempt just ended with a declared exit code and no other provider to
     /// move to: not retried (see `exits`).
     pub no_retry: std::collections::HashSet<String>,
+    /// `WriteReport` was asked for the current verify stage.
+    pub report_requested: bool,
+    /// No process drives the run (`status`, `cancel`, `answer` on a detached run): inputs
+    /// are recorded, nothing new is launched and the gate is left for the next `resume`.
+    pub offline: bool,
 }
 
 /// Apply one input to the run; returns the effects to carry out, in order.
@@ -213,7 +220,7 @@ pub fn update(
             line,
         } => stall::on_rate_limited(state, &worker, attempt, line, &mut fx),
         Input::Gate(gate) => stages::on_gate(state, rt, gate, &mut fx),
-        Input::AnswerRun { text } => stages::on_run_answer(state, text, &mut fx),
+        Input::AnswerRun { text } => stages::on_run_answer(state, rt, text, &mut fx),
         Input::CouncilReady(verdicts) => stages::on_council(state, rt, verdicts, &mut fx),
         Input::ReportWritten { path, bytes } => stages::on_report(state, path, bytes, &mut fx),
         Input::Integrated(outcome) => {

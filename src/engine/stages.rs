@@ -72,7 +72,7 @@ pub(super) fn on_gate(
 }
 
 /// A run-level answer joins the context and the gate runs again.
-pub(super) fn on_run_answer(state: &mut RunState, text: String, fx: &mut Effects) {
+pub(super) fn on_run_answer(state: &mut RunState, rt: &Runtime, text: String, fx: &mut Effects) {
     if !state.clarification.pending {
         return;
     }
@@ -81,8 +81,13 @@ pub(super) fn on_run_answer(state: &mut RunState, text: String, fx: &mut Effects
     state.clarification.answers.push(text.clone());
     state.clarification.pending = false;
     state.clarification.gate = None;
-    state.status = RunStatus::Running;
     fx.event("clarification-answered", None, "user", text);
+    if rt.offline {
+        // The gate runs again when the run is continued (`start` finds no gate).
+        state.status = RunStatus::Detached;
+        return;
+    }
+    state.status = RunStatus::Running;
     fx.push(Effect::EvaluateGate);
 }
 
@@ -107,16 +112,17 @@ fn enter(state: &mut RunState, stage: Stage, fx: &mut Effects) {
 
 /// Launch what may be launched and move to the next stage when the current one is done.
 pub(super) fn advance(state: &mut RunState, rt: &mut Runtime, fx: &mut Effects) {
-    if state.status != RunStatus::Running {
-        return;
-    }
+    // A cancelled run ends when its last worker does, driven or not.
     if rt.cancelled {
-        if all_terminal(state) {
+        if all_terminal(state) && !state.status.is_final() {
             state.status = RunStatus::Cancelled;
             state.reason = Some("cancelled by the user".into());
             fx.event("run-cancelled", None, "user", "every worker stopped");
             fx.push(Effect::Finished);
         }
+        return;
+    }
+    if state.status != RunStatus::Running || rt.offline {
         return;
     }
     loop {
@@ -135,11 +141,21 @@ pub(super) fn advance(state: &mut RunState, rt: &mut Runtime, fx: &mut Effects) 
                         enter(state, Stage::TeamVerify, fx);
                         add_checks(state);
                         rt.council_requested = false;
+                        rt.report_requested = false;
                     }
                     _ => {
-                        if !rt.council_requested && state.council_round_pending() {
-                            rt.council_requested = true;
-                            fx.push(Effect::RunCouncil);
+                        if state.council_round_pending() {
+                            if !rt.council_requested {
+                                rt.council_requested = true;
+                                fx.push(Effect::RunCouncil);
+                            }
+                        } else if !rt.report_requested {
+                            // The council of this round is recorded and sent no fixer
+                            // (that would have left verify): the report is next. Asked
+                            // here, not only when the verdicts arrive, so a run stopped
+                            // between the two still ends when it is continued.
+                            rt.report_requested = true;
+                            fx.push(Effect::WriteReport);
                         }
                         return;
                     }
@@ -361,7 +377,7 @@ pub(super) fn on_council(
                     "engine",
                     "the council blocked but no agent can fix: add a [fixer] table to the team file",
                 );
-                fx.push(Effect::WriteReport);
+                advance(state, rt, fx);
                 return;
             }
         };
@@ -408,7 +424,7 @@ pub(super) fn on_council(
         advance(state, rt, fx);
         return;
     }
-    fx.push(Effect::WriteReport);
+    advance(state, rt, fx);
 }
 
 /// `report.md` exists: finalize (SPEC §2.5).

@@ -385,7 +385,7 @@ fn the_gate_halts_the_run_until_an_answer_clears_it() {
     assert_eq!(s.clarification.answers, vec!["the login form".to_string()]);
 }
 
-fn verdict(v: Verdict) -> CriticVerdict {
+pub(super) fn verdict(v: Verdict) -> CriticVerdict {
     CriticVerdict {
         critic: "tests".into(),
         verdict: v,

@@ -101,6 +101,7 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
          # Runs the agent in a subshell, writes exit.json, prints the exit marker, exits with\n\
          # the agent's status so that tmux's pane_dead_status agrees.\n\
          dir={dir}\n\
+         CREWMUX_ATTEMPT={nonce}; export CREWMUX_ATTEMPT\n\
          {log_wait}\
          cd {cwd} || {{ echo \"crewmux: cannot enter the working directory\" >&2; }}\n\
          ( exec {argv} ){stdin}\n\
@@ -116,6 +117,22 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
         nonce = q(spec.nonce)?,
     );
     write_replace(&paths.launch, script.as_bytes())
+}
+
+/// The environment variable every process of an attempt inherits from its wrapper: the
+/// attempt's nonce. Found in `/proc/<pid>/environ` it names the attempt a process belongs
+/// to, even one that left the process group (`setsid`, a double fork).
+pub const ATTEMPT_ENV: &str = "CREWMUX_ATTEMPT";
+
+/// The nonce of the attempt whose wrapper is at `launch` (its `CREWMUX_ATTEMPT=` line);
+/// `None` when there is no wrapper there or it has no such line.
+pub fn wrapper_nonce(launch: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(launch).ok()?;
+    text.lines().find_map(|l| {
+        let v = l.strip_prefix(ATTEMPT_ENV)?.strip_prefix('=')?;
+        let v = v.split(';').next()?.trim().trim_matches('\'');
+        (!v.is_empty()).then(|| v.to_string())
+    })
 }
 
 /// Read `exit.json` if it exists and carries this attempt's nonce. A record with another

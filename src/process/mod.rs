@@ -2,6 +2,8 @@
 //! stdout and stderr appended to `output.log` and stdin a pipe for answers. Used when tmux
 //! is missing or `--backend process` is given.
 
+pub mod reap;
+
 use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -17,6 +19,44 @@ use crate::error::{Error, Result};
 #[derive(Default)]
 pub struct ProcessBackend {
     children: HashMap<(String, u32), Child>,
+    /// The focused screen handed over last (a poll hands it again only when it changed).
+    last_screen: Option<String>,
+    /// The tail handed over last, by worker.
+    last_tails: HashMap<String, String>,
+}
+
+/// Lines of the focused attempt's log handed over as its screen.
+const SCREEN_LINES: usize = 400;
+
+/// Bytes at the end of `output.log` a screen or a tail is cut from.
+const SCREEN_BYTES: u64 = 64 * 1024;
+
+/// The last `lines` lines of the file at `log` (the unfinished last line included), read
+/// from its last [`SCREEN_BYTES`]; empty when it cannot be read.
+fn log_tail(log: &std::path::Path, lines: usize) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(log) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let from = len.saturating_sub(SCREEN_BYTES);
+    let mut buf = Vec::new();
+    if f.seek(SeekFrom::Start(from)).is_err() || f.read_to_end(&mut buf).is_err() {
+        return String::new();
+    }
+    let text = String::from_utf8_lossy(&buf);
+    let all: Vec<&str> = text.split('\n').collect();
+    // A cut first line is partial: drop it unless it is all there is.
+    let all = if from > 0 && all.len() > 1 {
+        &all[1..]
+    } else {
+        &all[..]
+    };
+    let all = match all.last() {
+        Some(l) if l.is_empty() && all.len() > 1 => &all[..all.len() - 1],
+        _ => all,
+    };
+    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 impl ProcessBackend {
@@ -57,7 +97,7 @@ impl Multiplexer for ProcessBackend {
         })
     }
 
-    fn poll(&mut self, targets: &[Target], _focus: Option<&Target>) -> Poll {
+    fn poll(&mut self, targets: &[Target], focus: Option<&Target>) -> Poll {
         let liveness = targets
             .iter()
             .map(
@@ -79,12 +119,42 @@ impl Multiplexer for ProcessBackend {
                 },
             )
             .collect();
+        // The same screens tmux gives, from the log: the focused attempt's output (ANSI
+        // kept) and each watched attempt's last lines (plain), when they changed.
+        let screen = focus.and_then(|f| {
+            let screen = log_tail(&f.log, SCREEN_LINES);
+            (self.last_screen.as_ref() != Some(&screen)).then(|| {
+                self.last_screen = Some(screen.clone());
+                screen
+            })
+        });
+        let tails = targets
+            .iter()
+            .map(|t| {
+                if !t.watch_screen {
+                    return None;
+                }
+                let tail = crate::launch::strip_ansi(&log_tail(
+                    &t.log,
+                    crate::backend::TAIL_LINES as usize,
+                ));
+                if self.last_tails.get(&t.worker) == Some(&tail) {
+                    return None;
+                }
+                self.last_tails.insert(t.worker.clone(), tail.clone());
+                Some(tail)
+            })
+            .collect();
         Poll {
             liveness,
-            screen: None,
-            tails: vec![],
+            screen,
+            tails,
             server_down: None,
         }
+    }
+
+    fn forget_screen(&mut self) {
+        self.last_screen = None;
     }
 
     fn send_text(&mut self, target: &Target, text: &str) -> Result<()> {

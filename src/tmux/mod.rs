@@ -261,6 +261,14 @@ impl Multiplexer for TmuxBackend {
         Some(self.client.attach_command(&self.session, pane))
     }
 
+    fn remove_run(&mut self) -> Result<Option<String>> {
+        if !self.client.has_session(&self.session) {
+            return Ok(None);
+        }
+        self.kill_session()?;
+        Ok(Some(format!("tmux session {}", self.session)))
+    }
+
     fn forget_screen(&mut self) {
         self.last_sig.clear();
     }

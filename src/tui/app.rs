@@ -260,12 +260,12 @@ fn attach(
         attempt: w.attempt,
         pane_id: w.pane_id.clone(),
         pid: w.pid,
+        log: store.attempt_dir(&w.id, w.attempt).join("output.log"),
         watch_screen: false,
     };
     let mut cmd = viewer.attach_command(&target).unwrap_or_else(|| {
-        let log = store.attempt_dir(&w.id, w.attempt).join("output.log");
         let mut c = std::process::Command::new("less");
-        c.arg("-R").arg("+F").arg(log);
+        c.arg("-R").arg("+F").arg(&target.log);
         c
     });
     let status = guard.suspend(|| {

@@ -74,28 +74,7 @@ const SEALED_USERS: &[&str] = &[
 const DRIVER_BUILDERS: &[&str] = &["src/driver/", "src/commands/"];
 
 /// Known exceptions: (file, target, reason). Remove an entry with the change that fixes it.
-const ALLOWED: &[(&str, &str, &str)] = &[
-    (
-        "src/driver/watch.rs",
-        "sim",
-        "the ask prefix lives in domain::clarification; the driver split (#15, reliability) imports it from there",
-    ),
-    (
-        "src/driver/mod.rs",
-        "sim",
-        "the ask prefix lives in domain::clarification; the driver split (#15, reliability) imports it from there",
-    ),
-    (
-        "src/commands/manage.rs",
-        "tmux",
-        "steering goes through the Multiplexer and the engine (#15, reliability)",
-    ),
-    (
-        "src/commands/manage.rs",
-        "tmux_interface",
-        "steering goes through the Multiplexer and the engine (#15, reliability)",
-    ),
-];
+const ALLOWED: &[(&str, &str, &str)] = &[];
 
 fn layer(module: &str) -> Option<u8> {
     LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)

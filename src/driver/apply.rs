@@ -1,0 +1,216 @@
+//! Carrying out effects: the one function every input goes through ([`Driver::apply`]),
+//! and what each effect does (kills, pastes, the gate, the council, the report, events).
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use chrono::Utc;
+
+use super::{run_council, write_report, Driver, PendingKill, Update, LAUNCH_BATCH};
+use crate::backend::{signal_group, Target};
+use crate::engine::{self, Effect, Input};
+
+impl Driver {
+    /// Feed inputs to the engine and carry out every effect, which may produce more inputs.
+    /// Returns how many effects there were: the state changes only with effects (every
+    /// change is at least an event). Launches wait until everything else is applied (so an
+    /// exit is recorded before the work it frees up starts), then one batch goes out; the
+    /// rest wait in `pending_launches` for the next turns of the loop.
+    pub(super) fn apply(&mut self, inputs: Vec<Input>, emit: &mut impl FnMut(Update)) -> usize {
+        let mut queue: VecDeque<Input> = inputs.into();
+        let mut count = 0;
+        let mut batches = 0;
+        loop {
+            while let Some(input) = queue.pop_front() {
+                let fx = engine::update(&mut self.state, &mut self.rt, Utc::now(), input);
+                count += fx.len();
+                let changed = !fx.is_empty();
+                for effect in fx {
+                    if let Some(next) = self.carry_out(effect, emit) {
+                        queue.push_back(next);
+                    }
+                }
+                if changed {
+                    self.applied += 1;
+                    self.maybe_crash();
+                }
+            }
+            if self.pending_launches.is_empty() || batches == 1 || self.rt.offline {
+                return count;
+            }
+            batches += 1;
+            let n = self.pending_launches.len().min(LAUNCH_BATCH);
+            let batch: Vec<(String, u32)> = self.pending_launches.drain(..n).collect();
+            queue.extend(self.launch_many(batch));
+        }
+    }
+
+    #[cfg(test)]
+    fn maybe_crash(&mut self) {
+        if let Some((n, save)) = self.crash_after {
+            if self.applied >= n {
+                if save {
+                    self.save(&mut |_| {});
+                }
+                std::panic::panic_any(super::tests::Crash);
+            }
+        }
+    }
+
+    #[cfg(not(test))]
+    fn maybe_crash(&mut self) {}
+
+    /// Carry out one effect; returns the input it produces, if any.
+    fn carry_out(&mut self, effect: Effect, emit: &mut impl FnMut(Update)) -> Option<Input> {
+        match effect {
+            Effect::Launch { worker, attempt } => {
+                // Started in batches by `apply` and the loop, once what was observed is in.
+                self.pending_launches.push_back((worker, attempt));
+                None
+            }
+            Effect::Kill {
+                worker,
+                attempt,
+                reason,
+            } => {
+                let pid = self.state.worker(&worker).and_then(|w| w.pid);
+                if let Some(pid) = pid {
+                    if let Err(e) = signal_group(pid, false) {
+                        emit(Update::Notice(e.to_string()));
+                    }
+                    self.kills.push(PendingKill {
+                        worker: worker.clone(),
+                        attempt,
+                        pid,
+                        at: Instant::now() + self.opts.grace,
+                    });
+                }
+                tracing::info!(worker = %worker, attempt, ?reason, "SIGTERM sent to the process group");
+                None
+            }
+            Effect::Paste { worker, text } => {
+                let target = self.state.worker(&worker).map(|w| Target {
+                    worker: w.id.clone(),
+                    attempt: w.attempt,
+                    pane_id: w.pane_id.clone(),
+                    pid: w.pid,
+                    log: self.store.attempt_dir(&w.id, w.attempt).join("output.log"),
+                    watch_screen: false,
+                });
+                if let Some(t) = target {
+                    if let Err(e) = self.backend.send_text(&t, &text) {
+                        emit(Update::Notice(format!("could not answer {worker}: {e}")));
+                    }
+                }
+                None
+            }
+            Effect::EvaluateGate => Some(Input::Gate(crate::judge::gate::evaluate(
+                &self.state.problem,
+                &self.state.clarification.answers,
+            ))),
+            Effect::RunCouncil => Some(Input::CouncilReady(run_council(&self.state, &self.store))),
+            Effect::Integrate => Some(Input::Integrated(crate::workspace::run_integration(
+                &mut self.state,
+            ))),
+            Effect::WriteReport => match write_report(&self.state, &self.store) {
+                Ok((path, bytes)) => Some(Input::ReportWritten { path, bytes }),
+                Err(e) => {
+                    emit(Update::Notice(format!("could not write report.md: {e}")));
+                    Some(Input::ReportWritten {
+                        path: self.store.dir().join("report.md"),
+                        bytes: 0,
+                    })
+                }
+            },
+            Effect::Event(e) => {
+                self.record_event(e, emit);
+                None
+            }
+            Effect::Notify(msg) => {
+                if !self.opts.quiet {
+                    notify(&msg);
+                }
+                None
+            }
+            Effect::Finished => {
+                self.finished = true;
+                None
+            }
+        }
+    }
+
+    /// Append an event to `events.jsonl`, log it and hand it to whoever shows the run.
+    /// A transition already in the log (observed again after a reattach) is left out; a
+    /// second start of one attempt (a launch a stopped driver never recorded, ended and
+    /// made again) is told as `worker-relaunched`.
+    pub(super) fn record_event(
+        &mut self,
+        mut e: crate::domain::RunEvent,
+        emit: &mut impl FnMut(Update),
+    ) {
+        if !self.recorded.first_time(&e) {
+            if e.kind != "worker-started" {
+                tracing::debug!("already in the log: {} {:?}", e.kind, e.worker);
+                return;
+            }
+            e.kind = "worker-relaunched".into();
+        }
+        if let Err(err) = self.store.append_event(&e) {
+            emit(Update::Notice(format!("could not append an event: {err}")));
+        }
+        let who = e
+            .worker
+            .as_deref()
+            .map(|w| format!("{w}: "))
+            .unwrap_or_default();
+        let bad = matches!(
+            e.kind.as_str(),
+            "worker-crashed" | "worker-failed" | "worker-timeout" | "run-failed" | "fix-skipped"
+        );
+        if bad {
+            tracing::warn!(target: "crewmux::run", "{who}{} {}", e.kind, e.message);
+        } else {
+            tracing::info!(target: "crewmux::run", "{who}{} {}", e.kind, e.message);
+        }
+        emit(Update::Event(e));
+    }
+
+    /// SIGKILL process groups still alive after their grace period.
+    pub(super) fn hard_kills(&mut self) {
+        let now = Instant::now();
+        let state = &self.state;
+        self.kills.retain(|k| {
+            let still = state
+                .worker(&k.worker)
+                .is_some_and(|w| w.attempt == k.attempt && w.status.is_live());
+            if !still || now >= k.at {
+                // Ended (children that ignored SIGTERM may remain in the group) or out of
+                // grace. The group may be gone already, which is what we want.
+                if let Err(e) = signal_group(k.pid, true) {
+                    tracing::warn!("SIGKILL to {}: {e}", k.worker);
+                }
+                return false;
+            }
+            true
+        });
+    }
+}
+
+/// Ring the terminal bell on stderr and, when `notify-send` exists, post a desktop note.
+fn notify(msg: &str) {
+    use std::io::Write;
+    // The bell is a courtesy: a closed stderr must not stop the run.
+    let _ = std::io::stderr().write_all(b"\x07");
+    if which::which("notify-send").is_ok() {
+        if let Err(e) = std::process::Command::new("notify-send")
+            .arg("crewmux")
+            .arg(msg)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+        {
+            tracing::debug!("notify-send: {e}");
+        }
+    }
+}

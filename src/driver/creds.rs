@@ -1,0 +1,52 @@
+//! Credentials and rate limits: which key an attempt used, and moving a provider past a
+//! key whose attempt failed after a rate-limit line (SPEC §8).
+
+use chrono::Utc;
+
+use super::{Driver, Update};
+use crate::domain::RunEvent;
+
+impl Driver {
+    /// True when one of `lines` is a rate-limit line. Only a credential store can rotate
+    /// keys: without one, lines are not scanned.
+    pub(super) fn saw_rate_limit(&self, lines: &[String]) -> bool {
+        self.creds.is_some()
+            && lines.iter().any(|l| {
+                crate::creds::rate_limit_matches(&crate::launch::strip_ansi(l), &self.rate_limit)
+            })
+    }
+
+    /// `worker`'s attempt failed after a rate-limit line: move its provider past the key it
+    /// used, and say so in the event log by label.
+    pub(super) fn rotate_credential(
+        &mut self,
+        worker: &str,
+        attempt: u32,
+        emit: &mut impl FnMut(Update),
+    ) {
+        let Some(provider) = self.state.worker(worker).map(|w| w.provider.clone()) else {
+            return;
+        };
+        let Some(store) = self.creds.as_mut() else {
+            return;
+        };
+        let used = self.credential_labels.get(worker).cloned();
+        let message = match store.on_rate_limit(&provider, used.as_deref(), None) {
+            Ok(Some(next)) => format!(
+                "rate limited on credential `{}`; {provider} moves to `{next}`",
+                used.as_deref().unwrap_or("?")
+            ),
+            Ok(None) => return,
+            Err(e) => format!("rate limited, but the credential store could not rotate: {e}"),
+        };
+        let event = RunEvent {
+            ts: Utc::now(),
+            kind: "credential-rotated".into(),
+            worker: Some(worker.to_string()),
+            attempt: Some(attempt),
+            source: "engine".into(),
+            message,
+        };
+        self.record_event(event, emit);
+    }
+}

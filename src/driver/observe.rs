@@ -1,0 +1,355 @@
+//! Observing a run: commands from the inbox and the dashboard, one backend poll for every
+//! watched attempt, new log bytes (activity, questions, rate limits) and exit evidence,
+//! all turned into engine inputs.
+
+use std::time::Instant;
+
+use super::settle::{settle, Settled};
+use super::{Control, Driver, Update, Wake, Watch};
+use crate::backend::{Liveness, Poll, Target};
+use crate::domain::{ExitSource, WorkerStatus};
+use crate::engine::Input;
+use crate::store::InboxCommand;
+
+/// Lines of an attempt's output kept as its result when it wrote no `result.md`.
+pub const RESULT_FROM_LOG_LINES: usize = 400;
+
+impl Driver {
+    /// The engine inputs of a control message (from the dashboard or the inbox); a request
+    /// that does not apply is a notice.
+    pub(super) fn control_inputs(
+        &mut self,
+        c: Control,
+        emit: &mut impl FnMut(Update),
+    ) -> Vec<Input> {
+        match c {
+            Control::Answer { worker: None, text } => {
+                if !self.state.clarification.pending {
+                    emit(Update::Notice("no run-level question is pending".into()));
+                    return vec![];
+                }
+                vec![Input::AnswerRun { text }]
+            }
+            Control::Answer {
+                worker: Some(worker),
+                text,
+            } => {
+                if self.state.worker(&worker).map(|w| w.status) != Some(WorkerStatus::Waiting) {
+                    emit(Update::Notice(format!(
+                        "{worker} is not waiting for an answer"
+                    )));
+                    return vec![];
+                }
+                vec![Input::AnswerWorker { worker, text }]
+            }
+            Control::Cancel { worker } => vec![Input::Cancel { worker }],
+            Control::Focus(w) => {
+                self.focus = w;
+                self.backend.forget_screen();
+                vec![]
+            }
+            Control::Quit => vec![],
+        }
+    }
+
+    /// One observation: inbox commands, one backend poll, new log bytes, exit evidence.
+    /// Returns the inputs (ending with a `Tick`) and the focused screen when it changed.
+    pub(super) fn observe(
+        &mut self,
+        emit: &mut impl FnMut(Update),
+    ) -> (Vec<Input>, Option<String>) {
+        let mut inputs = self.read_inbox(emit);
+        let targets: Vec<Target> = self
+            .watches
+            .values()
+            .filter_map(|w| {
+                let t = self.target(&w.worker)?;
+                // The sim agent asks through its output protocol; agents through their
+                // screens.
+                let provider = &self.state.worker(&w.worker)?.provider;
+                Some(Target {
+                    watch_screen: provider != "sim",
+                    ..t
+                })
+            })
+            .collect();
+        let focus_target = self.focus.as_ref().and_then(|f| self.target(f));
+        let poll = if targets.is_empty() && focus_target.is_none() {
+            Poll::default()
+        } else {
+            self.backend.poll(&targets, focus_target.as_ref())
+        };
+        self.report_server(&poll, !targets.is_empty(), emit);
+        for (i, t) in targets.iter().enumerate() {
+            let live = poll.liveness.get(i).copied().unwrap_or(Liveness::Unknown);
+            let tail = poll.tails.get(i).cloned().flatten();
+            inputs.extend(self.observe_one(t, live, tail, poll.server_down.as_deref(), emit));
+        }
+        inputs.push(Input::Tick);
+        (inputs, poll.screen.map(|s| without_protocol_lines(&s)))
+    }
+
+    /// The backend's view of `worker`'s current attempt.
+    pub(super) fn target(&self, worker: &str) -> Option<Target> {
+        let w = self.state.worker(worker)?;
+        Some(Target {
+            worker: w.id.clone(),
+            attempt: w.attempt,
+            pane_id: w.pane_id.clone(),
+            pid: w.pid,
+            log: self.store.attempt_dir(&w.id, w.attempt).join("output.log"),
+            watch_screen: false,
+        })
+    }
+
+    fn read_inbox(&mut self, emit: &mut impl FnMut(Update)) -> Vec<Input> {
+        let mut inputs = vec![];
+        match self.store.read_commands(self.inbox_offset) {
+            Ok((cmds, off)) => {
+                self.inbox_offset = off;
+                for cmd in cmds {
+                    let c = match cmd {
+                        InboxCommand::AnswerRun { text } => Control::Answer { worker: None, text },
+                        InboxCommand::AnswerWorker { worker, text } => Control::Answer {
+                            worker: Some(worker),
+                            text,
+                        },
+                        InboxCommand::Cancel { worker } => Control::Cancel { worker },
+                    };
+                    inputs.extend(self.control_inputs(c, emit));
+                }
+            }
+            Err(e) => emit(Update::Notice(format!("inbox: {e}"))),
+        }
+        inputs
+    }
+
+    /// Say once when the server stops answering, and once when it answers again.
+    fn report_server(&mut self, poll: &Poll, watching: bool, emit: &mut impl FnMut(Update)) {
+        if let Some(msg) = &poll.server_down {
+            if !self.server_down_reported && watching {
+                self.server_down_reported = true;
+                emit(Update::Notice(msg.clone()));
+            }
+        } else if self.server_down_reported {
+            self.server_down_reported = false;
+            emit(Update::Notice("the tmux server answers again".into()));
+        }
+    }
+
+    /// The inputs one watched attempt gives this turn: activity, a question, its exit.
+    fn observe_one(
+        &mut self,
+        t: &Target,
+        live: Liveness,
+        tail: Option<String>,
+        server_down: Option<&str>,
+        emit: &mut impl FnMut(Update),
+    ) -> Vec<Input> {
+        let mut inputs = vec![];
+        let Some(mut watch) = self.watches.remove(&t.worker) else {
+            return inputs;
+        };
+        let news = watch.read_log();
+        if self.saw_rate_limit(&news.lines) {
+            self.rate_limited.insert(t.worker.clone());
+        }
+        let provider = self.state.worker(&t.worker).map(|w| w.provider.clone());
+        inputs.extend(self.lines.inputs(
+            &self.registry,
+            provider.as_deref().unwrap_or_default(),
+            (&t.worker, t.attempt),
+            news.grew,
+            &news.lines,
+            &self.rate_limit,
+        ));
+        if let Some(q) = news.question {
+            inputs.push(Input::Asked {
+                worker: t.worker.clone(),
+                attempt: t.attempt,
+                question: q,
+            });
+        }
+        if t.watch_screen && live == Liveness::Alive {
+            inputs.extend(self.screen_question(t, &mut watch, tail));
+        }
+        let evidence = watch.exit_evidence();
+        if let (Some((code, ExitSource::ExitFile)), Some(m)) = (evidence, watch.marker_code()) {
+            if m != code {
+                tracing::warn!(worker = %t.worker, "exit.json says {code}, marker says {m}");
+            }
+        }
+        let mut dead_since = watch.dead_since;
+        let settled = settle(
+            evidence,
+            live,
+            &mut dead_since,
+            Instant::now(),
+            || {
+                // The file may have landed between poll and read; the read is for that.
+                let _ = watch.read_log();
+                watch.exit_evidence()
+            },
+            server_down,
+        );
+        watch.dead_since = dead_since;
+        let exit = match settled {
+            Settled::Open => {
+                self.watches.insert(t.worker.clone(), watch);
+                return inputs;
+            }
+            Settled::Exited(code, source) => Ok((code, source)),
+            Settled::Vanished(detail) => Err(detail),
+        };
+        if self.rate_limited.remove(&t.worker) && !matches!(exit, Ok((0, _))) {
+            self.rotate_credential(&t.worker, t.attempt, emit);
+        }
+        if let Some(input) =
+            crate::workspace::on_attempt_end(&mut self.state, &t.worker, t.attempt, &watch.dir)
+        {
+            inputs.push(input);
+            return inputs;
+        }
+        inputs.push(self.exit_input(t, &watch, exit));
+        inputs
+    }
+
+    /// Feed the screen's last lines to the provider's waiting detector (re-fed every turn
+    /// so it can tell a settled prompt from a busy spinner); a question it sees once.
+    fn screen_question(
+        &self,
+        t: &Target,
+        watch: &mut Watch,
+        tail: Option<String>,
+    ) -> Option<Input> {
+        if let Some(tail) = tail {
+            watch.screen_tail = tail;
+        }
+        let now_ms = self.started.elapsed().as_millis() as u64;
+        let provider = self
+            .state
+            .worker(&t.worker)
+            .map(|w| w.provider.clone())
+            .unwrap_or_default();
+        let detector = watch
+            .detector
+            .get_or_insert_with(|| crate::judge::waiting::WaitingDetector::for_provider(&provider));
+        let q = detector.observe(&watch.screen_tail, now_ms)?;
+        let waiting = self.state.worker(&t.worker).map(|w| w.status) == Some(WorkerStatus::Waiting);
+        if waiting || watch.asked_screen.as_deref() == Some(watch.screen_tail.as_str()) {
+            return None;
+        }
+        watch.asked_screen = Some(watch.screen_tail.clone());
+        Some(Input::Asked {
+            worker: t.worker.clone(),
+            attempt: t.attempt,
+            question: q,
+        })
+    }
+
+    /// The input for a settled attempt: its exit with the artifacts it lacks and its
+    /// result (the output when it wrote none), or its vanishing.
+    fn exit_input(&self, t: &Target, w: &Watch, exit: Result<(i32, ExitSource), String>) -> Input {
+        match exit {
+            Ok((code, source)) => {
+                let artifacts = self
+                    .state
+                    .worker(&t.worker)
+                    .map(|s| s.artifacts.clone())
+                    .unwrap_or_default();
+                let missing: Vec<String> = artifacts
+                    .into_iter()
+                    .filter(|a| !w.dir.join(a).exists())
+                    .collect();
+                let result = w.dir.join("result.md");
+                if code == 0 && !result.exists() && missing.is_empty() {
+                    // An agent that prints its answer instead of writing the result file:
+                    // its output is the result.
+                    result_from_log(&w.dir.join("output.log"), &result);
+                }
+                Input::Exited {
+                    worker: t.worker.clone(),
+                    attempt: t.attempt,
+                    code,
+                    source,
+                    missing_artifacts: missing,
+                    result: result.exists().then_some(result),
+                }
+            }
+            Err(detail) => Input::Vanished {
+                worker: t.worker.clone(),
+                attempt: t.attempt,
+                detail,
+            },
+        }
+    }
+}
+
+/// Watch `workers/` (recursively) for `exit.json` files; `None` (polling only) when inotify
+/// is not available.
+pub(super) fn exit_file_watcher(
+    dir: &std::path::Path,
+    tx: std::sync::mpsc::Sender<Wake>,
+) -> Option<notify::RecommendedWatcher> {
+    use notify::Watcher;
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        if let Ok(ev) = res {
+            let is_exit = ev
+                .paths
+                .iter()
+                .any(|p| p.file_name().is_some_and(|n| n == "exit.json"));
+            if is_exit {
+                // The loop is gone when this fails; its exit is all that matters then.
+                let _ = tx.send(Wake::ExitFile);
+            }
+        }
+    })
+    .map_err(|e| tracing::warn!("no inotify ({e}); exits are seen by polling"))
+    .ok()?;
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        tracing::warn!("cannot create {}: {e}", dir.display());
+    }
+    watcher
+        .watch(dir, notify::RecursiveMode::Recursive)
+        .map_err(|e| {
+            tracing::warn!(
+                "cannot watch {}: {e}; exits are seen by polling",
+                dir.display()
+            )
+        })
+        .ok()?;
+    Some(watcher)
+}
+
+/// A screen for people: without crewmux's own protocol lines (the exit marker and the sim
+/// agent's question line, which it also prints readably).
+pub(super) fn without_protocol_lines(screen: &str) -> String {
+    screen
+        .lines()
+        .filter(|l| {
+            let clean = crate::launch::strip_ansi(l);
+            let t = clean.trim_start();
+            !t.starts_with(crate::launch::MARKER_PREFIX)
+                && !t.starts_with(crate::domain::clarification::ASK_PREFIX)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Write `result` from the last [`RESULT_FROM_LOG_LINES`] lines of `log` (ANSI and
+/// protocol lines removed); nothing when the log is empty.
+fn result_from_log(log: &std::path::Path, result: &std::path::Path) {
+    let Ok(bytes) = std::fs::read(log) else {
+        return;
+    };
+    let text = without_protocol_lines(&crate::launch::strip_ansi(&String::from_utf8_lossy(&bytes)));
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = lines[lines.len().saturating_sub(RESULT_FROM_LOG_LINES)..].join("\n");
+    if tail.trim().is_empty() {
+        return;
+    }
+    let body = format!("{}\n", tail.trim_end());
+    if let Err(e) = crate::store::write_atomic(result, body.as_bytes()) {
+        tracing::warn!("could not keep the output as {}: {e}", result.display());
+    }
+}

@@ -1,0 +1,124 @@
+//! The offline paths: `status`, `cancel` and `answer` on a run no process drives. They
+//! reconcile and apply their inputs through the same [`Driver::apply`] as the loop, with
+//! the engine told that nothing may be launched (`Runtime::offline`).
+
+use std::time::{Duration, Instant};
+
+use super::{Driver, Update};
+use crate::domain::RunState;
+use crate::engine::Input;
+use crate::error::{Error, Result};
+
+/// How long an offline cancel keeps watching after the grace period for the SIGKILLed
+/// attempts to be seen ending.
+pub const CANCEL_SETTLE: Duration = Duration::from_secs(5);
+
+impl Driver {
+    /// Take the run lock for an offline command and apply what reconciling found.
+    ///
+    /// Errors: another process drives the run.
+    fn begin_offline(&mut self) -> Result<crate::store::DriverLock> {
+        let lock = self.store.try_driver_lock()?.ok_or_else(|| {
+            Error::Usage(format!(
+                "another crewmux process drives run {}; send it requests with `crewmux answer` or `crewmux cancel`",
+                self.state.run_id
+            ))
+        })?;
+        self.rt.offline = true;
+        let startup = std::mem::take(&mut self.startup);
+        self.apply(startup, &mut |_| {});
+        Ok(lock)
+    }
+
+    /// One offline observation of every watched attempt, applied; `Tick` is left out (no
+    /// timeouts fire while nobody drives the run).
+    fn observe_offline(&mut self) {
+        let mut sink = |_u: Update| {};
+        let (inputs, _) = self.observe(&mut sink);
+        let inputs: Vec<Input> = inputs
+            .into_iter()
+            .filter(|i| !matches!(i, Input::Tick))
+            .collect();
+        self.apply(inputs, &mut sink);
+    }
+
+    /// Without driving the run (nothing is launched or killed): observe its attempts for
+    /// `span` and record what happened to them; returns the saved state. Used by `status`
+    /// on a run that no process drives.
+    ///
+    /// Errors: another process drives the run.
+    pub fn observe_only(mut self, span: Duration) -> Result<RunState> {
+        let _lock = self.begin_offline()?;
+        let end = Instant::now() + span;
+        loop {
+            self.observe_offline();
+            if self.watches.is_empty() || Instant::now() >= end {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        self.save(&mut |_| {});
+        Ok(self.state)
+    }
+
+    /// Cancel one worker or every worker of a run that no process drives: SIGTERM, the
+    /// grace period, SIGKILL, then up to [`CANCEL_SETTLE`] to see the attempts end. The run
+    /// is not continued (no new launches); a full cancel ends it `cancelled` once every
+    /// worker is final (the engine's rule, as for a driven run).
+    ///
+    /// Errors: another process drives the run.
+    pub fn cancel_now(mut self, worker: Option<String>) -> Result<RunState> {
+        let _lock = self.begin_offline()?;
+        let mut sink = |_u: Update| {};
+        self.apply(vec![Input::Cancel { worker }], &mut sink);
+        let end = Instant::now() + self.opts.grace + CANCEL_SETTLE;
+        while !self.watches.is_empty() && !self.rt.kills.is_empty() && Instant::now() < end {
+            self.observe_offline();
+            self.hard_kills();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // Attempts still not seen ending were SIGKILLed: nothing of them can go on.
+        let stuck: Vec<(String, u32)> = self
+            .rt
+            .kills
+            .keys()
+            .filter_map(|w| self.state.worker(w).map(|s| (s.id.clone(), s.attempt)))
+            .collect();
+        let inputs = stuck
+            .into_iter()
+            .map(|(worker, attempt)| Input::Vanished {
+                worker,
+                attempt,
+                detail: "not seen ending after SIGKILL".into(),
+            })
+            .collect();
+        self.apply(inputs, &mut sink);
+        self.save(&mut sink);
+        Ok(self.state)
+    }
+
+    /// Answer the run-level question (`worker: None`) or a waiting worker of a run no
+    /// process drives: the answer is recorded by the engine and, for a worker, pasted into
+    /// its pane through the backend.
+    ///
+    /// Errors: another process drives the run; the worker's answer cannot be delivered
+    /// (its stdin belongs to a process that is gone, or tmux refused the paste).
+    pub fn answer_now(mut self, worker: Option<String>, text: String) -> Result<RunState> {
+        let _lock = self.begin_offline()?;
+        let mut notices = vec![];
+        let input = match worker {
+            None => Input::AnswerRun { text },
+            Some(worker) => Input::AnswerWorker { worker, text },
+        };
+        self.apply(vec![input], &mut |u| {
+            if let Update::Notice(n) = u {
+                notices.push(n);
+            }
+        });
+        self.save(&mut |_| {});
+        match notices.into_iter().next() {
+            Some(n) => Err(Error::Usage(n)),
+            None => Ok(self.state),
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! Every transition once in `events.jsonl`: a driver attached to a stopped run observes
+//! again what the stopped one saw but had not saved (an exit, a question), and the engine
+//! then states the same transition again. The keys of the transitions already in the log
+//! are loaded when a driver starts, and a repeat is left out.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::domain::RunEvent;
+
+/// Kinds that happen at most once per worker and attempt.
+const ONCE_PER_ATTEMPT: &[&str] = &[
+    "worker-started",
+    "worker-completed",
+    "worker-failed",
+    "worker-crashed",
+    "worker-timeout",
+    "worker-cancelled",
+    "worker-retry-scheduled",
+    "worker-cancel-requested",
+];
+
+/// What is known of the log so far: the once-keys and each worker's count of answers.
+#[derive(Debug, Default)]
+pub struct Recorded {
+    keys: HashSet<String>,
+    answers: HashMap<String, usize>,
+}
+
+impl Recorded {
+    /// The log as it is in `events`.
+    pub fn from_events(events: &[RunEvent]) -> Self {
+        let mut r = Recorded::default();
+        for e in events {
+            r.first_time(e);
+        }
+        r
+    }
+
+    /// Note `e`; false when the same transition is in the log already.
+    pub fn first_time(&mut self, e: &RunEvent) -> bool {
+        let who = format!(
+            "{}#{}",
+            e.worker.as_deref().unwrap_or(""),
+            e.attempt.unwrap_or(0)
+        );
+        let key = if ONCE_PER_ATTEMPT.contains(&e.kind.as_str()) {
+            format!("{} {who}", e.kind)
+        } else {
+            match e.kind.as_str() {
+                "worker-answered" => {
+                    *self.answers.entry(who).or_default() += 1;
+                    return true;
+                }
+                // The same question asked again after an answer is a new one: the count
+                // of answers the attempt had tells them apart.
+                "worker-waiting" => format!(
+                    "{} {who} {} {}",
+                    e.kind,
+                    self.answers.get(&who).copied().unwrap_or(0),
+                    e.message
+                ),
+                "run-done" | "run-failed" | "run-cancelled" => e.kind.clone(),
+                "stage-changed" => format!("{} {}", e.kind, e.message),
+                _ => return true,
+            }
+        };
+        self.keys.insert(key)
+    }
+}

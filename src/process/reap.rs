@@ -1,0 +1,99 @@
+//! Finding and ending every process of an attempt, wherever it went: each inherits
+//! `CREWMUX_ATTEMPT=<nonce>` from the launch wrapper, so a scan of `/proc/<pid>/environ`
+//! finds children that left the process group (`setsid`, a daemon's double fork, `nohup`).
+//! Linux only; elsewhere the scan finds nothing and only process groups are signalled.
+
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use crate::launch::ATTEMPT_ENV;
+
+/// Pids of live processes (not zombies) whose environment carries `nonce` as their attempt.
+/// Processes whose environment cannot be read (another user's) are not seen.
+pub fn attempt_pids(nonce: &str) -> Vec<u32> {
+    let needle = format!("{ATTEMPT_ENV}={nonce}");
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return vec![];
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != me && crate::backend::pid_alive(pid))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Send `sig` to every process of the attempt; returns the pids signalled.
+pub fn signal_attempt(nonce: &str, sig: Signal) -> Vec<u32> {
+    let pids = attempt_pids(nonce);
+    for &pid in &pids {
+        if let Ok(p) = i32::try_from(pid) {
+            // Gone in between is fine: that is what we want.
+            if let Err(e) = kill(Pid::from_raw(p), sig) {
+                tracing::debug!("{sig} to {pid}: {e}");
+            }
+        }
+    }
+    pids
+}
+
+/// End every process of the attempt: SIGTERM, up to `grace` for them to go, then SIGKILL;
+/// returns the pids still alive after the SIGKILL settles (up to 500 ms), for the event log.
+pub fn end_attempt(nonce: &str, grace: Duration) -> Vec<u32> {
+    if signal_attempt(nonce, Signal::SIGTERM).is_empty() {
+        return vec![];
+    }
+    if !wait_gone(nonce, grace) {
+        signal_attempt(nonce, Signal::SIGKILL);
+        wait_gone(nonce, Duration::from_millis(500));
+    }
+    attempt_pids(nonce)
+}
+
+/// Wait up to `span` for the attempt to have no process left; true when none is left.
+fn wait_gone(nonce: &str, span: Duration) -> bool {
+    let end = Instant::now() + span;
+    loop {
+        if attempt_pids(nonce).is_empty() {
+            return true;
+        }
+        if Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_that_left_the_group_is_found_and_ended() {
+        let nonce = crate::launch::new_nonce();
+        // A double fork into a new session: not in the group of the shell that started it.
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("setsid sh -c 'sleep 300 & sleep 300' >/dev/null 2>&1 &")
+            .env(ATTEMPT_ENV, &nonce)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let end = Instant::now() + Duration::from_secs(5);
+        while attempt_pids(&nonce).len() < 2 && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            attempt_pids(&nonce).len() >= 2,
+            "the detached sleeps are found"
+        );
+        let left = end_attempt(&nonce, Duration::from_millis(500));
+        assert!(left.is_empty(), "survivors: {left:?}");
+        assert!(attempt_pids(&nonce).is_empty());
+    }
+}
