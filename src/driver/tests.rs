@@ -108,6 +108,7 @@ fn scripted(tmp: &std::path::Path) -> (RunStore, RunState, FakeWorld) {
         fixer: None,
         report: None,
         workspace: None,
+        routing: Default::default(),
         created_at: now,
         updated_at: now,
     };
