@@ -212,3 +212,27 @@ fn scripted_session_answering_a_worker() {
     );
     insta::assert_snapshot!(screen(&m, 120, 40));
 }
+
+#[test]
+fn opened_from_home_esc_leaves_once_nothing_is_open() {
+    let mut m = Model::new(
+        fixtures::crazy_run(),
+        std::path::PathBuf::from("/nonexistent/run"),
+    );
+    m.ui.esc_leaves = true;
+    m.handle(key(KeyCode::Char('2')));
+    let step = m.handle(key(KeyCode::Esc));
+    assert!(step.effects.is_empty(), "the first Esc only leaves the tab");
+    assert!(m.ui.notice.as_deref().unwrap().contains("Esc again"));
+    let step = m.handle(key(KeyCode::Esc));
+    assert_eq!(step.effects, vec![UiEffect::Quit]);
+
+    let mut m = Model::new(
+        fixtures::crazy_run(),
+        std::path::PathBuf::from("/nonexistent/run"),
+    );
+    assert!(
+        m.handle(key(KeyCode::Esc)).effects.is_empty(),
+        "not from home: Esc never quits"
+    );
+}

@@ -90,7 +90,12 @@ fn apply(ui: &mut UiState, run: &RunState, action: Action) -> Vec<UiEffect> {
         {
             return vec![UiEffect::Quit];
         }
-        Action::Back => back(ui),
+        Action::Back => {
+            back(ui);
+            if ui.esc_leaves && ui.focus == Focus::Roster && !ui.help {
+                ui.notice = Some("Esc again goes back to the list of runs".into());
+            }
+        }
         Action::InsertChar(c) => ui.input.insert(c),
         Action::DeleteBack => ui.input.delete_back(),
         Action::DeleteForward => ui.input.delete_forward(),

@@ -38,6 +38,7 @@ mod dashboard;
 mod exit_meanings;
 mod flow;
 mod flow_limits;
+mod home;
 mod judge_screens;
 mod layers;
 mod lifecycle;
