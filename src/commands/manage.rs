@@ -77,6 +77,10 @@ pub fn status_text(state: &RunState, driven: bool) -> String {
     if let Some(r) = &state.reason {
         s.push_str(&format!("reason: {r}\n"));
     }
+    let (usage, total) = crate::providers::output::run_usage(state);
+    if let Some(t) = total {
+        s.push_str(&format!("usage: {}\n", t.short()));
+    }
     if !driven && matches!(state.status, RunStatus::Detached | RunStatus::Running) {
         s.push_str(&format!(
             "no crewmux process drives this run: continue it with crewmux attach {} (or resume for headless)\n",
@@ -106,6 +110,9 @@ pub fn status_text(state: &RunState, driven: bool) -> String {
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| "-".into())
         ));
+        if let Some(u) = usage.get(&w.id) {
+            s.push_str(&format!("  usage: {}\n", u.short()));
+        }
         if let Some(r) = w.reason.as_deref().filter(|_| !w.status.is_live()) {
             s.push_str(&format!("  {r}\n"));
         }

@@ -5,8 +5,11 @@ use serde_json::{json, Value};
 use crate::domain::{CouncilStatus, RunState, RunStatus};
 
 /// The summary object: `run_id`, `status`, `stage`, `problem`, `run_dir`, `workers`,
-/// `council`, `clarification`, `report` (SPEC §3), plus `reason`, `backend`, `fix_round`.
+/// `council`, `clarification`, `report` (SPEC §3), plus `reason`, `backend`, `fix_round`,
+/// and `usage` (tokens in/out and cost in USD as the CLIs reported them, per worker and for
+/// the run; `null` where nothing was reported).
 pub fn summary(state: &RunState) -> Value {
+    let (usage, total) = crate::providers::output::run_usage(state);
     let status = match state.status {
         RunStatus::Done => "done",
         RunStatus::Failed => "failed",
@@ -51,7 +54,9 @@ pub fn summary(state: &RunState) -> Value {
             "result": w.result.as_deref().map(rel),
             "branch": state.workspace.as_ref().and_then(|ws| ws.workers.get(&w.id)).map(|x| &x.branch),
             "diff": state.workspace.as_ref().and_then(|ws| ws.workers.get(&w.id)).and_then(|x| x.diff),
+            "usage": usage.get(&w.id),
         })).collect::<Vec<_>>(),
+        "usage": total,
         "workspace": state.workspace.as_ref().map(|ws| json!({
             "base": ws.base,
             "integration": ws.integration.as_ref().map(|i| json!({

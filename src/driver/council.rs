@@ -107,7 +107,8 @@ pub fn write_report(state: &RunState, store: &RunStore) -> Result<(PathBuf, u64)
             state.council_history.clone()
         },
     };
-    let md = merge_report(&input) + &crate::workspace::report::section(state);
+    let mut md = merge_report(&input) + &crate::workspace::report::section(state);
+    md.push_str(&crate::providers::output::usage_markdown(state));
     let path = store.dir().join("report.md");
     crate::store::write_atomic(&path, md.as_bytes())?;
     Ok((path, md.len() as u64))

@@ -12,7 +12,7 @@ use crate::engine::Input;
 use crate::store::InboxCommand;
 
 /// Lines of an attempt's output kept as its result when it wrote no `result.md`.
-pub const RESULT_FROM_LOG_LINES: usize = 400;
+pub const RESULT_FROM_LOG_LINES: usize = crate::providers::output::RESULT_TAIL_LINES;
 
 impl Driver {
     /// The engine inputs of a control message (from the dashboard or the inbox); a request
@@ -261,12 +261,14 @@ impl Driver {
                     .into_iter()
                     .filter(|a| !w.dir.join(a).exists())
                     .collect();
+                // Usage, and for an agent that prints its answer instead of writing the
+                // result file, the result (providers/output.rs).
+                let spec = self
+                    .state
+                    .worker(&t.worker)
+                    .and_then(|s| self.registry.get(&s.provider));
+                collect_output(&w.dir, spec, code == 0 && missing.is_empty());
                 let result = w.dir.join("result.md");
-                if code == 0 && !result.exists() && missing.is_empty() {
-                    // An agent that prints its answer instead of writing the result file:
-                    // its output is the result.
-                    result_from_log(&w.dir.join("output.log"), &result);
-                }
                 Input::Exited {
                     worker: t.worker.clone(),
                     attempt: t.attempt,
@@ -336,20 +338,35 @@ pub(super) fn without_protocol_lines(screen: &str) -> String {
         .join("\n")
 }
 
-/// Write `result` from the last [`RESULT_FROM_LOG_LINES`] lines of `log` (ANSI and
-/// protocol lines removed); nothing when the log is empty.
-fn result_from_log(log: &std::path::Path, result: &std::path::Path) {
+/// An attempt's `output.log` with ANSI and protocol lines removed ("" when unreadable).
+fn log_text(log: &std::path::Path) -> String {
     let Ok(bytes) = std::fs::read(log) else {
-        return;
+        return String::new();
     };
-    let text = without_protocol_lines(&crate::launch::strip_ansi(&String::from_utf8_lossy(&bytes)));
-    let lines: Vec<&str> = text.lines().collect();
-    let tail = lines[lines.len().saturating_sub(RESULT_FROM_LOG_LINES)..].join("\n");
-    if tail.trim().is_empty() {
+    without_protocol_lines(&crate::launch::strip_ansi(&String::from_utf8_lossy(&bytes)))
+}
+
+/// After an attempt ends: record the usage its CLI reported, and when `want_result`, write
+/// `result.md` from the CLI's final answer or its output's last [`RESULT_FROM_LOG_LINES`]
+/// lines without noise (`providers::output`); nothing when there is no text.
+fn collect_output(
+    dir: &std::path::Path,
+    spec: Option<&crate::providers::ProviderSpec>,
+    want_result: bool,
+) {
+    use crate::providers::output::{record_usage, result_text, OutputFormat};
+    let text = log_text(&dir.join("output.log"));
+    let format = spec.map_or(OutputFormat::Text, |s| s.output);
+    record_usage(format, &text, dir);
+    let result = dir.join("result.md");
+    if !want_result || result.exists() {
         return;
     }
-    let body = format!("{}\n", tail.trim_end());
-    if let Err(e) = crate::store::write_atomic(result, body.as_bytes()) {
+    let noise = spec.map(|s| s.noise_regexes()).unwrap_or_default();
+    let Some(body) = result_text(format, &noise, &text) else {
+        return;
+    };
+    if let Err(e) = crate::store::write_atomic(&result, body.as_bytes()) {
         tracing::warn!("could not keep the output as {}: {e}", result.display());
     }
 }

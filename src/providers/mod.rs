@@ -12,6 +12,7 @@ pub mod auth;
 pub mod health;
 pub mod history;
 pub mod launch;
+pub mod output;
 pub mod prompt;
 pub mod run;
 pub mod spec;

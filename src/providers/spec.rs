@@ -108,6 +108,12 @@ pub struct ProviderSpec {
     pub cost_tier: u8,
     pub rate_limit_patterns: Vec<String>,
     pub waiting_patterns: Vec<String>,
+    /// How the CLI prints its work: `text`, or a structured format the result and usage
+    /// are read from (`providers::output`).
+    pub output: super::output::OutputFormat,
+    /// Regexes (case-insensitive) over one output line of the CLI's known chatter, dropped
+    /// from a result taken from text output (never from `output.log`).
+    pub noise_patterns: Vec<String>,
     /// Regexes (case-insensitive) over one output line meaning "the CLI is stuck retrying
     /// its connection" (reconnect, network and overload lines): output made only of these
     /// for `stall_after_s` ends the attempt `failed`, reason `stalled: <line>`.
@@ -142,6 +148,11 @@ impl ProviderSpec {
             .iter()
             .filter_map(|(k, v)| Some((k.trim().parse().ok()?, v.clone())))
             .collect()
+    }
+
+    /// Compiled `noise_patterns` (case-insensitive).
+    pub fn noise_regexes(&self) -> Vec<Regex> {
+        compile_all(&self.noise_patterns)
     }
 
     /// Compiled `rate_limit_patterns` (case-insensitive).
@@ -377,6 +388,7 @@ fn validate(name: &str, spec: &ProviderSpec) -> Result<()> {
         .rate_limit_patterns
         .iter()
         .chain(&spec.waiting_patterns)
+        .chain(&spec.noise_patterns)
         .chain(&spec.stall_patterns)
         .chain(&spec.auth.not_patterns)
         .chain(&spec.auth.ok_patterns)

@@ -104,7 +104,7 @@ fn each_builtin_provider_gets_the_argv_model_and_prompt_its_cli_expects() {
         argv,
         s(&[
             "--output-format",
-            "text",
+            "stream-json",
             "--approval-mode",
             "auto_edit",
             "--skip-trust",
@@ -123,7 +123,8 @@ fn each_builtin_provider_gets_the_argv_model_and_prompt_its_cli_expects() {
         s(&[
             "-p",
             "--output-format",
-            "text",
+            "stream-json",
+            "--verbose",
             "--permission-mode",
             "acceptEdits",
             "--model",
