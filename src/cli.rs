@@ -36,6 +36,10 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Print the routing decision for a problem without launching anything.
     Dispatch(DispatchArgs),
+    /// Print a shell completion script (e.g. `crewmux completions bash > ~/.local/share/bash-completion/completions/crewmux`).
+    Completions(CompletionsArgs),
+    /// Print the man page in roff (e.g. `crewmux man > ~/.local/share/man/man1/crewmux.1`).
+    Man,
     /// Manage the encrypted credential store.
     #[command(subcommand)]
     Creds(CredsCommand),
@@ -382,4 +386,12 @@ impl From<ModeArg> for crate::team::Mode {
             ModeArg::Solo => Self::Solo,
         }
     }
+}
+
+/// `crewmux completions SHELL`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }

@@ -10,6 +10,7 @@ pub mod home;
 pub mod manage;
 pub mod plan;
 pub mod run;
+pub mod shell;
 pub mod summary;
 pub mod workspace;
 
@@ -67,5 +68,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Diff(args) => workspace::diff(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Dispatch(args) => dispatch::run(args),
+        Command::Completions(args) => shell::completions(args.shell),
+        Command::Man => shell::man(),
     }
 }

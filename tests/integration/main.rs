@@ -44,6 +44,7 @@ mod layers;
 mod lifecycle;
 mod providers_standins;
 mod real_clis;
+mod shell;
 mod structured_output;
 mod team_files;
 mod team_run;
