@@ -61,6 +61,32 @@ pub use update::{paste, reconcile, update, UiEffect};
 
 use panels::{clarification, council, footer, header, log, overlay, roster, tabbed};
 
+/// The smallest screen the panels are drawn on (columns, rows); below it one centred line
+/// asks for a bigger window instead of broken panels.
+pub const MIN_SIZE: (u16, u16) = (60, 15);
+
+/// Below [`MIN_SIZE`]: draw the one centred line and return true.
+pub fn too_small(frame: &mut Frame, area: Rect) -> bool {
+    if area.width >= MIN_SIZE.0 && area.height >= MIN_SIZE.1 {
+        return false;
+    }
+    let text = format!(
+        "{}×{} is too small: make the window at least {}×{}",
+        area.width, area.height, MIN_SIZE.0, MIN_SIZE.1
+    );
+    let line = ratatui::text::Line::from(text).centered();
+    let y = area.y + area.height / 2;
+    frame.render_widget(
+        line,
+        Rect {
+            y,
+            height: 1.min(area.height),
+            ..area
+        },
+    );
+    true
+}
+
 /// From this width the roster and council sit left of the output; below it they stack.
 pub const WIDE_MIN_WIDTH: u16 = 140;
 
@@ -156,6 +182,9 @@ pub fn layout(area: Rect, view: &View) -> Areas {
 /// Draw one frame of the dashboard from `view`. Pure: reads only `view` (and tui-logger's
 /// in-memory event buffer for the log panel); never the clock, the filesystem or tmux.
 pub fn draw(frame: &mut Frame, view: &View) {
+    if too_small(frame, frame.area()) {
+        return;
+    }
     let areas = layout(frame.area(), view);
     header::render(frame, areas.header, view);
     roster::render(frame, areas.roster, view);

@@ -209,3 +209,16 @@ fn council_view_screens() {
 fn diff_tab_screens() {
     tab_screens('3', "diff");
 }
+
+#[test]
+fn a_too_small_screen_asks_for_a_bigger_window() {
+    let m = model();
+    insta::assert_snapshot!("too_small_50x12", screen(&m, 50, 12));
+    let text = format!("{:?}", screen(&m, 59, 30).buffer());
+    assert!(
+        text.contains("too small"),
+        "59 columns are below the minimum"
+    );
+    let text = format!("{:?}", screen(&m, 60, 15).buffer());
+    assert!(!text.contains("too small"), "60×15 draws the panels");
+}

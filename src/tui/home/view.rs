@@ -14,6 +14,9 @@ use crate::tui::panels::{council_badge, panel, run_status_style, truncate};
 /// Draw `home` as of `now` (ages are measured to it).
 pub fn draw(frame: &mut Frame, home: &Home, now: DateTime<Utc>) {
     let area = frame.area();
+    if crate::tui::too_small(frame, area) {
+        return;
+    }
     let [title, body, notice, footer] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Fill(1),

@@ -42,6 +42,14 @@ fn sections() -> [(&'static str, Vec<Binding>); 5] {
 fn section_lines(heading: &'static str, bindings: &[Binding], width: usize) -> Vec<Line<'static>> {
     let mut rows: Vec<(String, Action)> = Vec::new();
     for b in bindings {
+        // The number keys of the tabs are one row: `1–6  show tab n (the tab strip)`.
+        if let Action::SelectTab(n) = b.action {
+            if n == 1 {
+                let last = crate::tui::tabs::Tab::ALL.len();
+                rows.push((format!("1–{last}"), b.action));
+            }
+            continue;
+        }
         match rows.iter_mut().find(|(_, a)| *a == b.action) {
             Some((keys, _)) if !keys.split('/').any(|k| k == b.label) => {
                 keys.push('/');
@@ -62,7 +70,11 @@ fn section_lines(heading: &'static str, bindings: &[Binding], width: usize) -> V
                 Style::default().fg(Color::Cyan).bold(),
             ),
             Span::raw(truncate(
-                action.description(),
+                if matches!(action, Action::SelectTab(_)) {
+                    "show tab n of the tab strip"
+                } else {
+                    action.description()
+                },
                 width.saturating_sub(KEY_WIDTH + 1),
             )),
         ]));
@@ -101,6 +113,12 @@ pub fn render_help(frame: &mut Frame, area: Rect, view: &View) {
     right.extend(section_lines(d.0, &d.1, w));
     right.push(Line::raw(""));
     right.extend(section_lines(e.0, &e.1, w));
+    right.push(Line::raw(""));
+    right.push(Line::from(Span::styled(
+        "Attached to a pane (Enter)",
+        Style::default().fg(Color::Yellow).bold(),
+    )));
+    right.push(Line::from(truncate(" prefix d (C-b d) comes back here", w)));
     let (width, body_height) = if two_columns {
         (2 * column_width + 3, left.len().max(right.len()) as u16)
     } else {
