@@ -30,7 +30,10 @@ fn git(dir: &Path, args: &[&str]) {
 }
 
 fn env(k: &str, d: usize) -> usize {
-    std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d)
+    std::env::var(k)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(d)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -89,11 +92,18 @@ fn main() {
             &WorkspaceOptions::default(),
         )
         .unwrap();
-        let ws = create::create(planned.plan.as_ref().unwrap(), &repo, &format!("bench-{round}"))
-            .unwrap();
+        let ws = create::create(
+            planned.plan.as_ref().unwrap(),
+            &repo,
+            &format!("bench-{round}"),
+        )
+        .unwrap();
         ours.push(t.elapsed().as_secs_f64());
         assert_eq!(ws.workers.len(), n);
-        assert!(ws.workers.values().all(|w| w.path.join("src/m0/f0.rs").exists()));
+        assert!(ws
+            .workers
+            .values()
+            .all(|w| w.path.join("src/m0/f0.rs").exists()));
     }
     let (o, p) = (median(ours.clone()), median(plain.clone()));
     println!("worktrees: {n} on a repository of {files} files (3 rounds, medians)");

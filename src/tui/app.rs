@@ -83,6 +83,9 @@ async fn run_async(
     }
     let result = {
         let mut guard = TerminalGuard::enter()?;
+        if let Ok(size) = guard.terminal.size() {
+            model.size = ratatui::layout::Rect::new(0, 0, size.width, size.height);
+        }
         event_loop(&mut guard, &mut model, &mut rx, &ctl_tx, &*viewer, &store).await
     };
     send(&ctl_tx, Control::Quit);

@@ -36,6 +36,7 @@ pub mod app;
 pub mod diff;
 pub mod home;
 pub mod model;
+pub mod mouse;
 pub mod panels;
 pub mod state;
 pub mod tabs;

@@ -12,6 +12,7 @@ use ratatui::text::Line;
 
 use super::action::map_key;
 use super::diff;
+use super::mouse;
 use super::panels::output::capture_to_lines;
 use super::state::UiState;
 use super::tabs::{findings, load, stamp, wanted_doc, Doc, Tab};
@@ -66,6 +67,8 @@ pub struct Model {
     pub run_dir: PathBuf,
     /// The document the main area shows, as last read by [`Model::refresh_doc`].
     pub doc: Option<Doc>,
+    /// The terminal's size, for mouse hit tests (set by the app and on resize).
+    pub size: ratatui::layout::Rect,
     /// When the shown diff was taken.
     diff_at: Instant,
     /// Whether a path is a file; findings name only files that exist (a fake in tests).
@@ -90,11 +93,27 @@ impl Model {
             run_dir,
             doc: None,
             diff_at: Instant::now(),
+            size: ratatui::layout::Rect::new(0, 0, 120, 40),
             is_file: |p| p.is_file(),
             events_pending: true,
         };
         m.refresh_findings();
         m
+    }
+
+    /// Where the panels are on the current terminal size.
+    pub fn areas(&self) -> super::Areas {
+        let view = super::state::View {
+            run: &self.run,
+            output: &self.output,
+            now: chrono::Utc::now(),
+            ui: &self.ui,
+            backend: self.run.backend.as_str(),
+            tmux_socket: &self.run.tmux_socket,
+            attach_hint: true,
+            doc: self.doc.as_ref(),
+        };
+        super::layout(self.size, &view)
     }
 
     fn refresh_findings(&mut self) {
@@ -238,7 +257,14 @@ impl Model {
                 paste(&mut self.ui, &text);
                 Vec::new()
             }
-            Event::Resize(..) => Vec::new(),
+            Event::Resize(w, h) => {
+                self.size = ratatui::layout::Rect::new(0, 0, w, h);
+                Vec::new()
+            }
+            Event::Mouse(m) => {
+                let areas = self.areas();
+                mouse::on_mouse(&mut self.ui, &self.run, &areas, m)
+            }
             _ => return Step::default(),
         };
         for e in &effects {

@@ -222,3 +222,56 @@ fn a_too_small_screen_asks_for_a_bigger_window() {
     let text = format!("{:?}", screen(&m, 60, 15).buffer());
     assert!(!text.contains("too small"), "60×15 draws the panels");
 }
+
+fn mouse(kind: crossterm::event::MouseEventKind, column: u16, row: u16) -> Msg {
+    Msg::Term(Event::Mouse(crossterm::event::MouseEvent {
+        kind,
+        column,
+        row,
+        modifiers: KeyModifiers::NONE,
+    }))
+}
+
+#[test]
+fn a_click_selects_a_worker_a_tab_or_a_panel_and_the_wheel_scrolls() {
+    use crossterm::event::{MouseButton, MouseEventKind as K};
+    let mut m = model();
+    m.size = ratatui::layout::Rect::new(0, 0, 120, 40);
+    let a = m.areas();
+    // The roster: border, header, then the workers; the third row is the third worker.
+    let step = m.handle(mouse(
+        K::Down(MouseButton::Left),
+        a.roster.x + 5,
+        a.roster.y + 4,
+    ));
+    let third = m.run.workers[2].id.clone();
+    assert_eq!(m.ui.selected, 2);
+    assert_eq!(
+        step.effects,
+        vec![super::update::UiEffect::Select { worker_id: third }]
+    );
+    // The tab strip: " 1 Output " is 10 cells, then " 2 Result ".
+    m.handle(mouse(
+        K::Down(MouseButton::Left),
+        a.output.x + 12,
+        a.output.y,
+    ));
+    assert_eq!((m.ui.tab, m.ui.focus), (Tab::Result, Focus::Output));
+    // The council panel takes the focus on a click.
+    let council = a.council.expect("120×40 has a council panel");
+    m.handle(mouse(
+        K::Down(MouseButton::Left),
+        council.x + 2,
+        council.y + 1,
+    ));
+    assert_eq!(m.ui.focus, Focus::Council);
+    // The wheel over the Result document scrolls it three lines a notch.
+    with_doc(&mut m, RESULT_MD);
+    m.handle(mouse(K::ScrollDown, a.output.x + 5, a.output.y + 5));
+    assert_eq!((m.ui.focus, m.ui.doc_scroll), (Focus::Output, 3));
+    m.handle(mouse(K::ScrollUp, a.output.x + 5, a.output.y + 5));
+    assert_eq!(m.ui.doc_scroll, 0);
+    // The wheel over the roster moves the selection one worker a notch.
+    m.handle(mouse(K::ScrollUp, a.roster.x + 5, a.roster.y + 3));
+    assert_eq!(m.ui.selected, 1);
+}
