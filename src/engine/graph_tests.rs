@@ -149,3 +149,37 @@ fn reattach_in_the_middle_of_the_graph_resumes_it() {
     let fx = exited(&mut s, &mut rt, "w1", 1, 0);
     assert_eq!(ids(launches(&fx)), ["w2"]);
 }
+
+#[test]
+fn a_critic_waits_for_the_critic_it_names() {
+    let mut s = run(1, 5);
+    s.critics = vec![
+        CriticSpec {
+            id: "first".into(),
+            command: Some(vec!["true".into()]),
+            ..Default::default()
+        },
+        CriticSpec {
+            id: "second".into(),
+            command: Some(vec!["true".into()]),
+            after: vec!["first".into(), "w0".into()],
+            ..Default::default()
+        },
+    ];
+    let mut rt = Runtime::default();
+    update(&mut s, &mut rt, t0(), Input::Start);
+    let fx = {
+        launched(&mut s, &mut rt, "w0", 1, t0());
+        exited(&mut s, &mut rt, "w0", 1, 0)
+    };
+    assert_eq!(s.stage, Stage::TeamVerify);
+    assert_eq!(ids(launches(&fx)), ["critic-first"]);
+    assert_eq!(
+        s.worker("critic-second").unwrap().flow.after,
+        ["critic-first", "w0"]
+    );
+    assert_eq!(
+        finish(&mut s, &mut rt, "critic-first", 0),
+        ["critic-second"]
+    );
+}
