@@ -175,6 +175,16 @@ pub fn render(r: &DoctorReport) -> String {
             ));
         }
     }
+    for h in r
+        .providers
+        .iter()
+        .filter(|h| h.installed && !h.silent_retries.is_empty())
+    {
+        out.push_str(&format!(
+            "silent retries: {} {}\n",
+            h.provider, h.silent_retries
+        ));
+    }
     let agents = r
         .providers
         .iter()

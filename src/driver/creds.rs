@@ -7,13 +7,15 @@ use super::{Driver, Update};
 use crate::domain::RunEvent;
 
 impl Driver {
-    /// True when one of `lines` is a rate-limit line. Only a credential store can rotate
-    /// keys: without one, lines are not scanned.
-    pub(super) fn saw_rate_limit(&self, lines: &[String]) -> bool {
+    /// True when one of `lines` is a rate-limit line of `provider` (its own patterns). Only
+    /// a credential store can rotate keys: without one, lines are not scanned here (the
+    /// `rate-limited` mark reads them in `lines`).
+    pub(super) fn saw_rate_limit(&self, provider: &str, lines: &[String]) -> bool {
+        let patterns = self.rate_limits.get(provider);
         self.creds.is_some()
-            && lines.iter().any(|l| {
-                crate::creds::rate_limit_matches(&crate::launch::strip_ansi(l), &self.rate_limit)
-            })
+            && lines
+                .iter()
+                .any(|l| crate::creds::rate_limit_matches(&crate::launch::strip_ansi(l), patterns))
     }
 
     /// `worker`'s attempt failed after a rate-limit line: move its provider past the key it

@@ -137,7 +137,8 @@ pub struct Driver {
     /// The credential store, when there is one (SPEC §8): a key per launch, rotated when a
     /// worker's output matches the rate-limit patterns.
     creds: Option<crate::creds::Store>,
-    rate_limit: crate::creds::RateLimitPatterns,
+    /// Each provider's own rate-limit patterns (providers/rate_limits.rs).
+    rate_limits: crate::providers::rate_limits::RateLimits,
     /// Credential label of each worker's current attempt.
     credential_labels: HashMap<String, String>,
     /// Workers whose current attempt printed a rate-limit line.
@@ -197,7 +198,7 @@ impl Driver {
             finished: false,
             server_down_reported: false,
             creds: None,
-            rate_limit: crate::creds::RateLimitPatterns::default(),
+            rate_limits: Default::default(),
             credential_labels: HashMap::new(),
             rate_limited: HashSet::new(),
             started: Instant::now(),
@@ -217,6 +218,7 @@ impl Driver {
             Ok(r) => d.registry = r,
             Err(e) => tracing::warn!("providers.toml: {e}; using the built-in providers"),
         }
+        d.rate_limits = crate::providers::rate_limits::RateLimits::of(&d.registry);
         match d.store.read_events() {
             Ok(events) => d.recorded = once::Recorded::from_events(&events),
             Err(e) => tracing::warn!("events.jsonl: {e}; repeated transitions are not left out"),

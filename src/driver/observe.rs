@@ -151,18 +151,21 @@ impl Driver {
             return inputs;
         };
         let news = watch.read_log();
-        if self.saw_rate_limit(&news.lines) {
+        let provider = self.state.worker(&t.worker).map(|w| w.provider.clone());
+        if self.saw_rate_limit(provider.as_deref().unwrap_or_default(), &news.lines) {
             self.rate_limited.insert(t.worker.clone());
         }
-        let provider = self.state.worker(&t.worker).map(|w| w.provider.clone());
-        inputs.extend(self.lines.inputs(
-            &self.registry,
-            provider.as_deref().unwrap_or_default(),
-            (&t.worker, t.attempt),
-            news.grew,
-            &news.lines,
-            &self.rate_limit,
-        ));
+        inputs.extend(
+            self.lines.inputs(
+                &self.registry,
+                provider.as_deref().unwrap_or_default(),
+                (&t.worker, t.attempt),
+                news.grew,
+                &news.lines,
+                self.rate_limits
+                    .get(provider.as_deref().unwrap_or_default()),
+            ),
+        );
         if let Some(q) = news.question {
             inputs.push(Input::Asked {
                 worker: t.worker.clone(),

@@ -57,6 +57,9 @@ pub struct ProviderHealth {
     /// Why: which variable, file or probe output decided the auth state.
     pub auth_detail: String,
     pub install_hint: String,
+    /// How the CLI retries silently, from the provider's `silent_retries` ("" when not).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub silent_retries: String,
 }
 
 impl ProviderHealth {
@@ -111,6 +114,7 @@ pub fn probe(
         auth: AuthState::Unknown,
         auth_detail: String::new(),
         install_hint: spec.install_hint.clone(),
+        silent_retries: spec.silent_retries.clone(),
     };
     match spec.kind {
         ProviderKind::Command => {

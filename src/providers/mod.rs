@@ -14,6 +14,7 @@ pub mod history;
 pub mod launch;
 pub mod output;
 pub mod prompt;
+pub mod rate_limits;
 pub mod run;
 pub mod spec;
 pub mod usable;

@@ -111,6 +111,9 @@ pub struct ProviderSpec {
     /// How the CLI prints its work: `text`, or a structured format the result and usage
     /// are read from (`providers::output`).
     pub output: super::output::OutputFormat,
+    /// How the CLI retries a failing API without printing anything, and what bounds it
+    /// ("" when it does not); doctor shows it.
+    pub silent_retries: String,
     /// Regexes (case-insensitive) over one output line of the CLI's known chatter, dropped
     /// from a result taken from text output (never from `output.log`).
     pub noise_patterns: Vec<String>,

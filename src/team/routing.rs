@@ -305,6 +305,7 @@ mod tests {
             auth,
             auth_detail: "test".into(),
             install_hint: String::new(),
+            silent_retries: String::new(),
         }
     }
 

@@ -173,4 +173,8 @@ fn doctor_warns_about_a_keyless_provider() {
         text.contains("warning: gemini has auth = \"none\": no key is checked"),
         "{text}"
     );
+    assert!(
+        text.contains("silent retries: gemini retries a failing API for up to ~4 min"),
+        "{text}"
+    );
 }

@@ -43,6 +43,7 @@ mod judge_screens;
 mod layers;
 mod lifecycle;
 mod providers_standins;
+mod rate_limit_lines;
 mod real_clis;
 mod shell;
 mod structured_output;

@@ -1,0 +1,55 @@
+//! Each provider's own rate-limit patterns mark a worker `rate-limited`, without a
+//! credential store: claude's `overloaded_error` marks a claude worker, while the same line
+//! from codex (whose patterns do not name it) does not.
+
+use crate::support::run::{crewmux, only_run_dir, team_file};
+use crate::support::standins::{serial, Bin};
+use crate::support::wait::events;
+
+const TEAM: &str = r#"
+name = "limits"
+parallel = 2
+max_fix_rounds = 0
+
+[[worker]]
+id = "claude-w"
+role = "backend-engineer"
+provider = "claude"
+max_attempts = 1
+
+[[worker]]
+id = "codex-w"
+role = "reviewer"
+provider = "codex"
+max_attempts = 1
+"#;
+
+#[test]
+fn a_providers_own_rate_limit_line_marks_its_worker() {
+    let _g = serial();
+    let bin = Bin::new();
+    let line = "echo 'API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}'\nsleep 1\nexit 1";
+    bin.script("claude", line);
+    bin.script("codex", line);
+    let project = tempfile::tempdir().unwrap();
+    let team = team_file(project.path(), "team.toml", TEAM);
+    let out = crewmux()
+        .current_dir(project.path())
+        .env_clear()
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.bin_dir().display()))
+        .env("HOME", bin.home())
+        .env("CREWMUX_CONFIG_DIR", bin.dir.path().join("config"))
+        .env("ANTHROPIC_API_KEY", "k")
+        .env("CODEX_API_KEY", "k")
+        .args(["run", "--no-clarify", "--headless", "--backend", "process"])
+        .args(["--team", team.to_str().unwrap(), "Fix the app"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let marked: Vec<String> = events(&only_run_dir(project.path()))
+        .iter()
+        .filter(|e| e["kind"] == "worker-rate-limited")
+        .map(|e| e["worker"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(marked, vec!["claude-w".to_string()]);
+}
