@@ -11,6 +11,13 @@ pub enum Error {
     /// A state file that cannot be trusted; it is never overwritten.
     #[error("{path}: {reason}")]
     CorruptState { path: PathBuf, reason: String },
+    /// Another program did not answer in time (a stopped tmux server).
+    #[error("{program} did not answer within {secs} s: {hint}")]
+    Timeout {
+        program: String,
+        secs: u64,
+        hint: String,
+    },
     /// Anything else, with context.
     #[error("{0}")]
     Other(String),

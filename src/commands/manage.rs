@@ -33,7 +33,9 @@ pub fn reconcile(store: &RunStore) -> Result<RunState> {
         state.status = RunStatus::Detached;
     }
     let driver = Driver::new(store.clone(), state, backend, DriverOptions::default());
-    driver.observe_only(Duration::from_millis(700))
+    driver.observe_only(Duration::from_millis(700), &mut |n| {
+        eprintln!("crewmux: {n}");
+    })
 }
 
 /// `crewmux status [<run>] [--json]`.
@@ -340,7 +342,7 @@ pub fn cancel(args: CancelArgs) -> Result<i32> {
         ..DriverOptions::default()
     };
     let driver = Driver::new(store.clone(), state, backend, opts);
-    let end = driver.cancel_now(args.worker.clone())?;
+    let end = driver.cancel_now(args.worker.clone(), &mut |n| eprintln!("crewmux: {n}"))?;
     eprintln!(
         "crewmux: run {} {}",
         end.run_id,

@@ -32,8 +32,12 @@ impl Driver {
 
     /// One offline observation of every watched attempt, applied; `Tick` is left out (no
     /// timeouts fire while nobody drives the run).
-    fn observe_offline(&mut self) {
-        let mut sink = |_u: Update| {};
+    fn observe_offline(&mut self, notice: &mut dyn FnMut(String)) {
+        let mut sink = |u: Update| {
+            if let Update::Notice(n) = u {
+                notice(n);
+            }
+        };
         let (inputs, _) = self.observe(&mut sink);
         let inputs: Vec<Input> = inputs
             .into_iter()
@@ -44,14 +48,19 @@ impl Driver {
 
     /// Without driving the run (nothing is launched or killed): observe its attempts for
     /// `span` and record what happened to them; returns the saved state. Used by `status`
-    /// on a run that no process drives.
+    /// on a run that no process drives. `notice` gets what the person should read (a tmux
+    /// server that does not answer), once each.
     ///
     /// Errors: another process drives the run.
-    pub fn observe_only(mut self, span: Duration) -> Result<RunState> {
+    pub fn observe_only(
+        mut self,
+        span: Duration,
+        notice: &mut dyn FnMut(String),
+    ) -> Result<RunState> {
         let _lock = self.begin_offline()?;
         let end = Instant::now() + span;
         loop {
-            self.observe_offline();
+            self.observe_offline(notice);
             if self.watches.is_empty() || Instant::now() >= end {
                 break;
             }
@@ -64,16 +73,21 @@ impl Driver {
     /// Cancel one worker or every worker of a run that no process drives: SIGTERM, the
     /// grace period, SIGKILL, then up to [`CANCEL_SETTLE`] to see the attempts end. The run
     /// is not continued (no new launches); a full cancel ends it `cancelled` once every
-    /// worker is final (the engine's rule, as for a driven run).
+    /// worker is final (the engine's rule, as for a driven run). `notice` as for
+    /// [`Driver::observe_only`].
     ///
     /// Errors: another process drives the run.
-    pub fn cancel_now(mut self, worker: Option<String>) -> Result<RunState> {
+    pub fn cancel_now(
+        mut self,
+        worker: Option<String>,
+        notice: &mut dyn FnMut(String),
+    ) -> Result<RunState> {
         let _lock = self.begin_offline()?;
         let mut sink = |_u: Update| {};
         self.apply(vec![Input::Cancel { worker }], &mut sink);
         let end = Instant::now() + self.opts.grace + CANCEL_SETTLE;
         while !self.watches.is_empty() && !self.rt.kills.is_empty() && Instant::now() < end {
-            self.observe_offline();
+            self.observe_offline(notice);
             self.hard_kills();
             std::thread::sleep(Duration::from_millis(100));
         }

@@ -62,9 +62,7 @@ pub fn settle(
         Liveness::Gone => match recheck() {
             Some((code, source)) => Settled::Exited(code, source),
             None => Settled::Vanished(
-                server_down
-                    .map(|m| format!("tmux server gone: {m}"))
-                    .unwrap_or_else(|| "pane or process gone".into()),
+                server_down.map_or_else(|| "pane or process gone".into(), str::to_string),
             ),
         },
     }
@@ -174,11 +172,11 @@ mod tests {
             &mut None,
             t0,
             none,
-            Some("no server on socket x"),
+            Some("the tmux server on socket x is gone"),
         );
         assert_eq!(
             s,
-            Settled::Vanished("tmux server gone: no server on socket x".into())
+            Settled::Vanished("the tmux server on socket x is gone".into())
         );
     }
 

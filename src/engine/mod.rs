@@ -17,7 +17,7 @@ pub mod stall;
 #[cfg(test)]
 mod stall_tests;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 #[cfg(test)]
 mod tests_resume;
 

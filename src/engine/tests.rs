@@ -12,7 +12,7 @@ pub(super) fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap()
 }
 
-pub(super) fn run(workers: usize, parallel: usize) -> RunState {
+pub(crate) fn run(workers: usize, parallel: usize) -> RunState {
     let workers = (0..workers)
         .map(|i| {
             let mut w = blank_worker(

@@ -6,12 +6,11 @@
     reason = "stdout and stderr are piped just before they are taken"
 )]
 
-use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use tmux_interface::{
-    AttachSession, LoadBuffer, PasteBuffer, SelectWindow, SendKeys, StdIO, Tmux, TmuxCommand,
+    AttachSession, LoadBuffer, PasteBuffer, SelectWindow, SendKeys, Tmux, TmuxCommand,
 };
 
 use crate::error::{Error, Result};
@@ -140,20 +139,14 @@ impl TmuxClient {
     /// Errors: tmux could not start, or exited non-zero (the message is tmux's stderr).
     pub fn run(&self, tmux: Tmux<'_>) -> Result<String> {
         count_call();
-        let out = tmux
-            .socket_name(self.socket.as_str())
-            .stdin(Some(StdIO::Null))
-            .stdout(Some(StdIO::Piped))
-            .stderr(Some(StdIO::Piped))
-            .output()
-            .map_err(|e| Error::Other(format!("tmux -L {}: {e}", self.socket)))?;
-        let ok = out.success();
-        let inner = out.into_inner();
-        if !ok {
-            let err = String::from_utf8_lossy(&inner.stderr).trim().to_string();
+        let cmd = tmux.socket_name(self.socket.as_str()).into_command();
+        let out =
+            super::bounded::output_within(cmd, None, super::bounded::CALL_LIMIT, &self.socket)?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
             return Err(Error::Other(format!("tmux -L {}: {err}", self.socket)));
         }
-        Ok(String::from_utf8_lossy(&inner.stdout).into_owned())
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
     /// True when the server answers and has `session`.
@@ -187,19 +180,14 @@ impl TmuxClient {
     /// (tmux may quote the failing command line).
     pub fn run_script(&self, script: &str, secrets: &[&str]) -> Result<String> {
         count_call();
-        let mut child = Command::new("tmux")
-            .args(["-L", &self.socket, "source-file", "-"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| Error::Other(format!("tmux -L {}: {e}", self.socket)))?;
-        child
-            .stdin
-            .take()
-            .expect("piped")
-            .write_all(script.as_bytes())?;
-        let out = child.wait_with_output()?;
+        let mut cmd = Command::new("tmux");
+        cmd.args(["-L", &self.socket, "source-file", "-"]);
+        let out = super::bounded::output_within(
+            cmd,
+            Some(script.as_bytes()),
+            super::bounded::SCRIPT_LIMIT,
+            &self.socket,
+        )?;
         if !out.status.success() {
             let mut err = String::from_utf8_lossy(&out.stderr).trim().to_string();
             for v in secrets.iter().filter(|v| !v.is_empty()) {
@@ -228,7 +216,7 @@ impl TmuxClient {
             "crewmux-{}",
             &uuid::Uuid::new_v4().simple().to_string()[..8]
         );
-        let mut child = Tmux::new()
+        let cmd = Tmux::new()
             .socket_name(self.socket.as_str())
             .add_command(
                 LoadBuffer::new()
@@ -236,17 +224,13 @@ impl TmuxClient {
                     .path("-")
                     .build(),
             )
-            .stdin(Some(StdIO::Piped))
-            .stdout(Some(StdIO::Null))
-            .stderr(Some(StdIO::Piped))
-            .spawn()
-            .map_err(|e| Error::Other(format!("tmux load-buffer: {e}")))?;
-        child
-            .stdin
-            .take()
-            .expect("piped")
-            .write_all(text.as_bytes())?;
-        let out = child.wait_with_output()?;
+            .into_command();
+        let out = super::bounded::output_within(
+            cmd,
+            Some(text.as_bytes()),
+            super::bounded::CALL_LIMIT,
+            &self.socket,
+        )?;
         if !out.status.success() {
             return Err(Error::Other(format!(
                 "tmux load-buffer: {}",

@@ -2,6 +2,7 @@
 //! one session per run, one window per attempt started with the wrapper as its argv,
 //! `remain-on-exit on`, output streamed by `pipe-pane`, and one batched tmux call per poll.
 
+mod bounded;
 mod client;
 mod panes;
 
@@ -10,8 +11,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use tmux_interface::{
-    CapturePane, DisplayMessage, KillSession, ListPanes, NewSession, PipePane, SetOption, Tmux,
-    TmuxCommand,
+    CapturePane, DisplayMessage, KillSession, ListPanes, ListSessions, NewSession, PipePane,
+    SetOption, Tmux, TmuxCommand,
 };
 
 pub use client::{client_calls, tmux_available, tmux_version, TmuxClient};
@@ -218,17 +219,18 @@ impl Multiplexer for TmuxBackend {
         }
         let out = match self.client.run(tmux) {
             Ok(out) => out,
-            Err(e) => {
-                let msg = e.to_string();
+            Err(e @ Error::Timeout { .. }) => return not_answering(targets, &e),
+            Err(_) => {
                 // No server or no session: every pane is gone. A capture of a pane that has
                 // just been removed also fails; retry the listing alone before deciding.
                 return match self.client.run(Tmux::new().add_command(self.list_panes())) {
                     Ok(out) => self.liveness_from(&out, targets, None, &mut None),
-                    Err(_) => Poll {
+                    Err(e @ Error::Timeout { .. }) => not_answering(targets, &e),
+                    Err(e) => Poll {
                         liveness: vec![Liveness::Gone; targets.len()],
                         screen: None,
                         tails: vec![],
-                        server_down: Some(msg),
+                        server_down: Some(self.why_gone(&e.to_string())),
                     },
                 };
             }
@@ -421,6 +423,26 @@ impl TmuxBackend {
         }
     }
 
+    /// Why the run's panes are gone, for the person: the whole server, or only the run's
+    /// session (killed by hand or by `kill-session`), told apart by asking the server.
+    fn why_gone(&self, error: &str) -> String {
+        let socket = self.client.socket();
+        if self
+            .client
+            .run(Tmux::new().add_command(ListSessions::new().build()))
+            .is_ok()
+        {
+            format!(
+                "the tmux session {} on socket {socket} was killed; its workers are marked crashed",
+                self.session
+            )
+        } else {
+            format!(
+                "the tmux server on socket {socket} is gone ({error}); its workers are marked crashed"
+            )
+        }
+    }
+
     /// Remove the run's session (used by `clean`).
     pub fn kill_session(&self) -> Result<()> {
         self.client
@@ -432,6 +454,25 @@ impl TmuxBackend {
                 ),
             )
             .map(|_| ())
+    }
+}
+
+/// A poll of a server that did not answer in time: a target whose wrapper pid is known is
+/// alive or gone by that pid (so a cancel still sees its attempts end), any other is
+/// `Unknown` and decided at a later poll.
+fn not_answering(targets: &[Target], e: &Error) -> Poll {
+    Poll {
+        liveness: targets
+            .iter()
+            .map(|t| match t.pid {
+                Some(pid) if crate::backend::pid_alive(pid) => Liveness::Alive,
+                Some(_) => Liveness::Gone,
+                None => Liveness::Unknown,
+            })
+            .collect(),
+        screen: None,
+        tails: vec![],
+        server_down: Some(format!("{e}; worker liveness unknown meanwhile")),
     }
 }
 

@@ -47,6 +47,7 @@ mod rate_limit_lines;
 mod real_clis;
 mod shell;
 mod structured_output;
+mod stopped_server;
 mod team_files;
 mod team_run;
 mod waiting;

@@ -1,0 +1,146 @@
+//! A tmux server that does not answer (SIGSTOP) never hangs a command: `status` and
+//! `cancel` on a run nobody drives answer within a few seconds, with one line naming the
+//! socket, and the cancel still ends the workers (by their pids).
+
+use std::time::{Duration, Instant};
+
+use crate::support::*;
+
+const SLEEPERS: &str = r#"
+parallel = 2
+[[worker]]
+id = "one"
+role = "backend-engineer"
+provider = "command"
+max_attempts = 1
+command = ["sleep", "120"]
+
+[[worker]]
+id = "two"
+role = "backend-engineer"
+provider = "command"
+max_attempts = 1
+command = ["sleep", "120"]
+"#;
+
+/// SIGCONT on drop, so the server can be killed whatever the test did.
+struct Stopped(i32);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-CONT", &self.0.to_string()])
+            .status();
+    }
+}
+
+#[test]
+fn status_and_cancel_answer_within_seconds_when_the_tmux_server_is_stopped() {
+    if !tmux_ready("stopped_server") {
+        return;
+    }
+    let server = TmuxServer::new("stopped");
+    let tmp = tempfile::tempdir().unwrap();
+    let t = team_file(tmp.path(), "team.toml", SLEEPERS);
+    let mut child = spawn_crewmux(
+        tmp.path(),
+        &server.socket,
+        &[
+            "run",
+            "--team",
+            t.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--backend",
+            "tmux",
+            "sleep",
+        ],
+    );
+    wait_running(tmp.path(), 2);
+    child.kill().unwrap(); // nobody drives the run now
+    child.wait().unwrap();
+    let pid: i32 = String::from_utf8_lossy(&server.tmux(&["display", "-p", "#{pid}"]).stdout)
+        .trim()
+        .parse()
+        .expect("the server's pid");
+    let id = only_run_dir(tmp.path())
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(std::process::Command::new("kill")
+        .args(["-STOP", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let _cont = Stopped(pid);
+
+    let started = Instant::now();
+    let out = run_crewmux(tmp.path(), &server.socket, &["status", &id]);
+    let took = started.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(took < Duration::from_secs(10), "status took {took:?}");
+    assert!(out.status.success(), "status failed: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains(&server.socket)).collect();
+    assert_eq!(lines.len(), 1, "one line names the socket: {err}");
+    assert!(lines[0].contains("did not answer"), "{err}");
+
+    let started = Instant::now();
+    let out = run_crewmux(tmp.path(), &server.socket, &["cancel", &id, "--grace", "1"]);
+    let took = started.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        took < Duration::from_secs(15),
+        "cancel took {took:?}: {err}"
+    );
+    assert!(out.status.success(), "cancel failed: {err}");
+    let s = read_state_file(tmp.path());
+    assert_eq!(s["status"], "cancelled", "{s}");
+}
+
+fn read_state_file(project: &std::path::Path) -> serde_json::Value {
+    try_state(project).expect("a complete state.json")
+}
+
+#[test]
+fn a_killed_session_is_told_apart_from_a_gone_server() {
+    if !tmux_ready("killed_session") {
+        return;
+    }
+    let server = TmuxServer::new("killsess");
+    let tmp = tempfile::tempdir().unwrap();
+    let t = team_file(tmp.path(), "team.toml", SLEEPERS);
+    let mut child = spawn_crewmux(
+        tmp.path(),
+        &server.socket,
+        &[
+            "run",
+            "--team",
+            t.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--backend",
+            "tmux",
+            "sleep",
+        ],
+    );
+    wait_running(tmp.path(), 2);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run = only_run_dir(tmp.path());
+    let id = run.file_name().unwrap().to_string_lossy().into_owned();
+    // Another session keeps the server up; only the run's session goes.
+    server.tmux(&["new-session", "-d", "-s", "keep"]);
+    server.tmux(&["kill-session", "-t", &format!("=crewmux-{id}")]);
+    let out = run_crewmux(tmp.path(), &server.socket, &["status", &id, "--json"]);
+    let s = summary(&out);
+    let reason = worker(&s, "one")["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        reason.contains("session") && reason.contains("was killed"),
+        "{reason}"
+    );
+    assert!(!reason.contains("server"), "{reason}");
+}
