@@ -151,6 +151,8 @@ pub struct Driver {
     lines: lines::LineSorter,
     /// Launches the engine asked for that wait for the next batch.
     pending_launches: VecDeque<(String, u32)>,
+    /// The roster's live diffstat (runs with worktrees).
+    live_diff: crate::workspace::live::LiveDiff,
     /// What reconciling the saved state with the files found; applied first by every entry
     /// point ([`Driver::run`], [`Driver::observe_only`], [`Driver::cancel_now`], …).
     startup: Vec<Input>,
@@ -205,6 +207,7 @@ impl Driver {
             registry: crate::providers::Registry::builtin(),
             lines: lines::LineSorter::default(),
             pending_launches: VecDeque::new(),
+            live_diff: Default::default(),
             startup: vec![],
             recorded: once::Recorded::default(),
             applied: 0,
@@ -368,6 +371,7 @@ impl Driver {
         turns.last_tick = Instant::now();
         let (inputs, screen) = self.observe(emit);
         let mut changed = self.apply(inputs, emit) > 0;
+        changed |= self.live_diff.tick(&mut self.state, &self.rt.last_output);
         // Launches beyond one batch go out a batch per turn, so exits stay prompt.
         if !self.pending_launches.is_empty() {
             let n = self.pending_launches.len().min(LAUNCH_BATCH);

@@ -14,6 +14,7 @@ pub mod create;
 pub mod git;
 pub mod integrate;
 pub mod judge;
+pub mod live;
 pub mod report;
 pub mod setup;
 pub mod upstream;

@@ -9,6 +9,7 @@ pub mod log;
 pub mod output;
 pub mod overlay;
 pub mod roster;
+mod roster_diff;
 pub mod tabbed;
 
 use chrono::{DateTime, Utc};

@@ -23,6 +23,9 @@ pub fn wanted_height(run: &RunState) -> u16 {
 
 /// Draw the roster in `area`; columns drop from the right edge inwards (note, then role)
 /// as the width shrinks.
+/// Width of the `change` column, cells.
+const DIFF_WIDTH: u16 = 18;
+
 pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     let run = view.run;
     let block = panel(title(run), view.ui.focus == Focus::Roster);
@@ -61,6 +64,12 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
         Constraint::Length(7),
         Constraint::Length(4),
     ]);
+    // With worktrees: each worker's change, `+added −removed · N files`.
+    let with_diff = with_note && run.workspace.is_some();
+    if with_diff {
+        header.push("change");
+        widths.push(Constraint::Length(DIFF_WIDTH));
+    }
     if with_note {
         header.push("note");
         widths.push(Constraint::Fill(1));
@@ -69,7 +78,7 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     let rows = run
         .workers
         .iter()
-        .map(|w| row(w, with_role, with_note, view));
+        .map(|w| row(w, with_role, with_note, with_diff, view));
     let focused = view.ui.focus == Focus::Roster;
     // xterm 237: a dark grey on which every status colour stays readable.
     let highlight = if focused {
@@ -90,7 +99,13 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     frame.render_stateful_widget(table, area, &mut state);
 }
 
-fn row<'a>(w: &'a WorkerState, with_role: bool, with_note: bool, view: &View) -> Row<'a> {
+fn row<'a>(
+    w: &'a WorkerState,
+    with_role: bool,
+    with_note: bool,
+    with_diff: bool,
+    view: &View,
+) -> Row<'a> {
     let style = status_style(w.status);
     let mut cells = vec![Cell::from(w.id.as_str())];
     if with_role {
@@ -139,6 +154,9 @@ fn row<'a>(w: &'a WorkerState, with_role: bool, with_note: bool, view: &View) ->
         Cell::from(elapsed(w.started_at, w.ended_at, view.now)),
         Cell::from(exit),
     ]);
+    if with_diff {
+        cells.push(super::roster_diff::cell(view.run, w));
+    }
     if with_note {
         let note = match w.status {
             WorkerStatus::Waiting => w
