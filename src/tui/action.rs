@@ -60,6 +60,8 @@ pub enum Action {
     PrevTab,
     /// Council tab: go to the worker or file the selected finding names.
     Jump,
+    /// Wrap long output lines, or cut them at the panel's edge.
+    ToggleWrap,
 }
 
 impl Action {
@@ -96,6 +98,7 @@ impl Action {
             Action::NextTab => "next tab",
             Action::PrevTab => "previous tab",
             Action::Jump => "go to what the finding names",
+            Action::ToggleWrap => "wrap long output lines or not",
         }
     }
 
@@ -124,6 +127,7 @@ impl Action {
             Action::SelectTab(_) => "tab",
             Action::NextTab | Action::PrevTab => "tabs",
             Action::Jump => "go to",
+            Action::ToggleWrap => "wrap",
         }
     }
 }
@@ -177,6 +181,7 @@ pub const GLOBAL: &[Binding] = &[
     key(K::Char('4'), "4", A::SelectTab(4), false),
     key(K::Char('5'), "5", A::SelectTab(5), false),
     key(K::Char('6'), "6", A::SelectTab(6), false),
+    key(K::Char('w'), "w", A::ToggleWrap, false),
     key(K::Char('?'), "?", A::ToggleHelp, true),
     key(K::Char('q'), "q", A::Quit, true),
     ctrl('c', "C-c", A::Quit),

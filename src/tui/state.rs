@@ -212,6 +212,8 @@ pub struct UiState {
     pub file: Option<PathBuf>,
     /// Esc with nothing to close leaves the dashboard (opened from the home screen).
     pub esc_leaves: bool,
+    /// Output lines are cut at the panel's edge instead of wrapped (`w` toggles).
+    pub nowrap: bool,
 }
 
 impl Default for UiState {
@@ -235,6 +237,7 @@ impl Default for UiState {
             finding: 0,
             file: None,
             esc_leaves: false,
+            nowrap: false,
         }
     }
 }

@@ -275,3 +275,22 @@ fn a_click_selects_a_worker_a_tab_or_a_panel_and_the_wheel_scrolls() {
     m.handle(mouse(K::ScrollUp, a.roster.x + 5, a.roster.y + 3));
     assert_eq!(m.ui.selected, 1);
 }
+
+#[test]
+fn a_long_output_line_wraps_so_its_end_is_visible_and_w_cuts_it() {
+    let mut m = model();
+    let long = format!("{} ERROR: disk full", "x".repeat(300));
+    m.output = vec![
+        ratatui::text::Line::from("first"),
+        ratatui::text::Line::from(long),
+    ];
+    m.ui.output_len = 2;
+    let shown = format!("{:?}", screen(&m, 120, 40).buffer());
+    assert!(shown.contains("ERROR: disk full"), "{shown}");
+    m.handle(key(KeyCode::Char('w')));
+    assert!(m.ui.nowrap);
+    let shown = format!("{:?}", screen(&m, 120, 40).buffer());
+    assert!(!shown.contains("ERROR: disk full"));
+    m.handle(key(KeyCode::Char('w')));
+    assert!(!m.ui.nowrap);
+}

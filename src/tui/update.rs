@@ -115,6 +115,14 @@ fn apply(ui: &mut UiState, run: &RunState, action: Action) -> Vec<UiEffect> {
         Action::NextTab => show_tab(ui, ui.tab.cycle(true)),
         Action::PrevTab => show_tab(ui, ui.tab.cycle(false)),
         Action::Jump => jump(ui, run),
+        Action::ToggleWrap => {
+            ui.nowrap = !ui.nowrap;
+            ui.notice = Some(if ui.nowrap {
+                "long output lines are cut at the edge (w wraps them)".into()
+            } else {
+                "long output lines wrap (w cuts them)".into()
+            });
+        }
     }
     Vec::new()
 }

@@ -11,7 +11,7 @@ use ansi_to_tui::IntoText;
 use ratatui::layout::{Alignment, Rect};
 use ratatui::style::{Color, Style, Stylize};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 use regex::Regex;
 
@@ -124,6 +124,20 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
         return;
     }
     let end = total - scroll;
+    if !view.ui.nowrap {
+        // Wrapped: the newest lines whose wrapped rows fit, so the end of a long line (an
+        // error at its end) is on screen.
+        let w = (inner.width as usize).max(1);
+        let rows = |l: &Line| l.width().max(1).div_ceil(w);
+        let (mut start, mut used) = (end, 0);
+        while start > 0 && used + rows(&view.output[start - 1]) <= height {
+            start -= 1;
+            used += rows(&view.output[start]);
+        }
+        let p = Paragraph::new(view.output[start..end].to_vec()).wrap(Wrap { trim: false });
+        frame.render_widget(p, inner);
+        return;
+    }
     let start = end.saturating_sub(height);
     for (row, line) in view.output[start..end].iter().enumerate() {
         let line_area = Rect {
