@@ -8,6 +8,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "crewmux", version, about, long_about = None)]
 pub struct Cli {
+    /// On an error, print its whole chain of causes, not one line (`RUST_BACKTRACE=1` does
+    /// too, with a backtrace).
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
     /// Without a command on a terminal: the home screen, the runs of this project.
     #[command(subcommand)]
     pub command: Option<Command>,

@@ -1,14 +1,36 @@
-//! The `crewmux` binary: parse the command line and hand it to the library.
+//! The `crewmux` binary: parse the command line, hand it to the library, and report an
+//! error: one line (`crewmux: <error>: <cause>`) by default; with `-v` or `RUST_BACKTRACE`
+//! set, color-eyre's report with every cause (and the backtrace, under `RUST_BACKTRACE`).
 
 use clap::Parser;
 
 fn main() {
     let cli = crewmux::cli::Cli::parse();
+    let verbose = cli.verbose || std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0");
+    if verbose {
+        // Err: hooks already installed, which cannot happen this early; the report below
+        // then falls back to eyre's plain format.
+        let hooks = color_eyre::config::HookBuilder::default().display_location_section(false);
+        // Colours only on a terminal: a log file or a pipe gets plain text.
+        let hooks = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            hooks
+        } else {
+            hooks.theme(color_eyre::config::Theme::new())
+        };
+        if let Err(e) = hooks.install() {
+            eprintln!("crewmux: error reports stay plain: {e}");
+        }
+    }
     match crewmux::commands::dispatch(cli) {
         Ok(code) => std::process::exit(code),
         Err(err) => {
-            eprintln!("crewmux: {err}");
-            std::process::exit(err.exit_code());
+            let code = err.exit_code();
+            if verbose {
+                eprintln!("crewmux: {:?}", color_eyre::Report::new(err));
+            } else {
+                eprintln!("crewmux: {}", err.one_line());
+            }
+            std::process::exit(code);
         }
     }
 }

@@ -6,7 +6,7 @@
 )]
 
 use crate::cli::DispatchArgs;
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::team::{resolve, ResolveOptions, ResolvedTeam};
 
 /// Run the command; returns the exit code (0 when every worker has a provider).
@@ -17,7 +17,7 @@ use crate::team::{resolve, ResolveOptions, ResolvedTeam};
 pub fn run(args: DispatchArgs) -> Result<i32> {
     let project = match args.common.project.clone() {
         Some(p) => p,
-        None => std::env::current_dir()?,
+        None => std::env::current_dir().on("the current directory")?,
     };
     let mut opts = ResolveOptions::new(args.problem.clone(), project);
     opts.target = args.target.clone();

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::cli::DoctorArgs;
-use crate::error::Result;
+use crate::error::{IoContext, Result};
 use crate::providers::health::{probe_many, probe_tmux};
 use crate::providers::{EnvSnapshot, ProbeOptions, ProviderHealth, Registry, TmuxHealth};
 
@@ -67,7 +67,7 @@ pub fn run(args: DoctorArgs) -> Result<i32> {
     // Like `dispatch` and `run`: the project is the current directory unless given.
     let project = match args.common.project.clone() {
         Some(p) => p,
-        None => std::env::current_dir()?,
+        None => std::env::current_dir().on("the current directory")?,
     };
     let r = report(Some(&project), &EnvSnapshot::current())?;
     if args.json {

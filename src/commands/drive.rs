@@ -6,7 +6,7 @@ use std::sync::mpsc;
 use crate::backend::Multiplexer;
 use crate::domain::{BackendKind, RunState, RunStatus};
 use crate::driver::{Driver, DriverOptions, Update};
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::process::ProcessBackend;
 use crate::store::RunStore;
 use crate::tmux::TmuxBackend;
@@ -57,7 +57,8 @@ pub fn drive_headless(store: RunStore, state: RunState, opts: DriverOptions) -> 
             driver.run(ctl_rx, move |u| {
                 let _ = up_tx.send(u);
             })
-        })?;
+        })
+        .on("cannot start the driver thread")?;
     let mut halted_reported = false;
     for update in up_rx {
         match update {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::cli::{AnswerArgs, AttachArgs, CancelArgs, CleanArgs, StatusArgs};
 use crate::domain::{BackendKind, RunState, RunStatus, WorkerStatus};
 use crate::driver::{Driver, DriverOptions};
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::store::{list_run_ids, InboxCommand, RunStore};
 
 use super::plan::project_dir;
@@ -447,7 +447,7 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
             continue;
         }
         if args.purge {
-            std::fs::remove_dir_all(store.dir())?;
+            std::fs::remove_dir_all(store.dir()).at(store.dir())?;
             eprintln!("crewmux: removed {}", store.dir().display());
         }
     }

@@ -9,7 +9,7 @@ use crate::cli::{BackendArg, RunOptions};
 use crate::domain::{
     BackendKind, ClarificationState, Council, RunState, RunStatus, Stage, SCHEMA_VERSION,
 };
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::store::RunStore;
 use crate::team::ResolvedTeam;
 
@@ -19,7 +19,7 @@ use crate::team::ResolvedTeam;
 pub fn project_dir(arg: Option<&Path>) -> Result<PathBuf> {
     let dir = match arg {
         Some(p) => p.to_path_buf(),
-        None => std::env::current_dir()?,
+        None => std::env::current_dir().on("the current directory")?,
     };
     dir.canonicalize().map_err(|_| {
         Error::Usage(format!(

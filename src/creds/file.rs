@@ -6,7 +6,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 
 /// Mode of the store, its lock and its temp files.
 pub const FILE_MODE: u32 = 0o600;
@@ -82,7 +82,7 @@ pub fn read(store: &Path) -> Result<Option<Vec<u8>>> {
             )))
         }
     };
-    let mode = file.metadata()?.permissions().mode() & 0o777;
+    let mode = file.metadata().at(store)?.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
         return Err(Error::Other(format!(
             "{}: open to other users (mode {mode:o}); run `chmod 600 {}` and check who \

@@ -41,7 +41,7 @@ pub use watch::{Watch, OUTPUT_RING_LINES};
 use crate::backend::Multiplexer;
 use crate::domain::{RunEvent, RunState, RunStatus};
 use crate::engine::{Input, Runtime};
-use crate::error::Result;
+use crate::error::{IoContext, Result};
 use crate::store::RunStore;
 
 /// How the driver behaves.
@@ -314,7 +314,8 @@ impl Driver {
                 // The sender is gone: whoever showed the run quit. A failed send means the
                 // loop ended first, which is what Quit asks for anyway.
                 let _ = forward.send(Wake::Control(Control::Quit));
-            })?;
+            })
+            .on("cannot start the control thread")?;
         let _watcher = observe::exit_file_watcher(&self.store.dir().join("workers"), wake_tx);
         let mut turns = Turns::new(self.opts.tick);
         loop {

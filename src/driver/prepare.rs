@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::backend::SpawnSpec;
 use crate::domain::{RunState, WorkerKind, WorkerState};
-use crate::error::Result;
+use crate::error::{IoContext, Result};
 use crate::launch::{new_nonce, write_wrapper, AttemptPaths, WrapperSpec};
 use crate::providers::{LaunchRequest, Registry};
 
@@ -78,7 +78,7 @@ pub fn prepare(
     max_chars: usize,
     registry: &Registry,
 ) -> Result<Prepared> {
-    std::fs::create_dir_all(&attempt_dir)?;
+    std::fs::create_dir_all(&attempt_dir).at(&attempt_dir)?;
     let paths = AttemptPaths::new(attempt_dir);
     for stale in [&paths.exit, &paths.output] {
         let _ = std::fs::remove_file(stale);
@@ -121,7 +121,7 @@ pub fn prepare(
         },
     )?;
     if !is_tmux {
-        std::fs::write(&paths.output, b"")?;
+        std::fs::write(&paths.output, b"").at(&paths.output)?;
     }
     let mut env = launch.env.clone();
     env.push(("CREWMUX_RUN_ID".into(), state.run_id.clone()));

@@ -141,7 +141,7 @@ pub fn read_exit_file(path: &Path, nonce: &str) -> Result<Option<i32>> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(Error::io(path, e)),
     };
     let rec: ExitRecord = serde_json::from_slice(&bytes).map_err(|e| Error::CorruptState {
         path: path.to_path_buf(),

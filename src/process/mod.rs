@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 
 use crate::backend::{pid_alive, Liveness, Multiplexer, Poll, SpawnSpec, Spawned, Target};
 use crate::domain::BackendKind;
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 
 /// Children by (worker, attempt). Attempts started by an earlier crewmux process are not
 /// children; they are watched by pid.
@@ -74,12 +74,13 @@ impl Multiplexer for ProcessBackend {
         let log = OpenOptions::new()
             .create(true)
             .append(true)
-            .open(&spec.log)?;
+            .open(&spec.log)
+            .at(&spec.log)?;
         let mut cmd = Command::new("sh");
         cmd.arg(&spec.launch)
             .current_dir(&spec.cwd)
             .stdin(Stdio::piped())
-            .stdout(log.try_clone()?)
+            .stdout(log.try_clone().at(&spec.log)?)
             .stderr(log)
             .process_group(0);
         for (k, v) in spec.env.iter().chain(spec.secret_env.iter()) {
@@ -171,9 +172,10 @@ impl Multiplexer for ProcessBackend {
             .stdin
             .as_mut()
             .ok_or_else(|| Error::Other(format!("{}: stdin is closed", target.worker)))?;
-        stdin.write_all(text.as_bytes())?;
-        stdin.write_all(b"\n")?;
-        stdin.flush()?;
+        let what = format!("the stdin of {}", target.worker);
+        stdin.write_all(text.as_bytes()).on(&what)?;
+        stdin.write_all(b"\n").on(&what)?;
+        stdin.flush().on(&what)?;
         Ok(())
     }
 

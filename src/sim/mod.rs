@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 
 pub use crate::domain::clarification::ASK_PREFIX;
 pub use script::{Behaviour, ProjectFacts};
@@ -174,7 +174,7 @@ fn write_result(path: &Path, b: &Behaviour, prompt: &str, answer: Option<&str>) 
     let facts = ProjectFacts::scan(&std::env::current_dir().unwrap_or_default());
     let body = script::result_markdown(b, prompt, answer, &facts);
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        std::fs::create_dir_all(dir).at(dir)?;
     }
     crate::store::write_atomic(path, body.as_bytes())
 }

@@ -5,7 +5,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 
-use crate::error::Result;
+use crate::error::{IoContext, Result};
 
 /// Replace `path` with `bytes` so that a reader sees either the old or the new content,
 /// never a mix, even if this process dies mid-write.
@@ -21,10 +21,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         uuid::Uuid::new_v4().simple()
     ));
     let result = (|| -> Result<()> {
-        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)?;
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .at(&tmp)?;
+        file.write_all(bytes).at(&tmp)?;
+        file.sync_all().at(&tmp)?;
+        fs::rename(&tmp, path).at(path)?;
         if let Ok(d) = File::open(dir) {
             let _ = d.sync_all();
         }
@@ -47,9 +51,12 @@ pub fn write_replace(path: &Path, bytes: &[u8]) -> Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = fs::write(&tmp, bytes).and_then(|_| fs::rename(&tmp, path));
+    let result = fs::write(&tmp, bytes)
+        .at(&tmp)
+        .and_then(|()| fs::rename(&tmp, path).at(path));
     if result.is_err() {
+        // Best effort: the temp file is named after this process and is never read.
         let _ = fs::remove_file(&tmp);
     }
-    Ok(result?)
+    result
 }

@@ -18,7 +18,7 @@ use serde::Serialize;
 pub use atomic::{write_atomic, write_replace};
 
 use crate::domain::{RunEvent, RunState, SCHEMA_VERSION};
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 
 /// `<project>/.crewmux/runs`.
 pub fn runs_root(project: &Path) -> PathBuf {
@@ -47,7 +47,7 @@ impl RunStore {
                 dir.display()
             )));
         }
-        fs::create_dir_all(dir.join("workers"))?;
+        fs::create_dir_all(dir.join("workers")).at(dir.join("workers"))?;
         Ok(RunStore { dir })
     }
 
@@ -130,8 +130,9 @@ impl RunStore {
             .create(true)
             .truncate(false)
             .write(true)
-            .open(self.dir.join(".lock"))?;
-        file.lock_exclusive()?;
+            .open(self.dir.join(".lock"))
+            .at(self.dir.join(".lock"))?;
+        file.lock_exclusive().at(self.dir.join(".lock"))?;
         Ok(RunLock { _file: file })
     }
 
@@ -181,11 +182,13 @@ impl RunStore {
     pub fn append_event(&self, event: &RunEvent) -> Result<()> {
         let mut line = serde_json::to_vec(event).map_err(|e| Error::Other(e.to_string()))?;
         line.push(b'\n');
+        let path = self.events_path();
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
-            .open(self.events_path())?;
-        file.write_all(&line)?;
+            .open(&path)
+            .at(&path)?;
+        file.write_all(&line).at(&path)?;
         Ok(())
     }
 
@@ -195,7 +198,7 @@ impl RunStore {
         let text = match fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(Error::io(path, e)),
         };
         text.lines()
             .enumerate()
@@ -216,12 +219,12 @@ pub fn list_run_ids(project: &Path) -> Result<Vec<String>> {
     let entries = match fs::read_dir(&root) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(Error::io(&root, e)),
     };
     let mut ids = vec![];
     for entry in entries {
-        let entry = entry?;
-        if entry.file_type()?.is_dir() {
+        let entry = entry.at(&root)?;
+        if entry.file_type().at(entry.path())?.is_dir() {
             ids.push(entry.file_name().to_string_lossy().into_owned());
         }
     }
@@ -289,12 +292,13 @@ impl RunStore {
             .create(true)
             .truncate(false)
             .write(true)
-            .open(self.dir.join("driver.lock"))?;
+            .open(self.dir.join("driver.lock"))
+            .at(self.dir.join("driver.lock"))?;
         match file.try_lock_exclusive() {
             Ok(true) => Ok(Some(DriverLock { _file: file })),
             Ok(false) => Ok(None),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
-            Err(e) => Err(e.into()),
+            Err(e) => Err(Error::io(self.dir.join("driver.lock"), e)),
         }
     }
 
@@ -311,19 +315,21 @@ impl RunStore {
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
-            .open(self.dir.join("inbox.jsonl"))?;
-        file.write_all(&line)?;
-        file.sync_all()?;
+            .open(self.dir.join("inbox.jsonl"))
+            .at(self.dir.join("inbox.jsonl"))?;
+        file.write_all(&line).at(self.dir.join("inbox.jsonl"))?;
+        file.sync_all().at(self.dir.join("inbox.jsonl"))?;
         Ok(())
     }
 
     /// Commands appended since byte `offset`; returns them and the new offset. A partial
     /// last line is left for the next read; a line that does not parse is skipped.
     pub fn read_commands(&self, offset: u64) -> Result<(Vec<InboxCommand>, u64)> {
-        let bytes = match fs::read(self.dir.join("inbox.jsonl")) {
+        let path = self.dir.join("inbox.jsonl");
+        let bytes = match fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((vec![], offset)),
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(Error::io(path, e)),
         };
         let start = (offset as usize).min(bytes.len());
         let chunk = &bytes[start..];

@@ -47,7 +47,10 @@ pub fn output_within(
     }
     let out = child.stdout.take().map(reader);
     let err = child.stderr.take().map(reader);
-    let status = match child.wait_timeout(limit)? {
+    let status = match child
+        .wait_timeout(limit)
+        .map_err(|e| Error::system(format!("waiting for tmux -L {socket}"), e))?
+    {
         Some(status) => status,
         None => {
             // Killing our own client is all we can do; it may have ended meanwhile.

@@ -56,6 +56,21 @@ pub fn command_line(cmd: TmuxCommand<'_>, env: &[(String, String)]) -> Result<St
     Ok(line.join(" "))
 }
 
+/// The arguments of a tmux invocation after `tmux` itself, for an error.
+fn tmux_args(tmux: &Tmux<'_>) -> Vec<String> {
+    let mut args: Vec<String> = tmux
+        .clone()
+        .build()
+        .to_vec()
+        .into_iter()
+        .map(std::borrow::Cow::into_owned)
+        .collect();
+    if args.first().is_some_and(|a| a == "tmux") {
+        args.remove(0);
+    }
+    args
+}
+
 /// A tmux server on a private socket.
 #[derive(Debug, Clone)]
 pub struct TmuxClient {
@@ -139,12 +154,16 @@ impl TmuxClient {
     /// Errors: tmux could not start, or exited non-zero (the message is tmux's stderr).
     pub fn run(&self, tmux: Tmux<'_>) -> Result<String> {
         count_call();
-        let cmd = tmux.socket_name(self.socket.as_str()).into_command();
+        let tmux = tmux.socket_name(self.socket.as_str());
+        let args = tmux_args(&tmux);
+        let cmd = tmux.into_command();
         let out =
             super::bounded::output_within(cmd, None, super::bounded::CALL_LIMIT, &self.socket)?;
         if !out.status.success() {
-            let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
-            return Err(Error::Other(format!("tmux -L {}: {err}", self.socket)));
+            return Err(Error::Tmux {
+                args,
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
@@ -193,7 +212,12 @@ impl TmuxClient {
             for v in secrets.iter().filter(|v| !v.is_empty()) {
                 err = err.replace(v, "<redacted>");
             }
-            return Err(Error::Other(format!("tmux -L {}: {err}", self.socket)));
+            return Err(Error::Tmux {
+                args: ["-L", &self.socket, "source-file", "-"]
+                    .map(String::from)
+                    .to_vec(),
+                stderr: err,
+            });
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
@@ -232,10 +256,12 @@ impl TmuxClient {
             &self.socket,
         )?;
         if !out.status.success() {
-            return Err(Error::Other(format!(
-                "tmux load-buffer: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
+            return Err(Error::Tmux {
+                args: ["-L", &self.socket, "load-buffer", "-b", &buffer, "-"]
+                    .map(String::from)
+                    .to_vec(),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
         }
         self.run(
             Tmux::new().add_command(

@@ -18,7 +18,7 @@ use super::update::UiEffect;
 use crate::backend::{Multiplexer, Target};
 use crate::domain::{BackendKind, RunState};
 use crate::driver::{Control, Driver};
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::store::RunStore;
 
 /// Events of `events.jsonl` replayed into the log panel when the dashboard opens.
@@ -51,7 +51,8 @@ pub struct Outcome {
 pub fn run(store: RunStore, driver: Driver, viewer: Box<dyn Multiplexer>) -> Result<Outcome> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()?;
+        .build()
+        .on("cannot start the dashboard's runtime")?;
     rt.block_on(run_async(store, driver, viewer))
 }
 
@@ -71,7 +72,8 @@ async fn run_async(
                 // Err: the dashboard has left; the driver is being told to stop.
                 let _ = dtx.send(Msg::Driver(u));
             })
-        })?;
+        })
+        .on("cannot start the driver thread")?;
     super::terminal::forward_signals(tx.clone())?;
     spawn_clock(tx.clone());
     replay_history(&store);
@@ -128,7 +130,7 @@ async fn event_loop(
             },
             ev = next_event(&mut input) => match ev {
                 Some(Ok(ev)) => Msg::Term(ev),
-                Some(Err(e)) => return Err(e.into()),
+                Some(Err(e)) => return Err(Error::system("reading the terminal", e)),
                 // The terminal closed its input: leave as after a hang-up.
                 None => Msg::Signal("SIGHUP"),
             },
@@ -242,7 +244,10 @@ fn draw(guard: &mut TerminalGuard, model: &Model) -> Result<()> {
         attach_hint: model.run.backend == BackendKind::Tmux,
         doc: model.doc.as_ref(),
     };
-    guard.terminal.draw(|f| super::draw(f, &view))?;
+    guard
+        .terminal
+        .draw(|f| super::draw(f, &view))
+        .on("drawing the dashboard")?;
     Ok(())
 }
 

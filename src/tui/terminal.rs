@@ -20,7 +20,7 @@ use crossterm::terminal::{
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
-use crate::error::Result;
+use crate::error::{IoContext, Result};
 
 /// The dashboard's terminal type.
 pub type Term = Terminal<CrosstermBackend<Stdout>>;
@@ -77,15 +77,16 @@ impl TerminalGuard {
 /// every cell. (ratatui's `Terminal::clear` asks the terminal for the cursor position, which
 /// must not happen while crossterm's event stream may still own the input.)
 fn take() -> Result<Term> {
-    enable_raw_mode()?;
+    enable_raw_mode().on("cannot put the terminal in raw mode")?;
     execute!(
         std::io::stdout(),
         EnterAlternateScreen,
         Clear(ClearType::All),
         EnableBracketedPaste,
         EnableMouseCapture
-    )?;
-    Ok(Terminal::new(CrosstermBackend::new(std::io::stdout()))?)
+    )
+    .on("cannot set up the terminal")?;
+    Terminal::new(CrosstermBackend::new(std::io::stdout())).on("cannot set up the terminal")
 }
 
 impl Drop for TerminalGuard {
@@ -129,7 +130,7 @@ pub fn forward_signals(tx: tokio::sync::mpsc::UnboundedSender<super::model::Msg>
         ("SIGQUIT", SignalKind::quit()),
     ];
     for (name, kind) in kinds {
-        let mut s = signal(kind)?;
+        let mut s = signal(kind).on(&format!("cannot handle {name}"))?;
         let tx = tx.clone();
         tokio::spawn(async move {
             while s.recv().await.is_some() {

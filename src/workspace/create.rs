@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::git::Git;
 use crate::domain::{RunWorkspace, WorkerWorkspace, WorkspaceMode, WorkspaceSpec};
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 
 /// What the user asked for on the command line.
 #[derive(Debug, Clone, Default)]
@@ -206,7 +206,7 @@ pub fn create(plan: &Plan, project: &Path, run_id: &str) -> Result<RunWorkspace>
         plan.base.clone()
     };
     let root = worktrees_root(project, run_id);
-    std::fs::create_dir_all(&root)?;
+    std::fs::create_dir_all(&root).at(&root)?;
     let mut ws = RunWorkspace {
         repo: plan.repo.clone(),
         prefix: plan.prefix.clone(),
@@ -279,7 +279,7 @@ fn ensure_excluded(git: &Git) -> Result<()> {
         return Ok(());
     }
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        std::fs::create_dir_all(dir).at(dir)?;
     }
     let mut new = text;
     if !new.is_empty() && !new.ends_with('\n') {
@@ -292,7 +292,7 @@ fn ensure_excluded(git: &Git) -> Result<()> {
 /// A commit of the working tree as it is (tracked changes and untracked, not ignored files)
 /// on top of `head`, made through a temporary index so the user's index is never written.
 fn snapshot_uncommitted(git: &Git, head: &str) -> Result<String> {
-    let tmp = tempfile::tempdir()?;
+    let tmp = tempfile::tempdir().on("cannot make a temporary directory")?;
     let index = tmp.path().join("index");
     let g = git
         .clone()
@@ -339,18 +339,18 @@ pub(crate) fn copy_seeds(project: &Path, ws: &RunWorkspace, top: &Path) -> Resul
     Ok(())
 }
 
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     if from.is_dir() {
-        std::fs::create_dir_all(to)?;
-        for e in std::fs::read_dir(from)? {
-            let e = e?;
+        std::fs::create_dir_all(to).at(to)?;
+        for e in std::fs::read_dir(from).at(from)? {
+            let e = e.at(from)?;
             copy_tree(&e.path(), &to.join(e.file_name()))?;
         }
         Ok(())
     } else {
         if let Some(dir) = to.parent() {
-            std::fs::create_dir_all(dir)?;
+            std::fs::create_dir_all(dir).at(dir)?;
         }
-        std::fs::copy(from, to).map(|_| ())
+        std::fs::copy(from, to).at(to).map(|_| ())
     }
 }

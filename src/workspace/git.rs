@@ -106,17 +106,24 @@ impl Git {
             let _ = err.read_to_end(&mut buf);
             buf
         });
-        let status = match child.wait_timeout(self.timeout)? {
+        let program = || format!("git {} (in {})", args.join(" "), self.dir.display());
+        let status = match child
+            .wait_timeout(self.timeout)
+            .map_err(|e| Error::Command {
+                program: program(),
+                message: e.to_string(),
+            })? {
             Some(s) => s,
             None => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(Error::Other(format!(
-                    "git {} in {} did not finish within {} s and was stopped",
-                    args.join(" "),
-                    self.dir.display(),
-                    self.timeout.as_secs()
-                )));
+                return Err(Error::Command {
+                    program: program(),
+                    message: format!(
+                        "did not finish within {} s and was stopped",
+                        self.timeout.as_secs()
+                    ),
+                });
             }
         };
         let stdout = String::from_utf8_lossy(&out_reader.join().unwrap_or_default()).into_owned();
@@ -135,12 +142,10 @@ impl Git {
         if out.ok() {
             Ok(out.stdout)
         } else {
-            Err(Error::Other(format!(
-                "git {} failed (exit {}): {}",
-                args.join(" "),
-                out.code,
-                first_lines(&out.stderr, 3)
-            )))
+            Err(Error::Command {
+                program: format!("git {}", args.join(" ")),
+                message: format!("exit {}: {}", out.code, first_lines(&out.stderr, 3)),
+            })
         }
     }
 

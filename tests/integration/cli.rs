@@ -117,3 +117,27 @@ fn answering_without_a_question_or_a_waiting_worker_is_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(err_line(&out).contains("not waiting"));
 }
+
+#[test]
+fn an_io_error_names_its_path_on_one_line_and_v_shows_the_cause() {
+    let tmp = tempfile::tempdir().unwrap();
+    // `.crewmux/runs` is a file, so listing the runs fails with ENOTDIR.
+    std::fs::create_dir_all(tmp.path().join(".crewmux")).unwrap();
+    let runs = tmp.path().join(".crewmux/runs");
+    std::fs::write(&runs, "not a directory").unwrap();
+    let args = ["status", "--project", tmp.path().to_str().unwrap()];
+    let out = crewmux().args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        err_line(&out),
+        format!("crewmux: {}: Not a directory (os error 20)", runs.display())
+    );
+    let out = crewmux().arg("-v").args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        err.lines().count() > 1 && err.contains(&runs.display().to_string()),
+        "{err}"
+    );
+    assert!(err.contains("Not a directory (os error 20)"), "{err}");
+}

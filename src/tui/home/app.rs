@@ -7,7 +7,7 @@ use crossterm::event::{Event, EventStream};
 use futures_util::StreamExt;
 
 use super::{Home, HomeExit};
-use crate::error::Result;
+use crate::error::{Error, IoContext, Result};
 use crate::tui::model::Msg;
 use crate::tui::terminal::TerminalGuard;
 
@@ -21,7 +21,8 @@ pub const REFRESH: Duration = Duration::from_secs(2);
 pub fn run(home: &mut Home, refresh: &dyn Fn(&mut Home)) -> Result<HomeExit> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()?;
+        .build()
+        .on("cannot start the home screen's runtime")?;
     rt.block_on(async {
         let (tx, mut signals) = tokio::sync::mpsc::unbounded_channel::<Msg>();
         crate::tui::terminal::forward_signals(tx)?;
@@ -30,7 +31,10 @@ pub fn run(home: &mut Home, refresh: &dyn Fn(&mut Home)) -> Result<HomeExit> {
         let mut tick = tokio::time::interval(REFRESH);
         loop {
             let now = chrono::Utc::now();
-            guard.terminal.draw(|f| super::view::draw(f, home, now))?;
+            guard
+                .terminal
+                .draw(|f| super::view::draw(f, home, now))
+                .on("drawing the home screen")?;
             tokio::select! {
                 ev = input.next() => match ev {
                     Some(Ok(Event::Key(k))) => {
@@ -40,7 +44,7 @@ pub fn run(home: &mut Home, refresh: &dyn Fn(&mut Home)) -> Result<HomeExit> {
                     }
                     Some(Ok(Event::Paste(text))) => home.paste(&text),
                     Some(Ok(_)) => {}
-                    Some(Err(e)) => return Err(e.into()),
+                    Some(Err(e)) => return Err(Error::system("reading the terminal", e)),
                     None => return Ok(HomeExit::Quit),
                 },
                 _ = tick.tick() => {

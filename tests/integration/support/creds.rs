@@ -35,7 +35,9 @@ impl Env {
 
     pub fn cmd_with_pass(&self, args: &[&str], pass: &str) -> Command {
         let mut cmd = Command::cargo_bin("crewmux").unwrap();
-        cmd.arg("creds")
+        // One-line errors: RUST_BACKTRACE would turn them into full reports.
+        cmd.env_remove("RUST_BACKTRACE")
+            .arg("creds")
             .args(args)
             .env("CREWMUX_CONFIG_DIR", self.config())
             .env("CREWMUX_CREDENTIAL_PASSPHRASE", pass)

@@ -4,9 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The crewmux binary built for the tests.
+/// The crewmux binary built for the tests. `RUST_BACKTRACE` is removed: it turns crewmux's
+/// one-line errors into full reports, and the tests read the one-line form.
 pub fn crewmux() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_crewmux"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_crewmux"));
+    c.env_remove("RUST_BACKTRACE");
+    c
 }
 
 /// How long one crewmux command of a test may run before the test kills it and fails.
