@@ -69,7 +69,7 @@ pub fn drive_headless(store: RunStore, state: RunState, opts: DriverOptions) -> 
                     .map(|w| format!("{w}#{} ", e.attempt.unwrap_or(0)))
                     .unwrap_or_default();
                 eprintln!("[{}] {who}{}: {}", hhmmss(), e.kind, e.message);
-                if e.kind == "worker-waiting" {
+                if e.kind == crate::domain::EventKind::WorkerWaiting {
                     if let Some(w) = &e.worker {
                         eprintln!(
                             "[{}] answer with: crewmux answer {run_id} --worker {w} \"<text>\"",

@@ -3,6 +3,7 @@
 
 pub mod clarification;
 pub mod council;
+pub mod event;
 pub mod exit;
 pub mod flow;
 pub mod run;
@@ -13,6 +14,7 @@ pub mod workspace;
 
 pub use clarification::{ClarificationGate, ClarificationState};
 pub use council::{council_status, Council, CouncilStatus, CriticVerdict, Verdict};
+pub use event::EventKind;
 pub use exit::{ExitKind, ExitMeaning, Fallback, RunRouting};
 pub use flow::{FlowState, UpstreamPolicy};
 pub use run::{BackendKind, RunEvent, RunState, RunStatus, SCHEMA_VERSION};

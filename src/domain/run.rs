@@ -136,7 +136,7 @@ impl RunState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunEvent {
     pub ts: DateTime<Utc>,
-    pub kind: String,
+    pub kind: super::EventKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -149,11 +149,11 @@ impl Driver {
         emit: &mut impl FnMut(Update),
     ) {
         if !self.recorded.first_time(&e) {
-            if e.kind != "worker-started" {
+            if e.kind != crate::domain::EventKind::WorkerStarted {
                 tracing::debug!("already in the log: {} {:?}", e.kind, e.worker);
                 return;
             }
-            e.kind = "worker-relaunched".into();
+            e.kind = crate::domain::EventKind::WorkerRelaunched;
         }
         if let Err(err) = self.store.append_event(&e) {
             emit(Update::Notice(format!("could not append an event: {err}")));

@@ -43,7 +43,7 @@ impl Driver {
         };
         let event = RunEvent {
             ts: Utc::now(),
-            kind: "credential-rotated".into(),
+            kind: crate::domain::EventKind::CredentialRotated,
             worker: Some(worker.to_string()),
             attempt: Some(attempt),
             source: "engine".into(),

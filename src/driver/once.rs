@@ -59,7 +59,7 @@ impl Recorded {
                     self.answers.get(&who).copied().unwrap_or(0),
                     e.message
                 ),
-                "run-done" | "run-failed" | "run-cancelled" => e.kind.clone(),
+                "run-done" | "run-failed" | "run-cancelled" => e.kind.to_string(),
                 "stage-changed" => format!("{} {}", e.kind, e.message),
                 _ => return true,
             }

@@ -223,7 +223,10 @@ fn the_scripted_run_finishes_with_a_retry_a_question_and_a_fix_round() {
     assert_eq!(state.clarification.worker_answers.len(), 1);
     let events = store.read_events().unwrap();
     assert_events_once(&events, "clean run");
-    let waits = events.iter().filter(|e| e.kind == "worker-waiting").count();
+    let waits = events
+        .iter()
+        .filter(|e| e.kind == crate::domain::EventKind::WorkerWaiting)
+        .count();
     assert_eq!(waits, 1, "one question, one waiting event");
 }
 

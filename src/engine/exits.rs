@@ -5,7 +5,7 @@
 //! move too), and when there is none the worker ends with a reason that says what to do.
 
 use super::{Effects, Runtime};
-use crate::domain::{Fallback, RunState, WorkerStatus};
+use crate::domain::{EventKind, Fallback, RunState, WorkerStatus};
 
 /// The reason of `id`'s attempt that exited `code` (not 0). For a declared code: mark the
 /// provider failed for this run, move this worker (when attempts remain) and the pending
@@ -73,7 +73,7 @@ fn switch(state: &mut RunState, id: &str, to: &Fallback, why: &str, fx: &mut Eff
     w.model = to.model.clone();
     let attempt = w.attempt;
     fx.event(
-        "provider-switched",
+        EventKind::ProviderSwitched,
         Some((id, attempt)),
         "engine",
         format!("{from} → {}: {why}", to.provider),

@@ -37,7 +37,7 @@ fn gemini_run(with_fallback: bool) -> RunState {
 fn events(fx: &[Effect], kind: &str) -> Vec<String> {
     fx.iter()
         .filter_map(|e| match e {
-            Effect::Event(ev) if ev.kind == kind => Some(ev.message.clone()),
+            Effect::Event(ev) if ev.kind.as_str() == kind => Some(ev.message.clone()),
             _ => None,
         })
         .collect()

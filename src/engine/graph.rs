@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 
 use super::Effects;
+use crate::domain::EventKind;
 use crate::domain::{RunState, UpstreamPolicy, WorkerState, WorkerStatus};
 
 /// Where a pending worker stands.
@@ -101,7 +102,12 @@ pub(super) fn launchable(state: &mut RunState, fx: &mut Effects) -> Vec<usize> {
             w.reason = Some(reason.clone());
             w.ended_at = Some(fx.now);
             w.flow.retry_at = None;
-            fx.event("worker-skipped", Some((&w.id, w.attempt)), "engine", reason);
+            fx.event(
+                EventKind::WorkerSkipped,
+                Some((&w.id, w.attempt)),
+                "engine",
+                reason,
+            );
         }
     }
     let mut ready: Vec<usize> = state

@@ -5,6 +5,7 @@ use chrono::Duration;
 
 use super::tests::{exited, launched, launches, run, t0};
 use super::*;
+use crate::domain::EventKind;
 use crate::domain::*;
 
 /// `n` workers w0..; `edges` (worker, its upstreams).
@@ -80,7 +81,7 @@ fn a_failed_upstream_skips_its_downstream_chain_without_retry() {
     let events: Vec<&str> = fx
         .iter()
         .filter_map(|e| match e {
-            Effect::Event(ev) if ev.kind == "worker-skipped" => ev.worker.as_deref(),
+            Effect::Event(ev) if ev.kind == EventKind::WorkerSkipped => ev.worker.as_deref(),
             _ => None,
         })
         .collect();

@@ -5,6 +5,7 @@
 //! the council is `blocked` with `merge conflict in <files> between <a> and <b>`.
 
 use super::{Effect, Effects, Runtime};
+use crate::domain::EventKind;
 use crate::domain::{
     Council, CouncilStatus, CriticVerdict, MergeConflict, RunState, Verdict, WorkerKind,
 };
@@ -74,7 +75,7 @@ pub(super) fn on_outcome(
                 ws.integrated_round = Some(state.fix_round);
             }
             fx.event(
-                "integrated",
+                EventKind::Integrated,
                 None,
                 "engine",
                 if merged.is_empty() {
@@ -86,7 +87,7 @@ pub(super) fn on_outcome(
             return true;
         }
         IntegrationOutcome::Failed(msg) => {
-            fx.event("integration-failed", None, "engine", msg.clone());
+            fx.event(EventKind::IntegrationFailed, None, "engine", msg.clone());
             format!("integration failed: {msg}")
         }
         IntegrationOutcome::Conflict { conflict, task } => {
@@ -96,7 +97,7 @@ pub(super) fn on_outcome(
                 conflict.ours,
                 conflict.theirs
             );
-            fx.event("merge-conflict", None, "engine", finding.clone());
+            fx.event(EventKind::MergeConflict, None, "engine", finding.clone());
             let id = format!("merge-fixer-{}", conflict.theirs);
             let tried = state.worker(&id).is_some();
             match fixer_agent(state) {
@@ -135,7 +136,7 @@ pub(super) fn on_outcome(
         }],
         round: Some(state.fix_round),
     };
-    fx.event("council", None, "engine", council.status.as_str());
+    fx.event(EventKind::Council, None, "engine", council.status.as_str());
     state.council_history.push(council.clone());
     state.council = council;
     fx.push(Effect::WriteReport);

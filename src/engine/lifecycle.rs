@@ -1,6 +1,7 @@
 //! Worker lifecycle: launches, exits, crashes, questions, timeouts, cancel and retries.
 
 use super::{Effect, Effects, Input, KillReason, Runtime};
+use crate::domain::EventKind;
 use crate::domain::{DispatchRecord, ExitSource, RunState, WorkerState, WorkerStatus};
 
 /// Apply an input that concerns one worker's attempt. Inputs for an attempt that is not
@@ -63,7 +64,7 @@ pub(super) fn on_worker_input(
                 credential_label,
             });
             fx.event(
-                "worker-started",
+                EventKind::WorkerStarted,
                 Some((&worker, attempt)),
                 "engine",
                 format!("attempt {attempt} running in {where_}{label_note}"),
@@ -203,7 +204,7 @@ pub(super) fn on_worker_input(
                 w.status = WorkerStatus::Running;
                 w.question = None;
                 fx.event(
-                    "worker-resumed",
+                    EventKind::WorkerResumed,
                     Some((&worker, attempt)),
                     "engine",
                     "output moved after the answer",
@@ -230,7 +231,7 @@ pub(super) fn on_worker_input(
             w.question = Some(question.clone());
             rt.answered.remove(&worker);
             fx.event(
-                "worker-waiting",
+                EventKind::WorkerWaiting,
                 Some((&worker, attempt)),
                 "engine",
                 question.clone(),
@@ -249,7 +250,7 @@ pub(super) fn on_worker_input(
                 // Already answered; it has not moved yet. A second paste would be typed
                 // into whatever the agent shows next.
                 fx.event(
-                    "answer-ignored",
+                    EventKind::AnswerIgnored,
                     Some((&worker, attempt)),
                     "user",
                     "already answered; waiting for the worker to go on",
@@ -267,7 +268,7 @@ pub(super) fn on_worker_input(
                 });
             rt.answered.insert(worker.clone(), fx.now);
             fx.event(
-                "worker-answered",
+                EventKind::WorkerAnswered,
                 Some((&worker, attempt)),
                 "user",
                 format!("answer of {} bytes pasted", text.len()),
@@ -351,7 +352,7 @@ fn finish(
         .unwrap_or_default();
     update_dispatch(state, id, attempt, status, exit, &reason, now);
     fx.event(
-        &format!("worker-{}", status.as_str()),
+        EventKind::worker_ended(status),
         Some((id, attempt)),
         source,
         format!(
@@ -377,7 +378,7 @@ fn finish(
         }
         let wait = wait.map(|s| format!(" in {s}s")).unwrap_or_default();
         fx.event(
-            "worker-retry-scheduled",
+            EventKind::WorkerRetryScheduled,
             Some((id, attempt)),
             "engine",
             format!(
@@ -449,7 +450,7 @@ pub(super) fn check_timeouts(state: &mut RunState, rt: &mut Runtime, fx: &mut Ef
         };
         rt.kills.insert(w.id.clone(), (reason, fx.now));
         fx.event(
-            "worker-timeout",
+            EventKind::WorkerTimeout,
             Some((&w.id, w.attempt)),
             "timer",
             match reason {
@@ -481,7 +482,7 @@ pub(super) fn cancel(state: &mut RunState, rt: &mut Runtime, only: Option<&str>,
                 w.reason = Some("cancelled before it started".into());
                 w.ended_at = Some(now);
                 fx.event(
-                    "worker-cancelled",
+                    EventKind::WorkerCancelled,
                     Some((&w.id, w.attempt)),
                     "user",
                     "cancelled before it started",
@@ -495,7 +496,7 @@ pub(super) fn cancel(state: &mut RunState, rt: &mut Runtime, only: Option<&str>,
                     reason: KillReason::Cancel,
                 });
                 fx.event(
-                    "worker-cancel-requested",
+                    EventKind::WorkerCancelRequested,
                     Some((&w.id, w.attempt)),
                     "user",
                     "SIGTERM, grace, SIGKILL",

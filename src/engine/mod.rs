@@ -29,7 +29,8 @@ use chrono::{DateTime, Utc};
 pub use integrate::{IntegrationOutcome, INTEGRATION_CRITIC};
 
 use crate::domain::{
-    ClarificationGate, CriticVerdict, ExitSource, RunEvent, RunState, RunStatus, WorkerStatus,
+    ClarificationGate, CriticVerdict, EventKind, ExitSource, RunEvent, RunState, RunStatus,
+    WorkerStatus,
 };
 
 /// Why the engine asked for a worker's process group to be ended.
@@ -259,14 +260,14 @@ impl Effects {
     /// Record an event: `kind` kebab case, `source` who observed it.
     pub(crate) fn event(
         &mut self,
-        kind: &str,
+        kind: EventKind,
         worker: Option<(&str, u32)>,
         source: &str,
         message: impl Into<String>,
     ) {
         self.out.push(Effect::Event(RunEvent {
             ts: self.now,
-            kind: kind.to_string(),
+            kind,
             worker: worker.map(|(w, _)| w.to_string()),
             attempt: worker.map(|(_, a)| a),
             source: source.to_string(),

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use super::{all_terminal, live_count, Effect, Effects, Runtime};
+use crate::domain::EventKind;
 use crate::domain::{
     ClarificationGate, Council, CouncilStatus, CriticVerdict, RunState, RunStatus, Stage, Verdict,
     WorkerKind, WorkerState, WorkerStatus,
@@ -13,7 +14,12 @@ use crate::domain::{
 pub(super) fn start(state: &mut RunState, rt: &mut Runtime, fx: &mut Effects) {
     if state.status == RunStatus::Detached {
         state.status = RunStatus::Running;
-        fx.event("run-resumed", None, "user", format!("at {}", state.stage));
+        fx.event(
+            EventKind::RunResumed,
+            None,
+            "user",
+            format!("at {}", state.stage),
+        );
     }
     if state.stage == Stage::TeamPlan {
         if state.clarification.pending {
@@ -33,7 +39,7 @@ fn halt(state: &mut RunState, fx: &mut Effects) {
     state.status = RunStatus::Halted;
     let prompt = state.clarification.prompt.clone().unwrap_or_default();
     fx.event(
-        "run-halted",
+        EventKind::RunHalted,
         None,
         "engine",
         format!("clarification needed: {prompt}"),
@@ -62,7 +68,7 @@ pub(super) fn on_gate(
     state.clarification.pending = false;
     state.status = RunStatus::Running;
     fx.event(
-        "gate-passed",
+        EventKind::GatePassed,
         None,
         "engine",
         "the problem names enough to act on",
@@ -81,7 +87,7 @@ pub(super) fn on_run_answer(state: &mut RunState, rt: &Runtime, text: String, fx
     state.clarification.answers.push(text.clone());
     state.clarification.pending = false;
     state.clarification.gate = None;
-    fx.event("clarification-answered", None, "user", text);
+    fx.event(EventKind::ClarificationAnswered, None, "user", text);
     if rt.offline {
         // The gate runs again when the run is continued (`start` finds no gate).
         state.status = RunStatus::Detached;
@@ -103,7 +109,7 @@ fn enter(state: &mut RunState, stage: Stage, fx: &mut Effects) {
         String::new()
     };
     fx.event(
-        "stage-changed",
+        EventKind::StageChanged,
         None,
         "engine",
         format!("{from} → {stage}{round}"),
@@ -117,7 +123,12 @@ pub(super) fn advance(state: &mut RunState, rt: &mut Runtime, fx: &mut Effects) 
         if all_terminal(state) && !state.status.is_final() {
             state.status = RunStatus::Cancelled;
             state.reason = Some("cancelled by the user".into());
-            fx.event("run-cancelled", None, "user", "every worker stopped");
+            fx.event(
+                EventKind::RunCancelled,
+                None,
+                "user",
+                "every worker stopped",
+            );
             fx.push(Effect::Finished);
         }
         return;
@@ -331,7 +342,7 @@ pub(super) fn on_council(
     let status = council.status;
     for v in &council.verdicts {
         fx.event(
-            "critic-verdict",
+            EventKind::CriticVerdict,
             None,
             "engine",
             format!(
@@ -346,7 +357,7 @@ pub(super) fn on_council(
             ),
         );
     }
-    fx.event("council", None, "engine", status.as_str());
+    fx.event(EventKind::Council, None, "engine", status.as_str());
     let failing: Vec<String> = council
         .verdicts
         .iter()
@@ -372,7 +383,7 @@ pub(super) fn on_council(
             (None, Some(f)) if f.provider != "command" => (f.provider.clone(), None),
             _ => {
                 fx.event(
-                    "fix-skipped",
+                    EventKind::FixSkipped,
                     None,
                     "engine",
                     "the council blocked but no agent can fix: add a [fixer] table to the team file",
@@ -387,7 +398,7 @@ pub(super) fn on_council(
             super::exits::FixerRoute::Move(f) => Some(f),
             super::exits::FixerRoute::Nowhere(why) => {
                 let msg = format!("the council blocked but no usable provider can fix: {why}");
-                fx.event("fix-skipped", None, "engine", msg);
+                fx.event(EventKind::FixSkipped, None, "engine", msg);
                 fx.push(Effect::WriteReport);
                 return;
             }
@@ -450,7 +461,7 @@ pub(super) fn on_report(state: &mut RunState, path: PathBuf, bytes: u64, fx: &mu
     state.reason = reason.clone();
     state.stage = Stage::Done;
     fx.event(
-        &format!("run-{}", status.as_str()),
+        EventKind::run_ended(status),
         None,
         "engine",
         format!(

@@ -17,6 +17,7 @@ use std::hash::{Hash, Hasher};
 use chrono::{DateTime, Duration, Utc};
 
 use super::{Effect, Effects, KillReason, Runtime};
+use crate::domain::EventKind;
 use crate::domain::{RunState, WorkerState, WorkerStatus};
 
 /// The first back-off, seconds.
@@ -69,7 +70,7 @@ pub(super) fn on_rate_limited(
     w.flow.rate_limited = Some(line.clone());
     if first {
         fx.event(
-            "worker-rate-limited",
+            EventKind::WorkerRateLimited,
             Some((worker, attempt)),
             "output",
             line,
@@ -94,7 +95,7 @@ pub(super) fn check_stalls(state: &mut RunState, rt: &mut Runtime, fx: &mut Effe
         w.reason = Some(reason.clone());
         rt.kills.insert(w.id.clone(), (KillReason::Stalled, fx.now));
         fx.event(
-            "worker-stalled",
+            EventKind::WorkerStalled,
             Some((&w.id, w.attempt)),
             "timer",
             format!("only stall lines for {after}s; {reason}"),

@@ -4,6 +4,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use super::tests::{exited, launched, launches, run, t0};
 use super::*;
+use crate::domain::EventKind;
 use crate::domain::*;
 
 const RECONNECT: &str = "Reconnecting... 2/5 (stream disconnected before completion)";
@@ -144,7 +145,7 @@ fn a_rate_limit_line_marks_the_worker_and_names_itself_in_the_reason() {
     let fx = mark(&mut s, &mut rt);
     assert!(fx
         .iter()
-        .any(|e| matches!(e, Effect::Event(ev) if ev.kind == "worker-rate-limited")));
+        .any(|e| matches!(e, Effect::Event(ev) if ev.kind == EventKind::WorkerRateLimited)));
     assert!(mark(&mut s, &mut rt).is_empty(), "one event per attempt");
     assert_eq!(s.workers[0].flow.rate_limited.as_deref(), Some(line));
     exited(&mut s, &mut rt, "w0", 1, 1);

@@ -1,0 +1,212 @@
+//! What a line of `events.jsonl` records: [`EventKind`], written as its kebab-case name.
+
+use serde::{Deserialize, Serialize};
+
+use super::{RunStatus, WorkerStatus};
+
+/// The kind of a run event, serialised as its name (`worker-started`, `stage-changed`, ...).
+/// A name this build does not know (a newer build's file) reads as [`EventKind::Other`]
+/// and is written back unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum EventKind {
+    WorkerStarted,
+    /// An attempt started again after a restart of the driver (its start is in the log).
+    WorkerRelaunched,
+    WorkerResumed,
+    WorkerWaiting,
+    WorkerAnswered,
+    WorkerStalled,
+    WorkerRateLimited,
+    WorkerRetryScheduled,
+    WorkerCancelRequested,
+    WorkerSkipped,
+    WorkerCompleted,
+    WorkerFailed,
+    WorkerTimeout,
+    WorkerCrashed,
+    WorkerCancelled,
+    AnswerIgnored,
+    CredentialRotated,
+    ProviderSwitched,
+    ClarificationAnswered,
+    GatePassed,
+    StageChanged,
+    CriticVerdict,
+    FixSkipped,
+    Council,
+    Integrated,
+    IntegrationFailed,
+    MergeConflict,
+    RunHalted,
+    RunResumed,
+    RunDone,
+    RunFailed,
+    RunCancelled,
+    /// A name this build does not know.
+    Other(String),
+}
+
+/// Every known kind, for parsing.
+const KNOWN: [EventKind; 32] = [
+    EventKind::WorkerStarted,
+    EventKind::WorkerRelaunched,
+    EventKind::WorkerResumed,
+    EventKind::WorkerWaiting,
+    EventKind::WorkerAnswered,
+    EventKind::WorkerStalled,
+    EventKind::WorkerRateLimited,
+    EventKind::WorkerRetryScheduled,
+    EventKind::WorkerCancelRequested,
+    EventKind::WorkerSkipped,
+    EventKind::WorkerCompleted,
+    EventKind::WorkerFailed,
+    EventKind::WorkerTimeout,
+    EventKind::WorkerCrashed,
+    EventKind::WorkerCancelled,
+    EventKind::AnswerIgnored,
+    EventKind::CredentialRotated,
+    EventKind::ProviderSwitched,
+    EventKind::ClarificationAnswered,
+    EventKind::GatePassed,
+    EventKind::StageChanged,
+    EventKind::CriticVerdict,
+    EventKind::FixSkipped,
+    EventKind::Council,
+    EventKind::Integrated,
+    EventKind::IntegrationFailed,
+    EventKind::MergeConflict,
+    EventKind::RunHalted,
+    EventKind::RunResumed,
+    EventKind::RunDone,
+    EventKind::RunFailed,
+    EventKind::RunCancelled,
+];
+
+impl EventKind {
+    /// The name written to `events.jsonl`.
+    pub fn as_str(&self) -> &str {
+        match self {
+            EventKind::WorkerStarted => "worker-started",
+            EventKind::WorkerRelaunched => "worker-relaunched",
+            EventKind::WorkerResumed => "worker-resumed",
+            EventKind::WorkerWaiting => "worker-waiting",
+            EventKind::WorkerAnswered => "worker-answered",
+            EventKind::WorkerStalled => "worker-stalled",
+            EventKind::WorkerRateLimited => "worker-rate-limited",
+            EventKind::WorkerRetryScheduled => "worker-retry-scheduled",
+            EventKind::WorkerCancelRequested => "worker-cancel-requested",
+            EventKind::WorkerSkipped => "worker-skipped",
+            EventKind::WorkerCompleted => "worker-completed",
+            EventKind::WorkerFailed => "worker-failed",
+            EventKind::WorkerTimeout => "worker-timeout",
+            EventKind::WorkerCrashed => "worker-crashed",
+            EventKind::WorkerCancelled => "worker-cancelled",
+            EventKind::AnswerIgnored => "answer-ignored",
+            EventKind::CredentialRotated => "credential-rotated",
+            EventKind::ProviderSwitched => "provider-switched",
+            EventKind::ClarificationAnswered => "clarification-answered",
+            EventKind::GatePassed => "gate-passed",
+            EventKind::StageChanged => "stage-changed",
+            EventKind::CriticVerdict => "critic-verdict",
+            EventKind::FixSkipped => "fix-skipped",
+            EventKind::Council => "council",
+            EventKind::Integrated => "integrated",
+            EventKind::IntegrationFailed => "integration-failed",
+            EventKind::MergeConflict => "merge-conflict",
+            EventKind::RunHalted => "run-halted",
+            EventKind::RunResumed => "run-resumed",
+            EventKind::RunDone => "run-done",
+            EventKind::RunFailed => "run-failed",
+            EventKind::RunCancelled => "run-cancelled",
+            EventKind::Other(name) => name,
+        }
+    }
+
+    /// The kind of an attempt that ended with `status` (`worker-completed`, ...).
+    pub fn worker_ended(status: WorkerStatus) -> Self {
+        match status {
+            WorkerStatus::Completed => EventKind::WorkerCompleted,
+            WorkerStatus::Failed => EventKind::WorkerFailed,
+            WorkerStatus::Timeout => EventKind::WorkerTimeout,
+            WorkerStatus::Crashed => EventKind::WorkerCrashed,
+            WorkerStatus::Cancelled => EventKind::WorkerCancelled,
+            WorkerStatus::Skipped => EventKind::WorkerSkipped,
+            other => EventKind::Other(format!("worker-{}", other.as_str())),
+        }
+    }
+
+    /// The kind of a run that ended with `status` (`run-done`, ...).
+    pub fn run_ended(status: RunStatus) -> Self {
+        match status {
+            RunStatus::Done => EventKind::RunDone,
+            RunStatus::Failed => EventKind::RunFailed,
+            RunStatus::Cancelled => EventKind::RunCancelled,
+            RunStatus::Halted => EventKind::RunHalted,
+            other => EventKind::Other(format!("run-{}", other.as_str())),
+        }
+    }
+
+    /// True for the end of an attempt that did not complete (failed, timed out, crashed).
+    pub fn is_worker_failure(&self) -> bool {
+        matches!(
+            self,
+            EventKind::WorkerFailed | EventKind::WorkerTimeout | EventKind::WorkerCrashed
+        )
+    }
+}
+
+impl std::fmt::Display for EventKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<String> for EventKind {
+    fn from(name: String) -> Self {
+        KNOWN
+            .into_iter()
+            .find(|k| k.as_str() == name)
+            .unwrap_or(EventKind::Other(name))
+    }
+}
+
+impl From<EventKind> for String {
+    fn from(kind: EventKind) -> Self {
+        kind.as_str().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_round_trips_through_its_name() {
+        for k in KNOWN {
+            let json = serde_json::to_string(&k).unwrap();
+            assert_eq!(json, format!("\"{}\"", k.as_str()));
+            assert_eq!(serde_json::from_str::<EventKind>(&json).unwrap(), k);
+        }
+    }
+
+    #[test]
+    fn an_unknown_name_is_kept() {
+        let k: EventKind = serde_json::from_str("\"worker-teleported\"").unwrap();
+        assert_eq!(k, EventKind::Other("worker-teleported".into()));
+        assert_eq!(serde_json::to_string(&k).unwrap(), "\"worker-teleported\"");
+    }
+
+    #[test]
+    fn ended_kinds_keep_todays_names() {
+        assert_eq!(
+            EventKind::worker_ended(WorkerStatus::Crashed).as_str(),
+            "worker-crashed"
+        );
+        assert_eq!(EventKind::run_ended(RunStatus::Done).as_str(), "run-done");
+        assert_eq!(
+            EventKind::worker_ended(WorkerStatus::NotRun).as_str(),
+            "worker-not-run"
+        );
+    }
+}
