@@ -6,14 +6,15 @@
 //! `commands` (the binary's edge).
 
 pub mod backend;
+pub mod clarification;
 pub mod cli;
 pub mod commands;
+pub mod council;
 pub mod creds;
 pub mod domain;
 pub mod driver;
 pub mod engine;
 pub mod error;
-pub mod judge;
 pub mod launch;
 pub mod logging;
 pub mod process;
@@ -21,6 +22,7 @@ pub mod providers;
 pub mod sim;
 pub mod store;
 pub mod team;
+pub mod text;
 pub mod tmux;
 pub mod tui;
 pub mod workspace;

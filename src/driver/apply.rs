@@ -104,7 +104,7 @@ impl Driver {
                 }
                 None
             }
-            Effect::EvaluateGate => Some(Input::Gate(crate::judge::gate::evaluate(
+            Effect::EvaluateGate => Some(Input::Gate(crate::clarification::gate::evaluate(
                 &self.state.problem,
                 &self.state.clarification.answers,
             ))),

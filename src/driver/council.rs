@@ -1,13 +1,13 @@
 //! The driver's side of the council: gather the workers' results from disk, run the
-//! deterministic critics and the check verdicts (`crate::judge`), and write `report.md`.
+//! deterministic critics and the check verdicts (`crate::council`), and write `report.md`.
 
 use std::path::{Path, PathBuf};
 
+use crate::council::critics::{run_critics, CouncilInput, WorkerResult};
+use crate::council::report::{merge_report, Clarification, ReportInput, ReportWorker};
+use crate::council::verdict::{check_verdict, parse_critic_output};
 use crate::domain::{CriticVerdict, RunState, WorkerKind};
 use crate::error::Result;
-use crate::judge::critics::{run_critics, CouncilInput, WorkerResult};
-use crate::judge::report::{merge_report, Clarification, ReportInput, ReportWorker};
-use crate::judge::verdict::{check_verdict, parse_critic_output};
 use crate::store::RunStore;
 
 fn read(path: Option<&Path>) -> Option<String> {

@@ -234,9 +234,9 @@ impl Driver {
             .worker(&t.worker)
             .map(|w| w.provider.clone())
             .unwrap_or_default();
-        let detector = watch
-            .detector
-            .get_or_insert_with(|| crate::judge::waiting::WaitingDetector::for_provider(&provider));
+        let detector = watch.detector.get_or_insert_with(|| {
+            crate::clarification::waiting::WaitingDetector::for_provider(&provider)
+        });
         let q = detector.observe(&watch.screen_tail, now_ms)?;
         let waiting = self.state.worker(&t.worker).map(|w| w.status) == Some(WorkerStatus::Waiting);
         if waiting || watch.asked_screen.as_deref() == Some(watch.screen_tail.as_str()) {

@@ -35,7 +35,7 @@ pub struct Watch {
     /// The last lines of the screen (or log) seen, for waiting detection.
     pub screen_tail: String,
     /// Waiting-for-input detector of the worker's provider (made on first use).
-    pub detector: Option<crate::judge::waiting::WaitingDetector>,
+    pub detector: Option<crate::clarification::waiting::WaitingDetector>,
     /// The screen a question was last raised for, so one prompt is asked about once.
     pub asked_screen: Option<String>,
 }

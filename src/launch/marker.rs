@@ -5,7 +5,7 @@
 /// The start of every exit-marker line.
 pub const MARKER_PREFIX: &str = "__CREWMUX_EXIT_";
 
-/// Remove ANSI escape sequences (the `strip-ansi-escapes` crate, as `judge::clean_text`)
+/// Remove ANSI escape sequences (the `strip-ansi-escapes` crate, as `text::clean_text`)
 /// and carriage returns.
 pub fn strip_ansi(text: &str) -> String {
     strip_ansi_escapes::strip_str(text).replace('\r', "")

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use super::git::Git;
+use crate::council::diff_rules::{amend, parse_diff, DiffInput};
 use crate::domain::{CriticVerdict, RunState, WorkerKind};
-use crate::judge::diff_rules::{amend, parse_diff, DiffInput};
 
 /// Largest diff read for the critics, bytes; a larger one is judged on its first part.
 pub const DIFF_READ_MAX: usize = 4 << 20;
@@ -20,7 +20,7 @@ pub fn council_root(state: &RunState) -> PathBuf {
 }
 
 /// Amend the deterministic critics' verdicts with the diff rules
-/// (`crate::judge::diff_rules`): one `git diff -U0` per worker with a worktree, and one
+/// (`crate::council::diff_rules`): one `git diff -U0` per worker with a worktree, and one
 /// `git grep -F` per backticked symbol in the integration tree. A run without worktrees
 /// is left as it is.
 pub fn amend_verdicts(state: &RunState, verdicts: &mut [CriticVerdict]) {

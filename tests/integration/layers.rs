@@ -3,9 +3,9 @@
 //!
 //! | layer | modules | holds |
 //! | --- | --- | --- |
-//! | 0 domain | `domain`, `error` | pure types of the field and the library's error |
+//! | 0 domain | `domain`, `error`, `text` | pure types of the field, the library's error, plain text |
 //! | 1 engine | `engine` | the pure state machine of a run |
-//! | 2 adapters | `backend`, `tmux`, `process`, `store`, `launch`, `providers`, `creds`, `team`, `judge`, `logging`, `workspace` | files, processes, tmux, agent CLIs, team files, judging evidence, git worktrees |
+//! | 2 adapters | `backend`, `tmux`, `process`, `store`, `launch`, `providers`, `creds`, `team`, `clarification`, `council`, `logging`, `workspace` | files, processes, tmux, agent CLIs, team files, the clarification gate and waiting detection, the council's critics and report, git worktrees |
 //! | 3 driver | `driver` | the async loop joining engine and adapters |
 //! | 4 edge | `cli`, `commands`, `tui`, `sim` | what the binary runs: flags, commands, the dashboard, the simulated agent |
 //!
@@ -36,6 +36,7 @@ static TMUX_INTERFACE: LazyLock<Regex> =
 const LAYERS: &[(&str, u8)] = &[
     ("domain", 0),
     ("error", 0),
+    ("text", 0),
     ("engine", 1),
     ("backend", 2),
     ("tmux", 2),
@@ -45,7 +46,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("providers", 2),
     ("creds", 2),
     ("team", 2),
-    ("judge", 2),
+    ("clarification", 2),
+    ("council", 2),
     ("logging", 2),
     ("workspace", 2),
     ("driver", 3),

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use regex::Regex;
 
-use super::clean_text;
+use crate::text::clean_text;
 
 pub use crate::domain::clarification::ASK_PREFIX;
 

@@ -113,9 +113,9 @@ fn backticked_symbols_missing_from_the_tree_are_reported() {
 #[test]
 fn amend_only_makes_verdicts_stricter_and_puts_fails_first() {
     let mut v = vec![
-        pass(super::super::critics::EVIDENCE_COMPLETENESS),
-        pass(super::super::critics::SKEPTIC),
-        pass(super::super::critics::HALLUCINATION_AUDITOR),
+        pass(crate::council::critics::EVIDENCE_COMPLETENESS),
+        pass(crate::council::critics::SKEPTIC),
+        pass(crate::council::critics::HALLUCINATION_AUDITOR),
     ];
     amend(
         &mut v,
@@ -126,7 +126,7 @@ fn amend_only_makes_verdicts_stricter_and_puts_fails_first() {
     assert!(v[0].findings[0].contains("diff is empty"));
     assert_eq!(v[1].verdict, Verdict::Pass, "nothing for the skeptic");
     assert_eq!(v[2].verdict, Verdict::Fail, "one symbol, missing");
-    let mut w = vec![pass(super::super::critics::SKEPTIC)];
+    let mut w = vec![pass(crate::council::critics::SKEPTIC)];
     amend(
         &mut w,
         &input("Changed src/lib.rs and tests/api.rs.", Some(DIFF)),

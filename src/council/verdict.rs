@@ -10,8 +10,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::Deserialize;
 
-use super::clean_text;
 use crate::domain::{CriticVerdict, Verdict};
+use crate::text::clean_text;
 
 /// How many non-empty log lines a failed check quotes as findings.
 pub const LOG_TAIL_LINES: usize = 10;

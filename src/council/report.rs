@@ -5,8 +5,8 @@
 
 use std::fmt::Write as _;
 
-use super::clean_text;
 use crate::domain::{Council, Verdict, WorkerKind, WorkerStatus};
+use crate::text::clean_text;
 
 /// A result excerpt keeps at most this many non-empty lines …
 pub const EXCERPT_LINES: usize = 12;

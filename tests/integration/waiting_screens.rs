@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crewmux::judge::waiting::{
+use crewmux::clarification::waiting::{
     default_patterns, detect_waiting, StillTracker, WaitingDetector, DEFAULT_SETTLE,
 };
 
