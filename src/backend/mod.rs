@@ -172,9 +172,10 @@ pub fn signal_group(pid: u32, hard: bool) -> Result<()> {
     };
     match killpg(Pid::from_raw(pid_i), sig) {
         Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
-        Err(e) => Err(crate::error::Error::Other(format!(
-            "signal {sig} to process group {pid}: {e}"
-        ))),
+        Err(e) => Err(crate::error::Error::system(
+            format!("signal {sig} to process group {pid}"),
+            e.into(),
+        )),
     }
 }
 

@@ -47,7 +47,7 @@ pub fn lock(store: &Path, exclusive: bool) -> Result<StoreLock> {
             .recursive(true)
             .mode(DIR_MODE)
             .create(dir)
-            .map_err(|e| Error::Other(format!("{}: cannot create: {e}", dir.display())))?;
+            .at(dir)?;
     }
     let path = lock_path(store);
     let file = OpenOptions::new()
@@ -57,13 +57,13 @@ pub fn lock(store: &Path, exclusive: bool) -> Result<StoreLock> {
         .truncate(false)
         .mode(FILE_MODE)
         .open(&path)
-        .map_err(|e| Error::Other(format!("{}: cannot open lock: {e}", path.display())))?;
+        .at(&path)?;
     let locked = if exclusive {
         fs4::fs_std::FileExt::lock_exclusive(&file)
     } else {
         fs4::fs_std::FileExt::lock_shared(&file)
     };
-    locked.map_err(|e| Error::Other(format!("{}: cannot lock: {e}", path.display())))?;
+    locked.at(&path)?;
     Ok(StoreLock { file })
 }
 
@@ -75,12 +75,7 @@ pub fn read(store: &Path) -> Result<Option<Vec<u8>>> {
     let mut file = match File::open(store) {
         Ok(f) => f,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(Error::Other(format!(
-                "{}: cannot read: {e}",
-                store.display()
-            )))
-        }
+        Err(e) => return Err(Error::io(store, e)),
     };
     let mode = file.metadata().at(store)?.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
@@ -92,8 +87,7 @@ pub fn read(store: &Path) -> Result<Option<Vec<u8>>> {
         )));
     }
     let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)
-        .map_err(|e| Error::Other(format!("{}: cannot read: {e}", store.display())))?;
+    file.read_to_end(&mut bytes).at(store)?;
     Ok(Some(bytes))
 }
 

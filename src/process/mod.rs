@@ -88,7 +88,7 @@ impl Multiplexer for ProcessBackend {
         }
         let child = cmd
             .spawn()
-            .map_err(|e| Error::Other(format!("cannot start {}: {e}", spec.launch.display())))?;
+            .map_err(|e| Error::system(format!("cannot start {}", spec.launch.display()), e))?;
         let pid = child.id();
         self.children
             .insert((spec.worker.clone(), spec.attempt), child);
