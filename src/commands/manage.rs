@@ -438,6 +438,16 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
         }
         // A tmux run whose tmux is no longer installed has no session left to remove.
         if let Ok(mut backend) = super::drive::backend_for(&state, &store) {
+            // Anything an attempt left behind (a daemon, a `nohup … &`) goes with the run.
+            for r in &state.dispatches {
+                let left = backend.end_stale_attempt(&r.nonce);
+                if !left.is_empty() {
+                    eprintln!(
+                        "crewmux: {id}: processes of {}#{} survive SIGKILL: {left:?}",
+                        r.worker_id, r.attempt
+                    );
+                }
+            }
             if let Some(what) = backend.remove_run()? {
                 eprintln!("crewmux: removed {what}");
             }

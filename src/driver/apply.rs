@@ -78,14 +78,20 @@ impl Driver {
                     if let Err(e) = signal_group(pid, false) {
                         emit(Update::Notice(e.to_string()));
                     }
-                    self.kills.push(PendingKill {
-                        worker: worker.clone(),
-                        attempt,
-                        pid,
-                        at: Instant::now() + self.opts.grace,
-                    });
                 }
-                tracing::info!(worker = %worker, attempt, ?reason, "SIGTERM sent to the process group");
+                // Children that left the group (setsid, a double fork) carry the nonce.
+                let nonce = self.nonce_of(&worker, attempt);
+                if let Some(n) = &nonce {
+                    crate::process::reap::signal_attempt(n, nix::sys::signal::Signal::SIGTERM);
+                }
+                self.kills.push(PendingKill {
+                    worker: worker.clone(),
+                    attempt,
+                    pid,
+                    nonce,
+                    at: Instant::now() + self.opts.grace,
+                });
+                tracing::info!(worker = %worker, attempt, ?reason, "SIGTERM sent to the attempt");
                 None
             }
             Effect::Paste { worker, text } => {
@@ -175,7 +181,8 @@ impl Driver {
         emit(Update::Event(e));
     }
 
-    /// SIGKILL process groups still alive after their grace period.
+    /// SIGKILL attempts still alive after their grace period (their group and every
+    /// process carrying their nonce).
     pub(super) fn hard_kills(&mut self) {
         let now = Instant::now();
         let state = &self.state;
@@ -183,15 +190,20 @@ impl Driver {
             let still = state
                 .worker(&k.worker)
                 .is_some_and(|w| w.attempt == k.attempt && w.status.is_live());
-            if !still || now >= k.at {
-                // Ended (children that ignored SIGTERM may remain in the group) or out of
-                // grace. The group may be gone already, which is what we want.
-                if let Err(e) = signal_group(k.pid, true) {
+            if still && now < k.at {
+                return true;
+            }
+            // Ended (children that ignored SIGTERM may remain) or out of grace. The group
+            // may be gone already, which is what we want.
+            if let Some(pid) = k.pid {
+                if let Err(e) = signal_group(pid, true) {
                     tracing::warn!("SIGKILL to {}: {e}", k.worker);
                 }
-                return false;
             }
-            true
+            if let Some(n) = &k.nonce {
+                crate::process::reap::signal_attempt(n, nix::sys::signal::Signal::SIGKILL);
+            }
+            false
         });
     }
 }

@@ -17,6 +17,7 @@ mod observe;
 mod offline;
 mod once;
 mod prepare;
+mod reap;
 pub mod settle;
 mod upstream;
 mod watch;
@@ -117,7 +118,10 @@ enum Wake {
 struct PendingKill {
     worker: String,
     attempt: u32,
-    pid: u32,
+    /// The wrapper's pid, leader of the attempt's process group, when known.
+    pid: Option<u32>,
+    /// The attempt's nonce: every process of it, in the group or not.
+    nonce: Option<String>,
     at: Instant,
 }
 
@@ -130,6 +134,8 @@ pub struct Driver {
     opts: DriverOptions,
     watches: HashMap<String, Watch>,
     kills: Vec<PendingKill>,
+    /// Processes left behind by ended attempts, on their way out.
+    reaps: Vec<reap::Reap>,
     inbox_offset: u64,
     focus: Option<String>,
     finished: bool,
@@ -195,6 +201,7 @@ impl Driver {
             opts,
             watches: HashMap::new(),
             kills: vec![],
+            reaps: vec![],
             inbox_offset,
             focus: None,
             finished: false,
@@ -352,6 +359,10 @@ impl Driver {
                 break;
             }
         }
+        if self.finished {
+            // The run is over: nothing of its attempts may be left.
+            self.reap_due(true, &mut emit);
+        }
         if turns.unsaved {
             self.save(&mut emit);
         }
@@ -383,6 +394,7 @@ impl Driver {
             turns.last_tick = Instant::now() - self.opts.tick;
         }
         self.hard_kills();
+        self.reap_due(false, emit);
         turns.unsaved |= changed;
         // state.json is rewritten at most every SAVE_EVERY (one run of 1000 workers is
         // megabytes); exit evidence is on disk meanwhile, so nothing is lost.

@@ -207,6 +207,8 @@ impl Driver {
         if self.rate_limited.remove(&t.worker) && !matches!(exit, Ok((0, _))) {
             self.rotate_credential(&t.worker, t.attempt, emit);
         }
+        // Whatever the attempt started and left behind goes with it.
+        self.reap_attempt(&t.worker, t.attempt);
         if let Some(input) =
             crate::workspace::on_attempt_end(&mut self.state, &t.worker, t.attempt, &watch.dir)
         {

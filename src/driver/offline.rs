@@ -107,6 +107,7 @@ impl Driver {
             })
             .collect();
         self.apply(inputs, &mut sink);
+        self.reap_due(true, &mut sink);
         self.save(&mut sink);
         Ok(self.state)
     }

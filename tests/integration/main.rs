@@ -35,6 +35,7 @@ mod creds_env;
 mod creds_errors;
 mod creds_run;
 mod dashboard;
+mod descendants;
 mod exit_meanings;
 mod flow;
 mod flow_limits;
