@@ -26,6 +26,8 @@ pub enum EventKind {
     WorkerTimeout,
     WorkerCrashed,
     WorkerCancelled,
+    /// Processes of an ended attempt alive after SIGKILL (named in the message).
+    AttemptSurvivors,
     AnswerIgnored,
     CredentialRotated,
     ProviderSwitched,
@@ -48,7 +50,7 @@ pub enum EventKind {
 }
 
 /// Every known kind, for parsing.
-const KNOWN: [EventKind; 32] = [
+const KNOWN: [EventKind; 33] = [
     EventKind::WorkerStarted,
     EventKind::WorkerRelaunched,
     EventKind::WorkerResumed,
@@ -64,6 +66,7 @@ const KNOWN: [EventKind; 32] = [
     EventKind::WorkerTimeout,
     EventKind::WorkerCrashed,
     EventKind::WorkerCancelled,
+    EventKind::AttemptSurvivors,
     EventKind::AnswerIgnored,
     EventKind::CredentialRotated,
     EventKind::ProviderSwitched,
@@ -102,6 +105,7 @@ impl EventKind {
             EventKind::WorkerTimeout => "worker-timeout",
             EventKind::WorkerCrashed => "worker-crashed",
             EventKind::WorkerCancelled => "worker-cancelled",
+            EventKind::AttemptSurvivors => "attempt-survivors",
             EventKind::AnswerIgnored => "answer-ignored",
             EventKind::CredentialRotated => "credential-rotated",
             EventKind::ProviderSwitched => "provider-switched",

@@ -82,7 +82,7 @@ impl Driver {
             if !left.is_empty() {
                 events.push(RunEvent {
                     ts: Utc::now(),
-                    kind: "attempt-survivors".into(),
+                    kind: crate::domain::EventKind::AttemptSurvivors,
                     worker: Some(r.worker.clone()),
                     attempt: Some(r.attempt),
                     source: "driver".into(),
