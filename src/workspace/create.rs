@@ -221,24 +221,63 @@ pub fn create(plan: &Plan, project: &Path, run_id: &str) -> Result<RunWorkspace>
         integration: None,
         integrated_round: None,
     };
-    for id in &plan.workers {
-        match add_worktree(&git, &ws, run_id, id) {
+    // Up to CREATE_THREADS `git worktree add` at once: each writes its own admin folder,
+    // branch ref and index, so they do not contend; checkout is mostly disk work.
+    let results: Vec<(String, Result<WorkerWorkspace>)> = std::thread::scope(|scope| {
+        let chunks: Vec<Vec<String>> = plan
+            .workers
+            .chunks(plan.workers.len().div_ceil(CREATE_THREADS).max(1))
+            .map(|c| c.to_vec())
+            .collect();
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| {
+                let (git, ws) = (&git, &ws);
+                scope.spawn(move || {
+                    chunk
+                        .into_iter()
+                        .map(|id| {
+                            let r = add_worktree(git, ws, run_id, &id).and_then(|w| {
+                                copy_seeds(project, ws, &w.path)?;
+                                Ok(w)
+                            });
+                            (id, r)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    let mut failure = None;
+    for (id, r) in results {
+        match r {
             Ok(w) => {
-                copy_seeds(project, &ws, &w.path)?;
-                ws.workers.insert(id.clone(), w);
+                ws.workers.insert(id, w);
             }
-            Err(e) => {
-                for w in ws.workers.values() {
-                    let _ =
-                        git.output(&["worktree", "remove", "--force", &w.path.to_string_lossy()]);
-                    let _ = git.output(&["branch", "-D", &w.branch]);
-                }
-                return Err(e);
-            }
+            Err(e) => failure = failure.or(Some(e)),
         }
+    }
+    if failure.is_none() && ws.workers.len() != plan.workers.len() {
+        failure = Some(Error::Other(
+            "creating the worktrees stopped unexpectedly; see the log".into(),
+        ));
+    }
+    if let Some(e) = failure {
+        for w in ws.workers.values() {
+            let _ = git.output(&["worktree", "remove", "--force", &w.path.to_string_lossy()]);
+            let _ = git.output(&["branch", "-D", &w.branch]);
+        }
+        return Err(e);
     }
     Ok(ws)
 }
+
+/// `git worktree add` calls run at once when a run starts.
+pub const CREATE_THREADS: usize = 4;
 
 /// `git worktree add -b crewmux/<run>/<name> <root>/<name> <base>`.
 pub fn add_worktree(
