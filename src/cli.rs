@@ -131,8 +131,8 @@ pub struct RunOptions {
     /// Attempts per worker (failed, timed-out and crashed attempts are retried), 1-20.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub max_attempts: Option<u32>,
-    /// No bell or desktop notification.
-    #[arg(long)]
+    /// No bell or desktop notification (also `--no-notify`).
+    #[arg(long, visible_alias = "no-notify")]
     pub quiet: bool,
     #[command(flatten)]
     pub limits: LimitArgs,

@@ -208,21 +208,7 @@ impl Driver {
     }
 }
 
-/// Ring the terminal bell on stderr and, when `notify-send` exists, post a desktop note.
+/// Tell the person: the bell, the terminal's desktop notification, `notify-send`, tmux.
 fn notify(msg: &str) {
-    use std::io::Write;
-    // The bell is a courtesy: a closed stderr must not stop the run.
-    let _ = std::io::stderr().write_all(b"\x07");
-    if which::which("notify-send").is_ok() {
-        if let Err(e) = std::process::Command::new("notify-send")
-            .arg("crewmux")
-            .arg(msg)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-        {
-            tracing::debug!("notify-send: {e}");
-        }
-    }
+    super::notify::notify(msg);
 }

@@ -13,6 +13,7 @@ mod council;
 mod creds;
 mod launch;
 mod lines;
+mod notify;
 mod observe;
 mod offline;
 mod once;
