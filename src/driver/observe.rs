@@ -209,9 +209,18 @@ impl Driver {
         }
         // Whatever the attempt started and left behind goes with it.
         self.reap_attempt(&t.worker, t.attempt);
-        if let Some(input) =
-            crate::workspace::on_attempt_end(&mut self.state, &t.worker, t.attempt, &watch.dir)
-        {
+        let setup_failed =
+            crate::workspace::on_attempt_end(&mut self.state, &t.worker, t.attempt, &watch.dir);
+        if let (Ok((code, _)), Some(dir)) = (&exit, crate::launch::cwd_failed(&watch.dir)) {
+            inputs.push(Input::CwdFailed {
+                worker: t.worker.clone(),
+                attempt: t.attempt,
+                code: *code,
+                dir,
+            });
+            return inputs;
+        }
+        if let Some(input) = setup_failed {
             inputs.push(input);
             return inputs;
         }

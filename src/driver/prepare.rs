@@ -80,7 +80,7 @@ pub fn prepare(
 ) -> Result<Prepared> {
     std::fs::create_dir_all(&attempt_dir).at(&attempt_dir)?;
     let paths = AttemptPaths::new(attempt_dir);
-    for stale in [&paths.exit, &paths.output] {
+    for stale in [&paths.exit, &paths.output, &paths.cwd_failed] {
         let _ = std::fs::remove_file(stale);
     }
     let mut prompt = prompt_text(state, w, max_chars);

@@ -91,6 +91,28 @@ pub(super) fn on_worker_input(
                 fx,
             );
         }
+        Input::CwdFailed {
+            worker,
+            attempt,
+            code,
+            dir,
+        } => {
+            if current(state, &worker, attempt).is_none_or(|w| !w.status.is_live()) {
+                return;
+            }
+            finish(
+                state,
+                rt,
+                &worker,
+                attempt,
+                WorkerStatus::Failed,
+                Some((code, ExitSource::ExitFile)),
+                None,
+                format!("cannot enter working directory {}", dir.display()),
+                "exit-file",
+                fx,
+            );
+        }
         Input::SetupFailed {
             worker,
             attempt,

@@ -121,6 +121,14 @@ pub enum Input {
     Cancel { worker: Option<String> },
     /// The integration pass ended (after `Effect::Integrate`).
     Integrated(IntegrationOutcome),
+    /// The attempt's wrapper could not enter its working directory `dir` and ended with
+    /// `code` before starting the agent.
+    CwdFailed {
+        worker: String,
+        attempt: u32,
+        code: i32,
+        dir: PathBuf,
+    },
     /// The attempt's `[workspace] setup` exited non-zero with `code`.
     SetupFailed {
         worker: String,

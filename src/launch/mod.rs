@@ -23,6 +23,8 @@ pub struct AttemptPaths {
     pub output: PathBuf,
     pub exit: PathBuf,
     pub result: PathBuf,
+    /// Left by the wrapper when it cannot enter the working directory: that directory.
+    pub cwd_failed: PathBuf,
 }
 
 impl AttemptPaths {
@@ -33,6 +35,7 @@ impl AttemptPaths {
             output: dir.join("output.log"),
             exit: dir.join("exit.json"),
             result: dir.join("result.md"),
+            cwd_failed: dir.join(CWD_FAILED_FILE),
             dir,
         }
     }
@@ -45,6 +48,20 @@ pub struct ExitRecord {
     /// The agent's exit status; 128+n when killed by signal n.
     pub code: i32,
     pub nonce: String,
+}
+
+/// File the wrapper leaves in the attempt folder when `cd` into the working directory
+/// fails: the directory, one line.
+pub const CWD_FAILED_FILE: &str = "cwd-failed";
+
+/// Exit code of an attempt whose wrapper could not enter its working directory: the
+/// shell's "found but cannot be run" (POSIX `sh`, "Exit Status for Commands").
+pub const CWD_FAILED_CODE: i32 = 126;
+
+/// The working directory an attempt's wrapper could not enter, if that is how it ended.
+pub fn cwd_failed(attempt_dir: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(attempt_dir.join(CWD_FAILED_FILE)).ok()?;
+    Some(PathBuf::from(text.trim_end_matches('\n')))
 }
 
 /// A fresh random nonce for one attempt: 16 hex characters.
@@ -71,6 +88,8 @@ pub struct WrapperSpec<'a> {
 /// Write `launch.sh` for an attempt. The agent's argv is quoted for `sh` (shlex); no text of
 /// the problem or prompt is in it, only paths and provider flags. The marker is assembled
 /// with `printf '%s'` pieces so that the script never contains the marker text itself.
+/// When `cd` into the working directory fails the agent is not started: the wrapper writes
+/// the directory to [`CWD_FAILED_FILE`] and ends the attempt with [`CWD_FAILED_CODE`].
 ///
 /// Errors: an argv element that cannot be quoted (a NUL byte), or an I/O error.
 pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()> {
@@ -103,9 +122,14 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
          dir={dir}\n\
          CREWMUX_ATTEMPT={nonce}; export CREWMUX_ATTEMPT\n\
          {log_wait}\
-         cd {cwd} || {{ echo \"crewmux: cannot enter the working directory\" >&2; }}\n\
-         ( exec {argv} ){stdin}\n\
-         code=$?\n\
+         if cd {cwd}; then\n\
+           ( exec {argv} ){stdin}\n\
+           code=$?\n\
+         else\n\
+           code={cwd_code}\n\
+           printf '%s\\n' {cwd} > \"$dir/{CWD_FAILED_FILE}\"\n\
+           echo \"crewmux: cannot enter working directory \"{cwd} >&2\n\
+         fi\n\
          printf '{{\"schema_version\":1,\"code\":%d,\"nonce\":\"%s\"}}\\n' \"$code\" {nonce} > \"$dir/.exit.json.tmp\" \\\n\
            && mv -f \"$dir/.exit.json.tmp\" \"$dir/exit.json\"\n\
          printf '\\n%s%s%s:%d\\n' '__CREWMUX_' 'EXIT_'{nonce} '__' \"$code\"\n\
@@ -115,6 +139,7 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
         attempt = spec.attempt,
         cwd = q(&spec.cwd.display().to_string())?,
         nonce = q(spec.nonce)?,
+        cwd_code = CWD_FAILED_CODE,
     );
     write_replace(&paths.launch, script.as_bytes())
 }
@@ -201,6 +226,37 @@ mod tests {
         let (_t, _p, out) = run_wrapper(&["printf", "%s", nasty]);
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.starts_with(nasty), "{text:?}");
+    }
+
+    #[test]
+    fn a_working_directory_it_cannot_enter_ends_the_attempt_before_the_agent() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = AttemptPaths::new(tmp.path().to_path_buf());
+        let gone = tmp.path().join("gone dir");
+        let argv = vec![
+            "touch".to_string(),
+            tmp.path().join("ran").display().to_string(),
+        ];
+        let spec = WrapperSpec {
+            worker: "w",
+            attempt: 1,
+            nonce: "abc123",
+            argv: &argv,
+            cwd: &gone,
+            stdin_file: None,
+            wait_for_log: false,
+        };
+        write_wrapper(&paths, &spec).unwrap();
+        let out = Command::new("sh").arg(&paths.launch).output().unwrap();
+        assert_eq!(out.status.code(), Some(CWD_FAILED_CODE));
+        assert!(!tmp.path().join("ran").exists(), "the agent did not start");
+        assert_eq!(
+            read_exit_file(&paths.exit, "abc123").unwrap(),
+            Some(CWD_FAILED_CODE)
+        );
+        assert_eq!(cwd_failed(tmp.path()), Some(gone));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(find_marker(&text, "abc123"), Some(CWD_FAILED_CODE));
     }
 
     #[test]

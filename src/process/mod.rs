@@ -76,9 +76,15 @@ impl Multiplexer for ProcessBackend {
             .append(true)
             .open(&spec.log)
             .at(&spec.log)?;
+        // A working directory that is gone is the wrapper's to report (its `cd` fails and
+        // ends the attempt with that reason); the shell starts in the attempt folder then.
+        let start_in = match spec.launch.parent() {
+            Some(attempt) if !spec.cwd.is_dir() => attempt,
+            _ => spec.cwd.as_path(),
+        };
         let mut cmd = Command::new("sh");
         cmd.arg(&spec.launch)
-            .current_dir(&spec.cwd)
+            .current_dir(start_in)
             .stdin(Stdio::piped())
             .stdout(log.try_clone().at(&spec.log)?)
             .stderr(log)

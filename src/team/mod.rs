@@ -1,6 +1,7 @@
 //! Teams: built-in modes and team files (SPEC §9), routing of workers to providers and
 //! models, and the resolved team a run launches.
 
+pub mod cwd;
 pub mod file;
 pub mod limits;
 pub mod resolve;

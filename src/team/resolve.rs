@@ -131,6 +131,7 @@ pub fn resolve(opts: &ResolveOptions) -> Result<ResolvedTeam> {
             &registry,
         )?,
     };
+    super::cwd::check_cwds(&loaded, &opts.project_dir)?;
     let spec = &loaded.spec;
     let parallel = opts.parallel.or(spec.parallel).unwrap_or(DEFAULT_PARALLEL);
     if !(1..=256).contains(&parallel) {

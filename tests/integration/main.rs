@@ -52,5 +52,6 @@ mod team_files;
 mod team_run;
 mod waiting;
 mod waiting_screens;
+mod worker_cwd;
 mod workspaces;
 mod workspaces_judged;
