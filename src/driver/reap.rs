@@ -11,7 +11,7 @@ use nix::sys::signal::Signal;
 
 use super::{Driver, Update};
 use crate::domain::RunEvent;
-use crate::process::reap::{attempt_pids, signal_attempt};
+use crate::process::reap::{attempt_pids, signal_attempt_but};
 
 /// How long after SIGKILL survivors are looked for.
 const SETTLE: Duration = Duration::from_millis(500);
@@ -21,6 +21,8 @@ pub(super) struct Reap {
     worker: String,
     attempt: u32,
     nonce: String,
+    /// The attempt's wrapper (its pid), spared: it exits by itself with the agent's status.
+    keep: Option<u32>,
     /// When the next step is due: SIGKILL, then the survivors' count.
     at: Instant,
     killed: bool,
@@ -43,7 +45,14 @@ impl Driver {
         let Some(nonce) = self.nonce_of(worker, attempt) else {
             return;
         };
-        if signal_attempt(&nonce, Signal::SIGTERM).is_empty() {
+        // The wrapper is still writing its exit evidence and then exits with the agent's
+        // status (tmux's pane_dead_status); a signal now would replace that status.
+        let keep = self
+            .state
+            .worker(worker)
+            .filter(|w| w.attempt == attempt)
+            .and_then(|w| w.pid);
+        if signal_attempt_but(&nonce, Signal::SIGTERM, keep).is_empty() {
             return;
         }
         tracing::info!("{worker}#{attempt}: SIGTERM to processes left behind");
@@ -51,6 +60,7 @@ impl Driver {
             worker: worker.to_string(),
             attempt,
             nonce,
+            keep,
             at: Instant::now() + self.opts.grace,
             killed: false,
         });
@@ -66,19 +76,20 @@ impl Driver {
                 if !all {
                     return true;
                 }
-                if attempt_pids(&r.nonce).is_empty() {
+                if attempt_pids(&r.nonce).iter().all(|&p| Some(p) == r.keep) {
                     return false;
                 }
                 std::thread::sleep((r.at - now).min(Duration::from_millis(50)));
                 continue;
             }
             if !r.killed {
-                signal_attempt(&r.nonce, Signal::SIGKILL);
+                signal_attempt_but(&r.nonce, Signal::SIGKILL, r.keep);
                 r.killed = true;
                 r.at = now + SETTLE;
                 continue;
             }
-            let left = attempt_pids(&r.nonce);
+            let mut left = attempt_pids(&r.nonce);
+            left.retain(|&p| Some(p) != r.keep);
             if !left.is_empty() {
                 events.push(RunEvent {
                     ts: Utc::now(),

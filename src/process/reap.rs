@@ -30,7 +30,14 @@ pub fn attempt_pids(nonce: &str) -> Vec<u32> {
 
 /// Send `sig` to every process of the attempt; returns the pids signalled.
 pub fn signal_attempt(nonce: &str, sig: Signal) -> Vec<u32> {
-    let pids = attempt_pids(nonce);
+    signal_attempt_but(nonce, sig, None)
+}
+
+/// [`signal_attempt`] sparing `keep` (the attempt's wrapper, which is finishing by itself
+/// and whose own exit status tmux reports as the pane's).
+pub fn signal_attempt_but(nonce: &str, sig: Signal, keep: Option<u32>) -> Vec<u32> {
+    let mut pids = attempt_pids(nonce);
+    pids.retain(|&p| Some(p) != keep);
     for &pid in &pids {
         if let Ok(p) = i32::try_from(pid) {
             // Gone in between is fine: that is what we want.
