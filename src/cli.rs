@@ -366,6 +366,10 @@ pub struct MergeArgs {
     /// Print the diffstat of what would be merged; change nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Take the integration branch even when the council blocked or a worker is left out
+    /// of it (the workers not in it are named).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

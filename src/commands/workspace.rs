@@ -48,7 +48,9 @@ fn source_branch(state: &RunState, ws: &RunWorkspace, worker: Option<&str>) -> R
 
 /// `crewmux merge`: bring the integration branch (or one worker's) into the user's branch.
 /// Refused (exit 2, one line naming what to run) unless the run's starting branch is
-/// checked out and the tree has no uncommitted changes to tracked files.
+/// checked out and the tree has no uncommitted changes to tracked files; the integration
+/// branch is also refused (dry run included) when the council blocked or a completed
+/// worker is not merged into it, unless `--force` (see [`crate::workspace::guard`]).
 #[allow(
     clippy::needless_pass_by_value,
     reason = "a command handler owns the flags clap parsed for it"
@@ -56,6 +58,36 @@ fn source_branch(state: &RunState, ws: &RunWorkspace, worker: Option<&str>) -> R
 pub fn merge(args: MergeArgs) -> Result<i32> {
     let (state, ws) = load(&args.common, args.run.as_deref())?;
     let branch = source_branch(&state, &ws, args.worker.as_deref())?;
+    let short = crate::workspace::guard::shortfall(&state, &ws);
+    if args.worker.is_none() && !short.is_empty() {
+        if !args.force {
+            let take = short
+                .left_out
+                .first()
+                .map(|w| {
+                    format!(
+                        " or take one worker's branch with crewmux merge {} --worker {w}",
+                        state.run_id
+                    )
+                })
+                .unwrap_or_default();
+            return Err(Error::Usage(format!(
+                "run {}: {}: {branch} is not the whole result; take it anyway with crewmux merge {} --force{take}",
+                state.run_id,
+                short.reason(),
+                state.run_id
+            )));
+        }
+        crate::outln!(
+            "--force: {}{}",
+            short.reason(),
+            if short.left_out.is_empty() {
+                String::new()
+            } else {
+                format!("; not in what is merged: {}", short.left_out.join(", "))
+            }
+        );
+    }
     let git = Git::new(&ws.repo);
     let current = crate::workspace::create::current_branch(&git)?;
     let Some(current) = current else {

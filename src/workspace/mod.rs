@@ -12,6 +12,7 @@ pub mod clean;
 pub mod commit;
 pub mod create;
 pub mod git;
+pub mod guard;
 pub mod integrate;
 pub mod judge;
 pub mod live;

@@ -276,6 +276,32 @@ fn a_conflict_without_an_agent_blocks_the_council_with_the_finding() {
         "{findings}"
     );
     assert_eq!(out.status.code(), Some(1));
+
+    // Taking integration would lose `two`'s change: merge (and its dry run) refuse it.
+    let id = run_id(d);
+    for args in [vec!["merge", &id, "--dry-run"], vec!["merge", &id]] {
+        let refused = run_crewmux(d, "unused", &args);
+        let text = stderr(&refused);
+        assert_eq!(refused.status.code(), Some(2), "{args:?}: {text}");
+        for want in [
+            "council is blocked",
+            "left out two",
+            "--force",
+            "--worker two",
+        ] {
+            assert!(text.contains(want), "{args:?} lacks {want:?}: {text}");
+        }
+    }
+    assert!(std::fs::read_to_string(d.join("lib.rs"))
+        .unwrap()
+        .contains("    0"));
+    let forced = run_crewmux(d, "unused", &["merge", &id, "--force"]);
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    let said = String::from_utf8_lossy(&forced.stdout).to_string();
+    assert!(said.contains("not in what is merged: two"), "{said}");
+    assert!(std::fs::read_to_string(d.join("lib.rs"))
+        .unwrap()
+        .contains("    1"));
 }
 
 #[test]

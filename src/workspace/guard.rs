@@ -1,0 +1,66 @@
+//! Whether a run's integration branch is whole enough for `crewmux merge` to take it
+//! without `--force`: the council did not block it, and every worker that completed with a
+//! worktree is merged into it (a conflict nobody resolved leaves the later worker out).
+
+use crate::domain::{CouncilStatus, RunState, RunWorkspace, WorkerKind, WorkerStatus};
+
+/// What is wrong with taking the integration branch of a run as it is.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Shortfall {
+    /// The council's status is `blocked`.
+    pub blocked: bool,
+    /// Workers with a worktree that completed but are not merged into integration, in
+    /// team order.
+    pub left_out: Vec<String>,
+    /// The files of an unresolved merge conflict, if integration stopped on one.
+    pub conflict: Vec<String>,
+}
+
+impl Shortfall {
+    /// Nothing is wrong.
+    pub fn is_empty(&self) -> bool {
+        !self.blocked && self.left_out.is_empty()
+    }
+
+    /// The reason in a few words: `the council is blocked; integration left out x2 (merge
+    /// conflict in a.txt)`.
+    pub fn reason(&self) -> String {
+        let mut parts = Vec::new();
+        if self.blocked {
+            parts.push("the council is blocked".to_string());
+        }
+        if !self.left_out.is_empty() {
+            let mut s = format!("integration left out {}", self.left_out.join(", "));
+            if !self.conflict.is_empty() {
+                s.push_str(&format!(
+                    " (merge conflict in {})",
+                    self.conflict.join(", ")
+                ));
+            }
+            parts.push(s);
+        }
+        parts.join("; ")
+    }
+}
+
+/// The shortfall of the run's integration branch (pure: reads the saved state only).
+pub fn shortfall(state: &RunState, ws: &RunWorkspace) -> Shortfall {
+    let merged: &[String] = ws.integration.as_ref().map_or(&[], |i| &i.merged);
+    let left_out = state
+        .workers
+        .iter()
+        .filter(|w| w.kind == WorkerKind::Worker && w.status == WorkerStatus::Completed)
+        .filter(|w| ws.workers.contains_key(&w.id) && !merged.contains(&w.id))
+        .map(|w| w.id.clone())
+        .collect();
+    Shortfall {
+        blocked: state.council.status == CouncilStatus::Blocked,
+        left_out,
+        conflict: ws
+            .integration
+            .as_ref()
+            .and_then(|i| i.conflict.as_ref())
+            .map(|c| c.files.clone())
+            .unwrap_or_default(),
+    }
+}
