@@ -146,7 +146,9 @@ pub fn create_run_with(
     }
     let run_id = new_run_id();
     let workspace = match &planned.plan {
-        Some(p) => Some(crate::workspace::create::create(p, project, &run_id)?),
+        // Worktrees and branches are made when the first worker launches (a run halted at
+        // the clarification gate leaves none).
+        Some(p) => Some(crate::workspace::create::start(p, project, &run_id)?),
         None => None,
     };
     let store = RunStore::create(project, &run_id)?;

@@ -141,6 +141,11 @@ pub struct RunWorkspace {
     /// Worktrees by worker id.
     #[serde(default)]
     pub workers: BTreeMap<String, WorkerWorkspace>,
+    /// Workers whose worktree is not made yet, in team order: all of them are made when
+    /// the first worker of the run launches, so a run halted before (at the clarification
+    /// gate) leaves no worktree or branch behind.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<String>,
     #[serde(default)]
     pub integration: Option<Integration>,
     /// Fix round whose integration is done (merged without a pending conflict).

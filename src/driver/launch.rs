@@ -86,6 +86,8 @@ impl Driver {
                 );
             }
         }
+        // Worktrees are made when the first worker launches, not when the run starts.
+        crate::workspace::make_worktrees(&mut self.state).map_err(|e| e.to_string())?;
         let mut prepared = prepare(
             &self.state,
             &w,

@@ -41,6 +41,7 @@ fn run(fixer: bool) -> RunState {
         copy: vec![],
         setup: None,
         workers: Default::default(),
+        pending: vec![],
         integration: None,
         integrated_round: None,
     };

@@ -22,7 +22,8 @@ pub struct WorkspaceOptions {
     pub include_uncommitted: bool,
 }
 
-/// A checked plan: nothing is created until [`create`].
+/// A checked plan: nothing is created until [`start`] (and the worktrees until
+/// [`make_pending`]).
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub repo: PathBuf,
@@ -198,6 +199,17 @@ fn is_dirty(git: &Git) -> Result<bool> {
 /// Errors: a git call fails (its stderr is in the message); worktrees created before the
 /// failure are removed again.
 pub fn create(plan: &Plan, project: &Path, run_id: &str) -> Result<RunWorkspace> {
+    let mut ws = start(plan, project, run_id)?;
+    make_pending(&mut ws, project, run_id)?;
+    Ok(ws)
+}
+
+/// The run's workspace as the run starts: the base fixed (the uncommitted snapshot taken
+/// now, as an unreferenced commit), every planned worker in `pending`, no worktree or
+/// branch made yet ([`make_pending`] makes them).
+///
+/// Errors: git fails reading the base or writing the snapshot or `info/exclude`.
+pub fn start(plan: &Plan, project: &Path, run_id: &str) -> Result<RunWorkspace> {
     let git = Git::new(&plan.repo);
     ensure_excluded(&git)?;
     let base = if plan.include_uncommitted {
@@ -205,40 +217,54 @@ pub fn create(plan: &Plan, project: &Path, run_id: &str) -> Result<RunWorkspace>
     } else {
         plan.base.clone()
     };
-    let root = worktrees_root(project, run_id);
-    std::fs::create_dir_all(&root).at(&root)?;
-    let mut ws = RunWorkspace {
+    Ok(RunWorkspace {
         repo: plan.repo.clone(),
         prefix: plan.prefix.clone(),
         base,
         base_ref: plan.base_ref.clone(),
         user_branch: plan.user_branch.clone(),
         uncommitted: plan.include_uncommitted,
-        root: root.clone(),
+        root: worktrees_root(project, run_id),
         copy: plan.spec.copy.clone(),
         setup: plan.spec.setup.clone(),
         workers: Default::default(),
+        pending: plan.workers.clone(),
         integration: None,
         integrated_round: None,
-    };
+    })
+}
+
+/// Make the worktrees of `ws.pending` (up to [`CREATE_THREADS`] at once) and move them to
+/// `ws.workers`; nothing to do when none is pending. On a failure the ones made by this
+/// call are removed again and `ws` is left as it was.
+///
+/// Errors: a `git worktree add` or a seed copy fails.
+pub fn make_pending(ws: &mut RunWorkspace, project: &Path, run_id: &str) -> Result<()> {
+    if ws.pending.is_empty() {
+        return Ok(());
+    }
+    let git = Git::new(&ws.repo);
+    let root = ws.root.clone();
+    std::fs::create_dir_all(&root).at(&root)?;
+    let wanted = ws.pending.clone();
+    let shared: &RunWorkspace = ws;
     // Up to CREATE_THREADS `git worktree add` at once: each writes its own admin folder,
     // branch ref and index, so they do not contend; checkout is mostly disk work.
     let results: Vec<(String, Result<WorkerWorkspace>)> = std::thread::scope(|scope| {
-        let chunks: Vec<Vec<String>> = plan
-            .workers
-            .chunks(plan.workers.len().div_ceil(CREATE_THREADS).max(1))
+        let chunks: Vec<Vec<String>> = wanted
+            .chunks(wanted.len().div_ceil(CREATE_THREADS).max(1))
             .map(|c| c.to_vec())
             .collect();
         let handles: Vec<_> = chunks
             .into_iter()
             .map(|chunk| {
-                let (git, ws) = (&git, &ws);
+                let git = &git;
                 scope.spawn(move || {
                     chunk
                         .into_iter()
                         .map(|id| {
-                            let r = add_worktree(git, ws, run_id, &id).and_then(|w| {
-                                copy_seeds(project, ws, &w.path)?;
+                            let r = add_worktree(git, shared, run_id, &id).and_then(|w| {
+                                copy_seeds(project, shared, &w.path)?;
                                 Ok(w)
                             });
                             (id, r)
@@ -252,31 +278,32 @@ pub fn create(plan: &Plan, project: &Path, run_id: &str) -> Result<RunWorkspace>
             .flat_map(|h| h.join().unwrap_or_default())
             .collect()
     });
+    let mut made = Vec::new();
     let mut failure = None;
     for (id, r) in results {
         match r {
-            Ok(w) => {
-                ws.workers.insert(id, w);
-            }
+            Ok(w) => made.push((id, w)),
             Err(e) => failure = failure.or(Some(e)),
         }
     }
-    if failure.is_none() && ws.workers.len() != plan.workers.len() {
+    if failure.is_none() && made.len() != wanted.len() {
         failure = Some(Error::Other(
             "creating the worktrees stopped unexpectedly; see the log".into(),
         ));
     }
     if let Some(e) = failure {
-        for w in ws.workers.values() {
+        for (_, w) in &made {
             let _ = git.output(&["worktree", "remove", "--force", &w.path.to_string_lossy()]);
             let _ = git.output(&["branch", "-D", &w.branch]);
         }
         return Err(e);
     }
-    Ok(ws)
+    ws.workers.extend(made);
+    ws.pending.clear();
+    Ok(())
 }
 
-/// `git worktree add` calls run at once when a run starts.
+/// `git worktree add` calls run at once when the first worker of a run launches.
 pub const CREATE_THREADS: usize = 4;
 
 /// `git worktree add -b crewmux/<run>/<name> <root>/<name> <base>`.

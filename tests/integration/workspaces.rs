@@ -460,3 +460,63 @@ fn bad_workspace_input_is_one_line_exit_2_and_creates_nothing() {
             .unwrap();
     assert_eq!(manifest["workspace"]["base"], head);
 }
+
+#[test]
+fn a_run_halted_at_the_clarification_gate_makes_no_worktree_until_resumed() {
+    let tmp = repo(&[("a.txt", "a\n")]);
+    let d = tmp.path();
+    let teamdir = tempfile::tempdir().unwrap();
+    let team = team_file(
+        teamdir.path(),
+        "team.toml",
+        &format!(
+            "{}{}",
+            worker("one", "echo A >> a.txt", "Changed a.txt."),
+            worker("two", "echo B > b.txt", "Added b.txt.")
+        ),
+    );
+    let (trees, branches) = (
+        git(d, &["worktree", "list"]),
+        git(d, &["branch", "--list", "crewmux/*"]),
+    );
+    let halted = run_crewmux(
+        d,
+        "unused",
+        &[
+            "run",
+            "--headless",
+            "--backend",
+            "process",
+            "--team",
+            team.to_str().unwrap(),
+            "fix it",
+        ],
+    );
+    assert_eq!(halted.status.code(), Some(3), "{}", stderr(&halted));
+    assert_eq!(git(d, &["worktree", "list"]), trees);
+    assert_eq!(git(d, &["branch", "--list", "crewmux/*"]), branches);
+    let id = run_id(d);
+    assert!(!d.join(".crewmux/worktrees").join(&id).exists());
+
+    let ans = run_crewmux(
+        d,
+        "unused",
+        &[
+            "answer",
+            &id,
+            "Append A to a.txt and add b.txt with B in it",
+        ],
+    );
+    assert!(ans.status.success(), "{}", stderr(&ans));
+    let done = run_crewmux(d, "unused", &["resume", &id, "--headless"]);
+    assert_eq!(summary(&done)["status"], "done", "{}", stderr(&done));
+    let branches = git(d, &["branch", "--list", "crewmux/*"]);
+    for w in ["one", "two"] {
+        assert!(
+            branches.contains(&format!("crewmux/{id}/{w}")),
+            "{branches}"
+        );
+    }
+    assert!(run_crewmux(d, "unused", &["merge", &id]).status.success());
+    assert_eq!(std::fs::read_to_string(d.join("b.txt")).unwrap(), "B\n");
+}

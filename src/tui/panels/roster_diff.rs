@@ -72,6 +72,7 @@ mod tests {
             copy: vec![],
             setup: None,
             workers,
+            pending: vec![],
             integration: None,
             integrated_round: None,
         });
