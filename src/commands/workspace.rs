@@ -46,6 +46,43 @@ fn source_branch(state: &RunState, ws: &RunWorkspace, worker: Option<&str>) -> R
     }
 }
 
+/// Refuse (exit 2) the integration branch of a run whose council blocked or whose
+/// integration left a completed worker out, unless `force` (then say who is not in it).
+fn check_whole(state: &RunState, ws: &RunWorkspace, branch: &str, force: bool) -> Result<()> {
+    let short = crate::workspace::guard::shortfall(state, ws);
+    if short.is_empty() {
+        return Ok(());
+    }
+    if !force {
+        let take = short
+            .left_out
+            .first()
+            .map(|w| {
+                format!(
+                    " or take one worker's branch with crewmux merge {} --worker {w}",
+                    state.run_id
+                )
+            })
+            .unwrap_or_default();
+        return Err(Error::Usage(format!(
+            "run {}: {}: {branch} is not the whole result; take it anyway with crewmux merge {} --force{take}",
+            state.run_id,
+            short.reason(),
+            state.run_id
+        )));
+    }
+    crate::outln!(
+        "--force: {}{}",
+        short.reason(),
+        if short.left_out.is_empty() {
+            String::new()
+        } else {
+            format!("; not in what is merged: {}", short.left_out.join(", "))
+        }
+    );
+    Ok(())
+}
+
 /// `crewmux merge`: bring the integration branch (or one worker's) into the user's branch.
 /// Refused (exit 2, one line naming what to run) unless the run's starting branch is
 /// checked out and the tree has no uncommitted changes to tracked files; the integration
@@ -58,35 +95,8 @@ fn source_branch(state: &RunState, ws: &RunWorkspace, worker: Option<&str>) -> R
 pub fn merge(args: MergeArgs) -> Result<i32> {
     let (state, ws) = load(&args.common, args.run.as_deref())?;
     let branch = source_branch(&state, &ws, args.worker.as_deref())?;
-    let short = crate::workspace::guard::shortfall(&state, &ws);
-    if args.worker.is_none() && !short.is_empty() {
-        if !args.force {
-            let take = short
-                .left_out
-                .first()
-                .map(|w| {
-                    format!(
-                        " or take one worker's branch with crewmux merge {} --worker {w}",
-                        state.run_id
-                    )
-                })
-                .unwrap_or_default();
-            return Err(Error::Usage(format!(
-                "run {}: {}: {branch} is not the whole result; take it anyway with crewmux merge {} --force{take}",
-                state.run_id,
-                short.reason(),
-                state.run_id
-            )));
-        }
-        crate::outln!(
-            "--force: {}{}",
-            short.reason(),
-            if short.left_out.is_empty() {
-                String::new()
-            } else {
-                format!("; not in what is merged: {}", short.left_out.join(", "))
-            }
-        );
+    if args.worker.is_none() {
+        check_whole(&state, &ws, &branch, args.force)?;
     }
     let git = Git::new(&ws.repo);
     let current = crate::workspace::create::current_branch(&git)?;
