@@ -1,6 +1,8 @@
 //! The `Multiplexer` adapter: where workers run (a tmux pane, or a child process), how they
 //! are watched and how text reaches them. Calls block; the driver runs them on a dedicated
-//! thread (TMUX-NOTES: tmux_interface calls are `std::process::Command`s).
+//! thread (each tmux_interface call is a blocking `std::process::Command`).
+
+pub mod reap;
 
 use std::path::PathBuf;
 
@@ -135,9 +137,9 @@ pub trait Multiplexer: Send {
     /// End every process of an attempt known only by its nonce: one a stopped driver
     /// launched and never recorded, found again when the attempt is launched anew. Returns
     /// the pids that survived SIGKILL. Default: the `/proc` scan of
-    /// [`crate::process::reap`].
+    /// [`crate::backend::reap`].
     fn end_stale_attempt(&mut self, nonce: &str) -> Vec<u32> {
-        crate::process::reap::end_attempt(nonce, std::time::Duration::from_millis(500))
+        crate::backend::reap::end_attempt(nonce, std::time::Duration::from_millis(500))
     }
 
     /// Remove what holds a finished run's attempts (tmux: its session); returns what was

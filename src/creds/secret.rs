@@ -8,7 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use zeroize::Zeroizing;
 
 /// Longest key accepted, in bytes. Real provider keys are 40–200 bytes; the cap keeps a
-/// `new-window -e` line far below tmux's 16 KiB command limit (TMUX-NOTES.md).
+/// `new-window -e` line far below tmux's 16 KiB command limit (docs/tmux.md).
 pub const MAX_KEY_BYTES: usize = 4096;
 
 /// An API key held in memory. Its `Debug` prints `ApiKey(<redacted>)`; it has no `Display`.

@@ -82,7 +82,7 @@ impl Driver {
                 // Children that left the group (setsid, a double fork) carry the nonce.
                 let nonce = self.nonce_of(&worker, attempt);
                 if let Some(n) = &nonce {
-                    crate::process::reap::signal_attempt(n, nix::sys::signal::Signal::SIGTERM);
+                    crate::backend::reap::signal_attempt(n, nix::sys::signal::Signal::SIGTERM);
                 }
                 self.kills.push(PendingKill {
                     worker: worker.clone(),
@@ -201,7 +201,7 @@ impl Driver {
                 }
             }
             if let Some(n) = &k.nonce {
-                crate::process::reap::signal_attempt(n, nix::sys::signal::Signal::SIGKILL);
+                crate::backend::reap::signal_attempt(n, nix::sys::signal::Signal::SIGKILL);
             }
             false
         });

@@ -6,7 +6,7 @@ use crate::engine::Input;
 
 impl Driver {
     /// Prepare and start a batch of attempts: prompts and wrappers first, then one backend
-    /// call for all of them (TMUX-NOTES: 64 windows in one tmux invocation ~250 ms against
+    /// call for all of them (docs/tmux.md: 64 windows in one tmux invocation ~250 ms against
     /// ~450 ms one process each). Returns one input per attempt.
     pub(super) fn launch_many(&mut self, wanted: Vec<(String, u32)>) -> Vec<Input> {
         let mut inputs = vec![];

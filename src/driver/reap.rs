@@ -1,6 +1,6 @@
 //! Nothing a worker started outlives its attempt: besides the process group, every process
 //! carrying the attempt's `CREWMUX_ATTEMPT` nonce (found in `/proc`, see
-//! [`crate::process::reap`]) is ended with the same grace → SIGKILL, when crewmux ends an
+//! [`crate::backend::reap`]) is ended with the same grace → SIGKILL, when crewmux ends an
 //! attempt (cancel, timeouts) and when an attempt ends by itself leaving children behind.
 //! Processes that survive SIGKILL are named in the event log.
 
@@ -10,8 +10,8 @@ use chrono::Utc;
 use nix::sys::signal::Signal;
 
 use super::{Driver, Update};
+use crate::backend::reap::{attempt_pids, signal_attempt_but};
 use crate::domain::RunEvent;
-use crate::process::reap::{attempt_pids, signal_attempt_but};
 
 /// How long after SIGKILL survivors are looked for.
 const SETTLE: Duration = Duration::from_millis(500);

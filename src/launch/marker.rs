@@ -1,5 +1,5 @@
 //! Exit-marker parsing: whole lines `__CREWMUX_EXIT_<nonce>__:<code>` after stripping `\r`
-//! and ANSI escapes (TMUX-NOTES "Wrapper shape that works"). Another nonce, or the right
+//! and ANSI escapes (docs/tmux.md "Wrapper shape that works"). Another nonce, or the right
 //! marker inside a longer line, is never an exit.
 
 /// The start of every exit-marker line.

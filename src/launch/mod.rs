@@ -1,6 +1,6 @@
 //! The launch wrapper every attempt runs in (both backends) and the exit evidence it leaves:
 //! `exit.json`, then the `__CREWMUX_EXIT_<nonce>__:<code>` marker line (SPEC §4,
-//! TMUX-NOTES "Exit detection").
+//! docs/tmux.md "Exit detection").
 
 mod marker;
 

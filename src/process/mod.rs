@@ -2,8 +2,6 @@
 //! stdout and stderr appended to `output.log` and stdin a pipe for answers. Used when tmux
 //! is missing or `--backend process` is given.
 
-pub mod reap;
-
 use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::io::Write;

@@ -1,5 +1,5 @@
 //! One tmux server socket (`tmux -L <socket>`): every call is one blocking tmux client
-//! process with stdin set to null (TMUX-NOTES: tmux_interface inherits stdin by default,
+//! process with stdin set to null (docs/tmux.md: tmux_interface inherits stdin by default,
 //! which a raw-mode dashboard must not share).
 #![allow(
     clippy::expect_used,
@@ -223,7 +223,7 @@ impl TmuxClient {
     }
 
     /// Paste `text` into `pane` as one bracketed paste, then Enter as a separate key a
-    /// moment later (TMUX-NOTES "Input to a pane": no 16 KiB command limit, no swallowed
+    /// moment later (docs/tmux.md "Input to a pane": no 16 KiB command limit, no swallowed
     /// Enter). The buffer is deleted after pasting.
     pub fn paste(&self, pane: &str, text: &str) -> Result<()> {
         self.paste_text(pane, text)?;

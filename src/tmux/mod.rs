@@ -1,4 +1,4 @@
-//! The tmux backend (SPEC §4, TMUX-NOTES): a dedicated server socket (`tmux -L <socket>`),
+//! The tmux backend (README "How it works", docs/tmux.md): a dedicated server socket (`tmux -L <socket>`),
 //! one session per run, one window per attempt started with the wrapper as its argv,
 //! `remain-on-exit on`, output streamed by `pipe-pane`, and one batched tmux call per poll.
 
@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 
 /// Lines of history each pane keeps (set before panes are created; ~1 KB a line at most).
 pub const HISTORY_LIMIT: u32 = 2000;
-/// Pane size of detached windows: 200×50 keeps tmux cheap (TMUX-NOTES "Cost").
+/// Pane size of detached windows: 200×50 keeps tmux cheap (docs/tmux.md "Cost").
 pub const PANE_COLS: u32 = 200;
 pub const PANE_ROWS: u32 = 50;
 /// Lines of the focused pane captured for the output panel.
@@ -395,7 +395,7 @@ impl TmuxBackend {
             })
             .collect();
         // tmux < 3.6 (libutempter builds) can lose a dying pane's SIGCHLD: kick the server
-        // when a dead pane has no status, and every 2 s as a backstop (TMUX-NOTES).
+        // when a dead pane has no status, and every 2 s as a backstop (docs/tmux.md).
         if lost_sigchld || self.last_kick.elapsed().as_millis() > 2000 {
             if let Some(pid) = rows.first().map(|r| r.server_pid) {
                 self.client.kick_sigchld(pid);

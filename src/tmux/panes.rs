@@ -1,4 +1,4 @@
-//! Our own `list-panes -F` format and parser (TMUX-NOTES: tmux_interface's `PanesCtl`
+//! Our own `list-panes -F` format and parser (docs/tmux.md: tmux_interface's `PanesCtl`
 //! panics on quotes in start commands). Fields are tab-separated (tmux ≥ 3.4 prints other
 //! control characters as octal; tab is left alone), free text last.
 
