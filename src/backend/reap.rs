@@ -33,11 +33,27 @@ pub fn signal_attempt(nonce: &str, sig: Signal) -> Vec<u32> {
     signal_attempt_but(nonce, sig, None)
 }
 
+/// Whether `pid` is `keep` (an attempt's wrapper) or one of its own children (its closing
+/// `sleep`, the agent's subshell on its way out): those end with the wrapper by themselves.
+/// The parent comes from `/proc/<pid>/stat` (the field after the parenthesised name).
+pub fn spared(pid: u32, keep: Option<u32>) -> bool {
+    let Some(keep) = keep else {
+        return false;
+    };
+    pid == keep || parent_of(pid) == Some(keep)
+}
+
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// [`signal_attempt`] sparing `keep` (the attempt's wrapper, which is finishing by itself
-/// and whose own exit status tmux reports as the pane's).
+/// and whose own exit status tmux reports as the pane's) and its own children ([`spared`]).
 pub fn signal_attempt_but(nonce: &str, sig: Signal, keep: Option<u32>) -> Vec<u32> {
     let mut pids = attempt_pids(nonce);
-    pids.retain(|&p| Some(p) != keep);
+    pids.retain(|&p| !spared(p, keep));
     for &pid in &pids {
         if let Ok(p) = i32::try_from(pid) {
             // Gone in between is fine: that is what we want.
@@ -79,6 +95,24 @@ fn wait_gone(nonce: &str, span: Duration) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wrappers_own_child_is_spared_and_a_stranger_is_not() {
+        let me = std::process::id();
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        assert!(spared(child.id(), Some(me)), "a child of keep is spared");
+        assert!(spared(me, Some(me)), "keep itself is spared");
+        assert!(!spared(child.id(), None), "nothing is spared without keep");
+        assert!(
+            !spared(child.id(), Some(1)),
+            "a child of another process is not spared"
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
 
     #[test]
     fn a_process_that_left_the_group_is_found_and_ended() {

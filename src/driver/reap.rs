@@ -10,7 +10,7 @@ use chrono::Utc;
 use nix::sys::signal::Signal;
 
 use super::{Driver, Update};
-use crate::backend::reap::{attempt_pids, signal_attempt_but};
+use crate::backend::reap::{attempt_pids, signal_attempt_but, spared};
 use crate::domain::RunEvent;
 
 /// How long after SIGKILL survivors are looked for.
@@ -76,7 +76,7 @@ impl Driver {
                 if !all {
                     return true;
                 }
-                if attempt_pids(&r.nonce).iter().all(|&p| Some(p) == r.keep) {
+                if attempt_pids(&r.nonce).iter().all(|&p| spared(p, r.keep)) {
                     return false;
                 }
                 std::thread::sleep((r.at - now).min(Duration::from_millis(50)));
@@ -89,7 +89,7 @@ impl Driver {
                 continue;
             }
             let mut left = attempt_pids(&r.nonce);
-            left.retain(|&p| Some(p) != r.keep);
+            left.retain(|&p| !spared(p, r.keep));
             if !left.is_empty() {
                 events.push(RunEvent {
                     ts: Utc::now(),
