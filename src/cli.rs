@@ -8,8 +8,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "crewmux", version, about, long_about = None)]
 pub struct Cli {
-    /// On an error, print its whole chain of causes, not one line (`RUST_BACKTRACE=1` does
-    /// too, with a backtrace).
+    /// On an error, print its whole chain of causes, not one line (with a backtrace when
+    /// `RUST_BACKTRACE=1` is set too).
     #[arg(short, long, global = true)]
     pub verbose: bool,
     /// Without a command on a terminal: the home screen, the runs of this project.

@@ -1,7 +1,7 @@
 //! Typed errors of the library. Each keeps what a person needs to act: the path of a file
 //! operation, the arguments and stderr of a tmux command, the program that could not run.
-//! The binary prints one line (`crewmux: <error>: <cause>`) and, under `-v` or
-//! `RUST_BACKTRACE`, the whole chain through color-eyre.
+//! The binary prints one line (`crewmux: <error>: <cause>`) and, under `-v`, the whole
+//! chain through color-eyre.
 
 use std::path::{Path, PathBuf};
 

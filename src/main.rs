@@ -1,12 +1,13 @@
 //! The `crewmux` binary: parse the command line, hand it to the library, and report an
-//! error: one line (`crewmux: <error>: <cause>`) by default; with `-v` or `RUST_BACKTRACE`
-//! set, color-eyre's report with every cause (and the backtrace, under `RUST_BACKTRACE`).
+//! error: one line (`crewmux: <error>: <cause>`) by default; with `-v`, color-eyre's report
+//! with every cause (and the backtrace when `RUST_BACKTRACE` is set too). `RUST_BACKTRACE`
+//! alone keeps the one line: many shells export it, and bad input must still read as one line.
 
 use clap::Parser;
 
 fn main() {
     let cli = crewmux::cli::Cli::parse();
-    let verbose = cli.verbose || std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0");
+    let verbose = cli.verbose;
     if verbose {
         // Err: hooks already installed, which cannot happen this early; the report below
         // then falls back to eyre's plain format.

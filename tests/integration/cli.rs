@@ -132,6 +132,14 @@ fn an_io_error_names_its_path_on_one_line_and_v_shows_the_cause() {
         err_line(&out),
         format!("crewmux: {}: Not a directory (os error 20)", runs.display())
     );
+    // An exported RUST_BACKTRACE (common in shells) keeps the one line.
+    let out = crewmux()
+        .env("RUST_BACKTRACE", "1")
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
     let out = crewmux().arg("-v").args(args).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
