@@ -13,6 +13,9 @@ use tmux_interface::{
     AttachSession, LoadBuffer, PasteBuffer, SelectWindow, SendKeys, Tmux, TmuxCommand,
 };
 
+use std::sync::Arc;
+
+use super::control_client::{Channel, ControlStats, Sent};
 use crate::error::{Error, Result};
 
 static CLIENT_CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -23,7 +26,7 @@ pub fn client_calls() -> u64 {
     CLIENT_CALLS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-fn count_call() {
+pub(super) fn count_call() {
     CLIENT_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
@@ -71,11 +74,23 @@ fn tmux_args(tmux: &Tmux<'_>) -> Vec<String> {
     args
 }
 
-/// A tmux server on a private socket.
-#[derive(Debug, Clone)]
+/// A tmux server on a private socket. Calls go through its control-mode channel when the
+/// client has one ([`with_control`](Self::with_control)) and it is up, otherwise through
+/// one tmux process each.
+#[derive(Clone)]
 pub struct TmuxClient {
     socket: String,
     sep: String,
+    control: Option<Arc<Channel>>,
+}
+
+impl std::fmt::Debug for TmuxClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TmuxClient")
+            .field("socket", &self.socket)
+            .field("control", &self.control.is_some())
+            .finish()
+    }
 }
 
 /// True when a `tmux` binary is on PATH.
@@ -137,6 +152,65 @@ impl TmuxClient {
                 "__crewmux_sep_{}__",
                 &uuid::Uuid::new_v4().simple().to_string()[..12]
             ),
+            control: None,
+        }
+    }
+
+    /// Send routine calls over one persistent control-mode client attached to `session`
+    /// (started at the first call, restarted after a back-off when it ends); clones share
+    /// it. For a process that drives a run: a one-off command is cheaper without it.
+    pub fn with_control(mut self, session: &str) -> Self {
+        self.control = Some(Arc::new(Channel::new(&self.socket, session)));
+        self
+    }
+
+    /// The control channel's counters, `None` without one.
+    pub fn control_stats(&self) -> Option<ControlStats> {
+        self.control.as_ref().map(|c| c.stats())
+    }
+
+    /// Send `lines` (one command each) over the control channel; `None` when there is
+    /// none or it is down (the caller runs a tmux process). A channel that ended before
+    /// answering is retried as a process only when every command is `read_only` (running
+    /// the others twice could, say, type an answer twice).
+    fn over_channel(
+        &self,
+        lines: &[String],
+        limit: Duration,
+        read_only: bool,
+        args: &[String],
+    ) -> Option<Result<String>> {
+        let channel = self.control.as_ref()?;
+        match channel.send(lines, limit) {
+            Sent::Answered(replies) => {
+                let mut out = String::new();
+                for r in &replies {
+                    if !r.ok {
+                        return Some(Err(Error::Tmux {
+                            args: args.to_vec(),
+                            stderr: r.text().trim().to_string(),
+                        }));
+                    }
+                    out.push_str(&r.text());
+                }
+                Some(Ok(out))
+            }
+            Sent::Down => None,
+            Sent::Lost if read_only => None,
+            Sent::Lost => Some(Err(Error::Tmux {
+                args: args.to_vec(),
+                stderr:
+                    "the control channel ended before tmux answered; the command may not have run"
+                        .into(),
+            })),
+            Sent::TimedOut => Some(Err(Error::Timeout {
+                program: format!("the tmux server on socket {}", self.socket),
+                secs: limit.as_secs(),
+                hint: format!(
+                    "is it stopped? (`tmux -L {} list-sessions` hangs too); crewmux tries again",
+                    self.socket
+                ),
+            })),
         }
     }
 
@@ -153,6 +227,16 @@ impl TmuxClient {
     ///
     /// Errors: tmux could not start, or exited non-zero (the message is tmux's stderr).
     pub fn run(&self, tmux: Tmux<'_>) -> Result<String> {
+        if self.control.is_some() {
+            let commands = tmux_args(&tmux);
+            let lines = channel_lines(&commands)?;
+            let read_only = lines.iter().all(|l| is_read_only(l));
+            if let Some(done) =
+                self.over_channel(&lines, super::bounded::CALL_LIMIT, read_only, &commands)
+            {
+                return done;
+            }
+        }
         count_call();
         let tmux = tmux.socket_name(self.socket.as_str());
         let args = tmux_args(&tmux);
@@ -198,6 +282,19 @@ impl TmuxClient {
     /// client's stdin; returns stdout. `secrets` are replaced by `<redacted>` in an error
     /// (tmux may quote the failing command line).
     pub fn run_script(&self, script: &str, secrets: &[&str]) -> Result<String> {
+        if self.control.is_some() {
+            let lines: Vec<String> = script
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(str::to_string)
+                .collect();
+            let args = ["source-file", "-"].map(String::from).to_vec();
+            if let Some(done) =
+                self.over_channel(&lines, super::bounded::SCRIPT_LIMIT, false, &args)
+            {
+                return done.map_err(|e| redact(e, secrets));
+            }
+        }
         count_call();
         let mut cmd = Command::new("tmux");
         cmd.args(["-L", &self.socket, "source-file", "-"]);
@@ -235,11 +332,41 @@ impl TmuxClient {
     /// The text part of [`paste`](Self::paste): `load-buffer -` then `paste-buffer -d -p`,
     /// without the Enter.
     pub fn paste_text(&self, pane: &str, text: &str) -> Result<()> {
-        count_call();
         let buffer = format!(
             "crewmux-{}",
             &uuid::Uuid::new_v4().simple().to_string()[..8]
         );
+        if self.control.is_some() {
+            // No stdin to load from on the channel: the text goes on the command line,
+            // escaped so it stays one line (`set-buffer` has no 16 KiB limit here: the
+            // line does not travel as a client message).
+            let text_arg = super::control::quote_line_arg(text).map_err(Error::Other)?;
+            let lines = vec![
+                format!("set-buffer -b {} -- {text_arg}", tmux_quote(&buffer)),
+                format!(
+                    "paste-buffer -d -p -b {} -t {}",
+                    tmux_quote(&buffer),
+                    tmux_quote(pane)
+                ),
+            ];
+            let args = [
+                "set-buffer",
+                "-b",
+                &buffer,
+                "…",
+                ";",
+                "paste-buffer",
+                "-t",
+                pane,
+            ]
+            .map(String::from)
+            .to_vec();
+            if let Some(done) = self.over_channel(&lines, super::bounded::CALL_LIMIT, false, &args)
+            {
+                return done.map(|_| ());
+            }
+        }
+        count_call();
         let cmd = Tmux::new()
             .socket_name(self.socket.as_str())
             .add_command(
@@ -304,17 +431,110 @@ impl TmuxClient {
         }
     }
 
-    /// `kill-server` on this socket only.
+    /// `kill-server` on this socket only (as a process: the channel ends with the server).
     pub fn kill_server(&self) -> Result<()> {
+        if let Some(c) = &self.control {
+            c.close();
+        }
+        count_call();
         let mut cmd = TmuxCommand::new();
         cmd.name("kill-server");
-        self.run(Tmux::new().add_command(cmd)).map(|_| ())
+        let tmux = Tmux::new()
+            .socket_name(self.socket.as_str())
+            .add_command(cmd);
+        let args = tmux_args(&tmux);
+        let out = super::bounded::output_within(
+            tmux.into_command(),
+            None,
+            super::bounded::CALL_LIMIT,
+            &self.socket,
+        )?;
+        if !out.status.success() {
+            return Err(Error::Tmux {
+                args,
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The commands of one tmux invocation (`a … ; b …`) as control-mode lines, one command
+/// a line (a line that holds several gets one `%error` block when any fails to parse, so
+/// replies could no longer be counted).
+///
+/// Errors: an argument with a NUL byte.
+fn channel_lines(commands: &[String]) -> Result<Vec<String>> {
+    let mut lines = vec![];
+    for cmd in commands.split(|a| a == ";").filter(|c| !c.is_empty()) {
+        let words: std::result::Result<Vec<String>, String> = cmd
+            .iter()
+            .map(|a| super::control::quote_line_arg(a))
+            .collect();
+        lines.push(words.map_err(Error::Other)?.join(" "));
+    }
+    Ok(lines)
+}
+
+/// Commands that change nothing in the server: safe to run again as a process when the
+/// channel ended before answering.
+fn is_read_only(line: &str) -> bool {
+    let name = line.split(' ').next().unwrap_or("").trim_matches('\'');
+    matches!(
+        name,
+        "list-panes"
+            | "list-sessions"
+            | "list-windows"
+            | "capture-pane"
+            | "display-message"
+            | "has-session"
+            | "show-options"
+            | "show-buffer"
+    )
+}
+
+/// `e` with every secret value replaced by `<redacted>` (tmux may quote the failing line).
+fn redact(e: Error, secrets: &[&str]) -> Error {
+    match e {
+        Error::Tmux { args, mut stderr } => {
+            for v in secrets.iter().filter(|v| !v.is_empty()) {
+                stderr = stderr.replace(v, "<redacted>");
+            }
+            Error::Tmux { args, stderr }
+        }
+        other => other,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_batch_becomes_one_line_per_command() {
+        let args: Vec<String> = [
+            "list-panes",
+            "-F",
+            "#{pane_id}\t",
+            ";",
+            "capture-pane",
+            "-p",
+            "-t",
+            "%1",
+        ]
+        .map(String::from)
+        .to_vec();
+        let lines = channel_lines(&args).unwrap();
+        assert_eq!(
+            lines,
+            vec![
+                "'list-panes' '-F' \"#{pane_id}\\t\"",
+                "'capture-pane' '-p' '-t' '%1'"
+            ]
+        );
+        assert!(lines.iter().all(|l| is_read_only(l)));
+        assert!(!is_read_only("'paste-buffer' '-t' '%1'"));
+    }
 
     #[test]
     fn versions_parse() {

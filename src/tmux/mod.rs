@@ -4,6 +4,8 @@
 
 mod bounded;
 mod client;
+pub mod control;
+mod control_client;
 mod panes;
 
 use std::collections::HashMap;
@@ -16,6 +18,7 @@ use tmux_interface::{
 };
 
 pub use client::{client_calls, tmux_available, tmux_version, TmuxClient};
+pub use control_client::ControlStats;
 pub use panes::{parse_panes, PaneRow, PANE_FORMAT};
 
 use crate::backend::{Liveness, Multiplexer, Poll, SpawnSpec, Spawned, Target};

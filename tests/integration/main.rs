@@ -28,6 +28,7 @@ mod auth_sources;
 mod bench_smoke;
 mod cli;
 mod cli_doctor_dispatch;
+mod control_mode;
 mod council;
 mod creds;
 mod creds_api;

@@ -1,0 +1,192 @@
+//! The control-mode channel against a real tmux on a private socket: calls go over one
+//! `tmux -C` client; when it is killed, detached (`%exit`) or stops answering, calls run as
+//! tmux processes and a new channel comes up after the back-off.
+
+use std::time::{Duration, Instant};
+
+use crewmux::tmux::TmuxClient;
+use tmux_interface::{DisplayMessage, Tmux};
+
+use crate::support::*;
+
+fn say(client: &TmuxClient, text: &str) -> String {
+    client
+        .run(Tmux::new().add_command(DisplayMessage::new().print().message(text).build()))
+        .expect("display-message answers")
+}
+
+/// The control-mode clients the server has: (pid, name).
+fn control_clients(server: &TmuxServer) -> Vec<(u32, String)> {
+    let out = server.tmux(&[
+        "list-clients",
+        "-F",
+        "#{client_pid} #{client_name} #{client_flags}",
+    ]);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("control-mode"))
+        .filter_map(|l| {
+            let mut f = l.split(' ');
+            Some((f.next()?.parse().ok()?, f.next()?.to_string()))
+        })
+        .collect()
+}
+
+fn started(tag: &str) -> Option<TmuxServer> {
+    if !tmux_ready(tag) {
+        return None;
+    }
+    let server = TmuxServer::new(tag);
+    let out = server.tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "run",
+        "-x",
+        "200",
+        "-y",
+        "50",
+        "sleep 1000",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    Some(server)
+}
+
+/// Until `ok` holds or `limit` passes; true when it held.
+fn until(limit: Duration, mut ok: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    ok()
+}
+
+#[test]
+fn calls_go_over_one_channel_and_a_killed_channel_falls_back_then_reconnects() {
+    let Some(server) = started("control-kill") else {
+        return;
+    };
+    let client = TmuxClient::new(&server.socket).with_control("run");
+    assert_eq!(say(&client, "one"), "one\n");
+    let clone = client.clone();
+    for i in 0..20 {
+        assert_eq!(say(&clone, &format!("n{i}")), format!("n{i}\n"));
+    }
+    let s = client.control_stats().unwrap();
+    assert_eq!((s.connects, s.fallbacks), (1, 0), "{s:?}");
+    assert_eq!(s.commands, 21);
+    let clients = control_clients(&server);
+    assert_eq!(
+        clients.len(),
+        1,
+        "one control client per server: {clients:?}"
+    );
+    assert_eq!(Some(clients[0].0), s.client_pid);
+
+    // The client dies: the next call still answers, through a process.
+    let old = s.client_pid.unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(old as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(until(Duration::from_secs(5), || control_clients(&server)
+        .is_empty()));
+    assert_eq!(say(&client, "after"), "after\n");
+    let s = client.control_stats().unwrap();
+    assert!(s.fallbacks >= 1 && !s.connected, "{s:?}");
+
+    // After the back-off a new channel carries the calls again.
+    assert!(
+        until(Duration::from_secs(10), || {
+            say(&client, "again");
+            client.control_stats().unwrap().connected
+        }),
+        "{:?}",
+        client.control_stats()
+    );
+    let s = client.control_stats().unwrap();
+    assert_eq!(s.connects, 2, "{s:?}");
+    assert_ne!(s.client_pid, Some(old));
+    assert_eq!(control_clients(&server).len(), 1);
+}
+
+#[test]
+fn a_detached_channel_says_exit_and_one_that_stops_answering_times_out() {
+    let Some(server) = started("control-exit") else {
+        return;
+    };
+    let client = TmuxClient::new(&server.socket).with_control("run");
+    say(&client, "up");
+    let clients = control_clients(&server);
+    assert_eq!(clients.len(), 1);
+    // `%exit`: the server detaches the client.
+    let out = server.tmux(&["detach-client", "-t", &clients[0].1]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(until(Duration::from_secs(5), || !client
+        .control_stats()
+        .unwrap()
+        .connected));
+    assert_eq!(say(&client, "fallback"), "fallback\n");
+    assert!(until(Duration::from_secs(10), || {
+        say(&client, "x");
+        client.control_stats().unwrap().connected
+    }));
+
+    // A server that stops answering: the call ends at its limit, like a process would.
+    let pid: i32 =
+        String::from_utf8_lossy(&server.tmux(&["display-message", "-p", "#{pid}"]).stdout)
+            .trim()
+            .parse()
+            .unwrap();
+    let stop = |sig| nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig).unwrap();
+    stop(nix::sys::signal::Signal::SIGSTOP);
+    let t = Instant::now();
+    let err = client
+        .run(Tmux::new().add_command(DisplayMessage::new().print().message("x").build()))
+        .unwrap_err();
+    stop(nix::sys::signal::Signal::SIGCONT);
+    assert!(t.elapsed() < Duration::from_secs(6), "{:?}", t.elapsed());
+    assert!(err.to_string().contains(&server.socket), "{err}");
+    assert!(!client.control_stats().unwrap().connected);
+    assert!(until(Duration::from_secs(10), || {
+        say(&client, "back");
+        client.control_stats().unwrap().connected
+    }));
+}
+
+#[test]
+fn text_pasted_over_the_channel_arrives_byte_for_byte() {
+    let Some(server) = started("control-paste") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("typed");
+    let out = server.tmux(&[
+        "new-window",
+        "-d",
+        "-P",
+        "-F",
+        "#{pane_id}",
+        "-t",
+        "=run:",
+        &format!("stty -echo; cat > '{}'", file.display()),
+    ]);
+    let pane = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let client = TmuxClient::new(&server.socket).with_control("run");
+    let text = "-dash first; \"quotes\" 'single' $HOME ~ \\back\ttab\nsecond line é 日本 \u{1}";
+    client.paste(&pane, text).unwrap();
+    let s = client.control_stats().unwrap();
+    assert_eq!((s.connects, s.fallbacks), (1, 0), "{s:?}");
+    let want = format!("{text}\n");
+    assert!(
+        until(Duration::from_secs(10), || {
+            std::fs::read_to_string(&file).unwrap_or_default() == want
+        }),
+        "{:?}",
+        std::fs::read_to_string(&file)
+    );
+}
