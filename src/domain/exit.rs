@@ -77,6 +77,32 @@ impl ExitMeaning {
     }
 }
 
+/// An exit explained by the CLI's own output rather than its code: a provider's
+/// `exit_output` rule matched one of the last lines the failed attempt printed (claude and
+/// qwen exit 1 for a missing login as for any other failure; only their output tells).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitSaid {
+    pub meaning: ExitMeaning,
+    /// The line that matched, made readable (at most ~120 characters).
+    pub line: String,
+}
+
+impl ExitSaid {
+    /// `claude: not authenticated (exit 1: "Not logged in · Please run /login"): set …`.
+    pub fn reason(&self, provider: &str, code: i32) -> String {
+        let mut r = format!(
+            "{provider}: {} (exit {code}: {:?})",
+            self.meaning.meaning.says(),
+            self.line
+        );
+        if !self.meaning.fix.is_empty() {
+            r.push_str(": ");
+            r.push_str(&self.meaning.fix);
+        }
+        r
+    }
+}
+
 /// What the engine knows about providers in one run: their declared exit codes (copied from
 /// the registry at plan time, so a reattached run needs no providers.toml), each worker's
 /// fallback providers (routing's chain, best first) and the providers that failed with a

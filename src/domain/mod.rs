@@ -15,7 +15,7 @@ pub mod workspace;
 pub use clarification::{ClarificationGate, ClarificationState};
 pub use council::{council_status, Council, CouncilStatus, CriticVerdict, Verdict};
 pub use event::EventKind;
-pub use exit::{ExitKind, ExitMeaning, Fallback, RunRouting};
+pub use exit::{ExitKind, ExitMeaning, ExitSaid, Fallback, RunRouting};
 pub use flow::{FlowState, UpstreamPolicy};
 pub use run::{BackendKind, RunEvent, RunState, RunStatus, SCHEMA_VERSION};
 pub use stage::Stage;

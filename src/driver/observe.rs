@@ -282,6 +282,10 @@ impl Driver {
                     .worker(&t.worker)
                     .and_then(|s| self.registry.get(&s.provider));
                 collect_output(&w.dir, spec, code == 0 && missing.is_empty());
+                let said = spec.filter(|_| code != 0).and_then(|s| {
+                    let log = log_text(&w.dir.join("output.log"));
+                    crate::providers::exit_output::explain(&s.exit_output, &log)
+                });
                 let result = w.dir.join("result.md");
                 Input::Exited {
                     worker: t.worker.clone(),
@@ -290,6 +294,7 @@ impl Driver {
                     source,
                     missing_artifacts: missing,
                     result: result.exists().then_some(result),
+                    said,
                 }
             }
             Err(detail) => Input::Vanished {

@@ -5,17 +5,19 @@
 //! move too), and when there is none the worker ends with a reason that says what to do.
 
 use super::{Effects, Runtime};
-use crate::domain::{EventKind, Fallback, RunState, WorkerStatus};
+use crate::domain::{EventKind, ExitSaid, Fallback, RunState, WorkerStatus};
 
-/// The reason of `id`'s attempt that exited `code` (not 0). For a declared code: mark the
-/// provider failed for this run, move this worker (when attempts remain) and the pending
-/// workers of that provider to their next provider, or forbid the retry.
+/// The reason of `id`'s attempt that exited `code` (not 0). For a declared code, or an exit
+/// the CLI's output explained (`said`): mark the provider failed for this run, move this
+/// worker (when attempts remain) and the pending workers of that provider to their next
+/// provider, or forbid the retry. A declared code wins over the output.
 pub(super) fn failed_exit(
     state: &mut RunState,
     rt: &mut Runtime,
     id: &str,
     attempt: u32,
     code: i32,
+    said: Option<&ExitSaid>,
     fx: &mut Effects,
 ) -> String {
     let Some(w) = state.worker(id) else {
@@ -23,10 +25,11 @@ pub(super) fn failed_exit(
     };
     let provider = w.provider.clone();
     let max = w.max_attempts;
-    let Some(meaning) = state.routing.meaning(&provider, code) else {
-        return format!("exit code {code}");
+    let reason = match (state.routing.meaning(&provider, code), said) {
+        (Some(meaning), _) => meaning.reason(&provider, code),
+        (None, Some(said)) => said.reason(&provider, code),
+        (None, None) => return format!("exit code {code}"),
     };
-    let reason = meaning.reason(&provider, code);
     state
         .routing
         .failed

@@ -165,3 +165,74 @@ fn with_no_provider_left_the_fix_round_is_skipped_with_the_reason() {
         )]
     );
 }
+
+fn exited_saying(
+    s: &mut RunState,
+    rt: &mut Runtime,
+    w: &str,
+    code: i32,
+    said: Option<ExitSaid>,
+) -> Vec<Effect> {
+    update(
+        s,
+        rt,
+        t0(),
+        Input::Exited {
+            worker: w.into(),
+            attempt: 1,
+            code,
+            source: ExitSource::ExitFile,
+            missing_artifacts: vec![],
+            result: None,
+            said,
+        },
+    )
+}
+
+fn not_logged_in() -> ExitSaid {
+    ExitSaid {
+        meaning: ExitMeaning {
+            meaning: ExitKind::Auth,
+            fix: "set ANTHROPIC_API_KEY".into(),
+        },
+        line: "Not logged in · Please run /login".into(),
+    }
+}
+
+#[test]
+fn an_exit_its_output_calls_auth_is_not_retried_and_the_reason_quotes_it() {
+    let (mut s, mut rt) = (gemini_run(false), Runtime::default());
+    s.workers[0].provider = "claude".into();
+    update(&mut s, &mut rt, t0(), Input::Start);
+    launched(&mut s, &mut rt, "w0", 1, t0());
+    let fx = exited_saying(&mut s, &mut rt, "w0", 1, Some(not_logged_in()));
+    let w0 = s.worker("w0").unwrap();
+    let reason = "claude: not authenticated (exit 1: \"Not logged in · Please run /login\"): \
+                  set ANTHROPIC_API_KEY";
+    assert_eq!((w0.status, w0.attempt), (WorkerStatus::Failed, 1));
+    assert_eq!(w0.reason.as_deref(), Some(reason));
+    assert!(events(&fx, "worker-retry-scheduled").is_empty());
+    assert_eq!(
+        s.routing.failed.get("claude").map(String::as_str),
+        Some(reason)
+    );
+}
+
+#[test]
+fn an_exit_its_output_calls_auth_moves_to_the_fallback() {
+    let (mut s, mut rt) = (gemini_run(true), Runtime::default());
+    update(&mut s, &mut rt, t0(), Input::Start);
+    launched(&mut s, &mut rt, "w0", 1, t0());
+    let fx = exited_saying(&mut s, &mut rt, "w0", 1, Some(not_logged_in()));
+    assert_eq!(s.worker("w0").unwrap().provider, "codex");
+    assert_eq!(launches(&fx), vec![("w0".to_string(), 2)]);
+}
+
+#[test]
+fn a_declared_exit_code_wins_over_the_output() {
+    let (mut s, mut rt) = (gemini_run(false), Runtime::default());
+    update(&mut s, &mut rt, t0(), Input::Start);
+    launched(&mut s, &mut rt, "w0", 1, t0());
+    exited_saying(&mut s, &mut rt, "w0", 41, Some(not_logged_in()));
+    assert_eq!(s.worker("w0").unwrap().reason.as_deref(), Some(REASON));
+}

@@ -115,6 +115,7 @@ fn finish(s: &mut RunState, rt: &mut Runtime, w: &str) -> Vec<Effect> {
             source: ExitSource::ExitFile,
             missing_artifacts: vec![],
             result: None,
+            said: None,
         },
     )
 }

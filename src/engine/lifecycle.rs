@@ -141,6 +141,7 @@ pub(super) fn on_worker_input(
             source,
             missing_artifacts,
             result,
+            said,
         } => {
             let Some(w) = current(state, &worker, attempt) else {
                 return;
@@ -163,7 +164,7 @@ pub(super) fn on_worker_input(
                 ),
                 None => (
                     WorkerStatus::Failed,
-                    super::exits::failed_exit(state, rt, &worker, attempt, code, fx),
+                    super::exits::failed_exit(state, rt, &worker, attempt, code, said.as_ref(), fx),
                 ),
             };
             let source_name = match source {

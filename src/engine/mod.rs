@@ -80,6 +80,9 @@ pub enum Input {
         missing_artifacts: Vec<String>,
         /// The result file, if it exists.
         result: Option<PathBuf>,
+        /// What the CLI's output says a non-zero exit means (its provider's `exit_output`
+        /// rules), when a rule matched.
+        said: Option<crate::domain::ExitSaid>,
     },
     /// The pane or process is gone and no exit code can be found.
     Vanished {

@@ -111,6 +111,7 @@ pub(super) fn exited(
             source: ExitSource::ExitFile,
             missing_artifacts: vec![],
             result: Some(PathBuf::from("/r.md")),
+            said: None,
         },
     )
 }
@@ -188,6 +189,7 @@ fn missing_required_artifact_fails_a_zero_exit() {
             source: ExitSource::Marker,
             missing_artifacts: vec!["result.md".into()],
             result: None,
+            said: None,
         },
     );
     let w = s.worker("w0").unwrap();

@@ -9,6 +9,7 @@ use crate::error::Result;
 
 pub mod agents;
 pub mod auth;
+pub mod exit_output;
 pub mod health;
 pub mod history;
 pub mod launch;

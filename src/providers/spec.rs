@@ -127,6 +127,8 @@ pub struct ProviderSpec {
     /// Exit code (as a TOML key, e.g. `"41"`) → its meaning and fix; such an exit is not
     /// retried on this provider (`engine::exits`).
     pub exit_codes: BTreeMap<String, crate::domain::ExitMeaning>,
+    /// Output lines that give a non-zero exit a meaning (`providers::exit_output`).
+    pub exit_output: Vec<super::exit_output::ExitOutputRule>,
 }
 
 impl ProviderSpec {
@@ -395,6 +397,7 @@ fn validate(name: &str, spec: &ProviderSpec) -> Result<()> {
         .chain(&spec.stall_patterns)
         .chain(&spec.auth.not_patterns)
         .chain(&spec.auth.ok_patterns)
+        .chain(spec.exit_output.iter().map(|r| &r.pattern))
     {
         if let Err(e) = compile(p) {
             let first = e.to_string().lines().last().unwrap_or_default().to_string();

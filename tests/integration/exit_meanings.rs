@@ -94,3 +94,77 @@ fn forced_onto_gemini_an_auth_exit_ends_once_with_what_to_do() {
         "not retried on the same provider"
     );
 }
+
+/// claude and qwen exit 1 for a missing login as for anything else; what they print (as
+/// Claude Code 2.1.197 and qwen-code 0.15.10 do) is what tells crewmux it was auth.
+fn output_auth_clis() -> Bin {
+    let bin = Bin::new();
+    bin.script(
+        "claude",
+        r#"[ "$1" = auth ] && exit 1
+echo launch >> "$REC/launches"
+echo '{"type":"system","subtype":"init","session_id":"s1"}'
+echo '{"type":"result","subtype":"success","is_error":true,"result":"Not logged in · Please run /login","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0}}'
+exit 1"#,
+    );
+    bin.script(
+        "qwen",
+        "[ \"$1\" = auth ] && exit 0\necho launch >> \"$REC/launches\"\necho 'No auth type is selected. Please configure an auth type (e.g. via settings or `--auth-type`) before running in non-interactive mode.' >&2\nexit 1",
+    );
+    bin
+}
+
+#[test]
+fn an_auth_failure_only_the_output_tells_is_not_retried_and_says_what_to_set() {
+    let _g = serial();
+    let bin = output_auth_clis();
+    for (provider, says, fix) in [
+        (
+            "claude",
+            "claude: not authenticated (exit 1: \"Not logged in · Please run /login\"): ",
+            "set ANTHROPIC_API_KEY",
+        ),
+        (
+            "qwen",
+            "qwen: not authenticated (exit 1: \"No auth type is selected.",
+            "set OPENAI_API_KEY",
+        ),
+    ] {
+        let project = tempfile::tempdir().unwrap();
+        let out = run(
+            &bin,
+            project.path(),
+            &["--provider", provider, "Add a test"],
+        );
+        assert_eq!(out.status.code(), Some(1), "{provider}");
+        let s = summary(&out);
+        let w = worker(&s, "solo");
+        assert_eq!(w["status"], "failed", "{provider}: {s}");
+        let reason = w["reason"].as_str().unwrap();
+        assert!(reason.starts_with(says), "{provider}: {reason}");
+        assert!(reason.contains(fix), "{provider}: {reason}");
+        assert_eq!(launches(&bin, provider), 1, "{provider} retried");
+    }
+}
+
+#[test]
+fn an_ordinary_exit_1_is_still_retried() {
+    let _g = serial();
+    let bin = Bin::new();
+    bin.script(
+        "claude",
+        r#"[ "$1" = auth ] && exit 1
+echo launch >> "$REC/launches"
+echo '{"type":"result","subtype":"success","is_error":true,"result":"API Error: 500 internal error"}'
+exit 1"#,
+    );
+    let project = tempfile::tempdir().unwrap();
+    let out = run(
+        &bin,
+        project.path(),
+        &["--provider", "claude", "Add a test"],
+    );
+    let s = summary(&out);
+    assert_eq!(worker(&s, "solo")["reason"], "exit code 1", "{s}");
+    assert!(launches(&bin, "claude") > 1, "retried");
+}
