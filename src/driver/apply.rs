@@ -22,7 +22,7 @@ impl Driver {
         let mut batches = 0;
         loop {
             while let Some(input) = queue.pop_front() {
-                let fx = engine::update(&mut self.state, &mut self.rt, Utc::now(), input);
+                let fx = engine::update(&mut self.state, &mut self.mem, Utc::now(), input);
                 count += fx.len();
                 let changed = !fx.is_empty();
                 for effect in fx {
@@ -35,7 +35,7 @@ impl Driver {
                     self.maybe_crash();
                 }
             }
-            if self.pending_launches.is_empty() || batches == 1 || self.rt.offline {
+            if self.pending_launches.is_empty() || batches == 1 || self.mem.offline {
                 return count;
             }
             batches += 1;

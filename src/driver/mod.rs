@@ -42,7 +42,7 @@ pub use watch::{Watch, OUTPUT_RING_LINES};
 
 use crate::backend::Multiplexer;
 use crate::domain::{RunEvent, RunState, RunStatus};
-use crate::engine::{Input, Runtime};
+use crate::engine::{Input, RunMemory};
 use crate::error::{IoContext, Result};
 use crate::store::RunStore;
 
@@ -130,7 +130,7 @@ struct PendingKill {
 pub struct Driver {
     store: RunStore,
     state: RunState,
-    rt: Runtime,
+    mem: RunMemory,
     backend: Box<dyn Multiplexer>,
     opts: DriverOptions,
     watches: HashMap<String, Watch>,
@@ -197,7 +197,7 @@ impl Driver {
         let mut d = Driver {
             store,
             state,
-            rt: Runtime::default(),
+            mem: RunMemory::default(),
             backend,
             opts,
             watches: HashMap::new(),
@@ -261,7 +261,7 @@ impl Driver {
                         w.id.clone(),
                         Watch::new(&w.id, w.attempt, &nonce, &dir, true),
                     );
-                    self.rt.last_output.insert(w.id.clone(), now);
+                    self.mem.last_output.insert(w.id.clone(), now);
                 }
                 None => inputs.push(Input::LaunchFailed {
                     worker: w.id.clone(),
@@ -384,7 +384,7 @@ impl Driver {
         turns.last_tick = Instant::now();
         let (inputs, screen) = self.observe(emit);
         let mut changed = self.apply(inputs, emit) > 0;
-        changed |= self.live_diff.tick(&mut self.state, &self.rt.last_output);
+        changed |= self.live_diff.tick(&mut self.state, &self.mem.last_output);
         // Launches beyond one batch go out a batch per turn, so exits stay prompt.
         if !self.pending_launches.is_empty() {
             let n = self.pending_launches.len().min(LAUNCH_BATCH);
@@ -404,12 +404,12 @@ impl Driver {
             turns.unsaved = false;
             turns.last_save = Instant::now();
         }
-        if changed || screen.is_some() || self.rt.last_output_moved {
+        if changed || screen.is_some() || self.mem.last_output_moved {
             turns.quiet = 0;
         } else {
             turns.quiet = turns.quiet.saturating_add(1);
         }
-        self.rt.last_output_moved = false;
+        self.mem.last_output_moved = false;
         if changed || screen.is_some() {
             self.snapshot(screen, emit);
         }

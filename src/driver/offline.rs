@@ -1,6 +1,6 @@
 //! The offline paths: `status`, `cancel` and `answer` on a run no process drives. They
 //! reconcile and apply their inputs through the same [`Driver::apply`] as the loop, with
-//! the engine told that nothing may be launched (`Runtime::offline`).
+//! the engine told that nothing may be launched (`RunMemory::offline`).
 
 use std::time::{Duration, Instant};
 
@@ -24,7 +24,7 @@ impl Driver {
                 self.state.run_id
             ))
         })?;
-        self.rt.offline = true;
+        self.mem.offline = true;
         let startup = std::mem::take(&mut self.startup);
         self.apply(startup, &mut |_| {});
         Ok(lock)
@@ -86,14 +86,14 @@ impl Driver {
         let mut sink = |_u: Update| {};
         self.apply(vec![Input::Cancel { worker }], &mut sink);
         let end = Instant::now() + self.opts.grace + CANCEL_SETTLE;
-        while !self.watches.is_empty() && !self.rt.kills.is_empty() && Instant::now() < end {
+        while !self.watches.is_empty() && !self.mem.kills.is_empty() && Instant::now() < end {
             self.observe_offline(notice);
             self.hard_kills();
             std::thread::sleep(Duration::from_millis(100));
         }
         // Attempts still not seen ending were SIGKILLed: nothing of them can go on.
         let stuck: Vec<(String, u32)> = self
-            .rt
+            .mem
             .kills
             .keys()
             .filter_map(|w| self.state.worker(w).map(|s| (s.id.clone(), s.attempt)))

@@ -4,7 +4,7 @@
 //! provider that has not failed this way in the run (pending workers of the failed provider
 //! move too), and when there is none the worker ends with a reason that says what to do.
 
-use super::{Effects, Runtime};
+use super::{Effects, RunMemory};
 use crate::domain::{EventKind, ExitSaid, Fallback, RunState, WorkerStatus};
 
 /// The reason of `id`'s attempt that exited `code` (not 0). For a declared code, or an exit
@@ -13,7 +13,7 @@ use crate::domain::{EventKind, ExitSaid, Fallback, RunState, WorkerStatus};
 /// provider, or forbid the retry. A declared code wins over the output.
 pub(super) fn failed_exit(
     state: &mut RunState,
-    rt: &mut Runtime,
+    mem: &mut RunMemory,
     id: &str,
     attempt: u32,
     code: i32,
@@ -34,11 +34,11 @@ pub(super) fn failed_exit(
         .routing
         .failed
         .insert(provider.clone(), reason.clone());
-    let retries_left = attempt < max && !rt.cancelled;
+    let retries_left = attempt < max && !mem.cancelled;
     match next_provider(state, id).filter(|_| retries_left) {
         Some(next) => switch(state, id, &next, &reason, fx),
         None => {
-            rt.no_retry.insert(id.to_string());
+            mem.no_retry.insert(id.to_string());
         }
     }
     // Workers not started yet would fail the same way: move them now.

@@ -48,10 +48,10 @@ const REASON: &str =
 
 #[test]
 fn an_auth_exit_moves_the_worker_and_the_pending_ones_to_the_fallback() {
-    let (mut s, mut rt) = (gemini_run(true), Runtime::default());
-    update(&mut s, &mut rt, t0(), Input::Start);
-    launched(&mut s, &mut rt, "w0", 1, t0());
-    let fx = exited(&mut s, &mut rt, "w0", 1, 41);
+    let (mut s, mut mem) = (gemini_run(true), RunMemory::default());
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    let fx = exited(&mut s, &mut mem, "w0", 1, 41);
     let failed = events(&fx, "worker-failed");
     assert_eq!(failed, vec![format!("failed (exit 41): {REASON}")]);
     let w0 = s.worker("w0").unwrap();
@@ -81,10 +81,10 @@ fn an_auth_exit_moves_the_worker_and_the_pending_ones_to_the_fallback() {
 
 #[test]
 fn without_a_fallback_an_auth_exit_is_not_retried() {
-    let (mut s, mut rt) = (gemini_run(false), Runtime::default());
-    update(&mut s, &mut rt, t0(), Input::Start);
-    launched(&mut s, &mut rt, "w0", 1, t0());
-    let fx = exited(&mut s, &mut rt, "w0", 1, 41);
+    let (mut s, mut mem) = (gemini_run(false), RunMemory::default());
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    let fx = exited(&mut s, &mut mem, "w0", 1, 41);
     let w0 = s.worker("w0").unwrap();
     assert_eq!(
         w0.status,
@@ -95,15 +95,15 @@ fn without_a_fallback_an_auth_exit_is_not_retried() {
     assert_eq!(w0.reason.as_deref(), Some(REASON));
     assert!(events(&fx, "worker-retry-scheduled").is_empty());
     assert!(!launches(&fx).contains(&("w0".to_string(), 2)));
-    assert!(rt.no_retry.is_empty(), "the flag is used up");
+    assert!(mem.no_retry.is_empty(), "the flag is used up");
 }
 
 #[test]
 fn an_undeclared_exit_code_is_retried_on_the_same_provider() {
-    let (mut s, mut rt) = (gemini_run(true), Runtime::default());
-    update(&mut s, &mut rt, t0(), Input::Start);
-    launched(&mut s, &mut rt, "w0", 1, t0());
-    let fx = exited(&mut s, &mut rt, "w0", 1, 1);
+    let (mut s, mut mem) = (gemini_run(true), RunMemory::default());
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    let fx = exited(&mut s, &mut mem, "w0", 1, 1);
     let w0 = s.worker("w0").unwrap();
     assert_eq!(w0.provider, "gemini");
     assert_eq!(launches(&fx), vec![("w0".to_string(), 2)]);
@@ -116,24 +116,24 @@ fn an_undeclared_exit_code_is_retried_on_the_same_provider() {
 
 #[test]
 fn a_fixer_does_not_go_to_a_provider_that_failed_auth() {
-    let (mut s, mut rt) = (gemini_run(true), Runtime::default());
+    let (mut s, mut mem) = (gemini_run(true), RunMemory::default());
     s.workers.truncate(1);
     s.fixer = Some(AgentSpec {
         provider: Some("gemini".into()),
         ..AgentSpec::default()
     });
-    update(&mut s, &mut rt, t0(), Input::Start);
-    launched(&mut s, &mut rt, "w0", 1, t0());
-    exited(&mut s, &mut rt, "w0", 1, 41);
-    launched(&mut s, &mut rt, "w0", 2, t0());
-    exited(&mut s, &mut rt, "w0", 2, 0);
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    exited(&mut s, &mut mem, "w0", 1, 41);
+    launched(&mut s, &mut mem, "w0", 2, t0());
+    exited(&mut s, &mut mem, "w0", 2, 0);
     let verdict = CriticVerdict {
         critic: "tests".into(),
         verdict: Verdict::Fail,
         confidence: 1.0,
         findings: vec!["cargo test failed".into()],
     };
-    let fx = update(&mut s, &mut rt, t0(), Input::CouncilReady(vec![verdict]));
+    let fx = update(&mut s, &mut mem, t0(), Input::CouncilReady(vec![verdict]));
     assert_eq!(launches(&fx), vec![("fixer-r1".into(), 1)]);
     let fixer = s.worker("fixer-r1").unwrap();
     assert_eq!(
@@ -144,18 +144,18 @@ fn a_fixer_does_not_go_to_a_provider_that_failed_auth() {
 
 #[test]
 fn with_no_provider_left_the_fix_round_is_skipped_with_the_reason() {
-    let (mut s, mut rt) = (gemini_run(false), Runtime::default());
+    let (mut s, mut mem) = (gemini_run(false), RunMemory::default());
     s.workers.truncate(1);
-    update(&mut s, &mut rt, t0(), Input::Start);
-    launched(&mut s, &mut rt, "w0", 1, t0());
-    exited(&mut s, &mut rt, "w0", 1, 41);
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    exited(&mut s, &mut mem, "w0", 1, 41);
     let verdict = CriticVerdict {
         critic: "tests".into(),
         verdict: Verdict::Fail,
         confidence: 1.0,
         findings: vec!["solo failed".into()],
     };
-    let fx = update(&mut s, &mut rt, t0(), Input::CouncilReady(vec![verdict]));
+    let fx = update(&mut s, &mut mem, t0(), Input::CouncilReady(vec![verdict]));
     assert!(launches(&fx).is_empty());
     assert!(fx.contains(&Effect::WriteReport));
     assert_eq!(
@@ -168,14 +168,14 @@ fn with_no_provider_left_the_fix_round_is_skipped_with_the_reason() {
 
 fn exited_saying(
     s: &mut RunState,
-    rt: &mut Runtime,
+    mem: &mut RunMemory,
     w: &str,
     code: i32,
     said: Option<ExitSaid>,
 ) -> Vec<Effect> {
     update(
         s,
-        rt,
+        mem,
         t0(),
         Input::Exited {
             worker: w.into(),
@@ -201,11 +201,11 @@ fn not_logged_in() -> ExitSaid {
 
 #[test]
 fn an_exit_its_output_calls_auth_is_not_retried_and_the_reason_quotes_it() {
-    let (mut s, mut rt) = (gemini_run(false), Runtime::default());
+    let (mut s, mut mem) = (gemini_run(false), RunMemory::default());
     s.workers[0].provider = "claude".into();
-    update(&mut s, &mut rt, t0(), Input::Start);
-    launched(&mut s, &mut rt, "w0", 1, t0());
-    let fx = exited_saying(&mut s, &mut rt, "w0", 1, Some(not_logged_in()));
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    let fx = exited_saying(&mut s, &mut mem, "w0", 1, Some(not_logged_in()));
     let w0 = s.worker("w0").unwrap();
     let reason = "claude: not authenticated (exit 1: \"Not logged in · Please run /login\"): \
                   set ANTHROPIC_API_KEY";
@@ -220,19 +220,19 @@ fn an_exit_its_output_calls_auth_is_not_retried_and_the_reason_quotes_it() {
 
 #[test]
 fn an_exit_its_output_calls_auth_moves_to_the_fallback() {
-    let (mut s, mut rt) = (gemini_run(true), Runtime::default());
-    update(&mut s, &mut rt, t0(), Input::Start);
-    launched(&mut s, &mut rt, "w0", 1, t0());
-    let fx = exited_saying(&mut s, &mut rt, "w0", 1, Some(not_logged_in()));
+    let (mut s, mut mem) = (gemini_run(true), RunMemory::default());
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    let fx = exited_saying(&mut s, &mut mem, "w0", 1, Some(not_logged_in()));
     assert_eq!(s.worker("w0").unwrap().provider, "codex");
     assert_eq!(launches(&fx), vec![("w0".to_string(), 2)]);
 }
 
 #[test]
 fn a_declared_exit_code_wins_over_the_output() {
-    let (mut s, mut rt) = (gemini_run(false), Runtime::default());
-    update(&mut s, &mut rt, t0(), Input::Start);
-    launched(&mut s, &mut rt, "w0", 1, t0());
-    exited_saying(&mut s, &mut rt, "w0", 41, Some(not_logged_in()));
+    let (mut s, mut mem) = (gemini_run(false), RunMemory::default());
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    exited_saying(&mut s, &mut mem, "w0", 41, Some(not_logged_in()));
     assert_eq!(s.worker("w0").unwrap().reason.as_deref(), Some(REASON));
 }

@@ -27,30 +27,30 @@ fn status(s: &RunState, id: &str) -> (WorkerStatus, Option<String>) {
 }
 
 /// Launch and finish `w`'s current attempt with `code`; returns the launches it caused.
-fn finish(s: &mut RunState, rt: &mut Runtime, w: &str, code: i32) -> Vec<String> {
+fn finish(s: &mut RunState, mem: &mut RunMemory, w: &str, code: i32) -> Vec<String> {
     let attempt = s.worker(w).unwrap().attempt;
-    launched(s, rt, w, attempt, t0());
-    ids(launches(&exited(s, rt, w, attempt, code)))
+    launched(s, mem, w, attempt, t0());
+    ids(launches(&exited(s, mem, w, attempt, code)))
 }
 
 #[test]
 fn a_diamond_runs_level_by_level() {
     // w0 → w1, w0 → w2, w1 + w2 → w3
     let mut s = graph(4, 5, &[(1, &[0]), (2, &[0]), (3, &[1, 2])]);
-    let mut rt = Runtime::default();
+    let mut mem = RunMemory::default();
     assert_eq!(
-        ids(launches(&update(&mut s, &mut rt, t0(), Input::Start))),
+        ids(launches(&update(&mut s, &mut mem, t0(), Input::Start))),
         ["w0"]
     );
     assert_eq!(graph::blocked_on(&s, s.worker("w3").unwrap()), ["w1", "w2"]);
-    assert_eq!(finish(&mut s, &mut rt, "w0", 0), ["w1", "w2"]);
+    assert_eq!(finish(&mut s, &mut mem, "w0", 0), ["w1", "w2"]);
     assert!(
-        finish(&mut s, &mut rt, "w1", 0).is_empty(),
+        finish(&mut s, &mut mem, "w1", 0).is_empty(),
         "w3 still waits for w2"
     );
     assert_eq!(graph::blocked_on(&s, s.worker("w3").unwrap()), ["w2"]);
-    assert_eq!(finish(&mut s, &mut rt, "w2", 0), ["w3"]);
-    finish(&mut s, &mut rt, "w3", 0);
+    assert_eq!(finish(&mut s, &mut mem, "w2", 0), ["w3"]);
+    finish(&mut s, &mut mem, "w3", 0);
     assert_eq!(s.stage, Stage::TeamVerify);
 }
 
@@ -59,14 +59,14 @@ fn a_failed_upstream_skips_its_downstream_chain_without_retry() {
     // w0 → w1 → w2; w3 independent.
     let mut s = graph(4, 5, &[(1, &[0]), (2, &[1])]);
     s.workers[0].max_attempts = 1;
-    let mut rt = Runtime::default();
+    let mut mem = RunMemory::default();
     assert_eq!(
-        ids(launches(&update(&mut s, &mut rt, t0(), Input::Start))),
+        ids(launches(&update(&mut s, &mut mem, t0(), Input::Start))),
         ["w0", "w3"]
     );
     let fx = {
-        launched(&mut s, &mut rt, "w0", 1, t0());
-        exited(&mut s, &mut rt, "w0", 1, 3)
+        launched(&mut s, &mut mem, "w0", 1, t0());
+        exited(&mut s, &mut mem, "w0", 1, 3)
     };
     assert!(launches(&fx).is_empty());
     assert_eq!(
@@ -86,22 +86,22 @@ fn a_failed_upstream_skips_its_downstream_chain_without_retry() {
         })
         .collect();
     assert_eq!(events, ["w1", "w2"]);
-    finish(&mut s, &mut rt, "w3", 0);
+    finish(&mut s, &mut mem, "w3", 0);
     assert_eq!(s.stage, Stage::TeamVerify, "skipped workers end the stage");
 }
 
 #[test]
 fn a_retried_upstream_keeps_its_downstream_waiting() {
     let mut s = graph(2, 5, &[(1, &[0])]);
-    let mut rt = Runtime::default();
-    update(&mut s, &mut rt, t0(), Input::Start);
+    let mut mem = RunMemory::default();
+    update(&mut s, &mut mem, t0(), Input::Start);
     assert_eq!(
-        finish(&mut s, &mut rt, "w0", 1),
+        finish(&mut s, &mut mem, "w0", 1),
         ["w0"],
         "retry, w1 not started"
     );
     assert_eq!(s.worker("w1").unwrap().status, WorkerStatus::Pending);
-    assert_eq!(finish(&mut s, &mut rt, "w0", 0), ["w1"]);
+    assert_eq!(finish(&mut s, &mut mem, "w0", 0), ["w1"]);
 }
 
 #[test]
@@ -109,9 +109,9 @@ fn on_upstream_failure_run_starts_the_downstream_anyway() {
     let mut s = graph(2, 5, &[(1, &[0])]);
     s.workers[0].max_attempts = 1;
     s.workers[1].flow.on_upstream_failure = UpstreamPolicy::Run;
-    let mut rt = Runtime::default();
-    update(&mut s, &mut rt, t0(), Input::Start);
-    assert_eq!(finish(&mut s, &mut rt, "w0", 1), ["w1"]);
+    let mut mem = RunMemory::default();
+    update(&mut s, &mut mem, t0(), Input::Start);
+    assert_eq!(finish(&mut s, &mut mem, "w0", 1), ["w1"]);
 }
 
 #[test]
@@ -120,14 +120,14 @@ fn parallel_bounds_ready_workers_and_order_breaks_ties() {
     let mut s = graph(5, 2, &[(1, &[0]), (2, &[0]), (3, &[0]), (4, &[0])]);
     s.workers[4].order = 0;
     s.workers[0].order = 0;
-    let mut rt = Runtime::default();
+    let mut mem = RunMemory::default();
     assert_eq!(
-        ids(launches(&update(&mut s, &mut rt, t0(), Input::Start))),
+        ids(launches(&update(&mut s, &mut mem, t0(), Input::Start))),
         ["w0"]
     );
-    assert_eq!(finish(&mut s, &mut rt, "w0", 0), ["w4", "w1"]);
+    assert_eq!(finish(&mut s, &mut mem, "w0", 0), ["w4", "w1"]);
     assert_eq!(live_count(&s), 2);
-    assert_eq!(finish(&mut s, &mut rt, "w4", 0), ["w2"]);
+    assert_eq!(finish(&mut s, &mut mem, "w4", 0), ["w2"]);
     assert_eq!(live_count(&s), 2);
 }
 
@@ -135,19 +135,19 @@ fn parallel_bounds_ready_workers_and_order_breaks_ties() {
 fn reattach_in_the_middle_of_the_graph_resumes_it() {
     // w0 → w1 → w2: w0 completed, w1 running when the driver went away.
     let mut s = graph(3, 5, &[(1, &[0]), (2, &[1])]);
-    let mut rt = Runtime::default();
-    update(&mut s, &mut rt, t0(), Input::Start);
-    finish(&mut s, &mut rt, "w0", 0);
-    launched(&mut s, &mut rt, "w1", 1, t0());
+    let mut mem = RunMemory::default();
+    update(&mut s, &mut mem, t0(), Input::Start);
+    finish(&mut s, &mut mem, "w0", 0);
+    launched(&mut s, &mut mem, "w1", 1, t0());
     s.status = RunStatus::Detached;
-    // A new process: saved state through JSON, fresh runtime.
+    // A new process: saved state through JSON, fresh run memory.
     let mut s: RunState = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
-    let mut rt = Runtime::default();
+    let mut mem = RunMemory::default();
     let later = t0() + Duration::seconds(5);
-    let fx = update(&mut s, &mut rt, later, Input::Start);
+    let fx = update(&mut s, &mut mem, later, Input::Start);
     assert!(launches(&fx).is_empty(), "w1 still runs, w2 waits: {fx:?}");
     assert_eq!(graph::blocked_on(&s, s.worker("w2").unwrap()), ["w1"]);
-    let fx = exited(&mut s, &mut rt, "w1", 1, 0);
+    let fx = exited(&mut s, &mut mem, "w1", 1, 0);
     assert_eq!(ids(launches(&fx)), ["w2"]);
 }
 
@@ -167,11 +167,11 @@ fn a_critic_waits_for_the_critic_it_names() {
             ..Default::default()
         },
     ];
-    let mut rt = Runtime::default();
-    update(&mut s, &mut rt, t0(), Input::Start);
+    let mut mem = RunMemory::default();
+    update(&mut s, &mut mem, t0(), Input::Start);
     let fx = {
-        launched(&mut s, &mut rt, "w0", 1, t0());
-        exited(&mut s, &mut rt, "w0", 1, 0)
+        launched(&mut s, &mut mem, "w0", 1, t0());
+        exited(&mut s, &mut mem, "w0", 1, 0)
     };
     assert_eq!(s.stage, Stage::TeamVerify);
     assert_eq!(ids(launches(&fx)), ["critic-first"]);
@@ -180,7 +180,7 @@ fn a_critic_waits_for_the_critic_it_names() {
         ["critic-first", "w0"]
     );
     assert_eq!(
-        finish(&mut s, &mut rt, "critic-first", 0),
+        finish(&mut s, &mut mem, "critic-first", 0),
         ["critic-second"]
     );
 }

@@ -4,7 +4,7 @@
 //! in a merge-fixer (role `fixer`) in the integration worktree; with no agent that can fix,
 //! the council is `blocked` with `merge conflict in <files> between <a> and <b>`.
 
-use super::{Effect, Effects, Runtime};
+use super::{Effect, Effects, RunMemory};
 use crate::domain::EventKind;
 use crate::domain::{
     Council, CouncilStatus, CriticVerdict, MergeConflict, RunState, Verdict, WorkerKind,
@@ -29,15 +29,15 @@ pub const INTEGRATION_CRITIC: &str = "integration";
 
 /// True while the current round still needs (or waits for) its integration pass; asks for
 /// it once.
-pub(super) fn pending(state: &RunState, rt: &mut Runtime, fx: &mut Effects) -> bool {
+pub(super) fn pending(state: &RunState, mem: &mut RunMemory, fx: &mut Effects) -> bool {
     let Some(ws) = state.workspace.as_ref() else {
         return false;
     };
     if ws.integrated_round == Some(state.fix_round) {
         return false;
     }
-    if !rt.integrate_requested {
-        rt.integrate_requested = true;
+    if !mem.integrate_requested {
+        mem.integrate_requested = true;
         fx.push(Effect::Integrate);
     }
     true
@@ -58,11 +58,11 @@ fn fixer_agent(state: &RunState) -> Option<(String, Option<Vec<String>>)> {
 /// Apply the integration pass's outcome. Returns true when the stage may go on to verify.
 pub(super) fn on_outcome(
     state: &mut RunState,
-    rt: &mut Runtime,
+    mem: &mut RunMemory,
     outcome: IntegrationOutcome,
     fx: &mut Effects,
 ) -> bool {
-    rt.integrate_requested = false;
+    mem.integrate_requested = false;
     let finding = match outcome {
         IntegrationOutcome::Clean => {
             let merged = state
@@ -125,7 +125,7 @@ pub(super) fn on_outcome(
         }
     };
     // Blocked for good: do not ask for the pass again while the report is written.
-    rt.integrate_requested = true;
+    mem.integrate_requested = true;
     let council = Council {
         status: CouncilStatus::Blocked,
         verdicts: vec![CriticVerdict {

@@ -87,11 +87,11 @@ fn run(fixer: bool) -> RunState {
     }
 }
 
-fn finish(s: &mut RunState, rt: &mut Runtime, w: &str) -> Vec<Effect> {
+fn finish(s: &mut RunState, mem: &mut RunMemory, w: &str) -> Vec<Effect> {
     let attempt = s.worker(w).unwrap().attempt;
     update(
         s,
-        rt,
+        mem,
         now(),
         Input::Launched {
             worker: w.into(),
@@ -106,7 +106,7 @@ fn finish(s: &mut RunState, rt: &mut Runtime, w: &str) -> Vec<Effect> {
     );
     update(
         s,
-        rt,
+        mem,
         now(),
         Input::Exited {
             worker: w.into(),
@@ -133,19 +133,19 @@ fn conflict() -> IntegrationOutcome {
 
 #[test]
 fn integration_comes_between_the_work_and_the_checks_and_is_asked_once() {
-    let (mut s, mut rt) = (run(false), Runtime::default());
-    update(&mut s, &mut rt, now(), Input::Start);
-    assert!(finish(&mut s, &mut rt, "a")
+    let (mut s, mut mem) = (run(false), RunMemory::default());
+    update(&mut s, &mut mem, now(), Input::Start);
+    assert!(finish(&mut s, &mut mem, "a")
         .iter()
         .all(|e| *e != Effect::Integrate));
-    let fx = finish(&mut s, &mut rt, "b");
+    let fx = finish(&mut s, &mut mem, "b");
     assert_eq!(fx.iter().filter(|e| **e == Effect::Integrate).count(), 1);
     assert_eq!(s.stage, Stage::TeamExec, "no verify before the merge");
-    let fx = update(&mut s, &mut rt, now(), Input::Tick);
+    let fx = update(&mut s, &mut mem, now(), Input::Tick);
     assert!(!fx.contains(&Effect::Integrate), "asked once");
     update(
         &mut s,
-        &mut rt,
+        &mut mem,
         now(),
         Input::Integrated(IntegrationOutcome::Clean),
     );
@@ -155,11 +155,11 @@ fn integration_comes_between_the_work_and_the_checks_and_is_asked_once() {
 
 #[test]
 fn a_conflict_brings_in_a_merge_fixer_and_integration_runs_again_after_it() {
-    let (mut s, mut rt) = (run(true), Runtime::default());
-    update(&mut s, &mut rt, now(), Input::Start);
-    finish(&mut s, &mut rt, "a");
-    finish(&mut s, &mut rt, "b");
-    let fx = update(&mut s, &mut rt, now(), Input::Integrated(conflict()));
+    let (mut s, mut mem) = (run(true), RunMemory::default());
+    update(&mut s, &mut mem, now(), Input::Start);
+    finish(&mut s, &mut mem, "a");
+    finish(&mut s, &mut mem, "b");
+    let fx = update(&mut s, &mut mem, now(), Input::Integrated(conflict()));
     let fixer = s.worker("merge-fixer-b").expect("a merge-fixer");
     assert_eq!(
         (fixer.kind, fixer.role.as_str()),
@@ -170,11 +170,11 @@ fn a_conflict_brings_in_a_merge_fixer_and_integration_runs_again_after_it() {
         worker: "merge-fixer-b".into(),
         attempt: 1
     }));
-    let fx = finish(&mut s, &mut rt, "merge-fixer-b");
+    let fx = finish(&mut s, &mut mem, "merge-fixer-b");
     assert!(fx.contains(&Effect::Integrate));
     update(
         &mut s,
-        &mut rt,
+        &mut mem,
         now(),
         Input::Integrated(IntegrationOutcome::Clean),
     );
@@ -183,11 +183,11 @@ fn a_conflict_brings_in_a_merge_fixer_and_integration_runs_again_after_it() {
 
 #[test]
 fn a_conflict_without_an_agent_blocks_the_council_with_the_finding() {
-    let (mut s, mut rt) = (run(false), Runtime::default());
-    update(&mut s, &mut rt, now(), Input::Start);
-    finish(&mut s, &mut rt, "a");
-    finish(&mut s, &mut rt, "b");
-    let fx = update(&mut s, &mut rt, now(), Input::Integrated(conflict()));
+    let (mut s, mut mem) = (run(false), RunMemory::default());
+    update(&mut s, &mut mem, now(), Input::Start);
+    finish(&mut s, &mut mem, "a");
+    finish(&mut s, &mut mem, "b");
+    let fx = update(&mut s, &mut mem, now(), Input::Integrated(conflict()));
     assert_eq!(s.council.status, CouncilStatus::Blocked);
     assert_eq!(
         s.council.verdicts[0].findings,
@@ -195,29 +195,29 @@ fn a_conflict_without_an_agent_blocks_the_council_with_the_finding() {
     );
     assert!(fx.contains(&Effect::WriteReport));
     assert!(s.worker("merge-fixer-b").is_none());
-    assert!(!update(&mut s, &mut rt, now(), Input::Tick).contains(&Effect::Integrate));
+    assert!(!update(&mut s, &mut mem, now(), Input::Tick).contains(&Effect::Integrate));
 }
 
 #[test]
 fn a_conflict_the_merge_fixer_left_blocks() {
-    let (mut s, mut rt) = (run(true), Runtime::default());
-    update(&mut s, &mut rt, now(), Input::Start);
-    finish(&mut s, &mut rt, "a");
-    finish(&mut s, &mut rt, "b");
-    update(&mut s, &mut rt, now(), Input::Integrated(conflict()));
-    finish(&mut s, &mut rt, "merge-fixer-b");
-    update(&mut s, &mut rt, now(), Input::Integrated(conflict()));
+    let (mut s, mut mem) = (run(true), RunMemory::default());
+    update(&mut s, &mut mem, now(), Input::Start);
+    finish(&mut s, &mut mem, "a");
+    finish(&mut s, &mut mem, "b");
+    update(&mut s, &mut mem, now(), Input::Integrated(conflict()));
+    finish(&mut s, &mut mem, "merge-fixer-b");
+    update(&mut s, &mut mem, now(), Input::Integrated(conflict()));
     assert_eq!(s.council.status, CouncilStatus::Blocked);
     assert!(s.council.verdicts[0].findings[0].contains("left it unresolved"));
 }
 
 #[test]
 fn a_failed_setup_fails_the_attempt_with_its_exit_code() {
-    let (mut s, mut rt) = (run(false), Runtime::default());
-    update(&mut s, &mut rt, now(), Input::Start);
+    let (mut s, mut mem) = (run(false), RunMemory::default());
+    update(&mut s, &mut mem, now(), Input::Start);
     update(
         &mut s,
-        &mut rt,
+        &mut mem,
         now(),
         Input::SetupFailed {
             worker: "a".into(),

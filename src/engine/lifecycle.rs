@@ -1,6 +1,6 @@
 //! Worker lifecycle: launches, exits, crashes, questions, timeouts, cancel and retries.
 
-use super::{Effect, Effects, Input, KillReason, Runtime};
+use super::{Effect, Effects, Input, KillReason, RunMemory};
 use crate::domain::EventKind;
 use crate::domain::{DispatchRecord, ExitSource, RunState, WorkerState, WorkerStatus};
 
@@ -12,7 +12,7 @@ use crate::domain::{DispatchRecord, ExitSource, RunState, WorkerState, WorkerSta
 )]
 pub(super) fn on_worker_input(
     state: &mut RunState,
-    rt: &mut Runtime,
+    mem: &mut RunMemory,
     input: Input,
     fx: &mut Effects,
 ) {
@@ -38,7 +38,7 @@ pub(super) fn on_worker_input(
             w.pid = pid;
             w.started_at = Some(fx.now);
             w.reason = None;
-            rt.last_output.insert(worker.clone(), fx.now);
+            mem.last_output.insert(worker.clone(), fx.now);
             let where_ = pane_id
                 .as_deref()
                 .map(|p| format!("pane {p}"))
@@ -80,7 +80,7 @@ pub(super) fn on_worker_input(
             }
             finish(
                 state,
-                rt,
+                mem,
                 &worker,
                 attempt,
                 WorkerStatus::Failed,
@@ -102,7 +102,7 @@ pub(super) fn on_worker_input(
             }
             finish(
                 state,
-                rt,
+                mem,
                 &worker,
                 attempt,
                 WorkerStatus::Failed,
@@ -123,7 +123,7 @@ pub(super) fn on_worker_input(
             }
             finish(
                 state,
-                rt,
+                mem,
                 &worker,
                 attempt,
                 WorkerStatus::Failed,
@@ -149,7 +149,7 @@ pub(super) fn on_worker_input(
             if !w.status.is_live() {
                 return;
             }
-            let killed = rt.kills.get(&worker).map(|k| killed_status(k.0, w));
+            let killed = mem.kills.get(&worker).map(|k| killed_status(k.0, w));
             let (status, reason) = match killed {
                 Some(k) => k,
                 None if code == 0 && missing_artifacts.is_empty() => {
@@ -164,7 +164,15 @@ pub(super) fn on_worker_input(
                 ),
                 None => (
                     WorkerStatus::Failed,
-                    super::exits::failed_exit(state, rt, &worker, attempt, code, said.as_ref(), fx),
+                    super::exits::failed_exit(
+                        state,
+                        mem,
+                        &worker,
+                        attempt,
+                        code,
+                        said.as_ref(),
+                        fx,
+                    ),
                 ),
             };
             let source_name = match source {
@@ -174,7 +182,7 @@ pub(super) fn on_worker_input(
             };
             finish(
                 state,
-                rt,
+                mem,
                 &worker,
                 attempt,
                 status,
@@ -196,7 +204,7 @@ pub(super) fn on_worker_input(
             if !w.status.is_live() {
                 return;
             }
-            let killed = rt.kills.get(&worker).map(|k| killed_status(k.0, w));
+            let killed = mem.kills.get(&worker).map(|k| killed_status(k.0, w));
             let (status, reason) = match killed {
                 Some(k) => k,
                 None => (
@@ -206,7 +214,7 @@ pub(super) fn on_worker_input(
             };
             finish(
                 state,
-                rt,
+                mem,
                 &worker,
                 attempt,
                 status,
@@ -221,9 +229,9 @@ pub(super) fn on_worker_input(
             let Some(w) = current(state, &worker, attempt) else {
                 return;
             };
-            rt.last_output.insert(worker.clone(), fx.now);
-            rt.last_output_moved = true;
-            if w.status == WorkerStatus::Waiting && rt.answered.remove(&worker).is_some() {
+            mem.last_output.insert(worker.clone(), fx.now);
+            mem.last_output_moved = true;
+            if w.status == WorkerStatus::Waiting && mem.answered.remove(&worker).is_some() {
                 w.status = WorkerStatus::Running;
                 w.question = None;
                 fx.event(
@@ -252,7 +260,7 @@ pub(super) fn on_worker_input(
             }
             w.status = WorkerStatus::Waiting;
             w.question = Some(question.clone());
-            rt.answered.remove(&worker);
+            mem.answered.remove(&worker);
             fx.event(
                 EventKind::WorkerWaiting,
                 Some((&worker, attempt)),
@@ -269,7 +277,7 @@ pub(super) fn on_worker_input(
                 return;
             }
             let attempt = w.attempt;
-            if rt.answered.contains_key(&worker) {
+            if mem.answered.contains_key(&worker) {
                 // Already answered; it has not moved yet. A second paste would be typed
                 // into whatever the agent shows next.
                 fx.event(
@@ -289,7 +297,7 @@ pub(super) fn on_worker_input(
                     question,
                     answer: text.clone(),
                 });
-            rt.answered.insert(worker.clone(), fx.now);
+            mem.answered.insert(worker.clone(), fx.now);
             fx.event(
                 EventKind::WorkerAnswered,
                 Some((&worker, attempt)),
@@ -336,7 +344,7 @@ fn current<'a>(state: &'a mut RunState, id: &str, attempt: u32) -> Option<&'a mu
 #[allow(clippy::too_many_arguments)]
 fn finish(
     state: &mut RunState,
-    rt: &mut Runtime,
+    mem: &mut RunMemory,
     id: &str,
     attempt: u32,
     status: WorkerStatus,
@@ -346,10 +354,10 @@ fn finish(
     source: &str,
     fx: &mut Effects,
 ) {
-    rt.kills.remove(id);
-    rt.answered.remove(id);
-    rt.stalls.remove(id);
-    let cancelled_run = rt.cancelled;
+    mem.kills.remove(id);
+    mem.answered.remove(id);
+    mem.stalls.remove(id);
+    let cancelled_run = mem.cancelled;
     let now = fx.now;
     let Some(w) = state.worker_mut(id) else {
         return;
@@ -369,7 +377,7 @@ fn finish(
         WorkerStatus::Failed | WorkerStatus::Timeout | WorkerStatus::Crashed
     ) && attempt < max
         && !cancelled_run
-        && !rt.no_retry.remove(id);
+        && !mem.no_retry.remove(id);
     let code_note = exit
         .map(|(c, _)| format!(" (exit {c})"))
         .unwrap_or_default();
@@ -449,9 +457,11 @@ fn update_dispatch(
 }
 
 /// Ask to end workers past their wall or idle timeout (once per attempt).
-pub(super) fn check_timeouts(state: &mut RunState, rt: &mut Runtime, fx: &mut Effects) {
+pub(super) fn check_timeouts(state: &mut RunState, mem: &mut RunMemory, fx: &mut Effects) {
     for w in &state.workers {
-        if !w.status.is_live() || w.status == WorkerStatus::Starting || rt.kills.contains_key(&w.id)
+        if !w.status.is_live()
+            || w.status == WorkerStatus::Starting
+            || mem.kills.contains_key(&w.id)
         {
             continue;
         }
@@ -462,7 +472,7 @@ pub(super) fn check_timeouts(state: &mut RunState, rt: &mut Runtime, fx: &mut Ef
         let idle = w
             .idle_timeout_s
             .filter(|_| w.status == WorkerStatus::Running)
-            .zip(rt.last_output.get(&w.id))
+            .zip(mem.last_output.get(&w.id))
             .filter(|(t, last)| (fx.now - **last).num_milliseconds() >= (*t as i64) * 1000);
         let reason = if wall.is_some() {
             KillReason::Timeout
@@ -471,7 +481,7 @@ pub(super) fn check_timeouts(state: &mut RunState, rt: &mut Runtime, fx: &mut Ef
         } else {
             continue;
         };
-        rt.kills.insert(w.id.clone(), (reason, fx.now));
+        mem.kills.insert(w.id.clone(), (reason, fx.now));
         fx.event(
             EventKind::WorkerTimeout,
             Some((&w.id, w.attempt)),
@@ -490,9 +500,14 @@ pub(super) fn check_timeouts(state: &mut RunState, rt: &mut Runtime, fx: &mut Ef
 }
 
 /// Cancel one worker, or every worker and the run.
-pub(super) fn cancel(state: &mut RunState, rt: &mut Runtime, only: Option<&str>, fx: &mut Effects) {
+pub(super) fn cancel(
+    state: &mut RunState,
+    mem: &mut RunMemory,
+    only: Option<&str>,
+    fx: &mut Effects,
+) {
     if only.is_none() {
-        rt.cancelled = true;
+        mem.cancelled = true;
     }
     let now = fx.now;
     for w in state.workers.iter_mut() {
@@ -511,8 +526,8 @@ pub(super) fn cancel(state: &mut RunState, rt: &mut Runtime, only: Option<&str>,
                     "cancelled before it started",
                 );
             }
-            s if s.is_live() && !rt.kills.contains_key(&w.id) => {
-                rt.kills.insert(w.id.clone(), (KillReason::Cancel, now));
+            s if s.is_live() && !mem.kills.contains_key(&w.id) => {
+                mem.kills.insert(w.id.clone(), (KillReason::Cancel, now));
                 fx.push(Effect::Kill {
                     worker: w.id.clone(),
                     attempt: w.attempt,

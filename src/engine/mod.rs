@@ -1,4 +1,4 @@
-//! The pure state machine of a run: `update(state, runtime, now, input) -> effects`.
+//! The pure state machine of a run: `update(state, memory, now, input) -> effects`.
 //! No tokio, tmux, clock or filesystem here: the driver feeds inputs (observed exits,
 //! output activity, user answers, timer ticks) and carries out the effects.
 
@@ -172,7 +172,7 @@ pub enum Effect {
 
 /// Per-run facts that are not saved: timers and pending kills.
 #[derive(Debug, Default, Clone)]
-pub struct Runtime {
+pub struct RunMemory {
     /// Last time each worker produced output.
     pub last_output: HashMap<String, DateTime<Utc>>,
     /// Kills asked for, by worker, and when.
@@ -203,7 +203,7 @@ pub struct Runtime {
 /// Apply one input to the run; returns the effects to carry out, in order.
 pub fn update(
     state: &mut RunState,
-    rt: &mut Runtime,
+    mem: &mut RunMemory,
     now: DateTime<Utc>,
     input: Input,
 ) -> Vec<Effect> {
@@ -215,40 +215,40 @@ pub fn update(
         return fx.out;
     }
     match input {
-        Input::Start => stages::start(state, rt, &mut fx),
+        Input::Start => stages::start(state, mem, &mut fx),
         Input::Tick => {
-            lifecycle::check_timeouts(state, rt, &mut fx);
-            stall::check_stalls(state, rt, &mut fx);
-            stages::advance(state, rt, &mut fx);
+            lifecycle::check_timeouts(state, mem, &mut fx);
+            stall::check_stalls(state, mem, &mut fx);
+            stages::advance(state, mem, &mut fx);
         }
         Input::StallLine {
             worker,
             attempt,
             line,
-        } => stall::on_stall_line(state, rt, &worker, attempt, line, now),
+        } => stall::on_stall_line(state, mem, &worker, attempt, line, now),
         Input::RateLimited {
             worker,
             attempt,
             line,
         } => stall::on_rate_limited(state, &worker, attempt, line, &mut fx),
-        Input::Gate(gate) => stages::on_gate(state, rt, gate, &mut fx),
-        Input::AnswerRun { text } => stages::on_run_answer(state, rt, text, &mut fx),
-        Input::CouncilReady(verdicts) => stages::on_council(state, rt, verdicts, &mut fx),
+        Input::Gate(gate) => stages::on_gate(state, mem, gate, &mut fx),
+        Input::AnswerRun { text } => stages::on_run_answer(state, mem, text, &mut fx),
+        Input::CouncilReady(verdicts) => stages::on_council(state, mem, verdicts, &mut fx),
         Input::ReportWritten { path, bytes } => stages::on_report(state, path, bytes, &mut fx),
         Input::Integrated(outcome) => {
-            integrate::on_outcome(state, rt, outcome, &mut fx);
-            stages::advance(state, rt, &mut fx);
+            integrate::on_outcome(state, mem, outcome, &mut fx);
+            stages::advance(state, mem, &mut fx);
         }
         Input::Cancel { worker } => {
-            lifecycle::cancel(state, rt, worker.as_deref(), &mut fx);
-            stages::advance(state, rt, &mut fx);
+            lifecycle::cancel(state, mem, worker.as_deref(), &mut fx);
+            stages::advance(state, mem, &mut fx);
         }
         other => {
             if let Input::Output { worker, .. } = &other {
-                stall::on_output(rt, worker);
+                stall::on_output(mem, worker);
             }
-            lifecycle::on_worker_input(state, rt, other, &mut fx);
-            stages::advance(state, rt, &mut fx);
+            lifecycle::on_worker_input(state, mem, other, &mut fx);
+            stages::advance(state, mem, &mut fx);
         }
     }
     if !fx.out.is_empty() {

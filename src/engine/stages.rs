@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::{all_terminal, live_count, Effect, Effects, Runtime};
+use super::{all_terminal, live_count, Effect, Effects, RunMemory};
 use crate::domain::EventKind;
 use crate::domain::{
     ClarificationGate, Council, CouncilStatus, CriticVerdict, RunState, RunStatus, Stage, Verdict,
@@ -11,7 +11,7 @@ use crate::domain::{
 };
 
 /// Start or continue a run from its saved stage.
-pub(super) fn start(state: &mut RunState, rt: &mut Runtime, fx: &mut Effects) {
+pub(super) fn start(state: &mut RunState, mem: &mut RunMemory, fx: &mut Effects) {
     if state.status == RunStatus::Detached {
         state.status = RunStatus::Running;
         fx.event(
@@ -32,7 +32,7 @@ pub(super) fn start(state: &mut RunState, rt: &mut Runtime, fx: &mut Effects) {
         }
         enter(state, Stage::TeamExec, fx);
     }
-    advance(state, rt, fx);
+    advance(state, mem, fx);
 }
 
 fn halt(state: &mut RunState, fx: &mut Effects) {
@@ -50,7 +50,7 @@ fn halt(state: &mut RunState, fx: &mut Effects) {
 /// The gate decided: halt with the question, or go on to `team-exec`.
 pub(super) fn on_gate(
     state: &mut RunState,
-    rt: &mut Runtime,
+    mem: &mut RunMemory,
     gate: ClarificationGate,
     fx: &mut Effects,
 ) {
@@ -74,11 +74,11 @@ pub(super) fn on_gate(
         "the problem names enough to act on",
     );
     enter(state, Stage::TeamExec, fx);
-    advance(state, rt, fx);
+    advance(state, mem, fx);
 }
 
 /// A run-level answer joins the context and the gate runs again.
-pub(super) fn on_run_answer(state: &mut RunState, rt: &Runtime, text: String, fx: &mut Effects) {
+pub(super) fn on_run_answer(state: &mut RunState, mem: &RunMemory, text: String, fx: &mut Effects) {
     if !state.clarification.pending {
         return;
     }
@@ -88,7 +88,7 @@ pub(super) fn on_run_answer(state: &mut RunState, rt: &Runtime, text: String, fx
     state.clarification.pending = false;
     state.clarification.gate = None;
     fx.event(EventKind::ClarificationAnswered, None, "user", text);
-    if rt.offline {
+    if mem.offline {
         // The gate runs again when the run is continued (`start` finds no gate).
         state.status = RunStatus::Detached;
         return;
@@ -117,9 +117,9 @@ fn enter(state: &mut RunState, stage: Stage, fx: &mut Effects) {
 }
 
 /// Launch what may be launched and move to the next stage when the current one is done.
-pub(super) fn advance(state: &mut RunState, rt: &mut Runtime, fx: &mut Effects) {
+pub(super) fn advance(state: &mut RunState, mem: &mut RunMemory, fx: &mut Effects) {
     // A cancelled run ends when its last worker does, driven or not.
-    if rt.cancelled {
+    if mem.cancelled {
         if all_terminal(state) && !state.status.is_final() {
             state.status = RunStatus::Cancelled;
             state.reason = Some("cancelled by the user".into());
@@ -133,7 +133,7 @@ pub(super) fn advance(state: &mut RunState, rt: &mut Runtime, fx: &mut Effects) 
         }
         return;
     }
-    if state.status != RunStatus::Running || rt.offline {
+    if state.status != RunStatus::Running || mem.offline {
         return;
     }
     loop {
@@ -146,26 +146,26 @@ pub(super) fn advance(state: &mut RunState, rt: &mut Runtime, fx: &mut Effects) 
                 }
                 match state.stage {
                     Stage::TeamExec | Stage::TeamFix => {
-                        if super::integrate::pending(state, rt, fx) {
+                        if super::integrate::pending(state, mem, fx) {
                             return;
                         }
                         enter(state, Stage::TeamVerify, fx);
                         add_checks(state);
-                        rt.council_requested = false;
-                        rt.report_requested = false;
+                        mem.council_requested = false;
+                        mem.report_requested = false;
                     }
                     _ => {
                         if state.council_round_pending() {
-                            if !rt.council_requested {
-                                rt.council_requested = true;
+                            if !mem.council_requested {
+                                mem.council_requested = true;
                                 fx.push(Effect::RunCouncil);
                             }
-                        } else if !rt.report_requested {
+                        } else if !mem.report_requested {
                             // The council of this round is recorded and sent no fixer
                             // (that would have left verify): the report is next. Asked
                             // here, not only when the verdicts arrive, so a run stopped
                             // between the two still ends when it is continued.
-                            rt.report_requested = true;
+                            mem.report_requested = true;
                             fx.push(Effect::WriteReport);
                         }
                         return;
@@ -330,7 +330,7 @@ pub fn blank_worker(
 /// The council judged: fix when blocked and rounds remain, else write the report.
 pub(super) fn on_council(
     state: &mut RunState,
-    rt: &mut Runtime,
+    mem: &mut RunMemory,
     verdicts: Vec<CriticVerdict>,
     fx: &mut Effects,
 ) {
@@ -388,7 +388,7 @@ pub(super) fn on_council(
                     "engine",
                     "the council blocked but no agent can fix: add a [fixer] table to the team file",
                 );
-                advance(state, rt, fx);
+                advance(state, mem, fx);
                 return;
             }
         };
@@ -432,10 +432,10 @@ pub(super) fn on_council(
         );
         state.workers.push(fixer);
         enter(state, Stage::TeamFix, fx);
-        advance(state, rt, fx);
+        advance(state, mem, fx);
         return;
     }
-    advance(state, rt, fx);
+    advance(state, mem, fx);
 }
 
 /// `report.md` exists: finalize (SPEC §2.5).

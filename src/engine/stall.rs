@@ -16,7 +16,7 @@ use std::hash::{Hash, Hasher};
 
 use chrono::{DateTime, Duration, Utc};
 
-use super::{Effect, Effects, KillReason, Runtime};
+use super::{Effect, Effects, KillReason, RunMemory};
 use crate::domain::EventKind;
 use crate::domain::{RunState, WorkerState, WorkerStatus};
 
@@ -28,7 +28,7 @@ pub const BACKOFF_MAX_S: u64 = 300;
 /// A stall line from `worker`'s `attempt`: open (or extend) its stall window.
 pub(super) fn on_stall_line(
     state: &RunState,
-    rt: &mut Runtime,
+    mem: &mut RunMemory,
     worker: &str,
     attempt: u32,
     line: String,
@@ -40,15 +40,15 @@ pub(super) fn on_stall_line(
     if !live {
         return;
     }
-    rt.stalls
+    mem.stalls
         .entry(worker.to_string())
         .and_modify(|s| s.1 = line.clone())
         .or_insert((now, line));
 }
 
 /// Output that is not a stall line closes the stall window.
-pub(super) fn on_output(rt: &mut Runtime, worker: &str) {
-    rt.stalls.remove(worker);
+pub(super) fn on_output(mem: &mut RunMemory, worker: &str) {
+    mem.stalls.remove(worker);
 }
 
 /// A rate-limit line: set the worker's `rate-limited` mark (an event the first time in an
@@ -79,12 +79,12 @@ pub(super) fn on_rate_limited(
 }
 
 /// Ask to end workers whose output has been only stall lines for their `stall_after_s`.
-pub(super) fn check_stalls(state: &mut RunState, rt: &mut Runtime, fx: &mut Effects) {
+pub(super) fn check_stalls(state: &mut RunState, mem: &mut RunMemory, fx: &mut Effects) {
     for w in state.workers.iter_mut() {
-        if w.status != WorkerStatus::Running || rt.kills.contains_key(&w.id) {
+        if w.status != WorkerStatus::Running || mem.kills.contains_key(&w.id) {
             continue;
         }
-        let (Some(after), Some((since, line))) = (w.flow.stall_after_s, rt.stalls.get(&w.id))
+        let (Some(after), Some((since, line))) = (w.flow.stall_after_s, mem.stalls.get(&w.id))
         else {
             continue;
         };
@@ -93,7 +93,8 @@ pub(super) fn check_stalls(state: &mut RunState, rt: &mut Runtime, fx: &mut Effe
         }
         let reason = format!("stalled: {}", line.trim());
         w.reason = Some(reason.clone());
-        rt.kills.insert(w.id.clone(), (KillReason::Stalled, fx.now));
+        mem.kills
+            .insert(w.id.clone(), (KillReason::Stalled, fx.now));
         fx.event(
             EventKind::WorkerStalled,
             Some((&w.id, w.attempt)),

@@ -13,10 +13,10 @@ fn at(s: i64) -> DateTime<Utc> {
     t0() + Duration::seconds(s)
 }
 
-fn stall_line(s: &mut RunState, rt: &mut Runtime, when: i64) {
+fn stall_line(s: &mut RunState, mem: &mut RunMemory, when: i64) {
     update(
         s,
-        rt,
+        mem,
         at(when),
         Input::StallLine {
             worker: "w0".into(),
@@ -35,32 +35,32 @@ fn kills(fx: &[Effect]) -> Vec<KillReason> {
         .collect()
 }
 
-fn one_worker(stall_after: u64) -> (RunState, Runtime) {
+fn one_worker(stall_after: u64) -> (RunState, RunMemory) {
     let mut s = run(1, 1);
     s.workers[0].flow.stall_after_s = Some(stall_after);
-    let mut rt = Runtime::default();
-    update(&mut s, &mut rt, t0(), Input::Start);
-    launched(&mut s, &mut rt, "w0", 1, t0());
-    (s, rt)
+    let mut mem = RunMemory::default();
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    (s, mem)
 }
 
 #[test]
 fn only_stall_lines_for_stall_after_s_end_the_attempt_failed_stalled() {
-    let (mut s, mut rt) = one_worker(10);
+    let (mut s, mut mem) = one_worker(10);
     for t in (2..=8).step_by(2) {
-        stall_line(&mut s, &mut rt, t);
-        assert!(kills(&update(&mut s, &mut rt, at(t), Input::Tick)).is_empty());
+        stall_line(&mut s, &mut mem, t);
+        assert!(kills(&update(&mut s, &mut mem, at(t), Input::Tick)).is_empty());
     }
     // The window opened at 2 s: 12 s is 10 s of nothing but stall lines.
-    assert!(kills(&update(&mut s, &mut rt, at(11), Input::Tick)).is_empty());
-    let fx = update(&mut s, &mut rt, at(12), Input::Tick);
+    assert!(kills(&update(&mut s, &mut mem, at(11), Input::Tick)).is_empty());
+    let fx = update(&mut s, &mut mem, at(12), Input::Tick);
     assert_eq!(kills(&fx), [KillReason::Stalled]);
     assert!(
-        kills(&update(&mut s, &mut rt, at(13), Input::Tick)).is_empty(),
+        kills(&update(&mut s, &mut mem, at(13), Input::Tick)).is_empty(),
         "asked once"
     );
     s.workers[0].max_attempts = 1;
-    exited(&mut s, &mut rt, "w0", 1, 143);
+    exited(&mut s, &mut mem, "w0", 1, 143);
     let w = &s.workers[0];
     assert_eq!(w.status, WorkerStatus::Failed);
     assert_eq!(
@@ -71,33 +71,33 @@ fn only_stall_lines_for_stall_after_s_end_the_attempt_failed_stalled() {
 
 #[test]
 fn ordinary_output_closes_the_stall_window() {
-    let (mut s, mut rt) = one_worker(10);
-    stall_line(&mut s, &mut rt, 1);
+    let (mut s, mut mem) = one_worker(10);
+    stall_line(&mut s, &mut mem, 1);
     update(
         &mut s,
-        &mut rt,
+        &mut mem,
         at(9),
         Input::Output {
             worker: "w0".into(),
             attempt: 1,
         },
     );
-    stall_line(&mut s, &mut rt, 10);
-    assert!(kills(&update(&mut s, &mut rt, at(15), Input::Tick)).is_empty());
+    stall_line(&mut s, &mut mem, 10);
+    assert!(kills(&update(&mut s, &mut mem, at(15), Input::Tick)).is_empty());
     assert_eq!(
-        kills(&update(&mut s, &mut rt, at(20), Input::Tick)),
+        kills(&update(&mut s, &mut mem, at(20), Input::Tick)),
         [KillReason::Stalled]
     );
 }
 
 #[test]
 fn a_stalled_worker_retries_after_its_back_off_not_at_once() {
-    let (mut s, mut rt) = one_worker(10);
-    stall_line(&mut s, &mut rt, 0);
-    update(&mut s, &mut rt, at(10), Input::Tick);
+    let (mut s, mut mem) = one_worker(10);
+    stall_line(&mut s, &mut mem, 0);
+    update(&mut s, &mut mem, at(10), Input::Tick);
     let fx = update(
         &mut s,
-        &mut rt,
+        &mut mem,
         at(11),
         Input::Exited {
             worker: "w0".into(),
@@ -116,25 +116,25 @@ fn a_stalled_worker_retries_after_its_back_off_not_at_once() {
     assert!(graph::blocked_on(&s, &s.workers[0]).is_empty());
     assert!(launches(&update(
         &mut s,
-        &mut rt,
+        &mut mem,
         retry_at - Duration::seconds(1),
         Input::Tick
     ))
     .is_empty());
-    let fx = update(&mut s, &mut rt, retry_at, Input::Tick);
+    let fx = update(&mut s, &mut mem, retry_at, Input::Tick);
     assert_eq!(launches(&fx), vec![("w0".to_string(), 2)]);
     assert_eq!(s.workers[0].flow.retry_at, None);
 }
 
 #[test]
 fn a_rate_limit_line_marks_the_worker_and_names_itself_in_the_reason() {
-    let (mut s, mut rt) = one_worker(10);
+    let (mut s, mut mem) = one_worker(10);
     s.workers[0].max_attempts = 1;
     let line = "429 Too Many Requests";
-    let mark = |s: &mut RunState, rt: &mut Runtime| {
+    let mark = |s: &mut RunState, mem: &mut RunMemory| {
         update(
             s,
-            rt,
+            mem,
             at(1),
             Input::RateLimited {
                 worker: "w0".into(),
@@ -143,13 +143,13 @@ fn a_rate_limit_line_marks_the_worker_and_names_itself_in_the_reason() {
             },
         )
     };
-    let fx = mark(&mut s, &mut rt);
+    let fx = mark(&mut s, &mut mem);
     assert!(fx
         .iter()
         .any(|e| matches!(e, Effect::Event(ev) if ev.kind == EventKind::WorkerRateLimited)));
-    assert!(mark(&mut s, &mut rt).is_empty(), "one event per attempt");
+    assert!(mark(&mut s, &mut mem).is_empty(), "one event per attempt");
     assert_eq!(s.workers[0].flow.rate_limited.as_deref(), Some(line));
-    exited(&mut s, &mut rt, "w0", 1, 1);
+    exited(&mut s, &mut mem, "w0", 1, 1);
     assert_eq!(
         s.workers[0].reason.as_deref(),
         Some("exit code 1 (rate-limited: 429 Too Many Requests)")

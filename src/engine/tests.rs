@@ -71,14 +71,14 @@ pub(super) fn launches(fx: &[Effect]) -> Vec<(String, u32)> {
 
 pub(super) fn launched(
     s: &mut RunState,
-    rt: &mut Runtime,
+    mem: &mut RunMemory,
     w: &str,
     attempt: u32,
     now: DateTime<Utc>,
 ) {
     update(
         s,
-        rt,
+        mem,
         now,
         Input::Launched {
             worker: w.into(),
@@ -95,14 +95,14 @@ pub(super) fn launched(
 
 pub(super) fn exited(
     s: &mut RunState,
-    rt: &mut Runtime,
+    mem: &mut RunMemory,
     w: &str,
     attempt: u32,
     code: i32,
 ) -> Vec<Effect> {
     update(
         s,
-        rt,
+        mem,
         t0(),
         Input::Exited {
             worker: w.into(),
@@ -118,28 +118,28 @@ pub(super) fn exited(
 
 #[test]
 fn start_launches_no_more_than_parallel_and_the_rest_as_slots_free() {
-    let (mut s, mut rt) = (run(3, 2), Runtime::default());
-    let fx = update(&mut s, &mut rt, t0(), Input::Start);
+    let (mut s, mut mem) = (run(3, 2), RunMemory::default());
+    let fx = update(&mut s, &mut mem, t0(), Input::Start);
     assert_eq!(s.stage, Stage::TeamExec);
     assert_eq!(launches(&fx), vec![("w0".into(), 1), ("w1".into(), 1)]);
     assert_eq!(s.worker("w2").unwrap().status, WorkerStatus::Pending);
-    launched(&mut s, &mut rt, "w0", 1, t0());
-    let fx = exited(&mut s, &mut rt, "w0", 1, 0);
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    let fx = exited(&mut s, &mut mem, "w0", 1, 0);
     assert_eq!(s.worker("w0").unwrap().status, WorkerStatus::Completed);
     assert_eq!(launches(&fx), vec![("w2".into(), 1)]);
 }
 
 #[test]
 fn nonzero_exit_retries_with_a_new_attempt_then_completes() {
-    let (mut s, mut rt) = (run(1, 1), Runtime::default());
-    update(&mut s, &mut rt, t0(), Input::Start);
-    launched(&mut s, &mut rt, "w0", 1, t0());
-    let fx = exited(&mut s, &mut rt, "w0", 1, 1);
+    let (mut s, mut mem) = (run(1, 1), RunMemory::default());
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    let fx = exited(&mut s, &mut mem, "w0", 1, 1);
     assert_eq!(launches(&fx), vec![("w0".into(), 2)]);
     assert_eq!(s.dispatches[0].status, WorkerStatus::Failed);
     assert_eq!(s.dispatches[0].exit_code, Some(1));
-    launched(&mut s, &mut rt, "w0", 2, t0());
-    exited(&mut s, &mut rt, "w0", 2, 0);
+    launched(&mut s, &mut mem, "w0", 2, t0());
+    exited(&mut s, &mut mem, "w0", 2, 0);
     let w = s.worker("w0").unwrap();
     assert_eq!(
         (w.status, w.attempt, w.exit_code),
@@ -150,11 +150,11 @@ fn nonzero_exit_retries_with_a_new_attempt_then_completes() {
 
 #[test]
 fn last_attempt_failure_is_terminal_with_its_exit_code() {
-    let (mut s, mut rt) = (run(1, 1), Runtime::default());
+    let (mut s, mut mem) = (run(1, 1), RunMemory::default());
     s.workers[0].max_attempts = 1;
-    update(&mut s, &mut rt, t0(), Input::Start);
-    launched(&mut s, &mut rt, "w0", 1, t0());
-    let fx = exited(&mut s, &mut rt, "w0", 1, 3);
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    let fx = exited(&mut s, &mut mem, "w0", 1, 3);
     let w = s.worker("w0").unwrap();
     assert_eq!((w.status, w.exit_code), (WorkerStatus::Failed, Some(3)));
     assert!(launches(&fx).is_empty());
@@ -163,24 +163,24 @@ fn last_attempt_failure_is_terminal_with_its_exit_code() {
 
 #[test]
 fn a_stale_attempt_exit_is_ignored() {
-    let (mut s, mut rt) = (run(1, 1), Runtime::default());
-    update(&mut s, &mut rt, t0(), Input::Start);
-    launched(&mut s, &mut rt, "w0", 1, t0());
-    exited(&mut s, &mut rt, "w0", 1, 1);
-    launched(&mut s, &mut rt, "w0", 2, t0());
-    exited(&mut s, &mut rt, "w0", 1, 0);
+    let (mut s, mut mem) = (run(1, 1), RunMemory::default());
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    exited(&mut s, &mut mem, "w0", 1, 1);
+    launched(&mut s, &mut mem, "w0", 2, t0());
+    exited(&mut s, &mut mem, "w0", 1, 0);
     assert_eq!(s.worker("w0").unwrap().status, WorkerStatus::Running);
 }
 
 #[test]
 fn missing_required_artifact_fails_a_zero_exit() {
-    let (mut s, mut rt) = (run(1, 1), Runtime::default());
+    let (mut s, mut mem) = (run(1, 1), RunMemory::default());
     s.workers[0].max_attempts = 1;
-    update(&mut s, &mut rt, t0(), Input::Start);
-    launched(&mut s, &mut rt, "w0", 1, t0());
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
     update(
         &mut s,
-        &mut rt,
+        &mut mem,
         t0(),
         Input::Exited {
             worker: "w0".into(),
@@ -199,37 +199,37 @@ fn missing_required_artifact_fails_a_zero_exit() {
 
 #[test]
 fn duplicate_dispatch_rows_update_the_newest() {
-    let (mut s, mut rt) = (run(1, 1), Runtime::default());
-    update(&mut s, &mut rt, t0(), Input::Start);
-    launched(&mut s, &mut rt, "w0", 1, t0());
+    let (mut s, mut mem) = (run(1, 1), RunMemory::default());
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
     // A re-sent prompt with the same attempt appends a second row for the same prompt.
     let dup = s.dispatches[0].clone();
     s.dispatches.push(dup);
-    exited(&mut s, &mut rt, "w0", 1, 0);
+    exited(&mut s, &mut mem, "w0", 1, 0);
     assert_eq!(s.dispatches[0].status, WorkerStatus::Running);
     assert_eq!(s.dispatches[1].status, WorkerStatus::Completed);
 }
 
 #[test]
 fn wall_and_idle_timeouts_ask_for_a_kill_once_and_end_as_timeout() {
-    let (mut s, mut rt) = (run(2, 2), Runtime::default());
+    let (mut s, mut mem) = (run(2, 2), RunMemory::default());
     s.workers[0].timeout_s = Some(10);
     s.workers[1].idle_timeout_s = Some(5);
     for w in &mut s.workers {
         w.max_attempts = 1;
     }
-    update(&mut s, &mut rt, t0(), Input::Start);
-    launched(&mut s, &mut rt, "w0", 1, t0());
-    launched(&mut s, &mut rt, "w1", 1, t0());
-    let fx = update(&mut s, &mut rt, t0() + Duration::seconds(4), Input::Tick);
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    launched(&mut s, &mut mem, "w1", 1, t0());
+    let fx = update(&mut s, &mut mem, t0() + Duration::seconds(4), Input::Tick);
     assert!(!fx.iter().any(|e| matches!(e, Effect::Kill { .. })));
-    let fx = update(&mut s, &mut rt, t0() + Duration::seconds(6), Input::Tick);
+    let fx = update(&mut s, &mut mem, t0() + Duration::seconds(6), Input::Tick);
     assert!(fx.contains(&Effect::Kill {
         worker: "w1".into(),
         attempt: 1,
         reason: KillReason::IdleTimeout
     }));
-    let fx = update(&mut s, &mut rt, t0() + Duration::seconds(11), Input::Tick);
+    let fx = update(&mut s, &mut mem, t0() + Duration::seconds(11), Input::Tick);
     assert_eq!(
         fx.iter()
             .filter(|e| matches!(e, Effect::Kill { .. }))
@@ -239,7 +239,7 @@ fn wall_and_idle_timeouts_ask_for_a_kill_once_and_end_as_timeout() {
     );
     update(
         &mut s,
-        &mut rt,
+        &mut mem,
         t0() + Duration::seconds(12),
         Input::Vanished {
             worker: "w0".into(),
@@ -247,19 +247,19 @@ fn wall_and_idle_timeouts_ask_for_a_kill_once_and_end_as_timeout() {
             detail: "pane gone".into(),
         },
     );
-    exited(&mut s, &mut rt, "w1", 1, 143);
+    exited(&mut s, &mut mem, "w1", 1, 143);
     assert_eq!(s.worker("w0").unwrap().status, WorkerStatus::Timeout);
     assert_eq!(s.worker("w1").unwrap().status, WorkerStatus::Timeout);
 }
 
 #[test]
 fn a_vanished_pane_without_a_kill_is_crashed_and_retried() {
-    let (mut s, mut rt) = (run(1, 1), Runtime::default());
-    update(&mut s, &mut rt, t0(), Input::Start);
-    launched(&mut s, &mut rt, "w0", 1, t0());
+    let (mut s, mut mem) = (run(1, 1), RunMemory::default());
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
     let fx = update(
         &mut s,
-        &mut rt,
+        &mut mem,
         t0(),
         Input::Vanished {
             worker: "w0".into(),
@@ -273,17 +273,17 @@ fn a_vanished_pane_without_a_kill_is_crashed_and_retried() {
 
 #[test]
 fn cancel_all_stops_live_workers_and_marks_pending_ones() {
-    let (mut s, mut rt) = (run(2, 1), Runtime::default());
-    update(&mut s, &mut rt, t0(), Input::Start);
-    launched(&mut s, &mut rt, "w0", 1, t0());
-    let fx = update(&mut s, &mut rt, t0(), Input::Cancel { worker: None });
+    let (mut s, mut mem) = (run(2, 1), RunMemory::default());
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    let fx = update(&mut s, &mut mem, t0(), Input::Cancel { worker: None });
     assert!(fx.contains(&Effect::Kill {
         worker: "w0".into(),
         attempt: 1,
         reason: KillReason::Cancel
     }));
     assert_eq!(s.worker("w1").unwrap().status, WorkerStatus::Cancelled);
-    let fx = exited(&mut s, &mut rt, "w0", 1, 143);
+    let fx = exited(&mut s, &mut mem, "w0", 1, 143);
     assert_eq!(s.worker("w0").unwrap().status, WorkerStatus::Cancelled);
     assert_eq!(s.status, RunStatus::Cancelled);
     assert!(fx.contains(&Effect::Finished));
@@ -291,12 +291,12 @@ fn cancel_all_stops_live_workers_and_marks_pending_ones() {
 
 #[test]
 fn a_question_makes_the_worker_wait_until_output_moves_after_the_answer() {
-    let (mut s, mut rt) = (run(1, 1), Runtime::default());
-    update(&mut s, &mut rt, t0(), Input::Start);
-    launched(&mut s, &mut rt, "w0", 1, t0());
+    let (mut s, mut mem) = (run(1, 1), RunMemory::default());
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
     update(
         &mut s,
-        &mut rt,
+        &mut mem,
         t0(),
         Input::Asked {
             worker: "w0".into(),
@@ -307,7 +307,7 @@ fn a_question_makes_the_worker_wait_until_output_moves_after_the_answer() {
     assert_eq!(s.worker("w0").unwrap().status, WorkerStatus::Waiting);
     update(
         &mut s,
-        &mut rt,
+        &mut mem,
         t0(),
         Input::Output {
             worker: "w0".into(),
@@ -321,7 +321,7 @@ fn a_question_makes_the_worker_wait_until_output_moves_after_the_answer() {
     );
     let fx = update(
         &mut s,
-        &mut rt,
+        &mut mem,
         t0(),
         Input::AnswerWorker {
             worker: "w0".into(),
@@ -334,7 +334,7 @@ fn a_question_makes_the_worker_wait_until_output_moves_after_the_answer() {
     }));
     update(
         &mut s,
-        &mut rt,
+        &mut mem,
         t0(),
         Input::Output {
             worker: "w0".into(),
@@ -350,10 +350,10 @@ fn a_question_makes_the_worker_wait_until_output_moves_after_the_answer() {
 
 #[test]
 fn the_gate_halts_the_run_until_an_answer_clears_it() {
-    let (mut s, mut rt) = (run(1, 1), Runtime::default());
+    let (mut s, mut mem) = (run(1, 1), RunMemory::default());
     s.clarify = true;
     assert_eq!(
-        update(&mut s, &mut rt, t0(), Input::Start),
+        update(&mut s, &mut mem, t0(), Input::Start),
         vec![Effect::EvaluateGate]
     );
     let gate = ClarificationGate {
@@ -363,13 +363,13 @@ fn the_gate_halts_the_run_until_an_answer_clears_it() {
         prompt: Some("What should be fixed?".into()),
         confidence: 0.8,
     };
-    let fx = update(&mut s, &mut rt, t0(), Input::Gate(gate));
+    let fx = update(&mut s, &mut mem, t0(), Input::Gate(gate));
     assert_eq!(s.status, RunStatus::Halted);
     assert!(s.clarification.pending);
     assert!(launches(&fx).is_empty());
     let fx = update(
         &mut s,
-        &mut rt,
+        &mut mem,
         t0(),
         Input::AnswerRun {
             text: "the login form".into(),
@@ -378,7 +378,7 @@ fn the_gate_halts_the_run_until_an_answer_clears_it() {
     assert!(fx.contains(&Effect::EvaluateGate));
     let fx = update(
         &mut s,
-        &mut rt,
+        &mut mem,
         t0(),
         Input::Gate(ClarificationGate::default()),
     );
@@ -398,24 +398,24 @@ pub(super) fn verdict(v: Verdict) -> CriticVerdict {
 
 #[test]
 fn checks_run_at_verify_then_council_then_report_then_done() {
-    let (mut s, mut rt) = (run(1, 1), Runtime::default());
+    let (mut s, mut mem) = (run(1, 1), RunMemory::default());
     s.checks = vec![CheckSpec {
         id: "tests".into(),
         command: vec!["cargo".into(), "test".into()],
         cwd: None,
         timeout_s: None,
     }];
-    update(&mut s, &mut rt, t0(), Input::Start);
-    launched(&mut s, &mut rt, "w0", 1, t0());
-    let fx = exited(&mut s, &mut rt, "w0", 1, 0);
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    let fx = exited(&mut s, &mut mem, "w0", 1, 0);
     assert_eq!(s.stage, Stage::TeamVerify);
     assert_eq!(launches(&fx), vec![("check-tests".into(), 1)]);
-    launched(&mut s, &mut rt, "check-tests", 1, t0());
-    let fx = exited(&mut s, &mut rt, "check-tests", 1, 0);
+    launched(&mut s, &mut mem, "check-tests", 1, t0());
+    let fx = exited(&mut s, &mut mem, "check-tests", 1, 0);
     assert!(fx.contains(&Effect::RunCouncil));
     let fx = update(
         &mut s,
-        &mut rt,
+        &mut mem,
         t0(),
         Input::CouncilReady(vec![verdict(Verdict::Pass)]),
     );
@@ -423,7 +423,7 @@ fn checks_run_at_verify_then_council_then_report_then_done() {
     assert!(fx.contains(&Effect::WriteReport));
     let fx = update(
         &mut s,
-        &mut rt,
+        &mut mem,
         t0(),
         Input::ReportWritten {
             path: "/p/report.md".into(),
@@ -436,21 +436,21 @@ fn checks_run_at_verify_then_council_then_report_then_done() {
 
 #[test]
 fn a_blocked_council_sends_findings_to_a_fixer_then_verifies_again() {
-    let (mut s, mut rt) = (run(1, 1), Runtime::default());
+    let (mut s, mut mem) = (run(1, 1), RunMemory::default());
     s.checks = vec![CheckSpec {
         id: "tests".into(),
         command: vec!["cargo".into(), "test".into()],
         cwd: None,
         timeout_s: None,
     }];
-    update(&mut s, &mut rt, t0(), Input::Start);
-    launched(&mut s, &mut rt, "w0", 1, t0());
-    exited(&mut s, &mut rt, "w0", 1, 0);
-    launched(&mut s, &mut rt, "check-tests", 1, t0());
-    exited(&mut s, &mut rt, "check-tests", 1, 101);
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    exited(&mut s, &mut mem, "w0", 1, 0);
+    launched(&mut s, &mut mem, "check-tests", 1, t0());
+    exited(&mut s, &mut mem, "check-tests", 1, 101);
     let fx = update(
         &mut s,
-        &mut rt,
+        &mut mem,
         t0(),
         Input::CouncilReady(vec![verdict(Verdict::Fail)]),
     );
@@ -461,16 +461,16 @@ fn a_blocked_council_sends_findings_to_a_fixer_then_verifies_again() {
         .unwrap()
         .task
         .contains("cargo test failed"));
-    launched(&mut s, &mut rt, "fixer-r1", 1, t0());
-    let fx = exited(&mut s, &mut rt, "fixer-r1", 1, 0);
+    launched(&mut s, &mut mem, "fixer-r1", 1, t0());
+    let fx = exited(&mut s, &mut mem, "fixer-r1", 1, 0);
     assert_eq!(s.stage, Stage::TeamVerify);
     assert_eq!(launches(&fx), vec![("check-tests-r1".into(), 1)]);
-    launched(&mut s, &mut rt, "check-tests-r1", 1, t0());
-    let fx = exited(&mut s, &mut rt, "check-tests-r1", 1, 0);
+    launched(&mut s, &mut mem, "check-tests-r1", 1, t0());
+    let fx = exited(&mut s, &mut mem, "check-tests-r1", 1, 0);
     assert!(fx.contains(&Effect::RunCouncil));
     let fx = update(
         &mut s,
-        &mut rt,
+        &mut mem,
         t0(),
         Input::CouncilReady(vec![verdict(Verdict::Pass)]),
     );
