@@ -22,7 +22,7 @@ fn main() {
             eprintln!("crewmux: error reports stay plain: {e}");
         }
     }
-    match crewmux::commands::dispatch(cli) {
+    match crewmux::commands::execute(cli) {
         Ok(code) => std::process::exit(code),
         Err(err) => {
             let code = err.exit_code();

@@ -109,7 +109,7 @@ fn new_run(project: &Path, form: &NewRun) -> Result<String> {
     argv.push("--".into());
     argv.push(form.problem.clone());
     let cli = Cli::try_parse_from(&argv).map_err(|e| Error::Usage(e.to_string()))?;
-    super::dispatch(cli)?;
+    super::execute(cli)?;
     Ok("the new run is listed first".into())
 }
 

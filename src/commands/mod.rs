@@ -48,8 +48,13 @@ pub fn write_out(text: &str) {
 use crate::cli::{Cli, Command};
 use crate::error::Result;
 
-/// Run the parsed command line; returns the process exit code.
-pub fn dispatch(cli: Cli) -> Result<i32> {
+/// Run the parsed command line; returns the process exit code. (The `dispatch` command is
+/// [`dispatch::run`]; this is only the router.)
+///
+/// # Errors
+/// Whatever the chosen command fails with: bad input as [`crate::error::Error::Usage`],
+/// and the I/O, tmux and state errors of the command itself.
+pub fn execute(cli: Cli) -> Result<i32> {
     let Some(command) = cli.command else {
         return home::run(cli.all);
     };
