@@ -1,0 +1,314 @@
+//! Watching a run's panes: one batched tmux call per poll lists the panes (liveness, dead
+//! status, change signature), captures the last lines of watched panes that settled, and the
+//! focused pane's screen when it moved (docs/tmux.md).
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use tmux_interface::{CapturePane, DisplayMessage, ListPanes, ListSessions, Tmux, TmuxCommand};
+
+use super::{parse_panes, PaneRow, TmuxBackend, CAPTURE_LINES, PANE_FORMAT};
+use crate::backend::{Liveness, Poll, Target};
+use crate::error::Error;
+
+impl TmuxBackend {
+    /// One poll of `targets` (see `Multiplexer::poll`); `focus` also gets its screen.
+    pub(super) fn poll_panes(&mut self, targets: &[Target], focus: Option<&Target>) -> Poll {
+        // One tmux process per tick: the pane listing, the last lines of the watched panes
+        // whose signature moved at the previous tick, and the focused pane's screen.
+        let sep = self.client.separator().to_string();
+        let mut tmux = Tmux::new().add_command(self.list_panes());
+        let watched: Vec<String> = std::mem::take(&mut self.pending_tails)
+            .into_iter()
+            .filter(|p| {
+                targets
+                    .iter()
+                    .any(|t| t.watch_screen && t.pane_id.as_deref() == Some(p))
+            })
+            .collect();
+        for pane in &watched {
+            tmux = tmux
+                .add_command(
+                    DisplayMessage::new()
+                        .print()
+                        .message(format!("{sep}T{pane}"))
+                        .build(),
+                )
+                .add_command(
+                    CapturePane::new()
+                        .stdout()
+                        .join()
+                        .start_line(format!("-{}", crate::backend::TAIL_LINES))
+                        .target_pane(pane.clone())
+                        .build(),
+                );
+        }
+        let focus_pane = focus.and_then(|f| f.pane_id.clone());
+        if let Some(pane) = &focus_pane {
+            tmux = tmux
+                .add_command(
+                    DisplayMessage::new()
+                        .print()
+                        .message(format!("{sep}F"))
+                        .build(),
+                )
+                .add_command(
+                    CapturePane::new()
+                        .stdout()
+                        .escape_sequences()
+                        .join()
+                        .start_line(format!("-{CAPTURE_LINES}"))
+                        .target_pane(pane.clone())
+                        .build(),
+                );
+        }
+        let out = match self.client.run(tmux) {
+            Ok(out) => out,
+            Err(e @ Error::Timeout { .. }) => return not_answering(targets, &e),
+            Err(_) => {
+                // No server or no session: every pane is gone. A capture of a pane that has
+                // just been removed also fails; retry the listing alone before deciding.
+                return match self.client.run(Tmux::new().add_command(self.list_panes())) {
+                    Ok(out) => self.liveness_from(&out, targets, None, &mut None),
+                    Err(e @ Error::Timeout { .. }) => not_answering(targets, &e),
+                    Err(e) => Poll {
+                        liveness: vec![Liveness::Gone; targets.len()],
+                        screen: None,
+                        tails: vec![],
+                        server_down: Some(self.why_gone(&e.to_string())),
+                    },
+                };
+            }
+        };
+        let (listing, tail_text, mut screen) = split_batch(&out, &sep);
+        let mut poll = self.liveness_from(&listing, targets, focus_pane.as_deref(), &mut screen);
+        poll.tails = targets
+            .iter()
+            .map(|t| {
+                t.pane_id
+                    .as_deref()
+                    .and_then(|p| tail_text.iter().find(|(id, _)| id == p))
+                    .map(|(_, text)| text.clone())
+            })
+            .collect();
+        self.pending_tails = self.changed_panes(&listing, targets, &poll.liveness);
+        poll
+    }
+
+    fn list_panes(&self) -> TmuxCommand<'static> {
+        ListPanes::new()
+            .session()
+            .target(self.target_session())
+            .format(PANE_FORMAT)
+            .build()
+    }
+
+    /// Live, watched panes that settled at a new signature; their last lines are captured in
+    /// the next tick's batch (none when nothing changed, and none while panes stay busy).
+    fn changed_panes(
+        &mut self,
+        listing: &str,
+        targets: &[Target],
+        liveness: &[Liveness],
+    ) -> Vec<String> {
+        let rows = parse_panes(listing);
+        let sig: HashMap<&str, &str> = rows
+            .iter()
+            .map(|r| (r.pane_id.as_str(), r.signature.as_str()))
+            .collect();
+        let mut want = vec![];
+        for (i, t) in targets.iter().enumerate() {
+            let (Some(pane), true, Some(Liveness::Alive)) =
+                (t.pane_id.as_deref(), t.watch_screen, liveness.get(i))
+            else {
+                continue;
+            };
+            let now = sig.get(pane).copied().unwrap_or_default();
+            // A question only matters once the screen holds still: capture a pane that did
+            // not move since the previous poll and was not captured at this signature yet.
+            // A busy pane (a spinner, streaming output) is never captured.
+            let still = self.seen_sig.get(pane).map(String::as_str) == Some(now);
+            self.seen_sig.insert(pane.to_string(), now.to_string());
+            if still && self.tail_sig.get(pane).map(String::as_str) != Some(now) {
+                self.tail_sig.insert(pane.to_string(), now.to_string());
+                want.push(pane.to_string());
+            }
+        }
+        want
+    }
+
+    fn liveness_from(
+        &mut self,
+        listing: &str,
+        targets: &[Target],
+        focus_pane: Option<&str>,
+        screen: &mut Option<String>,
+    ) -> Poll {
+        let rows = parse_panes(listing);
+        let by_id: HashMap<&str, &PaneRow> = rows.iter().map(|r| (r.pane_id.as_str(), r)).collect();
+        let mut lost_sigchld = false;
+        let liveness = targets
+            .iter()
+            .map(|t| match t.pane_id.as_deref().and_then(|p| by_id.get(p)) {
+                None => Liveness::Gone,
+                Some(r) if r.dead => {
+                    if r.dead_status.is_none() {
+                        lost_sigchld = true;
+                    }
+                    Liveness::Dead {
+                        status: r.dead_status,
+                    }
+                }
+                Some(_) => Liveness::Alive,
+            })
+            .collect();
+        // tmux < 3.6 (libutempter builds) can lose a dying pane's SIGCHLD: kick the server
+        // when a dead pane has no status, and every 2 s as a backstop (docs/tmux.md).
+        if lost_sigchld || self.last_kick.elapsed().as_millis() > 2000 {
+            if let Some(pid) = rows.first().map(|r| r.server_pid) {
+                self.client.kick_sigchld(pid);
+            }
+            self.last_kick = Instant::now();
+        }
+        // Hand the screen over only when the focused pane's signature moved.
+        let screen = match (focus_pane, screen.take()) {
+            (Some(p), Some(s)) => {
+                let sig = by_id
+                    .get(p)
+                    .map(|r| r.signature.clone())
+                    .unwrap_or_default();
+                let changed = self.last_sig.get(p) != Some(&sig);
+                self.last_sig.insert(p.to_string(), sig);
+                changed.then_some(s)
+            }
+            _ => None,
+        };
+        Poll {
+            liveness,
+            screen,
+            tails: vec![],
+            server_down: None,
+        }
+    }
+
+    /// Why the run's panes are gone, for the person: the whole server, or only the run's
+    /// session (killed by hand or by `kill-session`), told apart by asking the server.
+    fn why_gone(&self, error: &str) -> String {
+        let socket = self.client.socket();
+        if self
+            .client
+            .run(Tmux::new().add_command(ListSessions::new().build()))
+            .is_ok()
+        {
+            format!(
+                "the tmux session {} on socket {socket} was killed; its workers are marked crashed",
+                self.session
+            )
+        } else {
+            format!(
+                "the tmux server on socket {socket} is gone ({error}); its workers are marked crashed"
+            )
+        }
+    }
+}
+
+/// A poll of a server that did not answer in time: a target whose wrapper pid is known is
+/// alive or gone by that pid (so a cancel still sees its attempts end), any other is
+/// `Unknown` and decided at a later poll.
+fn not_answering(targets: &[Target], e: &Error) -> Poll {
+    Poll {
+        liveness: targets
+            .iter()
+            .map(|t| match t.pid {
+                Some(pid) if crate::backend::pid_alive(pid) => Liveness::Alive,
+                Some(_) => Liveness::Gone,
+                None => Liveness::Unknown,
+            })
+            .collect(),
+        screen: None,
+        tails: vec![],
+        server_down: Some(format!("{e}; worker liveness unknown meanwhile")),
+    }
+}
+
+/// A dead pane's screen without tmux's `Pane is dead (status N, <time>)` line and the blank
+/// rows above it, so the output panel ends with the agent's last lines (the status is shown
+/// in the roster).
+fn without_dead_banner(screen: &str) -> String {
+    let mut lines: Vec<&str> = screen.lines().collect();
+    if lines
+        .last()
+        .is_some_and(|l| crate::launch::strip_ansi(l).starts_with("Pane is dead"))
+    {
+        lines.pop();
+        while lines.last().is_some_and(|l| l.trim().is_empty()) {
+            lines.pop();
+        }
+    }
+    lines.join("\n")
+}
+
+/// Split one batched poll's output: the pane listing, `(pane id, last lines)` of each tail
+/// capture, and the focused screen (dead-pane banner removed).
+fn split_batch(out: &str, sep: &str) -> (String, Vec<(String, String)>, Option<String>) {
+    let mut listing = String::new();
+    let mut tails: Vec<(String, String)> = vec![];
+    let mut screen: Option<String> = None;
+    enum Part {
+        Listing,
+        Tail(usize),
+        Screen,
+    }
+    let mut part = Part::Listing;
+    let mut buf = String::new();
+    fn flush(
+        part: &Part,
+        buf: &mut String,
+        listing: &mut String,
+        tails: &mut [(String, String)],
+        screen: &mut Option<String>,
+    ) {
+        let text = std::mem::take(buf);
+        match part {
+            Part::Listing => *listing = text,
+            Part::Tail(i) => tails[*i].1 = without_dead_banner(&text),
+            Part::Screen => *screen = Some(without_dead_banner(&text)),
+        }
+    }
+    for line in out.split_inclusive('\n') {
+        let bare = line.trim_end_matches('\n');
+        if let Some(rest) = bare.strip_prefix(sep) {
+            flush(&part, &mut buf, &mut listing, &mut tails, &mut screen);
+            part = match rest.strip_prefix('T') {
+                Some(pane) => {
+                    tails.push((pane.to_string(), String::new()));
+                    Part::Tail(tails.len() - 1)
+                }
+                None => Part::Screen,
+            };
+            continue;
+        }
+        buf.push_str(line);
+    }
+    flush(&part, &mut buf, &mut listing, &mut tails, &mut screen);
+    (listing, tails, screen)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_batch_splits_into_listing_tails_and_screen() {
+        let out = "%1\tx\n%2\ty\nSEPT%2\nprompt? (y/n)\nSEPF\nscreen line\n";
+        let (listing, tails, screen) = super::split_batch(out, "SEP");
+        assert_eq!(listing, "%1\tx\n%2\ty\n");
+        assert_eq!(tails, vec![("%2".to_string(), "prompt? (y/n)".to_string())]);
+        assert_eq!(screen.as_deref(), Some("screen line"));
+    }
+
+    #[test]
+    fn the_dead_banner_and_the_gap_above_it_are_dropped() {
+        let s = "out 1\nout 2\n\n\n\nPane is dead (status 0, Mon Nov 30 07:11:03 2026)\n";
+        assert_eq!(super::without_dead_banner(s), "out 1\nout 2");
+        assert_eq!(super::without_dead_banner("live\n\n"), "live\n");
+    }
+}

@@ -1,0 +1,177 @@
+//! Starting attempts in tmux: the run's session (created with `remain-on-exit` and
+//! `history-limit` before any worker pane), one window per attempt with the wrapper as its
+//! argv, `pipe-pane` streaming its output, and the session's environment. Every window of a
+//! launch goes through one `source-file -` script (docs/tmux.md).
+
+use tmux_interface::{KillSession, NewSession, PipePane, SetOption, Tmux, TmuxCommand};
+
+use super::{client, TmuxBackend, HISTORY_LIMIT, PANE_COLS, PANE_ROWS};
+use crate::backend::{SpawnSpec, Spawned};
+use crate::error::{Error, Result};
+
+impl TmuxBackend {
+    /// Create the run's session if it does not exist (after a server death too), with
+    /// `remain-on-exit` and `history-limit` set before any worker pane is created.
+    pub fn ensure_session(&mut self) -> Result<()> {
+        if self.client.has_session(&self.session) {
+            return Ok(());
+        }
+        self.env_synced = false;
+        let mut new = NewSession::new()
+            .detached()
+            .session_name(self.session.as_str())
+            .window_name("crewmux")
+            .width(PANE_COLS as usize)
+            .height(PANE_ROWS as usize)
+            .build();
+        for a in &self.home_argv {
+            new.push_param(a.clone());
+        }
+        let out = self.client.run(
+            Tmux::new()
+                .add_command(
+                    SetOption::new()
+                        .global()
+                        .option("history-limit")
+                        .value(HISTORY_LIMIT.to_string())
+                        .build(),
+                )
+                .add_command(
+                    SetOption::new()
+                        .global()
+                        .window()
+                        .option("remain-on-exit")
+                        .value("on")
+                        .build(),
+                )
+                .add_command(new),
+        )?;
+        let _ = out;
+        Ok(())
+    }
+
+    /// All windows in one `source-file -` script: per attempt, `new-window` with the
+    /// wrapper as argv (never a shell string) and its secrets as `-e`, then `pipe-pane` on
+    /// the new pane (the wrapper waits for output.log to exist). Nothing travels on argv.
+    pub(super) fn spawn_windows(&mut self, specs: &[SpawnSpec]) -> Vec<Result<Spawned>> {
+        let fail = |e: &Error| {
+            specs
+                .iter()
+                .map(|_| Err(Error::Other(e.to_string())))
+                .collect()
+        };
+        if let Err(e) = self.ensure_session().and_then(|_| self.sync_env()) {
+            return fail(&e);
+        }
+        let mut script = String::new();
+        let mut secrets: Vec<&str> = vec![];
+        for spec in specs {
+            match self.window_lines(spec) {
+                Ok(lines) => script.push_str(&lines),
+                Err(e) => return fail(&e),
+            }
+            secrets.extend(spec.secret_env.iter().map(|(_, v)| v.as_str()));
+        }
+        let out = match self.client.run_script(&script, &secrets) {
+            Ok(out) => out,
+            Err(e) => return fail(&e),
+        };
+        let mut lines = out.lines().filter(|l| l.contains('\t'));
+        specs
+            .iter()
+            .map(|spec| {
+                let line = lines.next().ok_or_else(|| {
+                    Error::Other(format!("tmux did not start window {}", spec.window))
+                })?;
+                let (pane, pid) = line.split_once('\t').unwrap_or_default();
+                Ok(Spawned {
+                    pane_id: Some(pane.to_string()),
+                    pid: pid.trim().parse().ok(),
+                })
+            })
+            .collect()
+    }
+
+    /// The two script lines that start one attempt's window and stream its output.
+    fn window_lines(&self, spec: &SpawnSpec) -> Result<String> {
+        let mut new_window = TmuxCommand::new();
+        new_window.name("new-window");
+        new_window.push_flag("-d");
+        new_window.push_flag("-P");
+        new_window.push_option("-F", "#{pane_id}\t#{pane_pid}");
+        new_window.push_option("-t", format!("{}:", self.target_session()));
+        new_window.push_option("-n", spec.window.clone());
+        new_window.push_option("-c", spec.cwd.display().to_string());
+        new_window.push_param("sh");
+        new_window.push_param(spec.launch.display().to_string());
+        let mut env = spec.env.clone();
+        env.extend(spec.secret_env.iter().cloned());
+        let log = shlex::try_quote(&spec.log.display().to_string())
+            .map_err(|_| Error::Other("log path has a NUL byte".into()))?
+            .into_owned();
+        let pipe = PipePane::new()
+            .open()
+            .target_pane(format!("{}:={}", self.target_session(), spec.window))
+            .shell_command(format!("cat >> {log}"))
+            .build();
+        Ok(format!(
+            "{}\n{}\n",
+            client::command_line(new_window, &env)?,
+            client::command_line(pipe, &[])?
+        ))
+    }
+
+    /// Give the run's session crewmux's own environment (once per process), so its panes
+    /// start as a child process would: a pane otherwise starts from the server's
+    /// environment, frozen when the server started. Sent through `source-file -`.
+    fn sync_env(&mut self) -> Result<()> {
+        if self.env_synced {
+            return Ok(());
+        }
+        let mut script = String::new();
+        for (k, v) in inherited_env() {
+            script.push_str(&format!(
+                "set-environment -t {} {} {}\n",
+                client::tmux_quote(&self.target_session()),
+                client::tmux_quote(&k),
+                client::tmux_quote(&v)
+            ));
+        }
+        self.client.run_script(&script, &[])?;
+        self.env_synced = true;
+        Ok(())
+    }
+
+    /// Remove the run's session (used by `clean`).
+    pub fn kill_session(&self) -> Result<()> {
+        self.client
+            .run(
+                Tmux::new().add_command(
+                    KillSession::new()
+                        .target_session(self.target_session())
+                        .build(),
+                ),
+            )
+            .map(|_| ())
+    }
+}
+
+/// Longest environment value passed to a pane, bytes.
+pub const ENV_VALUE_MAX: usize = 8 * 1024;
+
+/// crewmux's environment for a new pane: every variable except tmux's own (`TMUX`,
+/// `TMUX_PANE`), the credential store's passphrase, and values with control characters or
+/// over [`ENV_VALUE_MAX`] bytes (they cannot be passed through tmux's command language).
+/// Variables set in the tmux server but unset here stay set (tmux `new-window -e` only adds).
+fn inherited_env() -> Vec<(String, String)> {
+    std::env::vars()
+        .filter(|(k, v)| {
+            !matches!(k.as_str(), "TMUX" | "TMUX_PANE")
+                && !k.starts_with("CREWMUX_CREDENTIAL")
+                && !k.is_empty()
+                && v.len() <= ENV_VALUE_MAX
+                && !k.chars().chain(v.chars()).any(|c| c.is_control())
+                && !k.contains('=')
+        })
+        .collect()
+}
