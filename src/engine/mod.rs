@@ -2,6 +2,7 @@
 //! No tokio, tmux, clock or filesystem here: the driver feeds inputs (observed exits,
 //! output activity, user answers, timer ticks) and carries out the effects.
 
+mod ending;
 mod exits;
 #[cfg(test)]
 mod exits_tests;
@@ -11,6 +12,7 @@ mod graph_tests;
 mod integrate;
 #[cfg(test)]
 mod integrate_tests;
+mod kills;
 mod lifecycle;
 mod stages;
 pub mod stall;
@@ -170,7 +172,8 @@ pub enum Effect {
     Finished,
 }
 
-/// Per-run facts that are not saved: timers and pending kills.
+/// Per-run facts that are not saved: timers, pending kills and what was already asked for.
+/// A new process (`resume`) starts with an empty one (`RunMemory::default()`).
 #[derive(Debug, Default, Clone)]
 pub struct RunMemory {
     /// Last time each worker produced output.
@@ -217,7 +220,7 @@ pub fn update(
     match input {
         Input::Start => stages::start(state, mem, &mut fx),
         Input::Tick => {
-            lifecycle::check_timeouts(state, mem, &mut fx);
+            kills::check_timeouts(state, mem, &mut fx);
             stall::check_stalls(state, mem, &mut fx);
             stages::advance(state, mem, &mut fx);
         }
@@ -240,7 +243,7 @@ pub fn update(
             stages::advance(state, mem, &mut fx);
         }
         Input::Cancel { worker } => {
-            lifecycle::cancel(state, mem, worker.as_deref(), &mut fx);
+            kills::cancel(state, mem, worker.as_deref(), &mut fx);
             stages::advance(state, mem, &mut fx);
         }
         other => {

@@ -1,0 +1,296 @@
+//! How an attempt ends: its final status and reason (an exit code, a vanished pane, a kill
+//! crewmux asked for), the dispatch record's update, and the retry it may earn.
+
+use std::path::PathBuf;
+
+use super::lifecycle::current;
+use super::{Effects, KillReason, RunMemory};
+use crate::domain::EventKind;
+use crate::domain::{ExitSaid, ExitSource, RunState, WorkerState, WorkerStatus};
+
+/// An observed exit (the `Input::Exited` fields besides the attempt's identity).
+pub(super) struct Exit {
+    pub code: i32,
+    pub source: ExitSource,
+    /// Required artifacts that do not exist.
+    pub missing_artifacts: Vec<String>,
+    /// The result file, if it exists.
+    pub result: Option<PathBuf>,
+    /// What the CLI's output says a non-zero exit means, when a rule matched.
+    pub said: Option<ExitSaid>,
+}
+
+/// The attempt exited with a code: completed, failed (a missing artifact, a failing code),
+/// or the status of the kill crewmux asked for.
+pub(super) fn on_exited(
+    state: &mut RunState,
+    mem: &mut RunMemory,
+    worker: &str,
+    attempt: u32,
+    exit: Exit,
+    fx: &mut Effects,
+) {
+    let Some(w) = current(state, worker, attempt) else {
+        return;
+    };
+    if !w.status.is_live() {
+        return;
+    }
+    let killed = mem.kills.get(worker).map(|k| killed_status(k.0, w));
+    let (status, reason) = match killed {
+        Some(k) => k,
+        None if exit.code == 0 && exit.missing_artifacts.is_empty() => {
+            (WorkerStatus::Completed, String::new())
+        }
+        None if exit.code == 0 => (
+            WorkerStatus::Failed,
+            format!(
+                "required artifact missing: {}",
+                exit.missing_artifacts.join(", ")
+            ),
+        ),
+        None => (
+            WorkerStatus::Failed,
+            super::exits::failed_exit(
+                state,
+                mem,
+                worker,
+                attempt,
+                exit.code,
+                exit.said.as_ref(),
+                fx,
+            ),
+        ),
+    };
+    let source = match exit.source {
+        ExitSource::ExitFile => "exit-file",
+        ExitSource::Marker => "marker",
+        ExitSource::PaneStatus => "pane-status",
+    };
+    let end = Ending {
+        worker,
+        attempt,
+        status,
+        exit: Some((exit.code, exit.source)),
+        result: exit.result,
+        reason,
+        source,
+    };
+    finish(state, mem, end, fx);
+}
+
+/// The pane or process is gone with no exit code: crashed, unless crewmux ended it.
+pub(super) fn on_vanished(
+    state: &mut RunState,
+    mem: &mut RunMemory,
+    worker: &str,
+    attempt: u32,
+    detail: &str,
+    fx: &mut Effects,
+) {
+    let Some(w) = current(state, worker, attempt) else {
+        return;
+    };
+    if !w.status.is_live() {
+        return;
+    }
+    let killed = mem.kills.get(worker).map(|k| killed_status(k.0, w));
+    let (status, reason) = killed.unwrap_or_else(|| {
+        (
+            WorkerStatus::Crashed,
+            format!("vanished with no exit code: {detail}"),
+        )
+    });
+    let end = Ending {
+        worker,
+        attempt,
+        status,
+        exit: None,
+        result: None,
+        reason,
+        source: "pane-status",
+    };
+    finish(state, mem, end, fx);
+}
+
+/// The status and reason of an attempt that ended after crewmux asked it to.
+fn killed_status(reason: KillReason, w: &WorkerState) -> (WorkerStatus, String) {
+    match reason {
+        KillReason::Cancel => (WorkerStatus::Cancelled, "cancelled".to_string()),
+        KillReason::Timeout => (
+            WorkerStatus::Timeout,
+            format!("wall timeout of {}s", w.timeout_s.unwrap_or(0)),
+        ),
+        KillReason::IdleTimeout => (
+            WorkerStatus::Timeout,
+            format!("no output for {}s", w.idle_timeout_s.unwrap_or(0)),
+        ),
+        // `stall::check_stalls` put `stalled: <line>` in the reason when it asked.
+        KillReason::Stalled => (
+            WorkerStatus::Failed,
+            w.reason.clone().unwrap_or_else(|| "stalled".into()),
+        ),
+    }
+}
+
+/// How one attempt ended, for [`finish`].
+pub(super) struct Ending<'a> {
+    pub worker: &'a str,
+    pub attempt: u32,
+    pub status: WorkerStatus,
+    /// The exit code and where it was read, when there is one.
+    pub exit: Option<(i32, ExitSource)>,
+    /// The result file (kept only when the attempt completed).
+    pub result: Option<PathBuf>,
+    /// Why, for the person (empty for a plain success).
+    pub reason: String,
+    /// Who decided: the event's source (`engine`, `exit-file`, `marker`, `pane-status`).
+    pub source: &'a str,
+}
+
+impl<'a> Ending<'a> {
+    /// A failure without a result file.
+    pub fn failed(
+        worker: &'a str,
+        attempt: u32,
+        exit: Option<(i32, ExitSource)>,
+        reason: String,
+        source: &'a str,
+    ) -> Self {
+        Ending {
+            worker,
+            attempt,
+            status: WorkerStatus::Failed,
+            exit,
+            result: None,
+            reason,
+            source,
+        }
+    }
+}
+
+/// End an attempt: set the status, update the dispatch record, and schedule a retry when
+/// the status allows it and attempts remain.
+pub(super) fn finish(state: &mut RunState, mem: &mut RunMemory, end: Ending, fx: &mut Effects) {
+    let Ending {
+        worker: id,
+        attempt,
+        status,
+        exit,
+        result,
+        reason,
+        source,
+    } = end;
+    mem.kills.remove(id);
+    mem.answered.remove(id);
+    mem.stalls.remove(id);
+    let cancelled_run = mem.cancelled;
+    let now = fx.now;
+    let Some(w) = state.worker_mut(id) else {
+        return;
+    };
+    let reason = super::stall::reason_with_rate_limit(reason, status, w);
+    w.status = status;
+    w.exit_code = exit.map(|e| e.0);
+    w.ended_at = Some(now);
+    w.question = None;
+    w.reason = (!reason.is_empty()).then(|| reason.clone());
+    if status == WorkerStatus::Completed {
+        w.result = result;
+    }
+    let max = w.max_attempts;
+    let retry = matches!(
+        status,
+        WorkerStatus::Failed | WorkerStatus::Timeout | WorkerStatus::Crashed
+    ) && attempt < max
+        && !cancelled_run
+        && !mem.no_retry.remove(id);
+    let code_note = exit
+        .map(|(c, _)| format!(" (exit {c})"))
+        .unwrap_or_default();
+    update_dispatch(state, id, attempt, status, exit, &reason, now);
+    fx.event(
+        EventKind::worker_ended(status),
+        Some((id, attempt)),
+        source,
+        format!(
+            "{}{code_note}{}",
+            status.as_str(),
+            if reason.is_empty() {
+                String::new()
+            } else {
+                format!(": {reason}")
+            }
+        ),
+    );
+    if retry {
+        schedule_retry(state, id, attempt, status, fx);
+    }
+}
+
+/// Put the worker back to pending for its next attempt, after the back-off if any.
+fn schedule_retry(
+    state: &mut RunState,
+    id: &str,
+    attempt: u32,
+    status: WorkerStatus,
+    fx: &mut Effects,
+) {
+    let Some(w) = state.worker_mut(id) else {
+        return;
+    };
+    let max = w.max_attempts;
+    let wait = super::stall::schedule_backoff(w, attempt, fx.now);
+    w.status = WorkerStatus::Pending;
+    w.reason = Some(format!(
+        "retry {} of {max} after {}",
+        attempt + 1,
+        status.as_str()
+    ));
+    let wait = wait.map(|s| format!(" in {s}s")).unwrap_or_default();
+    fx.event(
+        EventKind::WorkerRetryScheduled,
+        Some((id, attempt)),
+        "engine",
+        format!(
+            "attempt {} of {max} after {}{wait}",
+            attempt + 1,
+            status.as_str()
+        ),
+    );
+}
+
+/// Update the dispatch record of `id`'s `attempt`: matched by prompt path and attempt, and
+/// when two rows match, the newest is updated (the okstra seed's fix: an older row updated
+/// instead would leave the live one running for good).
+fn update_dispatch(
+    state: &mut RunState,
+    id: &str,
+    attempt: u32,
+    status: WorkerStatus,
+    exit: Option<(i32, ExitSource)>,
+    reason: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) {
+    let prompt = state
+        .dispatches
+        .iter()
+        .rev()
+        .find(|r| r.worker_id == id && r.attempt == attempt)
+        .map(|r| r.prompt_path.clone());
+    let Some(prompt) = prompt else {
+        return;
+    };
+    if let Some(r) = state
+        .dispatches
+        .iter_mut()
+        .rev()
+        .find(|r| r.prompt_path == prompt && r.attempt == attempt)
+    {
+        r.status = status;
+        r.exit_code = exit.map(|e| e.0);
+        r.exit_source = exit.map(|e| e.1);
+        r.reason = (!reason.is_empty()).then(|| reason.to_string());
+        r.ended_at = Some(now);
+    }
+}
