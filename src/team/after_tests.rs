@@ -95,3 +95,32 @@ fn a_diamond_and_the_upstream_policy_load() {
     let bad = text.replace("\"run\"", "\"maybe\"");
     assert!(err(&bad).starts_with("t.toml:18:"), "{}", err(&bad));
 }
+
+#[test]
+fn an_unknown_id_on_a_lone_worker_says_there_is_no_one_to_wait_for() {
+    let text = team(&worker("a", "\"ghost\""));
+    assert_eq!(
+        err(&text),
+        "t.toml:5:10: worker `a`: `after` names unknown id `ghost`: no other worker to wait for: remove `after`"
+    );
+}
+
+#[test]
+fn a_worker_without_a_role_is_named_at_its_table() {
+    let text = team("[[worker]]\nid = \"a\"\nrole = \"architect\"\n\n[[worker]]\nid = \"b\"\n");
+    let e = err(&text);
+    assert!(
+        e.starts_with("t.toml:6:1: worker `b`: missing `role`: add role = \"…\" (one of "),
+        "{e}"
+    );
+    assert!(e.contains("architect"), "{e}");
+}
+
+#[test]
+fn a_check_without_a_command_is_named_at_its_table() {
+    let text = team("[[worker]]\nid = \"a\"\nrole = \"architect\"\n\n[[check]]\nid = \"tests\"\n");
+    assert_eq!(
+        err(&text),
+        "t.toml:6:1: check `tests`: missing `command`: add command = [\"argv\", …]"
+    );
+}

@@ -167,16 +167,14 @@ fn check_after(
                     .copied()
                     .filter(|k| k != id)
                     .collect();
+                let fix = if known.is_empty() {
+                    format!("no other {what} to wait for: remove `after`")
+                } else {
+                    format!("use one of {}", known.join(", "))
+                };
                 return Err(at(
                     up.span(),
-                    format!(
-                        "{what} `{id}`: `after` names unknown id `{name}`: use one of {}",
-                        if known.is_empty() {
-                            "(none)".to_string()
-                        } else {
-                            known.join(", ")
-                        }
-                    ),
+                    format!("{what} `{id}`: `after` names unknown id `{name}`: {fix}"),
                 ));
             }
         }
@@ -224,7 +222,9 @@ fn check_after(
     reason = "one check per field in file order; to split into named steps (#15)"
 )]
 pub fn parse_and_validate(path: &Path, text: &str, registry: &Registry) -> Result<TeamSpec> {
-    let spec: TeamSpec = toml::from_str(text).map_err(|e| toml_error(path, text, &e))?;
+    let spec: TeamSpec = toml::from_str(text).map_err(|e| {
+        super::missing::missing_field(path, text, &e).unwrap_or_else(|| toml_error(path, text, &e))
+    })?;
     let spans: TeamSpans = toml::from_str(text).map_err(|e| toml_error(path, text, &e))?;
     let at = |span: std::ops::Range<usize>, msg: String| -> Error {
         let (line, col) = line_col(text, span.start);

@@ -4,6 +4,7 @@
 pub mod cwd;
 pub mod file;
 pub mod limits;
+mod missing;
 pub mod resolve;
 pub mod resolved;
 pub mod routing;
