@@ -299,6 +299,8 @@ pub struct DispatchArgs {
     /// Print the decision as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
     /// The problem to route.
     pub problem: String,
 }

@@ -1,5 +1,7 @@
 //! `crewmux dispatch ... [--json]`: the routing decision for a problem (target, and per
-//! worker: provider, model, reason, health) without launching anything.
+//! worker: provider, model, health, limits, reason) without launching anything. The limit
+//! flags (`--timeout`, `--idle-timeout`, `--stall-after`, `--check-timeout`) are those of
+//! `crewmux run`, so dispatch shows the limits a run with the same flags would get.
 #![allow(
     clippy::expect_used,
     reason = "lookups of ids the surrounding code has just checked"
@@ -26,6 +28,7 @@ pub fn run(args: DispatchArgs) -> Result<i32> {
     opts.provider = args.provider.clone();
     opts.role = args.role.clone();
     opts.allow_sim_fallback = args.allow_sim_fallback;
+    opts.limits = args.limits.into();
     let team = resolve(&opts)?;
     if args.json {
         let text = serde_json::to_string_pretty(&team).map_err(|e| Error::Other(e.to_string()))?;
@@ -49,22 +52,28 @@ pub fn render(t: &ResolvedTeam) -> String {
         t.role.as_deref().unwrap_or("per agent")
     );
     out.push_str(&format!(
-        "{:<12} {:<18} {:<9} {:<22} {:<18} {}\n",
-        "worker", "role", "provider", "model", "health", "reason"
+        "{:<12} {:<18} {:<9} {:<22} {:<18} {:<30} {}\n",
+        "worker", "role", "provider", "model", "health", "limits", "reason"
     ));
     for w in &t.workers {
         out.push_str(&format!(
-            "{:<12} {:<18} {:<9} {:<22} {:<18} {}\n",
+            "{:<12} {:<18} {:<9} {:<22} {:<18} {:<30} {}\n",
             w.id,
             w.role,
             w.provider,
             w.model.as_deref().unwrap_or("-"),
             w.health,
+            limits(w.timeout_s, w.idle_timeout_s, w.stall_after_s),
             w.reason
         ));
     }
     for c in &t.checks {
-        out.push_str(&format!("check {:<12} {}\n", c.id, c.command.join(" ")));
+        out.push_str(&format!(
+            "check {:<12} {} ({})\n",
+            c.id,
+            c.command.join(" "),
+            limits(c.timeout_s, None, None)
+        ));
     }
     out.push_str(&levels(t));
     out
@@ -104,4 +113,50 @@ pub fn levels(t: &ResolvedTeam) -> String {
         out.push_str(&format!("  {}. {}\n", n + 1, names.join(", ")));
     }
     out
+}
+
+/// A duration in seconds the way a person reads it: `45m`, `90s`, `1h`, `1h30m`.
+fn human_s(s: u64) -> String {
+    match (s / 3600, (s % 3600) / 60, s % 60) {
+        (0, 0, sec) => format!("{sec}s"),
+        (0, m, 0) => format!("{m}m"),
+        (h, 0, 0) => format!("{h}h"),
+        (h, m, 0) => format!("{h}h{m}m"),
+        _ => format!("{s}s"),
+    }
+}
+
+/// A worker's limits: `wall 45m · idle 10m · stall 2m`; a limit that is off reads `off`,
+/// one a kind of worker never has (idle and stall for a check) is left out.
+pub fn limits(wall: Option<u64>, idle: Option<u64>, stall: Option<u64>) -> String {
+    let one = |name: &str, v: Option<u64>| match v {
+        Some(s) => format!("{name} {}", human_s(s)),
+        None => format!("{name} off"),
+    };
+    let mut parts = vec![one("wall", wall)];
+    if idle.is_some() || stall.is_some() {
+        parts.push(one("idle", idle));
+        parts.push(one("stall", stall));
+    }
+    parts.join(" · ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_read_as_durations_and_off() {
+        assert_eq!(
+            limits(Some(2700), Some(600), Some(120)),
+            "wall 45m · idle 10m · stall 2m"
+        );
+        assert_eq!(
+            limits(Some(5400), None, Some(90)),
+            "wall 1h30m · idle off · stall 90s"
+        );
+        assert_eq!(limits(Some(1200), None, None), "wall 20m");
+        assert_eq!(limits(None, None, None), "wall off");
+        assert_eq!(human_s(3601), "3601s");
+    }
 }

@@ -87,6 +87,43 @@ fn dispatch_json_with_sim_fallback_prints_the_decision() {
 }
 
 #[test]
+fn dispatch_shows_each_workers_limits_with_the_run_flags() {
+    let _g = serial();
+    let bin = Bin::new();
+    let project = tempfile::tempdir().unwrap();
+    let out = crewmux(&bin, project.path())
+        .args([
+            "dispatch",
+            "--mode",
+            "ccg",
+            "--allow-sim-fallback",
+            "--idle-timeout",
+            "0",
+            "--stall-after",
+            "90",
+            "Fix the CSS layout and the API auth",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let header = text.lines().find(|l| l.starts_with("worker ")).unwrap();
+    assert!(header.contains(" limits "), "{text}");
+    for id in ["backend", "frontend", "synthesis"] {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{id} ")))
+            .unwrap_or_else(|| panic!("no row for {id}: {text}"));
+        assert!(
+            row.contains("wall 45m · idle off · stall 90s"),
+            "{id}: {row}"
+        );
+    }
+}
+
+#[test]
 fn dispatch_routes_to_the_installed_cli_with_role_models() {
     let _g = serial();
     let bin = Bin::new();
