@@ -16,6 +16,7 @@ pub enum EventKind {
     WorkerResumed,
     WorkerWaiting,
     WorkerAnswered,
+    WorkerStalling,
     WorkerStalled,
     WorkerRateLimited,
     WorkerRetryScheduled,
@@ -50,12 +51,13 @@ pub enum EventKind {
 }
 
 /// Every known kind, for parsing.
-const KNOWN: [EventKind; 33] = [
+const KNOWN: [EventKind; 34] = [
     EventKind::WorkerStarted,
     EventKind::WorkerRelaunched,
     EventKind::WorkerResumed,
     EventKind::WorkerWaiting,
     EventKind::WorkerAnswered,
+    EventKind::WorkerStalling,
     EventKind::WorkerStalled,
     EventKind::WorkerRateLimited,
     EventKind::WorkerRetryScheduled,
@@ -95,6 +97,7 @@ impl EventKind {
             EventKind::WorkerResumed => "worker-resumed",
             EventKind::WorkerWaiting => "worker-waiting",
             EventKind::WorkerAnswered => "worker-answered",
+            EventKind::WorkerStalling => "worker-stalling",
             EventKind::WorkerStalled => "worker-stalled",
             EventKind::WorkerRateLimited => "worker-rate-limited",
             EventKind::WorkerRetryScheduled => "worker-retry-scheduled",

@@ -45,4 +45,15 @@ pub struct FlowState {
     /// The last rate-limit line of the current attempt (the `rate-limited` mark).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limited: Option<String>,
+    /// The current attempt's output has been only stall lines since this window opened
+    /// (saved, so a reattached run ends a stalled worker on time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<StallWindow>,
+}
+
+/// Output made only of stall lines: since when, and the last such line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StallWindow {
+    pub since: DateTime<Utc>,
+    pub line: String,
 }

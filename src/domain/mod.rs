@@ -16,7 +16,7 @@ pub use clarification::{ClarificationGate, ClarificationState};
 pub use council::{council_status, Council, CouncilStatus, CriticVerdict, Verdict};
 pub use event::EventKind;
 pub use exit::{ExitKind, ExitMeaning, ExitSaid, Fallback, RunRouting};
-pub use flow::{FlowState, UpstreamPolicy};
+pub use flow::{FlowState, StallWindow, UpstreamPolicy};
 pub use run::{BackendKind, RunEvent, RunState, RunStatus, SCHEMA_VERSION};
 pub use stage::Stage;
 pub use team::{AgentSpec, CheckSpec, CriticSpec, TeamSpec, WorkerSpec};

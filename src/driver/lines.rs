@@ -10,23 +10,47 @@ use crate::creds::RateLimitPatterns;
 use crate::engine::Input;
 use crate::providers::Registry;
 
-/// Compiled stall patterns per provider, made on first use.
+/// Compiled stall patterns per provider, made on first use, and per attempt whether its
+/// output so far ends inside a stall message.
 #[derive(Default)]
 pub struct LineSorter {
     stall: HashMap<String, Vec<Regex>>,
+    in_stall: HashMap<(String, u32), bool>,
+}
+
+/// How one output line counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Blank,
+    Stall,
+    /// An indented line (`    at fetch (…)`) or a lone closing bracket right after a stall
+    /// line: the rest of that message. A CLI that logs an error object after its retry
+    /// warning (gemini-cli's `console.warn(message, error)`) prints its stack this way.
+    Continues,
+    Ordinary,
+}
+
+/// Whether `raw` (ANSI already stripped) reads as the continuation of the line before it.
+fn continues(raw: &str) -> bool {
+    let t = raw.trim();
+    !t.is_empty() && (raw.starts_with([' ', '\t']) || matches!(t, "}" | "]" | ")" | "}," | "],"))
 }
 
 impl LineSorter {
     /// The inputs for one read of `worker`'s log: `Output` when the log grew with anything
-    /// but stall lines (a partial line counts as output), then `StallLine` with the last of
-    /// the stall lines that end the read (those after its last ordinary line), and
-    /// `RateLimited` with the last rate-limit line.
+    /// but stall lines and their continuations (a partial line counts as output), then
+    /// `StallLine` with the last of the stall lines that end the read (those after its last
+    /// ordinary line), and `RateLimited` with the last rate-limit line.
+    ///
+    /// A catch-up read (the tail of a log written before a reattach) that ends in stall
+    /// lines is not `Output`: what came before them is older than the saved stall window,
+    /// which the trailing stall lines keep open (the window is rebuilt from the log).
     pub fn inputs(
         &mut self,
         registry: &Registry,
         provider: &str,
         (worker, attempt): (&str, u32),
-        grew: bool,
+        (grew, catch_up): (bool, bool),
         lines: &[String],
         rate_limit: &RateLimitPatterns,
     ) -> Vec<Input> {
@@ -36,19 +60,45 @@ impl LineSorter {
                 .map(|s| s.stall_regexes())
                 .unwrap_or_default()
         });
-        let clean: Vec<String> = lines
+        let raw: Vec<String> = lines
             .iter()
-            .map(|l| crate::launch::strip_ansi(l).trim().to_string())
+            .map(|l| crate::launch::strip_ansi(l).trim_end().to_string())
             .collect();
-        let is_stall = |l: &str| !l.is_empty() && stall.iter().any(|r| r.is_match(l));
-        let last_ordinary = clean.iter().rposition(|l| !l.is_empty() && !is_stall(l));
-        let trailing_stall = clean
+        let clean: Vec<String> = raw.iter().map(|l| l.trim().to_string()).collect();
+        let in_stall = self
+            .in_stall
+            .entry((worker.to_string(), attempt))
+            .or_insert(false);
+        let kinds: Vec<Kind> = raw
             .iter()
-            .skip(last_ordinary.map_or(0, |i| i + 1))
-            .rfind(|l| is_stall(l));
+            .zip(&clean)
+            .map(|(r, c)| {
+                let k = if c.is_empty() {
+                    Kind::Blank
+                } else if stall.iter().any(|re| re.is_match(c)) {
+                    Kind::Stall
+                } else if *in_stall && continues(r) {
+                    Kind::Continues
+                } else {
+                    Kind::Ordinary
+                };
+                if k != Kind::Blank {
+                    *in_stall = k != Kind::Ordinary;
+                }
+                k
+            })
+            .collect();
+        let last_ordinary = kinds.iter().rposition(|k| *k == Kind::Ordinary);
+        let trailing_stall = (last_ordinary.map_or(0, |i| i + 1)..clean.len())
+            .rev()
+            .find(|&i| kinds[i] == Kind::Stall)
+            .map(|i| &clean[i]);
+        let only_stall_lines = last_ordinary.is_none()
+            && kinds
+                .iter()
+                .any(|k| matches!(k, Kind::Stall | Kind::Continues));
         let mut out = Vec::new();
-        let only_stall_lines = last_ordinary.is_none() && clean.iter().any(|l| is_stall(l));
-        if grew && !only_stall_lines {
+        if grew && !only_stall_lines && !(catch_up && trailing_stall.is_some()) {
             out.push(Input::Output {
                 worker: worker.to_string(),
                 attempt,
@@ -82,7 +132,7 @@ mod tests {
             &Registry::builtin(),
             "codex",
             ("w", 1),
-            true,
+            (true, false),
             &lines,
             &RateLimitPatterns::default(),
         )
@@ -126,6 +176,135 @@ mod tests {
                 },
                 stall(RECONNECT)
             ]
+        );
+    }
+
+    fn sort_as(provider: &str, reads: &[&[&str]]) -> Vec<Vec<Input>> {
+        let mut sorter = LineSorter::default();
+        reads
+            .iter()
+            .map(|lines| {
+                let lines: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
+                sorter.inputs(
+                    &Registry::builtin(),
+                    provider,
+                    ("w", 1),
+                    (true, false),
+                    &lines,
+                    &RateLimitPatterns::default(),
+                )
+            })
+            .collect()
+    }
+
+    /// The lines the CLIs print while they cannot reach their API, as their sources write
+    /// them (see the comments on `stall_patterns` in assets/providers.toml).
+    #[test]
+    fn each_clis_own_retry_lines_are_stall_lines() {
+        let cases: [(&str, &[&str]); 3] = [
+            (
+                "codex",
+                &[
+                    "ERROR: Reconnecting... 2/5",
+                    "ERROR: Reconnecting... waiting for network",
+                    r#"{"type":"error","message":"Reconnecting... waiting for network (Connection failed: error sending request)"}"#,
+                    "warning: Falling back from WebSockets to HTTPS transport. stream disconnected before completion: error sending request",
+                    "2026-08-31T05:07:32.113464Z ERROR codex_api::endpoint::responses_websocket: failed to connect to websocket: IO error: Connection refused (os error 111), url: ws://127.0.0.1:9/v1/responses",
+                ],
+            ),
+            (
+                "gemini",
+                &[
+                    "Attempt 1 failed. Retrying with backoff... TypeError: fetch failed",
+                    "Attempt 2 failed with status 503. Retrying with backoff... ApiError: {\"error\":{\"code\":503}}",
+                    "Attempt 3 failed: You exceeded your current quota. Retrying after 31245ms...",
+                ],
+            ),
+            (
+                "claude",
+                &[
+                    r#"{"type":"system","subtype":"api_retry","attempt":1,"max_retries":2,"retry_delay_ms":612,"error_status":529,"error":"server_error","session_id":"s","uuid":"u"}"#,
+                    r#"{"type":"result","subtype":"success","is_error":true,"result":"API Error: Connection error."}"#,
+                ],
+            ),
+        ];
+        for (provider, lines) in cases {
+            for line in lines {
+                assert_eq!(
+                    sort_as(provider, &[&[line]]),
+                    vec![vec![Input::StallLine {
+                        worker: "w".into(),
+                        attempt: 1,
+                        line: (*line).into()
+                    }]],
+                    "{provider}: {line}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_stack_after_a_stall_line_continues_it_even_across_reads() {
+        let warn = "Attempt 1 failed. Retrying with backoff... TypeError: fetch failed";
+        let reads: [&[&str]; 3] = [
+            &[warn, "    at node:internal/deps/undici/undici:13510:13"],
+            &[
+                "    at async GeminiClient.generateContent (file:///g/chunk.js:1:2) {",
+                "  [cause]: Error: connect ECONNREFUSED 127.0.0.1:443",
+                "}",
+            ],
+            &["    at not.a.continuation (after ordinary output)"],
+        ];
+        let out = sort_as("gemini", &reads);
+        assert_eq!(
+            out[0],
+            vec![Input::StallLine {
+                worker: "w".into(),
+                attempt: 1,
+                line: warn.into()
+            }]
+        );
+        assert_eq!(out[1], vec![], "the stack's rest neither opens nor closes");
+        // After a stall message, indentation alone is what continues it; an ordinary
+        // line before breaks the chain.
+        let out = sort_as("gemini", &[&["edited src/a.rs"], reads[2]]);
+        assert_eq!(
+            out[1],
+            vec![Input::Output {
+                worker: "w".into(),
+                attempt: 1
+            }]
+        );
+    }
+
+    #[test]
+    fn a_catch_up_read_ending_in_stall_lines_keeps_the_saved_window() {
+        let mut sorter = LineSorter::default();
+        let lines: Vec<String> = ["edited src/lib.rs", RECONNECT, RECONNECT]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mut read = |catch_up| {
+            sorter.inputs(
+                &Registry::builtin(),
+                "codex",
+                ("w", 1),
+                (true, catch_up),
+                &lines,
+                &RateLimitPatterns::default(),
+            )
+        };
+        assert_eq!(read(true), vec![stall(RECONNECT)], "no Output to close it");
+        assert_eq!(
+            read(false),
+            vec![
+                Input::Output {
+                    worker: "w".into(),
+                    attempt: 1
+                },
+                stall(RECONNECT)
+            ],
+            "live, the ordinary line is news"
         );
     }
 

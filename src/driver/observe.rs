@@ -160,7 +160,7 @@ impl Driver {
                 &self.registry,
                 provider.as_deref().unwrap_or_default(),
                 (&t.worker, t.attempt),
-                news.grew,
+                (news.grew, news.catch_up),
                 &news.lines,
                 self.rate_limits
                     .get(provider.as_deref().unwrap_or_default()),

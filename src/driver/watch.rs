@@ -44,6 +44,9 @@ pub struct Watch {
 #[derive(Debug, Default)]
 pub struct LogNews {
     pub grew: bool,
+    /// This read is (the end of) the catch-up on a log written before this process
+    /// started watching it.
+    pub catch_up: bool,
     pub question: Option<String>,
     pub lines: Vec<String>,
 }
@@ -78,7 +81,10 @@ impl Watch {
 
     /// Read what was appended to `output.log` since the last call (at most 1 MiB a call).
     pub fn read_log(&mut self) -> LogNews {
-        let mut news = LogNews::default();
+        let mut news = LogNews {
+            catch_up: self.catching_up,
+            ..LogNews::default()
+        };
         let Ok(mut file) = File::open(&self.log) else {
             return news;
         };

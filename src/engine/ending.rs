@@ -183,12 +183,12 @@ pub(super) fn finish(state: &mut RunState, mem: &mut RunMemory, end: Ending, fx:
     } = end;
     mem.kills.remove(id);
     mem.answered.remove(id);
-    mem.stalls.remove(id);
     let cancelled_run = mem.cancelled;
     let now = fx.now;
     let Some(w) = state.worker_mut(id) else {
         return;
     };
+    w.flow.stall = None;
     let reason = super::stall::reason_with_rate_limit(reason, status, w);
     w.status = status;
     w.exit_code = exit.map(|e| e.0);

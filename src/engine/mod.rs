@@ -190,9 +190,6 @@ pub struct RunMemory {
     pub last_output_moved: bool,
     /// `Integrate` was asked for and its outcome has not arrived.
     pub integrate_requested: bool,
-    /// Workers whose output since their first stall line has been only stall lines: when
-    /// that window opened and the last such line.
-    pub stalls: HashMap<String, (DateTime<Utc>, String)>,
     /// Workers whose attempt just ended with a declared exit code and no other provider to
     /// move to: not retried (see `exits`).
     pub no_retry: std::collections::HashSet<String>,
@@ -228,7 +225,7 @@ pub fn update(
             worker,
             attempt,
             line,
-        } => stall::on_stall_line(state, mem, &worker, attempt, line, now),
+        } => stall::on_stall_line(state, &worker, attempt, line, &mut fx),
         Input::RateLimited {
             worker,
             attempt,
@@ -248,7 +245,7 @@ pub fn update(
         }
         other => {
             if let Input::Output { worker, .. } = &other {
-                stall::on_output(mem, worker);
+                stall::on_output(state, worker);
             }
             lifecycle::on_worker_input(state, mem, other, &mut fx);
             stages::advance(state, mem, &mut fx);

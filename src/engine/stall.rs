@@ -5,7 +5,9 @@
 //! its rate-limit patterns as [`Input::RateLimited`](super::Input::RateLimited), anything
 //! else as `Input::Output`. An attempt whose output since its first stall line has been
 //! only stall lines for `stall_after_s` is ended like a timed-out one (process group: TERM,
-//! grace, KILL) and ends `failed` with the reason `stalled: <last such line>`.
+//! grace, KILL) and ends `failed` with the reason `stalled: <last such line>`. The window
+//! is saved in the worker's state (`flow.stall`, opened with a `worker-stalling` event), so
+//! a run attached again ends the attempt on time rather than a full window later.
 //!
 //! A retry after a stall or a rate limit waits: 30 s after the first attempt, doubling per
 //! attempt up to 5 min, minus up to a fifth of that as jitter (so workers that hit the same
@@ -18,37 +20,54 @@ use chrono::{DateTime, Duration, Utc};
 
 use super::{Effect, Effects, KillReason, RunMemory};
 use crate::domain::EventKind;
-use crate::domain::{RunState, WorkerState, WorkerStatus};
+use crate::domain::{RunState, StallWindow, WorkerState, WorkerStatus};
 
 /// The first back-off, seconds.
 pub const BACKOFF_BASE_S: u64 = 30;
 /// The longest back-off, seconds.
 pub const BACKOFF_MAX_S: u64 = 300;
 
-/// A stall line from `worker`'s `attempt`: open (or extend) its stall window.
+/// A stall line from `worker`'s `attempt`: open its stall window (a `worker-stalling`
+/// event when detection is on), or keep it open with this as its last line.
 pub(super) fn on_stall_line(
-    state: &RunState,
-    mem: &mut RunMemory,
+    state: &mut RunState,
     worker: &str,
     attempt: u32,
     line: String,
-    now: DateTime<Utc>,
+    fx: &mut Effects,
 ) {
-    let live = state
-        .worker(worker)
-        .is_some_and(|w| w.attempt == attempt && w.status.is_live());
-    if !live {
+    let Some(w) = state
+        .worker_mut(worker)
+        .filter(|w| w.attempt == attempt && w.status.is_live())
+    else {
+        return;
+    };
+    if let Some(s) = w.flow.stall.as_mut() {
+        s.line = line;
         return;
     }
-    mem.stalls
-        .entry(worker.to_string())
-        .and_modify(|s| s.1 = line.clone())
-        .or_insert((now, line));
+    if let Some(after) = w.flow.stall_after_s {
+        fx.event(
+            EventKind::WorkerStalling,
+            Some((worker, attempt)),
+            "output",
+            format!(
+                "only stall lines from here; ended after {after}s unless other output comes: {}",
+                line.trim()
+            ),
+        );
+    }
+    w.flow.stall = Some(StallWindow {
+        since: fx.now,
+        line,
+    });
 }
 
 /// Output that is not a stall line closes the stall window.
-pub(super) fn on_output(mem: &mut RunMemory, worker: &str) {
-    mem.stalls.remove(worker);
+pub(super) fn on_output(state: &mut RunState, worker: &str) {
+    if let Some(w) = state.worker_mut(worker) {
+        w.flow.stall = None;
+    }
 }
 
 /// A rate-limit line: set the worker's `rate-limited` mark (an event the first time in an
@@ -84,14 +103,13 @@ pub(super) fn check_stalls(state: &mut RunState, mem: &mut RunMemory, fx: &mut E
         if w.status != WorkerStatus::Running || mem.kills.contains_key(&w.id) {
             continue;
         }
-        let (Some(after), Some((since, line))) = (w.flow.stall_after_s, mem.stalls.get(&w.id))
-        else {
+        let (Some(after), Some(window)) = (w.flow.stall_after_s, &w.flow.stall) else {
             continue;
         };
-        if (fx.now - *since).num_milliseconds() < (after as i64) * 1000 {
+        if (fx.now - window.since).num_milliseconds() < (after as i64) * 1000 {
             continue;
         }
-        let reason = format!("stalled: {}", line.trim());
+        let reason = format!("stalled: {}", window.line.trim());
         w.reason = Some(reason.clone());
         mem.kills
             .insert(w.id.clone(), (KillReason::Stalled, fx.now));

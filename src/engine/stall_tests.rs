@@ -155,3 +155,60 @@ fn a_rate_limit_line_marks_the_worker_and_names_itself_in_the_reason() {
         Some("exit code 1 (rate-limited: 429 Too Many Requests)")
     );
 }
+
+#[test]
+fn the_stall_window_is_saved_and_a_reattached_run_ends_the_attempt_on_time() {
+    let (mut s, mut rt) = one_worker(10);
+    stall_line(&mut s, &mut rt, 2);
+    let opened = update(&mut s, &mut rt, at(3), Input::Tick);
+    assert!(kills(&opened).is_empty());
+    // What was saved, loaded by a new process with a fresh runtime.
+    let saved = serde_json::to_string(&s).unwrap();
+    let mut s: RunState = serde_json::from_str(&saved).unwrap();
+    let mut rt = RunMemory::default();
+    assert_eq!(
+        s.workers[0].flow.stall.as_ref().map(|w| w.since),
+        Some(at(2)),
+        "the window's start is in state.json"
+    );
+    // The reattached driver re-reads the log's tail: its stall lines keep the window.
+    stall_line(&mut s, &mut rt, 8);
+    assert!(kills(&update(&mut s, &mut rt, at(11), Input::Tick)).is_empty());
+    assert_eq!(
+        kills(&update(&mut s, &mut rt, at(12), Input::Tick)),
+        [KillReason::Stalled],
+        "10 s after the window opened, not 10 s after the reattach"
+    );
+}
+
+#[test]
+fn opening_a_stall_window_is_an_event_so_the_state_is_saved() {
+    let (mut s, mut rt) = one_worker(10);
+    let fx = update(
+        &mut s,
+        &mut rt,
+        at(1),
+        Input::StallLine {
+            worker: "w0".into(),
+            attempt: 1,
+            line: RECONNECT.into(),
+        },
+    );
+    assert!(
+        fx.iter()
+            .any(|e| matches!(e, Effect::Event(ev) if ev.kind == EventKind::WorkerStalling)),
+        "{fx:?}"
+    );
+    // Further stall lines extend the open window without another event.
+    let fx = update(
+        &mut s,
+        &mut rt,
+        at(2),
+        Input::StallLine {
+            worker: "w0".into(),
+            attempt: 1,
+            line: RECONNECT.into(),
+        },
+    );
+    assert!(fx.is_empty(), "{fx:?}");
+}
