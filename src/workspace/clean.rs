@@ -1,7 +1,8 @@
 //! Removing a finished run's worktrees without losing work.
 //!
 //! A worktree goes only when its branch is merged into the user's current branch (its tip
-//! is an ancestor of HEAD) or with `--force`; a worktree with uncommitted changes stays
+//! is an ancestor of HEAD, or a recorded `crewmux merge` took it, squash merges included:
+//! see [`super::take`]) or with `--force`; a worktree with uncommitted changes stays
 //! unless `--force`. Kept branches are listed with the command that merges or drops them.
 //! `git worktree prune` runs after.
 
@@ -19,7 +20,11 @@ pub struct CleanReport {
     pub removed: usize,
 }
 
-/// Uncommitted changes in a worktree, not counting the `copy` seeds.
+/// Uncommitted changes in a worktree, not counting the `copy` seeds nor untracked build
+/// output (see [`super::build_output`]: a check's `target/` is not work to keep).
+///
+/// # Errors
+/// A git call fails.
 pub fn has_uncommitted(top: &Path, ws: &RunWorkspace) -> Result<bool> {
     let mut args = vec![
         "status".to_string(),
@@ -30,14 +35,23 @@ pub fn has_uncommitted(top: &Path, ws: &RunWorkspace) -> Result<bool> {
     for c in &ws.copy {
         args.push(format!(":(top,exclude){}", ws.prefix.join(c).display()));
     }
+    for d in super::build_output::untracked_build_dirs(&Git::new(top))? {
+        args.push(format!(":(top,exclude){d}"));
+    }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     Ok(!Git::new(top).run(&args)?.trim().is_empty())
 }
 
-/// Clean the worktrees of run `run_id`.
+/// Clean the worktrees of run `run_id`; `taken` are the run's recorded merges.
 ///
-/// Errors: a git call fails (what was removed before stays removed and is reported).
-pub fn clean_run(ws: &RunWorkspace, run_id: &str, force: bool) -> Result<CleanReport> {
+/// # Errors
+/// A git call fails (what was removed before stays removed and is reported).
+pub fn clean_run(
+    ws: &RunWorkspace,
+    run_id: &str,
+    taken: &[super::take::Taken],
+    force: bool,
+) -> Result<CleanReport> {
     let git = Git::new(&ws.repo);
     let mut report = CleanReport::default();
     let mut trees: Vec<(String, std::path::PathBuf, String)> = ws
@@ -69,7 +83,8 @@ pub fn clean_run(ws: &RunWorkspace, run_id: &str, force: bool) -> Result<CleanRe
         let merged = !branch_exists
             || git
                 .output(&["merge-base", "--is-ancestor", &branch, "HEAD"])?
-                .ok();
+                .ok()
+            || super::take::taken_by_record(&git, &branch, taken)?;
         if !merged && !force {
             report.kept += 1;
             let commits = super::commit::commit_count(&ws.repo, &ws.base, &branch).unwrap_or(0);

@@ -46,7 +46,8 @@ fn unstage_seeds(git: &Git, copy: &[String], prefix: &Path) -> Result<()> {
 ///
 /// The commit skips the repository's commit hooks (`--no-verify`): it records what a worker
 /// left so nothing is lost; judging it is the checks' job, and a failing hook must not
-/// drop the work.
+/// drop the work. Untracked build output (`target/`, `node_modules/`, …) stays out of it,
+/// even where the repository does not ignore it (see [`super::build_output`]).
 pub fn commit_all(
     top: &Path,
     ws: &RunWorkspace,
@@ -55,7 +56,11 @@ pub fn commit_all(
     subject: &str,
 ) -> Result<Option<String>> {
     let git = Git::new(top);
-    git.run(&["add", "-A", "--", "."])?;
+    let build = super::build_output::untracked_build_dirs(&git)?;
+    let specs = super::build_output::add_pathspecs(&build);
+    let mut add = vec!["add", "-A", "--"];
+    add.extend(specs.iter().map(String::as_str));
+    git.run(&add)?;
     unstage_seeds(&git, &ws.copy, &ws.prefix)?;
     if git.output(&["diff", "--cached", "--quiet"])?.ok() {
         return Ok(None);
@@ -91,12 +96,15 @@ const UNTRACKED_READ_MAX: u64 = 1 << 20;
 
 /// The change of a worktree against `base` as it is now, committed or not: tracked changes
 /// through `git diff --numstat base`, plus untracked, not ignored files counted by their
-/// lines (files over 1 MiB count as a file without lines). Two git calls.
+/// lines (files over 1 MiB count as a file without lines), build output left out as in a
+/// commit. Two git calls, three when the tree has build output.
 pub fn diffstat_live(top: &Path, base: &str) -> Result<DiffStat> {
     let git = Git::new(top);
     let mut d = parse_numstat(&git.run(&["diff", "--numstat", "--no-renames", base])?);
     let others = git.run(&["ls-files", "--others", "--exclude-standard", "-z"])?;
-    for f in others.split('\0').filter(|f| !f.is_empty()) {
+    let build = super::build_output::build_dirs_of(&git, &others)?;
+    let in_build = |f: &str| build.iter().any(|d| f.starts_with(&format!("{d}/")));
+    for f in others.split('\0').filter(|f| !f.is_empty() && !in_build(f)) {
         d.files += 1;
         let p = top.join(f);
         if std::fs::metadata(&p).is_ok_and(|m| m.len() <= UNTRACKED_READ_MAX) {
@@ -160,5 +168,73 @@ mod tests {
             }
         );
         assert_eq!(d.to_string(), "+3 −5 · 3 files");
+    }
+
+    fn sh(dir: &Path, args: &[&str]) -> String {
+        Git::new(dir)
+            .with_env("GIT_AUTHOR_NAME", "t")
+            .with_env("GIT_AUTHOR_EMAIL", "t@t")
+            .with_env("GIT_COMMITTER_NAME", "t")
+            .with_env("GIT_COMMITTER_EMAIL", "t@t")
+            .run(args)
+            .unwrap()
+    }
+
+    fn write(dir: &Path, rel: &str, text: &str) {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    #[test]
+    fn a_commit_leaves_out_build_output_the_repository_does_not_ignore() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path();
+        sh(top, &["init", "-q", "-b", "main"]);
+        write(top, "src/lib.rs", "fn a() {}\n");
+        // A project that tracks a file under a build-looking folder keeps it.
+        write(top, "tools/target/keep.txt", "kept\n");
+        sh(top, &["add", "-A"]);
+        sh(top, &["commit", "-q", "-m", "base"]);
+        write(top, "src/lib.rs", "fn a() {}\nfn b() {}\n");
+        write(top, "target/debug/app", "binary\n");
+        write(top, "web/node_modules/left-pad/index.js", "x\n");
+        write(top, "newcrate/src/main.rs", "fn main() {}\n");
+        write(top, "newcrate/target/debug/newcrate", "binary\n");
+        write(top, "tools/target/new.txt", "new\n");
+        let ws = RunWorkspace {
+            repo: top.to_path_buf(),
+            prefix: "".into(),
+            base: sh(top, &["rev-parse", "HEAD"]).trim().to_string(),
+            base_ref: "HEAD".into(),
+            user_branch: None,
+            uncommitted: false,
+            root: top.join(".crewmux"),
+            copy: vec![],
+            setup: None,
+            workers: Default::default(),
+            pending: vec![],
+            integration: None,
+            integrated_round: None,
+        };
+        let live = diffstat_live(top, &ws.base).unwrap();
+        assert_eq!(
+            live.files, 3,
+            "lib.rs, newcrate/src/main.rs, tools/target/new.txt: {live:?}"
+        );
+        commit_all(top, &ws, "r1", "w", "crewmux: w attempt 1")
+            .unwrap()
+            .unwrap();
+        let files = sh(top, &["show", "--name-only", "--format=", "HEAD"]);
+        let mut files: Vec<&str> = files.lines().collect();
+        files.sort_unstable();
+        assert_eq!(
+            files,
+            ["newcrate/src/main.rs", "src/lib.rs", "tools/target/new.txt"]
+        );
+        // Left in the tree, untracked, for the next check to reuse.
+        assert!(top.join("target/debug/app").exists());
+        let status = sh(top, &["status", "--porcelain"]);
+        assert!(status.contains("?? target/"), "{status}");
     }
 }

@@ -8,6 +8,7 @@
 //! where checks, critics and fixers work. `crewmux merge` brings that branch into the
 //! user's own; nothing before it writes the user's tree, index, HEAD or stash.
 
+pub mod build_output;
 pub mod clean;
 pub mod commit;
 pub mod create;
@@ -18,6 +19,7 @@ pub mod judge;
 pub mod live;
 pub mod report;
 pub mod setup;
+pub mod take;
 pub mod upstream;
 
 use std::path::PathBuf;

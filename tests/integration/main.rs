@@ -56,3 +56,4 @@ mod waiting_screens;
 mod worker_cwd;
 mod workspaces;
 mod workspaces_judged;
+mod workspaces_taken;
