@@ -46,12 +46,21 @@ pub enum EventKind {
     RunDone,
     RunFailed,
     RunCancelled,
+    /// The person added a worker to the run.
+    WorkerAdded,
+    /// The person asked for a new attempt of an ended worker (or one downstream of it waits
+    /// for it again).
+    WorkerRetried,
+    /// The person typed a line of text into a live worker's pane.
+    TextSent,
+    /// A finished run went back to work (a worker was added or retried).
+    RunReopened,
     /// A name this build does not know.
     Other(String),
 }
 
 /// Every known kind, for parsing.
-const KNOWN: [EventKind; 34] = [
+const KNOWN: [EventKind; 38] = [
     EventKind::WorkerStarted,
     EventKind::WorkerRelaunched,
     EventKind::WorkerResumed,
@@ -86,6 +95,10 @@ const KNOWN: [EventKind; 34] = [
     EventKind::RunDone,
     EventKind::RunFailed,
     EventKind::RunCancelled,
+    EventKind::WorkerAdded,
+    EventKind::WorkerRetried,
+    EventKind::TextSent,
+    EventKind::RunReopened,
 ];
 
 impl EventKind {
@@ -126,6 +139,10 @@ impl EventKind {
             EventKind::RunDone => "run-done",
             EventKind::RunFailed => "run-failed",
             EventKind::RunCancelled => "run-cancelled",
+            EventKind::WorkerAdded => "worker-added",
+            EventKind::WorkerRetried => "worker-retried",
+            EventKind::TextSent => "text-sent",
+            EventKind::RunReopened => "run-reopened",
             EventKind::Other(name) => name,
         }
     }

@@ -36,6 +36,8 @@ impl Driver {
                 }
             }
             if self.pending_launches.is_empty() || batches == 1 || self.mem.offline {
+                // A finished run a steering request reopened is driven again.
+                self.finished &= self.state.status.is_final();
                 return count;
             }
             batches += 1;

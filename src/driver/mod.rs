@@ -86,6 +86,8 @@ pub enum Control {
     },
     /// Cancel one worker, or the whole run.
     Cancel { worker: Option<String> },
+    /// Add a worker, retry one or send it text (the engine's steering rules decide).
+    Steer(crate::engine::steer::Steer),
     /// Show this worker's output.
     Focus(Option<String>),
     /// Stop driving; workers keep running.

@@ -43,6 +43,13 @@ impl Driver {
                 vec![Input::AnswerWorker { worker, text }]
             }
             Control::Cancel { worker } => vec![Input::Cancel { worker }],
+            Control::Steer(s) => match crate::engine::steer::check(&self.state, &s) {
+                Ok(()) => vec![Input::Steer(s)],
+                Err(why) => {
+                    emit(Update::Notice(why));
+                    vec![]
+                }
+            },
             Control::Focus(w) => {
                 self.focus = w;
                 self.backend.forget_screen();
@@ -115,6 +122,7 @@ impl Driver {
                             text,
                         },
                         InboxCommand::Cancel { worker } => Control::Cancel { worker },
+                        InboxCommand::Steer(s) => Control::Steer(s),
                     };
                     inputs.extend(self.control_inputs(c, emit));
                 }

@@ -60,6 +60,12 @@ impl Recorded {
                     e.message
                 ),
                 "run-done" | "run-failed" | "run-cancelled" => e.kind.to_string(),
+                // A reopened run goes through its stages and ends again: new transitions.
+                "run-reopened" => {
+                    self.keys
+                        .retain(|k| !k.starts_with("run-") && !k.starts_with("stage-changed"));
+                    return true;
+                }
                 "stage-changed" => format!("{} {}", e.kind, e.message),
                 _ => return true,
             }

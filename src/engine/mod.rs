@@ -18,6 +18,9 @@ mod stages;
 pub mod stall;
 #[cfg(test)]
 mod stall_tests;
+pub mod steer;
+#[cfg(test)]
+mod steer_tests;
 #[cfg(test)]
 pub(crate) mod tests;
 #[cfg(test)]
@@ -140,6 +143,9 @@ pub enum Input {
         attempt: u32,
         code: i32,
     },
+    /// The person steers the run: add a worker, retry one, send text (see `steer`). A
+    /// finished run is reopened by an added or retried worker.
+    Steer(steer::Steer),
 }
 
 /// What the driver must do.
@@ -211,6 +217,13 @@ pub fn update(
         now,
         out: Vec::new(),
     };
+    if let Input::Steer(s) = input {
+        steer::on_steer(state, mem, s, &mut fx);
+        if !fx.out.is_empty() {
+            state.updated_at = now;
+        }
+        return fx.out;
+    }
     if state.status.is_final() {
         return fx.out;
     }

@@ -273,9 +273,18 @@ pub fn load_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum InboxCommand {
-    AnswerRun { text: String },
-    AnswerWorker { worker: String, text: String },
-    Cancel { worker: Option<String> },
+    AnswerRun {
+        text: String,
+    },
+    AnswerWorker {
+        worker: String,
+        text: String,
+    },
+    Cancel {
+        worker: Option<String>,
+    },
+    /// Add a worker, retry one or send it text.
+    Steer(crate::engine::steer::Steer),
 }
 
 /// The exclusive lock a driving process holds on `<run dir>/driver.lock` for its lifetime;

@@ -1,0 +1,320 @@
+//! Steering a run while it goes: add a worker, retry a finished worker as a new attempt
+//! (with an edited task, or as it was), and type a line of text into a live worker's pane.
+//!
+//! A worker added or retried joins the work stage of the current round. When the run had
+//! already moved on (to verify, or to a final status), it goes back to work: the council of
+//! the round is forgotten, the round's checks and critics wait to judge again, and a
+//! finished run is reopened (`run-reopened`), so the report that ends it again covers the
+//! new attempt. Workers that run `after` a retried worker and had ended wait for it again.
+//!
+//! [`check`] says why a request does not apply (one line for the person); [`on_steer`]
+//! ignores such a request, so a stale one from the inbox changes nothing.
+
+use serde::{Deserialize, Serialize};
+
+use super::{stages, Effect, Effects, RunMemory};
+use crate::domain::{
+    Council, EventKind, RunState, RunStatus, Stage, WorkerKind, WorkerState, WorkerStatus,
+};
+
+/// A request of the person to change a run while it goes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "steer", rename_all = "kebab-case")]
+pub enum Steer {
+    /// Add a worker: `id` (lowercase letters, digits and `-`, unused in the run), the role
+    /// its prompt is packaged for, its provider and its task.
+    AddWorker {
+        id: String,
+        role: String,
+        provider: String,
+        task: String,
+    },
+    /// Start a new attempt of a worker that has ended; `task` (when given) replaces what
+    /// it was told.
+    Retry {
+        worker: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task: Option<String>,
+    },
+    /// Type `text` into a live worker's pane, then Enter (the delivery of an answer). For a
+    /// worker waiting on a question, this is its answer.
+    SendText { worker: String, text: String },
+}
+
+/// Why `steer` does not apply to `state` now, as one line for the person; `Ok` when it does.
+///
+/// # Errors
+/// The message names the worker or value and what to do instead.
+pub fn check(state: &RunState, steer: &Steer) -> Result<(), String> {
+    match steer {
+        Steer::AddWorker {
+            id, provider, task, ..
+        } => {
+            if id.is_empty()
+                || !id
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            {
+                return Err(format!(
+                    "worker id `{id}`: use lowercase letters, digits and `-`"
+                ));
+            }
+            if state.worker(id).is_some() {
+                return Err(format!("worker `{id}` exists already: pick another id"));
+            }
+            if provider.trim().is_empty() {
+                return Err(format!("worker `{id}` needs a provider"));
+            }
+            if task.trim().is_empty() {
+                return Err(format!(
+                    "worker `{id}` needs a task: type what it should do"
+                ));
+            }
+            if state.status == RunStatus::Cancelled {
+                return Err("the run was cancelled: start a new run instead".into());
+            }
+            Ok(())
+        }
+        Steer::Retry { worker, task } => {
+            let w = known(state, worker)?;
+            if matches!(w.kind, WorkerKind::Check | WorkerKind::Critic) {
+                return Err(format!(
+                    "{worker} is part of the council: it judges again when a worker is retried"
+                ));
+            }
+            if !w.status.is_terminal() {
+                return Err(match w.status {
+                    WorkerStatus::Pending => format!("{worker} has not started yet"),
+                    s => format!("{worker} is still {s}: cancel it first (c), then retry"),
+                });
+            }
+            if task.as_deref().is_some_and(|t| t.trim().is_empty()) {
+                return Err(format!(
+                    "the new task of {worker} is empty: nothing retried"
+                ));
+            }
+            if state.status == RunStatus::Cancelled {
+                return Err("the run was cancelled: start a new run instead".into());
+            }
+            Ok(())
+        }
+        Steer::SendText { worker, text } => {
+            let w = known(state, worker)?;
+            if !matches!(w.status, WorkerStatus::Running | WorkerStatus::Waiting) {
+                return Err(format!(
+                    "{worker} is {}: text goes only to a running worker",
+                    w.status
+                ));
+            }
+            if text.trim().is_empty() {
+                return Err("type some text first".into());
+            }
+            Ok(())
+        }
+    }
+}
+
+fn known<'a>(state: &'a RunState, id: &str) -> Result<&'a WorkerState, String> {
+    state
+        .worker(id)
+        .ok_or_else(|| format!("there is no worker `{id}` in this run"))
+}
+
+/// Apply a steering request (ignored when [`check`] refuses it).
+pub(super) fn on_steer(state: &mut RunState, mem: &mut RunMemory, steer: Steer, fx: &mut Effects) {
+    if check(state, &steer).is_err() {
+        return;
+    }
+    match steer {
+        Steer::AddWorker {
+            id,
+            role,
+            provider,
+            task,
+        } => add(state, mem, [&id, &role, &provider], task, fx),
+        Steer::Retry { worker, task } => retry(state, mem, &worker, task, fx),
+        Steer::SendText { worker, text } => send(state, mem, worker, text, fx),
+    }
+    stages::advance(state, mem, fx);
+}
+
+/// Add worker `id` with `role` on `provider`.
+fn add(
+    state: &mut RunState,
+    mem: &mut RunMemory,
+    [id, role, provider]: [&str; 3],
+    task: String,
+    fx: &mut Effects,
+) {
+    let stage = work_stage(state);
+    let mut w = stages::blank_worker(
+        id.to_string(),
+        role.to_string(),
+        provider.to_string(),
+        WorkerKind::Worker,
+        stage,
+        state.fix_round,
+    );
+    // Limits as the team's own workers have them (the team file's or the defaults).
+    if let Some(like) = state.workers.iter().find(|x| x.kind == WorkerKind::Worker) {
+        w.timeout_s = like.timeout_s;
+        w.idle_timeout_s = like.idle_timeout_s;
+        w.flow.stall_after_s = like.flow.stall_after_s;
+        w.max_attempts = like.max_attempts;
+    }
+    w.order = state.workers.iter().map(|x| x.order).max().unwrap_or(0) + 1;
+    w.task = task;
+    if let Some(ws) = state.workspace.as_mut() {
+        // Its worktree is made with its first launch, as the team's were.
+        ws.pending.push(id.to_string());
+    }
+    state.workers.push(w);
+    fx.event(
+        EventKind::WorkerAdded,
+        Some((id, 0)),
+        "user",
+        format!("{role} on {provider}"),
+    );
+    reopen(state, mem, &format!("{id} was added"), fx);
+}
+
+fn retry(state: &mut RunState, mem: &mut RunMemory, id: &str, task: Option<String>, fx: &mut Effects) {
+    let stage = work_stage(state);
+    let round = state.fix_round;
+    let Some(w) = state.worker_mut(id) else {
+        return;
+    };
+    let edited = task.is_some();
+    if let Some(t) = task {
+        w.task = t;
+    }
+    let was = w.status;
+    let next = w.attempt + 1;
+    w.status = WorkerStatus::Pending;
+    w.reason = Some(format!(
+        "retry asked after {was}{}",
+        if edited { ", task edited" } else { "" }
+    ));
+    w.stage = stage;
+    w.round = round;
+    w.max_attempts = w.max_attempts.max(next);
+    w.flow.retry_at = None;
+    mem.no_retry.remove(id);
+    fx.event(
+        EventKind::WorkerRetried,
+        Some((id, w.attempt)),
+        "user",
+        format!(
+            "attempt {next} after {was}{}",
+            if edited { " with an edited task" } else { "" }
+        ),
+    );
+    wait_again_downstream(state, id, fx);
+    reopen(state, mem, &format!("{id} was retried"), fx);
+}
+
+/// Workers that run after `id` and had ended go back to pending (they will see its new
+/// result); and so on down the graph.
+fn wait_again_downstream(state: &mut RunState, id: &str, fx: &mut Effects) {
+    let (stage, round) = (work_stage(state), state.fix_round);
+    let mut changed = vec![id.to_string()];
+    while let Some(up) = changed.pop() {
+        for w in state.workers.iter_mut() {
+            let judge = matches!(w.kind, WorkerKind::Check | WorkerKind::Critic);
+            if w.flow.after.contains(&up) && w.status.is_terminal() && !judge {
+                w.status = WorkerStatus::Pending;
+                w.stage = stage;
+                w.round = round;
+                w.reason = Some(format!("waits for {up} again"));
+                w.max_attempts = w.max_attempts.max(w.attempt + 1);
+                fx.event(
+                    EventKind::WorkerRetried,
+                    Some((&w.id, w.attempt)),
+                    "engine",
+                    format!("attempt {} once {up} ends again", w.attempt + 1),
+                );
+                changed.push(w.id.clone());
+            }
+        }
+    }
+}
+
+fn send(state: &mut RunState, mem: &mut RunMemory, worker: String, text: String, fx: &mut Effects) {
+    let Some(w) = state.worker(&worker) else {
+        return;
+    };
+    if w.status == WorkerStatus::Waiting {
+        // The worker asked: the text is its answer (recorded and announced as one).
+        super::lifecycle::on_worker_input(
+            state,
+            mem,
+            super::Input::AnswerWorker { worker, text },
+            fx,
+        );
+        return;
+    }
+    fx.event(
+        EventKind::TextSent,
+        Some((&worker, w.attempt)),
+        "user",
+        format!("{} bytes typed into the pane", text.len()),
+    );
+    fx.push(Effect::Paste { worker, text });
+}
+
+/// The stage new work of the current round belongs to.
+fn work_stage(state: &RunState) -> Stage {
+    if state.fix_round == 0 {
+        Stage::TeamExec
+    } else {
+        Stage::TeamFix
+    }
+}
+
+/// Bring the run back to work after `why`: a finished run is reopened, a run in verify goes
+/// back to its work stage with the round's council forgotten and its checks and critics
+/// waiting to judge again. A run still at the gate or at work is left as it is.
+fn reopen(state: &mut RunState, mem: &mut RunMemory, why: &str, fx: &mut Effects) {
+    let work = work_stage(state);
+    if state.status.is_final() {
+        state.status = RunStatus::Running;
+        state.reason = None;
+        state.report = None;
+        mem.cancelled = false;
+        fx.event(EventKind::RunReopened, None, "user", why.to_string());
+    }
+    if matches!(state.stage, Stage::TeamPlan) || state.stage == work {
+        return;
+    }
+    let round = state.fix_round;
+    for w in state.workers.iter_mut() {
+        let judges = matches!(w.kind, WorkerKind::Check | WorkerKind::Critic);
+        if judges && w.round == round && w.status.is_terminal() {
+            w.status = WorkerStatus::Pending;
+            w.reason = Some(format!("judges again: {why}"));
+            w.max_attempts = w.max_attempts.max(w.attempt + 1);
+        }
+    }
+    if state.council.round == Some(round) {
+        state.council = Council::default();
+        if state.council_history.len() > round as usize {
+            state.council_history.truncate(round as usize);
+        }
+    }
+    if let Some(ws) = state.workspace.as_mut() {
+        if ws.integrated_round == Some(round) {
+            ws.integrated_round = None;
+        }
+    }
+    mem.council_requested = false;
+    mem.report_requested = false;
+    mem.integrate_requested = false;
+    let from = state.stage;
+    state.stage = work;
+    fx.event(
+        EventKind::StageChanged,
+        None,
+        "engine",
+        format!("{from} → {work} ({why})"),
+    );
+}
