@@ -1,6 +1,8 @@
 //! Actions as data: the one `Action` enum, its descriptions, and the keymap per focus that
 //! turns a key into an action. The same tables feed the footer's hints and the help overlay.
 
+use std::borrow::Cow;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use serde::{Deserialize, Serialize};
 
@@ -62,6 +64,16 @@ pub enum Action {
     Jump,
     /// Wrap long output lines, or cut them at the panel's edge.
     ToggleWrap,
+    /// Open the form that adds a worker to the run.
+    AddWorker,
+    /// Start a new attempt of the selected worker (it has ended).
+    Retry,
+    /// Edit the selected worker's task in `$EDITOR`, then retry it with the edit.
+    EditRetry,
+    /// Type a line of text into the selected worker's pane.
+    SendText,
+    /// Order the roster by attention (waiting, failed, running, done), or as the team is.
+    ToggleAttention,
 }
 
 impl Action {
@@ -99,6 +111,11 @@ impl Action {
             Action::PrevTab => "previous tab",
             Action::Jump => "go to what the finding names",
             Action::ToggleWrap => "wrap long output lines or not",
+            Action::AddWorker => "add a worker to the run",
+            Action::Retry => "retry the ended worker",
+            Action::EditRetry => "edit its task, then retry",
+            Action::SendText => "type a line into its pane",
+            Action::ToggleAttention => "order workers by attention",
         }
     }
 
@@ -128,17 +145,22 @@ impl Action {
             Action::NextTab | Action::PrevTab => "tabs",
             Action::Jump => "go to",
             Action::ToggleWrap => "wrap",
+            Action::AddWorker => "add worker",
+            Action::Retry => "retry",
+            Action::EditRetry => "edit+retry",
+            Action::SendText => "send text",
+            Action::ToggleAttention => "order",
         }
     }
 }
 
 /// One key of a keymap. `label` is how the key is written in hints (`↑`, `C-c`, `Tab`).
 /// `hint` marks the bindings the footer shows; the help overlay shows all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Binding {
     pub code: KeyCode,
     pub mods: KeyModifiers,
-    pub label: &'static str,
+    pub label: Cow<'static, str>,
     pub action: Action,
     pub hint: bool,
 }
@@ -147,7 +169,7 @@ const fn key(code: KeyCode, label: &'static str, action: Action, hint: bool) -> 
     Binding {
         code,
         mods: KeyModifiers::NONE,
-        label,
+        label: Cow::Borrowed(label),
         action,
         hint,
     }
@@ -157,7 +179,7 @@ const fn ctrl(c: char, label: &'static str, action: Action) -> Binding {
     Binding {
         code: KeyCode::Char(c),
         mods: KeyModifiers::CONTROL,
-        label,
+        label: Cow::Borrowed(label),
         action,
         hint: false,
     }
@@ -182,6 +204,8 @@ pub const GLOBAL: &[Binding] = &[
     key(K::Char('5'), "5", A::SelectTab(5), false),
     key(K::Char('6'), "6", A::SelectTab(6), false),
     key(K::Char('w'), "w", A::ToggleWrap, false),
+    key(K::Char('+'), "+", A::AddWorker, true),
+    key(K::Char('o'), "o", A::ToggleAttention, false),
     key(K::Char('?'), "?", A::ToggleHelp, true),
     key(K::Char('q'), "q", A::Quit, true),
     ctrl('c', "C-c", A::Quit),
@@ -200,6 +224,13 @@ pub const ROSTER: &[Binding] = &[
     key(K::Char('G'), "G", A::Bottom, false),
     key(K::Enter, "Enter", A::Attach, true),
     key(K::Char('c'), "c", A::CancelWorker, true),
+];
+
+/// Steering the selected worker (roster and output panel).
+pub const WORKER: &[Binding] = &[
+    key(K::Char('r'), "r", A::Retry, true),
+    key(K::Char('e'), "e", A::EditRetry, false),
+    key(K::Char('s'), "s", A::SendText, true),
 ];
 
 /// The selected worker's output, the council and the log: scrolling.
@@ -258,9 +289,26 @@ pub const CONFIRM: &[Binding] = &[
     ctrl('c', "C-c", A::Back),
 ];
 
-/// The keymaps active for the current UI state, most specific first. Overlays replace
-/// everything; the input line replaces the global keys so `q` and `a` can be typed.
-pub fn keymaps(ui: &UiState) -> Vec<&'static [Binding]> {
+/// The steering forms (`+` add a worker, `s` send text): their keys are read by the form
+/// itself (see `tui::steer`); this table gives the footer and help their hints.
+pub const FORM: &[Binding] = &[
+    Binding {
+        code: K::Char('s'),
+        mods: KeyModifiers::CONTROL,
+        label: Cow::Borrowed("C-s"),
+        action: A::Submit,
+        hint: true,
+    },
+    key(K::Esc, "Esc", A::Back, true),
+];
+
+/// The default keymaps active for the current UI state, most specific first (the steering
+/// keys last: the footer shows hints in this order while they fit). Overlays
+/// replace everything; the input line replaces the global keys so `q` and `a` can be typed.
+pub fn default_keymaps(ui: &UiState) -> Vec<&'static [Binding]> {
+    if ui.form.is_some() {
+        return vec![FORM];
+    }
     if ui.confirm.is_some() {
         return vec![CONFIRM];
     }
@@ -268,17 +316,26 @@ pub fn keymaps(ui: &UiState) -> Vec<&'static [Binding]> {
         return vec![HELP];
     }
     match ui.focus {
-        Focus::Roster => vec![ROSTER, GLOBAL],
+        Focus::Roster => vec![ROSTER, GLOBAL, WORKER],
         Focus::Output if ui.tab == Tab::Council && ui.file.is_none() => {
             vec![COUNCIL_VIEW, SCROLL, GLOBAL]
         }
         Focus::Output if ui.tab == Tab::Output && ui.file.is_none() => {
-            vec![OUTPUT, SCROLL, GLOBAL]
+            vec![OUTPUT, SCROLL, GLOBAL, WORKER]
         }
-        Focus::Output => vec![SCROLL, GLOBAL],
+        Focus::Output => vec![SCROLL, GLOBAL, WORKER],
         Focus::Council | Focus::Log => vec![SCROLL, GLOBAL],
         Focus::Clarification => vec![INPUT],
     }
+}
+
+/// The keymaps in force for the current UI state: the defaults with the person's key
+/// bindings (`ui.keys`, from the config file) applied.
+pub fn keymaps(ui: &UiState) -> Vec<Vec<Binding>> {
+    default_keymaps(ui)
+        .into_iter()
+        .map(|m| ui.keys.apply(m))
+        .collect()
 }
 
 /// The action for `key` in the current UI state, or `None` when the key means nothing here.

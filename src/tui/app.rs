@@ -153,6 +153,28 @@ async fn event_loop(
                     input = Some(EventStream::new());
                     dirty = true;
                 }
+                if let UiEffect::EditRetry { worker_id } = &effect {
+                    // The editor owns the terminal until it exits, as an attached pane does.
+                    drop(input.take());
+                    let edited = super::editor::edit_task(guard, &model.run, worker_id, store);
+                    input = Some(EventStream::new());
+                    dirty = true;
+                    match edited {
+                        Ok(task) => {
+                            model.ui.notice =
+                                Some(format!("retrying {worker_id} with the edited task"));
+                            send(
+                                ctl_tx,
+                                Control::Steer(crate::engine::steer::Steer::Retry {
+                                    worker: worker_id.clone(),
+                                    task: Some(task),
+                                }),
+                            );
+                        }
+                        Err(why) => model.ui.notice = Some(why),
+                    }
+                    continue;
+                }
                 carry_out(ctl_tx, effect);
             }
             if model.quitting || model.stopped {
@@ -194,6 +216,9 @@ fn carry_out(ctl_tx: &std_mpsc::Sender<Control>, effect: UiEffect) {
             },
         ),
         UiEffect::Cancel { worker_id } => send(ctl_tx, Control::Cancel { worker: worker_id }),
+        UiEffect::Steer(s) => send(ctl_tx, Control::Steer(s)),
+        // Carried out by the loop itself (it suspends the dashboard).
+        UiEffect::EditRetry { .. } => {}
         UiEffect::Quit => send(ctl_tx, Control::Quit),
     }
 }

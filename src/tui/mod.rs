@@ -33,14 +33,19 @@
 
 pub mod action;
 pub mod app;
+pub mod attention;
 pub mod diff;
+pub mod editor;
 pub mod home;
+pub mod keys;
 pub mod model;
 pub mod mouse;
 pub mod panels;
 pub mod state;
+pub mod steer;
 pub mod tabs;
 pub mod terminal;
+pub mod theme;
 pub mod update;
 
 #[cfg(test)]
@@ -49,6 +54,8 @@ mod fixtures;
 mod flow_snapshot_tests;
 #[cfg(test)]
 mod snapshot_tests;
+#[cfg(test)]
+mod steer_tests;
 #[cfg(test)]
 mod tabs_snapshot_tests;
 
@@ -60,7 +67,7 @@ pub use panels::output::capture_to_lines;
 pub use state::{AnswerTarget, Confirm, Focus, InputLine, PendingQuestion, UiState, View};
 pub use update::{paste, reconcile, update, UiEffect};
 
-use panels::{clarification, council, footer, header, log, overlay, roster, tabbed};
+use panels::{clarification, council, footer, header, log, overlay, roster, steer_form, tabbed};
 
 /// The smallest screen the panels are drawn on (columns, rows); below it one centred line
 /// asks for a bigger window instead of broken panels.
@@ -186,6 +193,15 @@ pub fn draw(frame: &mut Frame, view: &View) {
     if too_small(frame, frame.area()) {
         return;
     }
+    let areas = draw_panels(frame, view);
+    // The worker's own output keeps the colours it printed.
+    let keep = (view.ui.tab == tabs::Tab::Output && view.ui.file.is_none())
+        .then(|| ratatui::widgets::Block::bordered().inner(areas.output));
+    let area = frame.area();
+    view.ui.theme.apply(frame.buffer_mut(), area, keep);
+}
+
+fn draw_panels(frame: &mut Frame, view: &View) -> Areas {
     let areas = layout(frame.area(), view);
     header::render(frame, areas.header, view);
     roster::render(frame, areas.roster, view);
@@ -206,4 +222,8 @@ pub fn draw(frame: &mut Frame, view: &View) {
     if view.ui.confirm.is_some() {
         overlay::render_confirm(frame, frame.area(), view);
     }
+    if view.ui.form.is_some() {
+        steer_form::render(frame, frame.area(), view);
+    }
+    areas
 }

@@ -247,11 +247,18 @@ impl Model {
 
     fn terminal(&mut self, ev: Event) -> Step {
         let effects = match ev {
+            Event::Key(key) if key.kind == KeyEventKind::Press && self.ui.form.is_some() => {
+                super::steer::form_key(&mut self.ui, &self.run, key)
+            }
             Event::Key(key) if key.kind == KeyEventKind::Press => {
                 let Some(action) = map_key(&self.ui, key) else {
                     return Step::default();
                 };
                 update(&mut self.ui, &self.run, action)
+            }
+            Event::Paste(text) if self.ui.form.is_some() => {
+                super::steer::form_paste(&mut self.ui, &text);
+                Vec::new()
             }
             Event::Paste(text) => {
                 paste(&mut self.ui, &text);

@@ -17,7 +17,7 @@ pub const WHEEL_LINES: usize = 3;
 
 /// Apply `ev` given where the panels are (`areas`, from [`super::layout`]).
 pub fn on_mouse(ui: &mut UiState, run: &RunState, areas: &Areas, ev: MouseEvent) -> Vec<UiEffect> {
-    if ui.help || ui.confirm.is_some() || ui.focus == Focus::Clarification {
+    if ui.help || ui.confirm.is_some() || ui.form.is_some() || ui.focus == Focus::Clarification {
         return Vec::new();
     }
     let at = Position::new(ev.column, ev.row);
@@ -29,8 +29,10 @@ pub fn on_mouse(ui: &mut UiState, run: &RunState, areas: &Areas, ev: MouseEvent)
             let before = ui.selected_worker(run).map(|w| w.id.clone());
             ui.focus = focus;
             if focus == Focus::Roster {
-                if let Some(i) = roster_row(areas.roster, ui.selected, run.workers.len(), at.y) {
-                    ui.selected = i;
+                let order = super::attention::order(ui, run);
+                let shown = order.iter().position(|&i| i == ui.selected).unwrap_or(0);
+                if let Some(row) = roster_row(areas.roster, shown, order.len(), at.y) {
+                    ui.selected = order[row];
                     ui.output_scroll = 0;
                     ui.doc_scroll = 0;
                 }

@@ -214,6 +214,16 @@ pub struct UiState {
     pub esc_leaves: bool,
     /// Output lines are cut at the panel's edge instead of wrapped (`w` toggles).
     pub nowrap: bool,
+    /// A steering form (add a worker, send text) open over the dashboard; it takes the keys.
+    pub form: Option<super::steer::SteerForm>,
+    /// The person's key bindings (config file) over the default keymaps.
+    pub keys: super::keys::Keys,
+    /// The roster is ordered by attention (waiting, failed, running, done) (`o` toggles).
+    pub attention: bool,
+    /// Colours of the person's theme (config file); drawing maps the defaults through it.
+    pub theme: super::theme::Theme,
+    /// Providers the add-worker form offers after the run's own.
+    pub providers: Vec<String>,
 }
 
 impl Default for UiState {
@@ -238,6 +248,11 @@ impl Default for UiState {
             file: None,
             esc_leaves: false,
             nowrap: false,
+            form: None,
+            keys: Default::default(),
+            attention: false,
+            theme: Default::default(),
+            providers: Vec::new(),
         }
     }
 }
@@ -258,6 +273,8 @@ impl std::fmt::Debug for UiState {
             .field("doc_scroll", &self.doc_scroll)
             .field("finding", &self.finding)
             .field("file", &self.file)
+            .field("form", &self.form)
+            .field("attention", &self.attention)
             .finish_non_exhaustive()
     }
 }

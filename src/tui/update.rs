@@ -29,6 +29,11 @@ pub enum UiEffect {
     },
     /// Cancel one worker (`Some`) or every worker of the run (`None`).
     Cancel { worker_id: Option<String> },
+    /// Add a worker, retry one or send it text (the driver's `Control::Steer`).
+    Steer(crate::engine::steer::Steer),
+    /// Suspend the dashboard, open this worker's task in `$EDITOR`, and retry it with the
+    /// edited task when the editor exits.
+    EditRetry { worker_id: String },
     /// Leave the dashboard; workers keep running.
     Quit,
 }
@@ -115,6 +120,11 @@ fn apply(ui: &mut UiState, run: &RunState, action: Action) -> Vec<UiEffect> {
         Action::NextTab => show_tab(ui, ui.tab.cycle(true)),
         Action::PrevTab => show_tab(ui, ui.tab.cycle(false)),
         Action::Jump => jump(ui, run),
+        Action::AddWorker => super::steer::open_add(ui, run),
+        Action::Retry => return super::steer::retry(ui, run),
+        Action::EditRetry => return super::steer::edit_retry(ui, run),
+        Action::SendText => super::steer::open_send(ui, run),
+        Action::ToggleAttention => super::attention::toggle(ui),
         Action::ToggleWrap => {
             ui.nowrap = !ui.nowrap;
             ui.notice = Some(if ui.nowrap {
@@ -191,8 +201,10 @@ fn move_by(ui: &mut UiState, run: &RunState, delta: isize) {
     match ui.focus {
         Focus::Roster => {
             let before = ui.selected;
-            let last = run.workers.len().saturating_sub(1);
-            ui.selected = offset(ui.selected.min(last), delta, last);
+            let order = super::attention::order(ui, run);
+            let last = order.len().saturating_sub(1);
+            let at = order.iter().position(|&i| i == ui.selected).unwrap_or(0);
+            ui.selected = order.get(offset(at, delta, last)).copied().unwrap_or(0);
             if ui.selected != before {
                 ui.output_scroll = 0;
                 ui.doc_scroll = 0;

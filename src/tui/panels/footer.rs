@@ -56,9 +56,9 @@ pub fn hints(view: &View) -> Vec<(String, &'static str)> {
     {
         let word = b.action.hint();
         match out.iter_mut().find(|(_, w)| *w == word) {
-            Some((keys, _)) if !keys.split('/').any(|k| k == b.label) => {
+            Some((keys, _)) if !keys.split('/').any(|k| k == b.label.as_ref()) => {
                 keys.push('/');
-                keys.push_str(b.label);
+                keys.push_str(&b.label);
             }
             Some(_) => {}
             None => out.push((b.label.to_string(), word)),
@@ -75,10 +75,12 @@ fn hint_line(view: &View, width: usize) -> Line<'static> {
         } else {
             Color::Cyan
         };
-        spans.push(Span::styled(
-            view.ui.focus.label(),
-            Style::default().fg(colour),
-        ));
+        let label = match &view.ui.form {
+            Some(crate::tui::steer::SteerForm::Add(_)) => "adding a worker",
+            Some(crate::tui::steer::SteerForm::Send(_)) => "sending text",
+            None => view.ui.focus.label(),
+        };
+        spans.push(Span::styled(label, Style::default().fg(colour)));
         spans.push(Span::styled(" │ ", Style::default().fg(Color::DarkGray)));
     }
     let mut used: usize = spans.iter().map(|s| s.content.width()).sum();

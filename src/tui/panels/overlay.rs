@@ -8,57 +8,91 @@ use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::truncate;
-use crate::tui::action::{Action, Binding, CONFIRM, GLOBAL, INPUT, OUTPUT, ROSTER, SCROLL};
+use crate::tui::action::{Action, Binding, CONFIRM, GLOBAL, INPUT, OUTPUT, ROSTER, SCROLL, WORKER};
+use crate::tui::keys::Keys;
 use crate::tui::state::{Confirm, View};
 
 /// Width of the key column in the help.
 const KEY_WIDTH: usize = 10;
 
 /// The help's sections: heading and the bindings it lists (one row per action, keys merged).
-fn sections() -> [(&'static str, Vec<Binding>); 5] {
-    let movement: Vec<Binding> = SCROLL.to_vec();
-    let workers: Vec<Binding> = ROSTER
+fn sections(keys: &Keys) -> [(&'static str, Vec<Binding>); 5] {
+    let movement = keys.apply(SCROLL);
+    let workers: Vec<Binding> = [ROSTER, OUTPUT, WORKER]
         .iter()
-        .chain(OUTPUT)
-        .filter(|b| !SCROLL.iter().any(|s| s.action == b.action))
-        .copied()
+        .flat_map(|m| keys.apply(m))
+        .filter(|b| !movement.iter().any(|s| s.action == b.action))
         .collect();
     // Tab in the input line does what it does everywhere: listed once.
-    let input: Vec<Binding> = INPUT
-        .iter()
+    let input: Vec<Binding> = keys
+        .apply(INPUT)
+        .into_iter()
         .filter(|b| !matches!(b.action, Action::FocusNext | Action::FocusPrev))
-        .copied()
         .collect();
     [
-        ("Everywhere", GLOBAL.to_vec()),
+        ("Everywhere", keys.apply(GLOBAL)),
         ("Move and scroll", movement),
         ("Selected worker", workers),
         ("Answer input", input),
-        ("Dialogs", CONFIRM.to_vec()),
+        ("Dialogs", keys.apply(CONFIRM)),
     ]
+}
+
+/// The action whose help row `a` shares (itself for most).
+fn paired(a: Action) -> Action {
+    match a {
+        Action::PageDown => Action::PageUp,
+        Action::PrevTab => Action::NextTab,
+        Action::DeleteForward => Action::DeleteBack,
+        Action::CursorRight => Action::CursorLeft,
+        Action::CursorEnd => Action::CursorHome,
+        a => a,
+    }
 }
 
 /// One line per action: `keys  description`.
 fn section_lines(heading: &'static str, bindings: &[Binding], width: usize) -> Vec<Line<'static>> {
-    let mut rows: Vec<(String, Action)> = Vec::new();
+    // Per row: every key, the first key of each action in it (used when every key does not
+    // fit the key column), and the row's action.
+    let mut rows: Vec<(String, String, Action)> = Vec::new();
     for b in bindings {
         // The number keys of the tabs are one row: `1–6  show tab n (the tab strip)`.
         if let Action::SelectTab(n) = b.action {
             if n == 1 {
                 let last = crate::tui::tabs::Tab::ALL.len();
-                rows.push((format!("1–{last}"), b.action));
+                rows.push((format!("1–{last}"), String::new(), b.action));
             }
             continue;
         }
-        match rows.iter_mut().find(|(_, a)| *a == b.action) {
-            Some((keys, _)) if !keys.split('/').any(|k| k == b.label) => {
+        // Two actions that are one motion share a row: `PgUp/PgDn  scroll a page`.
+        let action = paired(b.action);
+        let first_of_its_action = !bindings
+            .iter()
+            .take_while(|x| !std::ptr::eq(*x, b))
+            .any(|x| x.action == b.action);
+        match rows.iter_mut().find(|(_, _, a)| *a == action) {
+            Some((keys, short, _)) if !keys.split('/').any(|k| k == b.label.as_ref()) => {
                 keys.push('/');
-                keys.push_str(b.label);
+                keys.push_str(&b.label);
+                if first_of_its_action {
+                    short.push('/');
+                    short.push_str(&b.label);
+                }
             }
             Some(_) => {}
-            None => rows.push((b.label.to_string(), b.action)),
+            None => rows.push((b.label.to_string(), b.label.to_string(), action)),
         }
     }
+    let rows: Vec<(String, Action)> = rows
+        .into_iter()
+        .map(|(keys, short, a)| {
+            if keys.chars().count() > KEY_WIDTH && !short.is_empty() {
+                (short, a)
+            } else {
+                (keys, a)
+            }
+        })
+        .collect();
     let mut lines = vec![Line::from(Span::styled(
         heading,
         Style::default().fg(Color::Yellow).bold(),
@@ -70,10 +104,14 @@ fn section_lines(heading: &'static str, bindings: &[Binding], width: usize) -> V
                 Style::default().fg(Color::Cyan).bold(),
             ),
             Span::raw(truncate(
-                if matches!(action, Action::SelectTab(_)) {
-                    "show tab n of the tab strip"
-                } else {
-                    action.description()
+                match action {
+                    Action::SelectTab(_) => "show tab n of the tab strip",
+                    Action::PageUp => "scroll a page up / down",
+                    Action::NextTab => "next / previous tab",
+                    Action::DeleteBack => "delete back / forward",
+                    Action::CursorLeft => "cursor left / right",
+                    Action::CursorHome => "cursor to the start / end",
+                    a => a.description(),
                 },
                 width.saturating_sub(KEY_WIDTH + 1),
             )),
@@ -83,7 +121,7 @@ fn section_lines(heading: &'static str, bindings: &[Binding], width: usize) -> V
 }
 
 /// A `width`×`height` rectangle centred in `area` (clipped to it).
-fn centered(area: Rect, width: u16, height: u16) -> Rect {
+pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let width = width.min(area.width);
     let height = height.min(area.height);
     Rect {
@@ -104,7 +142,7 @@ pub fn render_help(frame: &mut Frame, area: Rect, view: &View) {
         area.width.saturating_sub(2).min(42)
     };
     let w = column_width as usize;
-    let [a, b, c, d, e] = sections();
+    let [a, b, c, d, e] = sections(&view.ui.keys);
     let mut left = section_lines(a.0, &a.1, w);
     left.push(Line::raw(""));
     left.extend(section_lines(b.0, &b.1, w));

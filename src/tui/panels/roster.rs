@@ -28,7 +28,14 @@ const DIFF_WIDTH: u16 = 18;
 
 pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     let run = view.run;
-    let block = panel(title(run), view.ui.focus == Focus::Roster);
+    let mut title = title(run);
+    if view.ui.attention {
+        title.spans.push(Span::styled(
+            "· by attention ",
+            Style::default().fg(Color::DarkGray),
+        ));
+    }
+    let block = panel(title, view.ui.focus == Focus::Roster);
     if run.workers.is_empty() {
         let empty = Paragraph::new("no workers yet: the team is being planned").dark_gray();
         frame.render_widget(empty.block(block), area);
@@ -75,10 +82,10 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
         widths.push(Constraint::Fill(1));
     }
 
-    let rows = run
-        .workers
+    let order = crate::tui::attention::order(view.ui, run);
+    let rows = order
         .iter()
-        .map(|w| row(w, with_role, with_note, with_diff, view));
+        .map(|&i| row(&run.workers[i], with_role, with_note, with_diff, view));
     let focused = view.ui.focus == Focus::Roster;
     // xterm 237: a dark grey on which every status colour stays readable.
     let highlight = if focused {
@@ -94,8 +101,9 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
         .row_highlight_style(highlight)
         .highlight_symbol(Span::styled("▶ ", Style::default().fg(Color::Cyan)))
         .highlight_spacing(HighlightSpacing::Always);
-    let mut state =
-        TableState::default().with_selected(Some(view.ui.selected.min(run.workers.len() - 1)));
+    let selected = view.ui.selected.min(run.workers.len() - 1);
+    let at = order.iter().position(|&i| i == selected).unwrap_or(0);
+    let mut state = TableState::default().with_selected(Some(at));
     frame.render_stateful_widget(table, area, &mut state);
 }
 

@@ -1,0 +1,275 @@
+//! Steering from the dashboard: `+` opens a form that adds a worker (id, role, provider,
+//! task), `r` retries the selected worker, `e` edits its task in `$EDITOR` first (the app
+//! loop suspends the dashboard for it), `s` opens a line that is typed into its pane. The
+//! engine's own rules ([`crate::engine::steer::check`]) say when a request does not apply,
+//! so the dashboard and the driver refuse the same things with the same words.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::state::{InputLine, UiState};
+use super::update::UiEffect;
+use crate::domain::{RunState, WorkerKind};
+use crate::engine::steer::{check, Steer};
+
+/// A form open over the dashboard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SteerForm {
+    Add(AddForm),
+    Send(SendForm),
+}
+
+/// The add-worker form. `field`: 0 id, 1 role, 2 provider, 3 task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddForm {
+    pub id: String,
+    pub roles: Vec<String>,
+    pub role: usize,
+    pub providers: Vec<String>,
+    pub provider: usize,
+    /// What the worker should do (several lines).
+    pub task: String,
+    pub field: usize,
+}
+
+/// Fields of the add-worker form.
+pub const ADD_FIELDS: usize = 4;
+
+/// The send-text line for one worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendForm {
+    pub worker: String,
+    pub line: InputLine,
+}
+
+/// The role a new worker gets unless the person picks another.
+const DEFAULT_ROLE: &str = "backend-engineer";
+
+/// `+`: open the add-worker form with a free id, the team's first role and provider.
+pub fn open_add(ui: &mut UiState, run: &RunState) {
+    let roles: Vec<String> = crate::providers::agents::roles()
+        .map(str::to_string)
+        .collect();
+    let first = run.workers.iter().find(|w| w.kind == WorkerKind::Worker);
+    let role = first
+        .and_then(|w| roles.iter().position(|r| *r == w.role))
+        .or_else(|| roles.iter().position(|r| r == DEFAULT_ROLE))
+        .unwrap_or(0);
+    let mut providers: Vec<String> = Vec::new();
+    for p in run
+        .workers
+        .iter()
+        .map(|w| w.provider.clone())
+        .chain(ui.providers.iter().cloned())
+        .chain(std::iter::once("sim".to_string()))
+    {
+        if p != "command" && !providers.contains(&p) {
+            providers.push(p);
+        }
+    }
+    let id = (1..)
+        .map(|n| format!("added-{n}"))
+        .find(|id| run.worker(id).is_none())
+        .unwrap_or_default();
+    ui.form = Some(SteerForm::Add(AddForm {
+        id,
+        roles,
+        role,
+        providers,
+        provider: 0,
+        task: String::new(),
+        field: 3,
+    }));
+}
+
+/// `s`: open the send line for the selected worker, when it is running.
+pub fn open_send(ui: &mut UiState, run: &RunState) {
+    let Some(w) = ui.selected_worker(run) else {
+        ui.notice = Some("no worker to send text to".into());
+        return;
+    };
+    let probe = Steer::SendText {
+        worker: w.id.clone(),
+        text: "-".into(),
+    };
+    match check(run, &probe) {
+        Ok(()) => {
+            ui.form = Some(SteerForm::Send(SendForm {
+                worker: w.id.clone(),
+                line: InputLine::default(),
+            }))
+        }
+        Err(why) => ui.notice = Some(why),
+    }
+}
+
+/// `r`: retry the selected worker as it was.
+pub fn retry(ui: &mut UiState, run: &RunState) -> Vec<UiEffect> {
+    let Some(w) = ui.selected_worker(run) else {
+        ui.notice = Some("no worker to retry".into());
+        return Vec::new();
+    };
+    let steer = Steer::Retry {
+        worker: w.id.clone(),
+        task: None,
+    };
+    match check(run, &steer) {
+        Ok(()) => {
+            ui.notice = Some(format!("retrying {} as attempt {}", w.id, w.attempt + 1));
+            vec![UiEffect::Steer(steer)]
+        }
+        Err(why) => {
+            ui.notice = Some(why);
+            Vec::new()
+        }
+    }
+}
+
+/// `e`: edit the selected worker's task, then retry (the app loop opens the editor).
+pub fn edit_retry(ui: &mut UiState, run: &RunState) -> Vec<UiEffect> {
+    let Some(w) = ui.selected_worker(run) else {
+        ui.notice = Some("no worker to retry".into());
+        return Vec::new();
+    };
+    let probe = Steer::Retry {
+        worker: w.id.clone(),
+        task: None,
+    };
+    match check(run, &probe) {
+        Ok(()) => vec![UiEffect::EditRetry {
+            worker_id: w.id.clone(),
+        }],
+        Err(why) => {
+            ui.notice = Some(why);
+            Vec::new()
+        }
+    }
+}
+
+/// A key while a form is open: the form reads it whole (letters are text there).
+pub fn form_key(ui: &mut UiState, run: &RunState, key: KeyEvent) -> Vec<UiEffect> {
+    ui.notice = None;
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    let alt = key.modifiers.contains(KeyModifiers::ALT);
+    if key.code == KeyCode::Esc || (ctrl && key.code == KeyCode::Char('c')) {
+        ui.form = None;
+        ui.notice = Some("nothing sent".into());
+        return Vec::new();
+    }
+    match ui.form.as_mut() {
+        Some(SteerForm::Add(f)) => {
+            let submit = (ctrl && key.code == KeyCode::Char('s'))
+                || (key.code == KeyCode::Enter && f.field != 3);
+            if submit {
+                return submit_add(ui, run);
+            }
+            add_key(f, key.code, ctrl || alt);
+        }
+        Some(SteerForm::Send(f)) => match key.code {
+            KeyCode::Enter => return submit_send(ui, run),
+            KeyCode::Char('s') if ctrl => return submit_send(ui, run),
+            KeyCode::Backspace => f.line.delete_back(),
+            KeyCode::Delete => f.line.delete_forward(),
+            KeyCode::Left => f.line.left(),
+            KeyCode::Right => f.line.right(),
+            KeyCode::Home => f.line.home(),
+            KeyCode::End => f.line.end(),
+            KeyCode::Char(c) if !ctrl && !alt => f.line.insert(c),
+            _ => {}
+        },
+        None => {}
+    }
+    Vec::new()
+}
+
+fn add_key(f: &mut AddForm, code: KeyCode, modified: bool) {
+    let text = match f.field {
+        0 => Some(&mut f.id),
+        3 => Some(&mut f.task),
+        _ => None,
+    };
+    match code {
+        KeyCode::Tab => f.field = (f.field + 1) % ADD_FIELDS,
+        KeyCode::BackTab => f.field = (f.field + ADD_FIELDS - 1) % ADD_FIELDS,
+        KeyCode::Enter => f.task.push('\n'),
+        KeyCode::Backspace => {
+            if let Some(t) = text {
+                t.pop();
+            }
+        }
+        KeyCode::Left | KeyCode::Right if matches!(f.field, 1 | 2) => {
+            let (v, n) = if f.field == 1 {
+                (&mut f.role, f.roles.len())
+            } else {
+                (&mut f.provider, f.providers.len())
+            };
+            if n > 0 {
+                *v = if code == KeyCode::Right {
+                    (*v + 1) % n
+                } else {
+                    (*v + n - 1) % n
+                };
+            }
+        }
+        KeyCode::Char(c) if !modified => {
+            if let Some(t) = text {
+                t.push(c);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Type a bracketed paste into the open form (line breaks stay in the task, become
+/// spaces elsewhere).
+pub fn form_paste(ui: &mut UiState, text: &str) {
+    match ui.form.as_mut() {
+        Some(SteerForm::Add(f)) if f.field == 3 => f.task.push_str(&text.replace("\r\n", "\n")),
+        Some(SteerForm::Add(f)) if f.field == 0 => {
+            f.id.extend(text.chars().filter(|c| !c.is_whitespace()))
+        }
+        Some(SteerForm::Send(f)) => {
+            for c in text.chars() {
+                f.line.insert(if c.is_whitespace() { ' ' } else { c });
+            }
+        }
+        _ => {}
+    }
+}
+
+fn submit_add(ui: &mut UiState, run: &RunState) -> Vec<UiEffect> {
+    let Some(SteerForm::Add(f)) = &ui.form else {
+        return Vec::new();
+    };
+    let steer = Steer::AddWorker {
+        id: f.id.trim().to_string(),
+        role: f.roles.get(f.role).cloned().unwrap_or_default(),
+        provider: f.providers.get(f.provider).cloned().unwrap_or_default(),
+        task: f.task.trim().to_string(),
+    };
+    if let Err(why) = check(run, &steer) {
+        ui.notice = Some(why);
+        return Vec::new();
+    }
+    ui.form = None;
+    if let Steer::AddWorker { id, provider, .. } = &steer {
+        ui.notice = Some(format!("adding {id} on {provider}"));
+    }
+    vec![UiEffect::Steer(steer)]
+}
+
+fn submit_send(ui: &mut UiState, run: &RunState) -> Vec<UiEffect> {
+    let Some(SteerForm::Send(f)) = &ui.form else {
+        return Vec::new();
+    };
+    let steer = Steer::SendText {
+        worker: f.worker.clone(),
+        text: f.line.text().trim().to_string(),
+    };
+    if let Err(why) = check(run, &steer) {
+        ui.notice = Some(why);
+        return Vec::new();
+    }
+    ui.notice = Some(format!("sent to {}", f.worker));
+    ui.form = None;
+    vec![UiEffect::Steer(steer)]
+}

@@ -1,0 +1,227 @@
+//! The dashboard's steering: the add-worker form, retry, edit-and-retry, send text, and
+//! the attention order (with a mouse click on the reordered roster).
+
+use std::path::PathBuf;
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+use super::fixtures;
+use super::model::{Model, Msg};
+use super::state::View;
+use super::steer::SteerForm;
+use super::update::UiEffect;
+use crate::engine::steer::Steer;
+
+fn key(c: KeyCode) -> Msg {
+    Msg::Term(Event::Key(KeyEvent::new(c, KeyModifiers::NONE)))
+}
+
+fn ctrl(c: char) -> Msg {
+    Msg::Term(Event::Key(KeyEvent::new(
+        KeyCode::Char(c),
+        KeyModifiers::CONTROL,
+    )))
+}
+
+fn typed(m: &mut Model, text: &str) {
+    for c in text.chars() {
+        m.handle(key(KeyCode::Char(c)));
+    }
+}
+
+/// The crazy run: architect completed, backend running, frontend waiting, security failed,
+/// testing crashed.
+fn model() -> Model {
+    Model::new(fixtures::crazy_run(), PathBuf::from("/p/.crewmux/runs/r"))
+}
+
+fn select(m: &mut Model, id: &str) {
+    m.ui.selected = m.run.workers.iter().position(|w| w.id == id).unwrap();
+}
+
+fn screen(m: &Model, w: u16, h: u16) -> TestBackend {
+    let view = View {
+        run: &m.run,
+        output: &m.output,
+        now: fixtures::now(),
+        ui: &m.ui,
+        backend: "tmux",
+        tmux_socket: "crewmux",
+        attach_hint: true,
+        doc: None,
+    };
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| super::draw(f, &view)).unwrap();
+    t.backend().clone()
+}
+
+#[test]
+fn plus_opens_a_form_and_ctrl_s_adds_the_worker() {
+    let mut m = model();
+    m.handle(key(KeyCode::Char('+')));
+    let Some(SteerForm::Add(f)) = &m.ui.form else {
+        panic!("no form: {:?}", m.ui.form)
+    };
+    assert_eq!(f.id, "added-1");
+    assert_eq!(f.providers[0], "sim", "the team's first provider first");
+    // Letters are text in the form: `q` does not quit, `r` does not retry.
+    typed(&mut m, "Write the quota tests");
+    m.handle(key(KeyCode::Enter));
+    typed(&mut m, "for the admin API");
+    m.handle(key(KeyCode::BackTab));
+    m.handle(key(KeyCode::Right)); // provider: the next one
+    let step = m.handle(ctrl('s'));
+    let Some(UiEffect::Steer(Steer::AddWorker {
+        id, provider, task, ..
+    })) = step.effects.first()
+    else {
+        panic!("{:?}", step.effects)
+    };
+    assert_eq!(id, "added-1");
+    assert_eq!(provider, "codex");
+    assert_eq!(task, "Write the quota tests\nfor the admin API");
+    assert!(m.ui.form.is_none());
+    assert!(!m.quitting);
+}
+
+#[test]
+fn a_taken_id_keeps_the_form_open_with_the_reason() {
+    let mut m = model();
+    m.handle(key(KeyCode::Char('+')));
+    typed(&mut m, "task");
+    m.handle(key(KeyCode::Tab)); // task → id
+    for _ in 0.."added-1".len() {
+        m.handle(key(KeyCode::Backspace));
+    }
+    typed(&mut m, "backend");
+    let step = m.handle(key(KeyCode::Enter));
+    assert!(step.effects.is_empty());
+    assert!(m.ui.form.is_some());
+    assert!(m.ui.notice.as_deref().unwrap().contains("exists already"));
+    m.handle(key(KeyCode::Esc));
+    assert!(m.ui.form.is_none());
+}
+
+#[test]
+fn r_retries_an_ended_worker_and_says_why_not_for_a_running_one() {
+    let mut m = model();
+    select(&mut m, "security");
+    let step = m.handle(key(KeyCode::Char('r')));
+    assert_eq!(
+        step.effects,
+        vec![UiEffect::Steer(Steer::Retry {
+            worker: "security".into(),
+            task: None
+        })]
+    );
+    assert_eq!(
+        m.ui.notice.as_deref(),
+        Some("retrying security as attempt 3")
+    );
+    select(&mut m, "backend");
+    let step = m.handle(key(KeyCode::Char('r')));
+    assert!(step.effects.is_empty());
+    assert!(m.ui.notice.as_deref().unwrap().contains("cancel it first"));
+}
+
+#[test]
+fn e_asks_the_app_to_edit_the_task_of_an_ended_worker() {
+    let mut m = model();
+    select(&mut m, "testing");
+    let step = m.handle(key(KeyCode::Char('e')));
+    assert_eq!(
+        step.effects,
+        vec![UiEffect::EditRetry {
+            worker_id: "testing".into()
+        }]
+    );
+}
+
+#[test]
+fn s_types_a_line_into_a_running_worker() {
+    let mut m = model();
+    select(&mut m, "architect");
+    m.handle(key(KeyCode::Char('s')));
+    assert!(m.ui.form.is_none());
+    assert!(m
+        .ui
+        .notice
+        .as_deref()
+        .unwrap()
+        .contains("only to a running worker"));
+    select(&mut m, "backend");
+    m.handle(key(KeyCode::Char('s')));
+    typed(&mut m, "also cover the admin API");
+    let step = m.handle(key(KeyCode::Enter));
+    assert_eq!(
+        step.effects,
+        vec![UiEffect::Steer(Steer::SendText {
+            worker: "backend".into(),
+            text: "also cover the admin API".into()
+        })]
+    );
+}
+
+#[test]
+fn the_add_form_at_80x24() {
+    let mut m = model();
+    m.handle(key(KeyCode::Char('+')));
+    typed(&mut m, "Write the quota tests");
+    insta::assert_snapshot!(screen(&m, 80, 24));
+}
+
+#[test]
+fn the_send_line_at_80x24() {
+    let mut m = model();
+    select(&mut m, "backend");
+    m.handle(key(KeyCode::Char('s')));
+    typed(&mut m, "also cover the admin API");
+    insta::assert_snapshot!(screen(&m, 80, 24));
+}
+
+fn click(column: u16, row: u16) -> Msg {
+    Msg::Term(Event::Mouse(MouseEvent {
+        kind: crossterm::event::MouseEventKind::Down(MouseButton::Left),
+        column,
+        row,
+        modifiers: KeyModifiers::NONE,
+    }))
+}
+
+#[test]
+fn o_orders_the_roster_by_attention_and_the_selection_follows_its_worker() {
+    let mut m = model();
+    m.size = ratatui::layout::Rect::new(0, 0, 120, 40);
+    select(&mut m, "architect");
+    m.handle(key(KeyCode::Char('o')));
+    assert!(m.ui.attention);
+    let order: Vec<&str> = super::attention::order(&m.ui, &m.run)
+        .into_iter()
+        .map(|i| m.run.workers[i].id.as_str())
+        .collect();
+    assert_eq!(
+        order,
+        ["frontend", "security", "testing", "backend", "architect"],
+        "waiting, failed, crashed, running, done"
+    );
+    assert_eq!(m.ui.selected_worker(&m.run).unwrap().id, "architect");
+    // Up moves to the row above on screen: backend.
+    m.handle(key(KeyCode::Up));
+    assert_eq!(m.ui.selected_worker(&m.run).unwrap().id, "backend");
+    // A click on the first row selects the first worker on screen.
+    let a = m.areas();
+    let step = m.handle(click(a.roster.x + 5, a.roster.y + 2));
+    assert_eq!(m.ui.selected_worker(&m.run).unwrap().id, "frontend");
+    assert_eq!(
+        step.effects,
+        vec![UiEffect::Select {
+            worker_id: "frontend".into()
+        }]
+    );
+    let shown = format!("{:?}", screen(&m, 120, 40).buffer());
+    assert!(shown.contains("by attention"), "the roster says so");
+    m.handle(key(KeyCode::Char('o')));
+    assert!(!m.ui.attention);
+}
