@@ -178,7 +178,13 @@ fn add(
     reopen(state, mem, &format!("{id} was added"), fx);
 }
 
-fn retry(state: &mut RunState, mem: &mut RunMemory, id: &str, task: Option<String>, fx: &mut Effects) {
+fn retry(
+    state: &mut RunState,
+    mem: &mut RunMemory,
+    id: &str,
+    task: Option<String>,
+    fx: &mut Effects,
+) {
     let stage = work_stage(state);
     let round = state.fix_round;
     let Some(w) = state.worker_mut(id) else {
