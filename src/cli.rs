@@ -56,6 +56,9 @@ pub enum Command {
     /// The built-in simulated agent (used by `demo` and tests).
     #[command(hide = true)]
     SimAgent(crate::sim::SimAgentArgs),
+    /// The filter that makes a CLI's JSON events readable in its pane (launch wrappers).
+    #[command(hide = true)]
+    PaneText(crate::commands::pane_text::PaneTextArgs),
 }
 
 /// Options shared by every command that touches runs.

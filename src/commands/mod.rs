@@ -8,6 +8,7 @@ pub mod doctor;
 pub mod drive;
 pub mod home;
 pub mod manage;
+pub mod pane_text;
 pub mod plan;
 pub mod run;
 pub mod shell;
@@ -63,6 +64,7 @@ pub fn execute(cli: Cli) -> Result<i32> {
         Command::Run(args) => run::run(args),
         Command::Demo(args) => run::demo(args),
         Command::SimAgent(args) => crate::sim::run(&args),
+        Command::PaneText(args) => pane_text::run(&args),
         Command::Status(args) => manage::status(args),
         Command::Answer(args) => manage::answer(args),
         Command::Cancel(args) => manage::cancel(args),

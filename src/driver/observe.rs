@@ -291,8 +291,10 @@ impl Driver {
                     .and_then(|s| self.registry.get(&s.provider));
                 collect_output(&w.dir, spec, code == 0 && missing.is_empty());
                 let said = spec.filter(|_| code != 0).and_then(|s| {
-                    let log = log_text(&w.dir.join("output.log"));
-                    crate::providers::exit_output::explain(&s.exit_output, &log)
+                    let explain =
+                        |text: &str| crate::providers::exit_output::explain(&s.exit_output, text);
+                    explain(&events_text(&w.dir))
+                        .or_else(|| explain(&log_text(&w.dir.join("output.log"))))
                 });
                 let result = w.dir.join("result.md");
                 Input::Exited {
@@ -373,16 +375,30 @@ fn log_text(log: &std::path::Path) -> String {
     without_protocol_lines(&crate::launch::strip_ansi(&String::from_utf8_lossy(&bytes)))
 }
 
+/// The raw stdout of an attempt whose CLI was rendered for its pane (its `cli-events.jsonl`,
+/// `providers::pane_text`); "" when there is none.
+fn events_text(dir: &std::path::Path) -> String {
+    std::fs::read(dir.join(crate::providers::pane_text::EVENTS_FILE))
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
 /// After an attempt ends: record the usage its CLI reported, and when `want_result`, write
 /// `result.md` from the CLI's final answer or its output's last [`RESULT_FROM_LOG_LINES`]
-/// lines without noise (`providers::output`); nothing when there is no text.
+/// lines without noise (`providers::output`); nothing when there is no text. The output is
+/// the CLI's raw `cli-events.jsonl` when it was rendered for its pane, else `output.log`.
 fn collect_output(
     dir: &std::path::Path,
     spec: Option<&crate::providers::ProviderSpec>,
     want_result: bool,
 ) {
     use crate::providers::output::{record_usage, result_text, OutputFormat};
-    let text = log_text(&dir.join("output.log"));
+    let events = events_text(dir);
+    let text = if events.is_empty() {
+        log_text(&dir.join("output.log"))
+    } else {
+        events
+    };
     let format = spec.map_or(OutputFormat::Text, |s| s.output);
     record_usage(format, &text, dir);
     let result = dir.join("result.md");

@@ -118,6 +118,7 @@ pub fn prepare(
             cwd: &cwd,
             stdin_file: launch.stdin_file.as_deref(),
             wait_for_log: is_tmux,
+            render: launch.render.as_deref(),
         },
     )?;
     if !is_tmux {

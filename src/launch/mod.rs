@@ -83,7 +83,14 @@ pub struct WrapperSpec<'a> {
     /// Wait (up to 2 s) for `output.log` to exist before starting, so that tmux's
     /// `pipe-pane` is attached before the agent prints its first byte.
     pub wait_for_log: bool,
+    /// A filter the agent's stdout goes through (`crewmux pane-text …`); the wrapper adds
+    /// `--raw <dir>/cli-events.jsonl` and keeps the agent's own exit status.
+    pub render: Option<&'a [String]>,
 }
+
+/// File where a rendered agent's exit status waits for the wrapper (the agent runs on the
+/// left of a pipe, whose status `sh` does not give).
+const AGENT_CODE_FILE: &str = ".agent-code";
 
 /// Write `launch.sh` for an attempt. The agent's argv is quoted for `sh` (shlex); no text of
 /// the problem or prompt is in it, only paths and provider flags. The marker is assembled
@@ -109,6 +116,25 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
         None => String::new(),
     };
     let dir = q(&paths.dir.display().to_string())?;
+    let run_agent = match spec.render {
+        None => format!("( exec {argv} ){stdin}\n  code=$?\n"),
+        Some(filter) => {
+            let filter = filter
+                .iter()
+                .map(|a| q(a))
+                .collect::<Result<Vec<_>>>()?
+                .join(" ");
+            format!(
+                "rm -f \"$dir/{AGENT_CODE_FILE}\"\n  \
+                 {{ ( exec {argv} ){stdin}; echo \"$?\" > \"$dir/{AGENT_CODE_FILE}\"; }} \\\n    \
+                 | {filter} --raw \"$dir/{events}\"\n  \
+                 piped=$?\n  \
+                 code=$(cat \"$dir/{AGENT_CODE_FILE}\" 2>/dev/null)\n  \
+                 [ -n \"$code\" ] || code=$piped\n",
+                events = crate::providers::pane_text::EVENTS_FILE,
+            )
+        }
+    };
     let log_wait = if spec.wait_for_log {
         "i=0\nwhile [ ! -e \"$dir/output.log\" ] && [ \"$i\" -lt 40 ]; do sleep 0.05; i=$((i+1)); done\n"
     } else {
@@ -123,8 +149,7 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
          CREWMUX_ATTEMPT={nonce}; export CREWMUX_ATTEMPT\n\
          {log_wait}\
          if cd {cwd}; then\n\
-           ( exec {argv} ){stdin}\n\
-           code=$?\n\
+           {run_agent}\
          else\n\
            code={cwd_code}\n\
            printf '%s\\n' {cwd} > \"$dir/{CWD_FAILED_FILE}\"\n\
@@ -181,6 +206,13 @@ mod tests {
     use std::process::Command;
 
     fn run_wrapper(argv: &[&str]) -> (tempfile::TempDir, AttemptPaths, std::process::Output) {
+        run_wrapper_with(argv, None)
+    }
+
+    fn run_wrapper_with(
+        argv: &[&str],
+        render: Option<&[String]>,
+    ) -> (tempfile::TempDir, AttemptPaths, std::process::Output) {
         let tmp = tempfile::tempdir().unwrap();
         let paths = AttemptPaths::new(tmp.path().to_path_buf());
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
@@ -194,11 +226,43 @@ mod tests {
                 cwd: tmp.path(),
                 stdin_file: None,
                 wait_for_log: false,
+                render,
             },
         )
         .unwrap();
         let out = Command::new("sh").arg(&paths.launch).output().unwrap();
         (tmp, paths, out)
+    }
+
+    /// A filter like `crewmux pane-text`: keeps stdin in the `--raw` file, prints a line.
+    fn filter() -> Vec<String> {
+        ["sh", "-c", "cat > \"$2\"; echo rendered", "filter"]
+            .map(String::from)
+            .to_vec()
+    }
+
+    #[test]
+    fn a_rendered_agent_keeps_its_exit_code_and_its_raw_output() {
+        let f = filter();
+        let (_t, paths, out) =
+            run_wrapper_with(&["sh", "-c", "echo '{\"type\":\"x\"}'; exit 7"], Some(&f));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("rendered\n"), "{stdout}");
+        assert!(
+            !stdout.contains("\"type\""),
+            "the raw line is not in the pane: {stdout}"
+        );
+        assert_eq!(read_exit_file(&paths.exit, "abc123").unwrap(), Some(7));
+        assert_eq!(out.status.code(), Some(7));
+        let raw = std::fs::read_to_string(paths.dir.join("cli-events.jsonl")).unwrap();
+        assert_eq!(raw, "{\"type\":\"x\"}\n");
+    }
+
+    #[test]
+    fn a_rendered_agent_killed_by_a_signal_is_128_plus_n() {
+        let f = filter();
+        let (_t, paths, _out) = run_wrapper_with(&["sh", "-c", "kill -TERM $$"], Some(&f));
+        assert_eq!(read_exit_file(&paths.exit, "abc123").unwrap(), Some(143));
     }
 
     #[test]
@@ -245,6 +309,7 @@ mod tests {
             cwd: &gone,
             stdin_file: None,
             wait_for_log: false,
+            render: None,
         };
         write_wrapper(&paths, &spec).unwrap();
         let out = Command::new("sh").arg(&paths.launch).output().unwrap();

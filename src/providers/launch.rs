@@ -1,5 +1,6 @@
 //! Building one attempt's launch command (argv, environment, stdin) from a provider spec.
 
+use super::output::OutputFormat;
 use super::spec::{PromptVia, ProviderKind, ProviderSpec, Registry};
 use super::{LaunchCommand, LaunchRequest};
 use crate::error::{Error, Result};
@@ -79,10 +80,23 @@ fn build(name: &str, spec: &ProviderSpec, req: &LaunchRequest<'_>) -> Result<Lau
         argv
     };
     let stdin_file = (spec.prompt == PromptVia::Stdin).then(|| req.prompt_file.to_path_buf());
+    let render = (spec.output != OutputFormat::Text).then(|| {
+        let format = serde_json::to_value(spec.output)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        vec![
+            req.self_exe.display().to_string(),
+            "pane-text".into(),
+            "--format".into(),
+            format,
+        ]
+    });
     Ok(LaunchCommand {
         argv,
         env,
         stdin_file,
+        render,
     })
 }
 
@@ -100,6 +114,27 @@ mod tests {
             command,
             attempt: 2,
             self_exe: Path::new("/bin/crewmux"),
+        }
+    }
+
+    #[test]
+    fn json_event_clis_are_rendered_for_the_pane_and_text_clis_are_not() {
+        let reg = Registry::builtin();
+        for (name, format) in [
+            ("codex", Some("codex-json")),
+            ("claude", Some("claude-json")),
+            ("gemini", Some("gemini-json")),
+            ("qwen", None),
+            ("aider", None),
+            ("sim", None),
+        ] {
+            let l = reg.build_launch(name, &req(None, None)).unwrap();
+            let want = format.map(|f| {
+                ["/bin/crewmux", "pane-text", "--format", f]
+                    .map(String::from)
+                    .to_vec()
+            });
+            assert_eq!(l.render, want, "{name}");
         }
     }
 

@@ -14,6 +14,7 @@ pub mod health;
 pub mod history;
 pub mod launch;
 pub mod output;
+pub mod pane_text;
 pub mod prompt;
 pub mod rate_limits;
 pub mod run;
@@ -48,6 +49,10 @@ pub struct LaunchCommand {
     pub argv: Vec<String>,
     pub env: Vec<(String, String)>,
     pub stdin_file: Option<PathBuf>,
+    /// For a CLI that prints JSON events: the argv of the filter its stdout goes through
+    /// to be readable in the pane (`crewmux pane-text --format F`; the wrapper adds
+    /// `--raw <attempt>/cli-events.jsonl`).
+    pub render: Option<Vec<String>>,
 }
 
 /// Build the launch command of `provider` for one attempt from the built-in providers and

@@ -57,7 +57,7 @@ impl Usage {
         };
     }
 
-    /// `12.3k in / 4.1k out, $0.42` (the cost only when known).
+    /// `12.3k in / 4.1k out, $0.42` (the cost only when known; see [`dollars`]).
     pub fn short(&self) -> String {
         let mut s = format!(
             "{} in / {} out",
@@ -65,9 +65,18 @@ impl Usage {
             tokens(self.output_tokens)
         );
         if let Some(c) = self.cost_usd {
-            s.push_str(&format!(", ${c:.2}"));
+            s.push_str(&format!(", {}", dollars(c)));
         }
         s
+    }
+}
+
+/// `$0.42`; a cost under a cent keeps four decimals (`$0.0046`) rather than read `$0.00`.
+pub fn dollars(c: f64) -> String {
+    if c > 0.0 && c < 0.01 {
+        format!("${c:.4}")
+    } else {
+        format!("${c:.2}")
     }
 }
 

@@ -129,3 +129,10 @@ fn usage_file_round_trip_and_sums() {
     assert_eq!(total.cost_usd, Some(0.0421));
     assert_eq!(tokens(1_234_567), "1.2M");
 }
+
+#[test]
+fn a_cost_under_a_cent_is_not_shown_as_zero() {
+    assert_eq!(dollars(0.0046), "$0.0046");
+    assert_eq!(dollars(0.0), "$0.00");
+    assert_eq!(dollars(1.239), "$1.24");
+}

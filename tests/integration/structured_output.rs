@@ -33,6 +33,7 @@ fn clis() -> Bin {
     bin.script(
         "claude",
         r#"echo '{"type":"system","subtype":"init","session_id":"s1"}'
+echo '{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Claude fixed auth.rs."}]}}'
 echo '{"type":"result","subtype":"success","is_error":false,"result":"Claude fixed auth.rs.","total_cost_usd":0.25,"usage":{"input_tokens":1000,"cache_read_input_tokens":500,"output_tokens":200}}'"#,
     );
     bin.script(
@@ -81,6 +82,18 @@ fn answers_tokens_and_cost_from_structured_output_and_no_noise() {
     assert_eq!(result("claude-w"), "Claude fixed auth.rs.\n");
     assert_eq!(result("gemini-w"), "Gemini fixed the theme.\n");
     assert_eq!(result("qwen-w"), "Qwen wrote the tests.\n");
+    // The pane (and so output.log) shows the events as text; the raw events are kept.
+    let attempt = |id: &str, file: &str| {
+        std::fs::read_to_string(run_dir.join(format!("workers/{id}/attempt-1/{file}"))).unwrap()
+    };
+    let pane = attempt("claude-w", "output.log");
+    assert!(pane.contains("Claude fixed auth.rs."), "{pane}");
+    assert!(pane.contains("── 1.5k in / 200 out, $0.25"), "{pane}");
+    assert!(!pane.contains("{\"type\""), "no JSON in the pane: {pane}");
+    assert!(attempt("claude-w", "cli-events.jsonl").contains("\"total_cost_usd\":0.25"));
+    let pane = attempt("gemini-w", "output.log");
+    assert!(pane.contains("Gemini fixed the theme.\n"), "{pane}");
+    assert!(!pane.contains("{\"type\""), "no JSON in the pane: {pane}");
     let log = std::fs::read_to_string(run_dir.join("workers/qwen-w/attempt-1/output.log")).unwrap();
     assert!(
         log.contains("Ripgrep is not available"),

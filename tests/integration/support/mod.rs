@@ -6,8 +6,10 @@
 //! - [`wait`]: waits on parsed state, events and conditions, never on fixed sleeps.
 //! - [`standins`]: stand-in agent CLIs on a private PATH.
 //! - [`creds`]: a private credential store for the `creds` commands.
+//! - [`model_server`]: a loopback model server speaking the agent CLIs' APIs.
 
 pub mod creds;
+pub mod model_server;
 pub mod run;
 pub mod standins;
 pub mod tmux;
