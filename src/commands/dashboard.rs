@@ -14,7 +14,7 @@ pub fn drive_dashboard(store: RunStore, state: RunState, opts: DriverOptions) ->
         ..opts
     };
     crate::logging::init(&state.project_dir, true);
-    let backend = super::drive::backend_for(&state, &store)?;
+    let backend = super::drive::driving_backend_for(&state, &store)?;
     let run_id = state.run_id.clone();
     // Before the dashboard takes the terminal: the passphrase may be asked there.
     let creds = crate::creds::Store::open_default()?;

@@ -23,17 +23,38 @@ pub fn backend_for(state: &RunState, store: &RunStore) -> Result<Box<dyn Multipl
                     state.run_id
                 )));
             }
-            let home = vec![
-                "tail".to_string(),
-                "-n".into(),
-                "+1".into(),
-                "-F".into(),
-                store.events_path().display().to_string(),
-            ];
-            Box::new(TmuxBackend::new(&state.tmux_socket, &state.session, home))
+            Box::new(TmuxBackend::new(
+                &state.tmux_socket,
+                &state.session,
+                home_argv(store),
+            ))
         }
         BackendKind::Process => Box::new(ProcessBackend::new()),
     })
+}
+
+/// The backend of the process that drives `state`: as [`backend_for`], with tmux calls
+/// over one persistent control-mode client instead of a process each.
+///
+/// Errors: as [`backend_for`].
+pub fn driving_backend_for(state: &RunState, store: &RunStore) -> Result<Box<dyn Multiplexer>> {
+    if state.backend != BackendKind::Tmux || !crate::tmux::tmux_available() {
+        return backend_for(state, store);
+    }
+    Ok(Box::new(
+        TmuxBackend::new(&state.tmux_socket, &state.session, home_argv(store)).with_control_mode(),
+    ))
+}
+
+/// What the run session's first window shows: the run's events as they come.
+fn home_argv(store: &RunStore) -> Vec<String> {
+    vec![
+        "tail".to_string(),
+        "-n".into(),
+        "+1".into(),
+        "-F".into(),
+        store.events_path().display().to_string(),
+    ]
 }
 
 fn hhmmss() -> String {
@@ -44,7 +65,7 @@ fn hhmmss() -> String {
 /// stdout at the end; returns the SPEC §3 exit code (3 when halted at a question).
 pub fn drive_headless(store: RunStore, state: RunState, opts: DriverOptions) -> Result<i32> {
     crate::logging::init(&state.project_dir, false);
-    let backend = backend_for(&state, &store)?;
+    let backend = driving_backend_for(&state, &store)?;
     let run_id = state.run_id.clone();
     let (ctl_tx, ctl_rx) = mpsc::channel();
     let (up_tx, up_rx) = mpsc::channel();

@@ -53,6 +53,8 @@ impl Driver {
             if self.applied >= n {
                 if save {
                     self.save(&mut |_| {});
+                    let not_saved = self.saves.flush();
+                    assert!(not_saved.is_empty(), "{not_saved:?}");
                 }
                 std::panic::panic_any(super::tests::Crash);
             }

@@ -19,6 +19,7 @@ mod offline;
 mod once;
 mod prepare;
 mod reap;
+mod saver;
 pub mod settle;
 mod upstream;
 mod watch;
@@ -169,6 +170,8 @@ pub struct Driver {
     recorded: once::Recorded,
     /// Inputs applied that changed something (tests stop the driver after a given count).
     applied: usize,
+    /// Where `state.json` is written: in place, or on the saver thread while the loop runs.
+    saves: saver::Saves,
     /// Tests: panic (a crash: nothing more is saved) once `applied` reaches this count;
     /// with `true`, the state is saved first (a crash right after a save).
     #[cfg(test)]
@@ -196,6 +199,7 @@ impl Driver {
         opts: DriverOptions,
     ) -> Self {
         let inbox_offset = store.inbox_len();
+        let saves = saver::Saves::here(store.clone());
         let mut d = Driver {
             store,
             state,
@@ -221,6 +225,7 @@ impl Driver {
             startup: vec![],
             recorded: once::Recorded::default(),
             applied: 0,
+            saves,
             #[cfg(test)]
             crash_after: None,
         };
@@ -301,6 +306,7 @@ impl Driver {
                 self.state.run_id, self.state.run_id
             ))
         })?;
+        self.saves.start_thread(&self.store)?;
         let mut first = std::mem::take(&mut self.startup);
         first.push(Input::Start);
         self.apply(first, &mut emit);
@@ -374,6 +380,9 @@ impl Driver {
             self.state.status = RunStatus::Detached;
             self.save(&mut emit);
         }
+        for e in self.saves.flush() {
+            emit(Update::Notice(e));
+        }
         emit(Update::Stopped {
             finished: self.finished,
         });
@@ -426,8 +435,8 @@ impl Driver {
 
     fn save(&mut self, emit: &mut impl FnMut(Update)) {
         self.state.updated_at = Utc::now();
-        if let Err(e) = self.store.save_state(&self.state) {
-            emit(Update::Notice(format!("could not save the run state: {e}")));
+        for e in self.saves.save(&self.state) {
+            emit(Update::Notice(e));
         }
     }
 }

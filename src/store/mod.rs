@@ -6,6 +6,7 @@
 )]
 
 mod atomic;
+mod state_writer;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -16,6 +17,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 pub use atomic::{write_atomic, write_replace};
+pub use state_writer::StateWriter;
 
 use crate::domain::{RunEvent, RunState, SCHEMA_VERSION};
 use crate::error::{Error, IoContext, Result};

@@ -367,3 +367,13 @@ fn read_replies(mut out: impl BufRead, queue: &Mutex<Queue>, socket: &str) {
     q.closed = true;
     q.waiting.clear();
 }
+
+impl super::TmuxBackend {
+    /// Route this backend's routine calls (launch batches, polls, captures, answers) over
+    /// one persistent control-mode client (see the module docs); for the process that
+    /// drives the run. Without it every call is a tmux process.
+    pub fn with_control_mode(mut self) -> Self {
+        self.client = self.client.with_control(&self.session);
+        self
+    }
+}

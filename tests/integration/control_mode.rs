@@ -190,3 +190,114 @@ fn text_pasted_over_the_channel_arrives_byte_for_byte() {
         std::fs::read_to_string(&file)
     );
 }
+
+const FOUR: &str = r#"
+parallel = 4
+[[worker]]
+id = "a"
+role = "backend-engineer"
+provider = "command"
+max_attempts = 1
+command = ["sh", "-c", "sleep 6; echo a done"]
+
+[[worker]]
+id = "b"
+role = "backend-engineer"
+provider = "command"
+max_attempts = 1
+command = ["sh", "-c", "sleep 7; exit 3"]
+
+[[worker]]
+id = "c"
+role = "backend-engineer"
+provider = "command"
+max_attempts = 1
+command = ["sh", "-c", "sleep 8; echo c done"]
+
+[[worker]]
+id = "d"
+role = "backend-engineer"
+provider = "command"
+max_attempts = 1
+command = ["sh", "-c", "sleep 9; exit 1"]
+"#;
+
+#[test]
+fn a_run_whose_control_client_is_killed_falls_back_reconnects_and_finishes_right() {
+    if !tmux_ready("control_run") {
+        return;
+    }
+    let server = TmuxServer::new("control-run");
+    let tmp = tempfile::tempdir().unwrap();
+    let t = team_file(tmp.path(), "team.toml", FOUR);
+    let child = spawn_crewmux(
+        tmp.path(),
+        &server.socket,
+        &[
+            "run",
+            "--team",
+            t.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--backend",
+            "tmux",
+            "--quiet",
+            "four sleepers",
+        ],
+    );
+    wait_running(tmp.path(), 4);
+    // The driver's one control client comes up once the run's session exists.
+    let mut first = vec![];
+    assert!(
+        until(Duration::from_secs(20), || {
+            first = control_clients(&server);
+            !first.is_empty()
+        }),
+        "no control client"
+    );
+    assert_eq!(first.len(), 1, "{first:?}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(first[0].0 as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    // Meanwhile polls run as processes; after the back-off a new client comes up.
+    let mut second = vec![];
+    assert!(
+        until(Duration::from_secs(20), || {
+            second = control_clients(&server);
+            second.len() == 1 && second[0].0 != first[0].0
+        }),
+        "no new control client: {second:?}"
+    );
+    let out = wait_limited(child, &["run"]);
+    let s = summary(&out);
+    let codes: Vec<(String, String, i64)> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|id| {
+            let w = worker(&s, id);
+            (
+                id.to_string(),
+                w["status"].as_str().unwrap_or("").to_string(),
+                w["exit_code"].as_i64().unwrap_or(-99),
+            )
+        })
+        .collect();
+    assert_eq!(
+        codes,
+        vec![
+            ("a".into(), "completed".into(), 0),
+            ("b".into(), "failed".into(), 3),
+            ("c".into(), "completed".into(), 0),
+            ("d".into(), "failed".into(), 1),
+        ],
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = std::fs::read_to_string(tmp.path().join(".crewmux/crewmux.log")).unwrap();
+    assert!(
+        log.contains("the control channel ended; using tmux processes meanwhile"),
+        "{log}"
+    );
+    assert!(log.matches("control channel up").count() >= 2, "{log}");
+}

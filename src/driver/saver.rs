@@ -1,0 +1,146 @@
+//! Saving the run state off the loop: the loop hands a copy of the state to a thread of
+//! its own that writes `state.json` (serialising, fsync and rename cost milliseconds on a
+//! large run; an exit must not wait for them). Saves that pile up while one is written
+//! are folded into the newest. Offline commands save in place.
+
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::thread::JoinHandle;
+
+use crate::domain::RunState;
+use crate::error::{IoContext, Result};
+use crate::store::{RunStore, StateWriter};
+
+enum Job {
+    Save(Box<RunState>),
+    /// Answered once every save sent before it is written.
+    Flush(Sender<()>),
+}
+
+/// Where the driver's saves go.
+pub(super) enum Saves {
+    /// In place, on the caller's thread.
+    Here(StateWriter),
+    /// On the saver thread.
+    Thread(Saver),
+}
+
+impl Saves {
+    pub(super) fn here(store: RunStore) -> Self {
+        Saves::Here(StateWriter::new(store))
+    }
+
+    /// Save `state` (on the thread: later). Returns the errors of saves finished since the
+    /// last call, for the person.
+    pub(super) fn save(&mut self, state: &RunState) -> Vec<String> {
+        match self {
+            Saves::Here(w) => w
+                .save(state)
+                .err()
+                .map(|e| format!("could not save the run state: {e}"))
+                .into_iter()
+                .collect(),
+            Saves::Thread(s) => {
+                if s.jobs.send(Job::Save(Box::new(state.clone()))).is_err() {
+                    return vec!["the state saver stopped; the run state is not saved".into()];
+                }
+                s.errors.try_iter().collect()
+            }
+        }
+    }
+
+    /// Wait until every save asked for is on disk; returns the errors not yet told.
+    pub(super) fn flush(&mut self) -> Vec<String> {
+        match self {
+            Saves::Here(_) => vec![],
+            Saves::Thread(s) => {
+                let (tx, rx) = mpsc::channel();
+                if s.jobs.send(Job::Flush(tx)).is_err() || rx.recv().is_err() {
+                    return vec!["the state saver stopped; the run state is not saved".into()];
+                }
+                s.errors.try_iter().collect()
+            }
+        }
+    }
+
+    /// Move saves to a thread of their own (for the loop).
+    ///
+    /// # Errors
+    /// The thread cannot start.
+    pub(super) fn start_thread(&mut self, store: &RunStore) -> Result<()> {
+        if let Saves::Here(_) = self {
+            let writer = match std::mem::replace(self, Saves::here(store.clone())) {
+                Saves::Here(w) => w,
+                Saves::Thread(_) => StateWriter::new(store.clone()),
+            };
+            *self = Saves::Thread(Saver::start(writer)?);
+        }
+        Ok(())
+    }
+}
+
+/// The saver thread and its queues. Dropping it writes what is queued and joins it.
+pub(super) struct Saver {
+    jobs: Sender<Job>,
+    errors: Receiver<String>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Saver {
+    fn start(mut writer: StateWriter) -> Result<Self> {
+        let (jobs, rx) = mpsc::channel::<Job>();
+        let (err_tx, errors) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("crewmux-saver".into())
+            .spawn(move || {
+                let mut next = rx.recv().ok();
+                while let Some(job) = next.take() {
+                    match job {
+                        Job::Save(mut state) => {
+                            // Only the newest of the saves waiting matters.
+                            loop {
+                                match rx.try_recv() {
+                                    Ok(Job::Save(newer)) => state = newer,
+                                    Ok(flush) => {
+                                        next = Some(flush);
+                                        break;
+                                    }
+                                    Err(_) => break,
+                                }
+                            }
+                            if let Err(e) = writer.save(&state) {
+                                // The loop is gone when this fails; nobody is left to tell.
+                                let _ = err_tx.send(format!("could not save the run state: {e}"));
+                            }
+                        }
+                        Job::Flush(done) => {
+                            // A flusher that stopped waiting needs no answer.
+                            let _ = done.send(());
+                        }
+                    }
+                    if next.is_none() {
+                        next = rx.recv().ok();
+                    }
+                }
+            })
+            .on("cannot start the state saver thread")?;
+        Ok(Saver {
+            jobs,
+            errors,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Saver {
+    fn drop(&mut self) {
+        // Closing the queue ends the thread once it has written what is queued: a saver of
+        // an earlier driver must never write after the next one took the run.
+        let (tx, _) = mpsc::channel();
+        drop(std::mem::replace(&mut self.jobs, tx));
+        if let Some(t) = self.thread.take() {
+            if t.join().is_err() {
+                tracing::warn!("the state saver thread panicked");
+            }
+        }
+    }
+}
