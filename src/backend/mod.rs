@@ -123,6 +123,13 @@ pub trait Multiplexer: Send {
         specs.iter().map(|s| self.spawn(s)).collect()
     }
 
+    /// A second handle that starts attempts from another thread while this one keeps
+    /// polling, for a backend whose start takes long (tmux: a script of new windows);
+    /// `None` (the default): the driver starts attempts on its own loop.
+    fn launcher(&mut self) -> Option<Box<dyn Launcher>> {
+        None
+    }
+
     /// Liveness of `targets` and, if `focus` is given, its screen when changed.
     fn poll(&mut self, targets: &[Target], focus: Option<&Target>) -> Poll;
 
@@ -153,6 +160,12 @@ pub trait Multiplexer: Send {
     /// Forget what was last captured, so the next poll hands over the focused screen even
     /// if it did not change (after the dashboard switches workers).
     fn forget_screen(&mut self) {}
+}
+
+/// Starts attempts on a thread of its own (see [`Multiplexer::launcher`]).
+pub trait Launcher: Send {
+    /// As [`Multiplexer::spawn_many`]: one result per spec, in order.
+    fn spawn_many(&mut self, specs: &[SpawnSpec]) -> Vec<Result<Spawned>>;
 }
 
 /// End an attempt's process group: SIGTERM now; the caller sends SIGKILL after the grace

@@ -35,7 +35,11 @@ impl Driver {
                     self.maybe_crash();
                 }
             }
-            if self.pending_launches.is_empty() || batches == 1 || self.mem.offline {
+            if self.pending_launches.is_empty()
+                || batches == 1
+                || self.mem.offline
+                || self.in_flight.is_some()
+            {
                 // A finished run a steering request reopened is driven again.
                 self.finished &= self.state.status.is_final();
                 return count;

@@ -4,16 +4,29 @@
 use super::{prepare, Driver, Prepared, Watch};
 use crate::engine::Input;
 
+/// An attempt prepared (prompt, wrapper, credential) and being started.
+pub(super) struct ReadyAttempt {
+    worker: String,
+    attempt: u32,
+    prepared: Prepared,
+    credential_label: Option<String>,
+}
+
 impl Driver {
     /// Prepare and start a batch of attempts: prompts and wrappers first, then one backend
     /// call for all of them (docs/tmux.md: 64 windows in one tmux invocation ~250 ms against
     /// ~450 ms one process each). Returns one input per attempt.
     pub(super) fn launch_many(&mut self, wanted: Vec<(String, u32)>) -> Vec<Input> {
         let mut inputs = vec![];
-        let mut ready: Vec<(String, u32, Prepared, Option<String>)> = vec![];
+        let mut ready: Vec<ReadyAttempt> = vec![];
         for (worker, attempt) in wanted {
             match self.prepare_one(&worker, attempt) {
-                Ok((prepared, label)) => ready.push((worker, attempt, prepared, label)),
+                Ok((prepared, credential_label)) => ready.push(ReadyAttempt {
+                    worker,
+                    attempt,
+                    prepared,
+                    credential_label,
+                }),
                 Err(error) => inputs.push(Input::LaunchFailed {
                     worker,
                     attempt,
@@ -25,42 +38,82 @@ impl Driver {
             return inputs;
         }
         let specs: Vec<crate::backend::SpawnSpec> =
-            ready.iter().map(|(_, _, p, _)| p.spawn.clone()).collect();
+            ready.iter().map(|r| r.prepared.spawn.clone()).collect();
+        // On the launch thread when there is one: the loop keeps observing meanwhile, and
+        // the results come back as a wake-up (`landed`).
+        if let Some(t) = &self.launch_thread {
+            if t.send(specs.clone()) {
+                self.in_flight = Some(ready);
+                return inputs;
+            }
+            tracing::warn!("the launch thread stopped; starting attempts on the loop");
+            self.launch_thread = None;
+        }
         let results = self.backend.spawn_many(&specs);
-        for ((worker, attempt, prepared, credential_label), result) in
-            ready.into_iter().zip(results)
-        {
-            inputs.push(match result {
-                Ok(spawned) => {
-                    self.watches.insert(
-                        worker.clone(),
-                        Watch::new(
-                            &worker,
-                            attempt,
-                            &prepared.nonce,
-                            &prepared.paths.dir,
-                            false,
-                        ),
-                    );
-                    Input::Launched {
-                        worker,
+        inputs.extend(self.landed(ready, results));
+        inputs
+    }
+
+    /// The inputs of a started batch: each attempt watched and `Launched`, or `LaunchFailed`.
+    pub(super) fn landed(
+        &mut self,
+        ready: Vec<ReadyAttempt>,
+        results: Vec<crate::error::Result<crate::backend::Spawned>>,
+    ) -> Vec<Input> {
+        let mut results = results.into_iter();
+        ready
+            .into_iter()
+            .map(|r| {
+                let result = results.next().unwrap_or_else(|| {
+                    Err(crate::error::Error::Other(
+                        "the backend gave no result for this attempt".into(),
+                    ))
+                });
+                self.landed_one(r, result)
+            })
+            .collect()
+    }
+
+    fn landed_one(
+        &mut self,
+        r: ReadyAttempt,
+        result: crate::error::Result<crate::backend::Spawned>,
+    ) -> Input {
+        let ReadyAttempt {
+            worker,
+            attempt,
+            prepared,
+            credential_label,
+        } = r;
+        match result {
+            Ok(spawned) => {
+                self.watches.insert(
+                    worker.clone(),
+                    Watch::new(
+                        &worker,
                         attempt,
-                        nonce: prepared.nonce,
-                        prompt_path: prepared.paths.prompt,
-                        backend: self.backend.kind().as_str().into(),
-                        pane_id: spawned.pane_id,
-                        pid: spawned.pid,
-                        credential_label,
-                    }
-                }
-                Err(e) => Input::LaunchFailed {
+                        &prepared.nonce,
+                        &prepared.paths.dir,
+                        false,
+                    ),
+                );
+                Input::Launched {
                     worker,
                     attempt,
-                    error: e.to_string(),
-                },
-            });
+                    nonce: prepared.nonce,
+                    prompt_path: prepared.paths.prompt,
+                    backend: self.backend.kind().as_str().into(),
+                    pane_id: spawned.pane_id,
+                    pid: spawned.pid,
+                    credential_label,
+                }
+            }
+            Err(e) => Input::LaunchFailed {
+                worker,
+                attempt,
+                error: e.to_string(),
+            },
         }
-        inputs
     }
 
     /// Write one attempt's prompt and wrapper and pick its credential; returns the prepared

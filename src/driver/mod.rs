@@ -12,6 +12,7 @@ mod apply;
 mod council;
 mod creds;
 mod launch;
+mod launch_thread;
 mod lines;
 mod notify;
 mod observe;
@@ -116,6 +117,8 @@ enum Wake {
     Control(Control),
     /// Some attempt's `exit.json` was written.
     ExitFile,
+    /// The launch thread started the batch in flight: one result per attempt, in order.
+    Launched(Vec<Result<crate::backend::Spawned>>),
 }
 
 /// A kill waiting for its SIGKILL.
@@ -172,6 +175,10 @@ pub struct Driver {
     applied: usize,
     /// Where `state.json` is written: in place, or on the saver thread while the loop runs.
     saves: saver::Saves,
+    /// Starts attempts off the loop while it runs (backends that offer a launcher).
+    launch_thread: Option<launch_thread::LaunchThread>,
+    /// The batch the launch thread is starting.
+    in_flight: Option<Vec<launch::ReadyAttempt>>,
     /// Tests: panic (a crash: nothing more is saved) once `applied` reaches this count;
     /// with `true`, the state is saved first (a crash right after a save).
     #[cfg(test)]
@@ -226,6 +233,8 @@ impl Driver {
             recorded: once::Recorded::default(),
             applied: 0,
             saves,
+            launch_thread: None,
+            in_flight: None,
             #[cfg(test)]
             crash_after: None,
         };
@@ -332,15 +341,29 @@ impl Driver {
                 let _ = forward.send(Wake::Control(Control::Quit));
             })
             .on("cannot start the control thread")?;
+        if let Some(launcher) = self.backend.launcher() {
+            self.launch_thread = Some(launch_thread::LaunchThread::start(
+                launcher,
+                wake_tx.clone(),
+            )?);
+        }
         let _watcher = observe::exit_file_watcher(&self.store.dir().join("workers"), wake_tx);
         let mut turns = Turns::new(self.opts.tick);
         loop {
             let period = turns.period(self.opts.tick);
             let next = match turns.deferred.take() {
                 Some(w) => Ok(w),
+                None if self.in_flight.is_none() && !turns.held.is_empty() => {
+                    Ok(Wake::Control(turns.held.remove(0)))
+                }
                 None => wake.recv_timeout(period.saturating_sub(turns.last_tick.elapsed())),
             };
             match next {
+                // A request waits while a batch is in flight (see `launch_thread`).
+                Ok(Wake::Control(c)) if self.in_flight.is_some() => {
+                    turns.held.push(c);
+                    continue;
+                }
                 Ok(Wake::Control(Control::Quit)) | Err(RecvTimeoutError::Disconnected) => break,
                 Ok(Wake::Control(c)) => {
                     turns.quiet = 0;
@@ -353,6 +376,7 @@ impl Driver {
                 }
                 Ok(Wake::ExitFile) => {
                     turns.quiet = 0;
+                    turns.exit_wake = true;
                     // Several exits at once wake once; anything else is kept for next turn.
                     while let Ok(w) = wake.try_recv() {
                         if !matches!(w, Wake::ExitFile) {
@@ -361,6 +385,10 @@ impl Driver {
                         }
                     }
                 }
+                Ok(Wake::Launched(results)) => {
+                    turns.quiet = 0;
+                    self.on_landed(results, &mut emit);
+                }
                 Err(RecvTimeoutError::Timeout) => {}
             }
             self.turn(&mut turns, &mut emit);
@@ -368,6 +396,7 @@ impl Driver {
                 break;
             }
         }
+        self.land_in_flight(&wake, &mut emit);
         if self.finished {
             // The run is over: nothing of its attempts may be left.
             self.reap_due(true, &mut emit);
@@ -393,11 +422,17 @@ impl Driver {
     /// its grace, save (at most every [`SAVE_EVERY`]) and show what changed.
     fn turn(&mut self, turns: &mut Turns, emit: &mut impl FnMut(Update)) {
         turns.last_tick = Instant::now();
-        let (inputs, screen) = self.observe(emit);
+        // An exit wake-up between ticks reads the files only; the backend is polled at
+        // least once a tick however often exits wake the loop.
+        let poll = !std::mem::take(&mut turns.exit_wake) || turns.last_poll.elapsed() >= self.opts.tick;
+        if poll {
+            turns.last_poll = Instant::now();
+        }
+        let (inputs, screen) = self.observe_with(emit, poll);
         let mut changed = self.apply(inputs, emit) > 0;
         changed |= self.live_diff.tick(&mut self.state, &self.mem.last_output);
         // Launches beyond one batch go out a batch per turn, so exits stay prompt.
-        if !self.pending_launches.is_empty() {
+        if !self.pending_launches.is_empty() && self.in_flight.is_none() {
             let n = self.pending_launches.len().min(LAUNCH_BATCH);
             let batch: Vec<(String, u32)> = self.pending_launches.drain(..n).collect();
             let inputs = self.launch_many(batch);
@@ -449,6 +484,11 @@ struct Turns {
     deferred: Option<Wake>,
     /// Turns in a row where nothing happened.
     quiet: u32,
+    /// Requests that came while a launch batch was in flight, oldest first.
+    held: Vec<Control>,
+    /// This turn was woken by an `exit.json`.
+    exit_wake: bool,
+    last_poll: Instant,
     unsaved: bool,
 }
 
@@ -459,6 +499,9 @@ impl Turns {
             last_save: Instant::now(),
             deferred: None,
             quiet: 0,
+            held: vec![],
+            exit_wake: false,
+            last_poll: Instant::now() - tick,
             unsaved: false,
         }
     }

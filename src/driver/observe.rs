@@ -65,7 +65,23 @@ impl Driver {
         &mut self,
         emit: &mut impl FnMut(Update),
     ) -> (Vec<Input>, Option<String>) {
-        let mut inputs = self.read_inbox(emit);
+        self.observe_with(emit, true)
+    }
+
+    /// As [`observe`](Self::observe); without `poll_backend` the backend is not asked (an
+    /// `exit.json` woke the loop: the files settle that exit, and a tmux round trip that
+    /// may wait behind a launch batch is not needed for it), so liveness is `Unknown`.
+    pub(super) fn observe_with(
+        &mut self,
+        emit: &mut impl FnMut(Update),
+        poll_backend: bool,
+    ) -> (Vec<Input>, Option<String>) {
+        // Requests wait while a launch batch is in flight (see `launch_thread`).
+        let mut inputs = if self.in_flight.is_none() {
+            self.read_inbox(emit)
+        } else {
+            vec![]
+        };
         let targets: Vec<Target> = self
             .watches
             .values()
@@ -81,12 +97,19 @@ impl Driver {
             })
             .collect();
         let focus_target = self.focus.as_ref().and_then(|f| self.target(f));
-        let poll = if targets.is_empty() && focus_target.is_none() {
+        let poll = if !poll_backend {
+            Poll {
+                liveness: vec![Liveness::Unknown; targets.len()],
+                ..Poll::default()
+            }
+        } else if targets.is_empty() && focus_target.is_none() {
             Poll::default()
         } else {
             self.backend.poll(&targets, focus_target.as_ref())
         };
-        self.report_server(&poll, !targets.is_empty(), emit);
+        if poll_backend {
+            self.report_server(&poll, !targets.is_empty(), emit);
+        }
         for (i, t) in targets.iter().enumerate() {
             let live = poll.liveness.get(i).copied().unwrap_or(Liveness::Unknown);
             let tail = poll.tails.get(i).cloned().flatten();

@@ -1,0 +1,103 @@
+//! Starting attempts off the loop: the backend's [`Launcher`] runs each batch on a thread
+//! of its own and hands the results back as a wake-up of the loop, which keeps observing
+//! (exits, polls, saves) while tmux creates the windows.
+//!
+//! One batch is in flight at a time. Until it lands, requests from the person (dashboard or
+//! inbox) wait, so no cancel or answer meets an attempt that is neither launched nor
+//! failed; exits of other attempts are applied as they come.
+
+use std::sync::mpsc::{self, Sender};
+use std::thread::JoinHandle;
+
+use super::{Driver, Update, Wake};
+use crate::backend::{Launcher, SpawnSpec, Spawned};
+use crate::error::{IoContext, Result};
+
+/// Longest wait for the batch in flight when the loop ends: past a backend's own limit on
+/// a start (tmux: 10 s for a script).
+const LAND_LIMIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// The launch thread and its queue. Dropping it waits for the batch in flight.
+pub(super) struct LaunchThread {
+    jobs: Option<Sender<Vec<SpawnSpec>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl LaunchThread {
+    /// Start the thread; each batch's results arrive on `wake` as [`Wake::Launched`].
+    ///
+    /// # Errors
+    /// The thread cannot start.
+    pub(super) fn start(mut launcher: Box<dyn Launcher>, wake: Sender<Wake>) -> Result<Self> {
+        let (jobs, rx) = mpsc::channel::<Vec<SpawnSpec>>();
+        let thread = std::thread::Builder::new()
+            .name("crewmux-launch".into())
+            .spawn(move || {
+                for specs in rx {
+                    let results = launcher.spawn_many(&specs);
+                    if wake.send(Wake::Launched(results)).is_err() {
+                        return; // the loop is gone
+                    }
+                }
+            })
+            .on("cannot start the launch thread")?;
+        Ok(LaunchThread {
+            jobs: Some(jobs),
+            thread: Some(thread),
+        })
+    }
+
+    /// Hand a batch over; false when the thread is gone.
+    pub(super) fn send(&self, specs: Vec<SpawnSpec>) -> bool {
+        self.jobs.as_ref().is_some_and(|j| j.send(specs).is_ok())
+    }
+}
+
+impl Drop for LaunchThread {
+    fn drop(&mut self) {
+        self.jobs = None;
+        if let Some(t) = self.thread.take() {
+            if t.join().is_err() {
+                tracing::warn!("the launch thread panicked");
+            }
+        }
+    }
+}
+
+impl Driver {
+    /// A batch landed: watch and record its attempts, show the change.
+    pub(super) fn on_landed(
+        &mut self,
+        results: Vec<Result<Spawned>>,
+        emit: &mut impl FnMut(Update),
+    ) {
+        let Some(ready) = self.in_flight.take() else {
+            tracing::warn!("launch results with no batch in flight; ignored");
+            return;
+        };
+        let inputs = self.landed(ready, results);
+        self.apply(inputs, emit);
+        self.save(emit);
+        self.snapshot(None, emit);
+    }
+
+    /// Before the loop ends: wait for the batch in flight (a tmux script ends within its
+    /// limit), so its attempts are recorded, not lost.
+    pub(super) fn land_in_flight(
+        &mut self,
+        wake: &mpsc::Receiver<Wake>,
+        emit: &mut impl FnMut(Update),
+    ) {
+        let end = std::time::Instant::now() + LAND_LIMIT;
+        while self.in_flight.is_some() {
+            match wake.recv_timeout(end.saturating_duration_since(std::time::Instant::now())) {
+                Ok(Wake::Launched(results)) => self.on_landed(results, emit),
+                Ok(_) => {}
+                Err(_) => {
+                    tracing::warn!("a launch batch did not land; its attempts are retried on attach");
+                    self.in_flight = None;
+                }
+            }
+        }
+    }
+}
