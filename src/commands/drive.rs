@@ -33,12 +33,18 @@ pub fn backend_for(state: &RunState, store: &RunStore) -> Result<Box<dyn Multipl
     })
 }
 
+/// `CREWMUX_TMUX_CONTROL=off` makes a driving process use one tmux process per call, as
+/// offline commands do (docs/tmux.md "Control mode"; the scale benchmark compares both).
+pub const CONTROL_ENV: &str = "CREWMUX_TMUX_CONTROL";
+
 /// The backend of the process that drives `state`: as [`backend_for`], with tmux calls
-/// over one persistent control-mode client instead of a process each.
+/// over one persistent control-mode client instead of a process each (unless
+/// [`CONTROL_ENV`] is `off`).
 ///
 /// Errors: as [`backend_for`].
 pub fn driving_backend_for(state: &RunState, store: &RunStore) -> Result<Box<dyn Multiplexer>> {
-    if state.backend != BackendKind::Tmux || !crate::tmux::tmux_available() {
+    let off = std::env::var(CONTROL_ENV).is_ok_and(|v| v == "off");
+    if state.backend != BackendKind::Tmux || !crate::tmux::tmux_available() || off {
         return backend_for(state, store);
     }
     Ok(Box::new(
