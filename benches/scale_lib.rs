@@ -154,9 +154,16 @@ fn self_cpu() -> f64 {
 fn tree_cpu(pid: u32) -> f64 {
     let (own, reaped) = proc_cpu(pid);
     let mut live = 0.0;
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-        for child in children.split_whitespace().filter_map(|c| c.parse::<u32>().ok()) {
+        for child in children
+            .split_whitespace()
+            .filter_map(|c| c.parse::<u32>().ok())
+        {
             let (c_own, c_reaped) = proc_cpu(child);
             live += c_own + c_reaped;
         }
@@ -379,6 +386,19 @@ fn naive_watch(socket: &str, panes: &[String], stop: &std::sync::atomic::AtomicB
     spawned
 }
 
+/// The naive watcher on `panes` for `secs`: (% over the floor, tmux processes a second).
+fn naive_cost(socket: &str, pid: u32, panes: Vec<String>, secs: f64, floor: f64) -> (f64, f64) {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let w = Window::open(pid);
+    let (sock2, stop2) = (socket.to_string(), stop.clone());
+    let naive = std::thread::spawn(move || naive_watch(&sock2, &panes, &stop2));
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let spawned = naive.join().unwrap();
+    let (own, server, _) = w.close();
+    (own + (server - floor).max(0.0), spawned as f64 / secs)
+}
+
 /// CPU scenario: `workers` panes running `command`, watched in turn by the driver in
 /// control mode and with process polling (the dashboard open, one worker focused), then by
 /// the naive watcher, and left alone (the floor every figure is measured over).
@@ -450,16 +470,7 @@ fn cpu_scenario(
         .iter()
         .filter_map(|w| w.pane_id.clone())
         .collect();
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let w = Window::open(pid);
-    let (sock2, stop2) = (socket.clone(), stop.clone());
-    let naive = std::thread::spawn(move || naive_watch(&sock2, &panes, &stop2));
-    std::thread::sleep(Duration::from_secs_f64(cfg.window_s));
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let spawned = naive.join().unwrap();
-    let (naive_own, naive_server, _) = w.close();
-    let naive_pct = naive_own + (naive_server - server_alone).max(0.0);
-    let naive_calls = spawned as f64 / cfg.window_s;
+    let (naive_pct, naive_calls) = naive_cost(&socket, pid, panes, cfg.window_s, server_alone);
     let _ = TmuxClient::new(&socket).kill_server();
     for (mode, (own, server_watched, calls_per_s)) in watched {
         let pct = own + (server_watched - server_alone).max(0.0);
@@ -478,7 +489,10 @@ fn cpu_scenario(
         figs.push(f);
         let target = if mode == Mode::Control { 0.5 } else { 5.0 };
         let mut f = Figure::new(
-            &format!("tmux processes spawned per second ({label}, {})", mode.label()),
+            &format!(
+                "tmux processes spawned per second ({label}, {})",
+                mode.label()
+            ),
             &format!("≤ {target} /s"),
             calls_per_s,
             " /s",
@@ -488,7 +502,10 @@ fn cpu_scenario(
         figs.push(f);
     }
     figs.push(Figure::new(
-        &format!("tmux server alone, {} workers {label} (the floor)", cfg.workers),
+        &format!(
+            "tmux server alone, {} workers {label} (the floor)",
+            cfg.workers
+        ),
         "-",
         server_alone,
         " %",
@@ -828,10 +845,22 @@ fn many_scenario(cfg: &Config, figs: &mut Vec<Figure>, mode: Mode) {
     let mut child = Command::new(&cfg.exe)
         .current_dir(tmp.path())
         .env("CREWMUX_TMUX_SOCKET", &socket)
-        .env("CREWMUX_TMUX_CONTROL", if mode == Mode::Control { "on" } else { "off" })
+        .env(
+            "CREWMUX_TMUX_CONTROL",
+            if mode == Mode::Control { "on" } else { "off" },
+        )
         .args([
-            "run", "--team", team.to_str().unwrap(), "--no-clarify", "--headless", "--backend",
-            "tmux", "--quiet", "--parallel", &n.to_string(), "many idle workers",
+            "run",
+            "--team",
+            team.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--backend",
+            "tmux",
+            "--quiet",
+            "--parallel",
+            &n.to_string(),
+            "many idle workers",
         ])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -848,7 +877,12 @@ fn many_scenario(cfg: &Config, figs: &mut Vec<Figure>, mode: Mode) {
         };
         RunStore::at(run.path())
             .load_state()
-            .map(|s| s.workers.iter().filter(|w| w.status == WorkerStatus::Running).count())
+            .map(|s| {
+                s.workers
+                    .iter()
+                    .filter(|w| w.status == WorkerStatus::Running)
+                    .count()
+            })
             .unwrap_or(0)
     };
     while running(tmp.path()) < n && started.elapsed() < Duration::from_secs(120) {

@@ -44,6 +44,7 @@ impl Driver {
         if let Some(t) = &self.launch_thread {
             if t.send(specs.clone()) {
                 self.in_flight = Some(ready);
+                self.in_flight_at = std::time::Instant::now();
                 return inputs;
             }
             tracing::warn!("the launch thread stopped; starting attempts on the loop");

@@ -17,7 +17,7 @@ use crate::error::{IoContext, Result};
 /// a start (tmux: 10 s for a script).
 const LAND_LIMIT: std::time::Duration = std::time::Duration::from_secs(15);
 
-/// The launch thread and its queue. Dropping it waits for the batch in flight.
+/// The launch thread and its queue.
 pub(super) struct LaunchThread {
     jobs: Option<Sender<Vec<SpawnSpec>>>,
     thread: Option<JoinHandle<()>>,
@@ -54,10 +54,16 @@ impl LaunchThread {
 }
 
 impl Drop for LaunchThread {
+    /// Close the queue and let the thread end; it is joined when it ends within a second
+    /// (a thread stuck in a call is left to end by itself, never waited on).
     fn drop(&mut self) {
         self.jobs = None;
         if let Some(t) = self.thread.take() {
-            if t.join().is_err() {
+            let end = std::time::Instant::now() + std::time::Duration::from_secs(1);
+            while !t.is_finished() && std::time::Instant::now() < end {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            if t.is_finished() && t.join().is_err() {
                 tracing::warn!("the launch thread panicked");
             }
         }
@@ -81,6 +87,17 @@ impl Driver {
         self.snapshot(None, emit);
     }
 
+    /// A batch that has not landed within [`LAND_LIMIT`] (its thread is gone: a backend
+    /// ends its own calls sooner) fails, so its workers are retried and requests flow again.
+    pub(super) fn give_up_late_batch(&mut self, emit: &mut impl FnMut(Update)) {
+        if self.in_flight.is_none() || self.in_flight_at.elapsed() < LAND_LIMIT {
+            return;
+        }
+        tracing::warn!("a launch batch did not land within {LAND_LIMIT:?}; its attempts failed");
+        self.launch_thread = None;
+        self.on_landed(vec![], emit);
+    }
+
     /// Before the loop ends: wait for the batch in flight (a tmux script ends within its
     /// limit), so its attempts are recorded, not lost.
     pub(super) fn land_in_flight(
@@ -94,7 +111,9 @@ impl Driver {
                 Ok(Wake::Launched(results)) => self.on_landed(results, emit),
                 Ok(_) => {}
                 Err(_) => {
-                    tracing::warn!("a launch batch did not land; its attempts are retried on attach");
+                    tracing::warn!(
+                        "a launch batch did not land; its attempts are retried on attach"
+                    );
                     self.in_flight = None;
                 }
             }

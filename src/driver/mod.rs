@@ -177,8 +177,9 @@ pub struct Driver {
     saves: saver::Saves,
     /// Starts attempts off the loop while it runs (backends that offer a launcher).
     launch_thread: Option<launch_thread::LaunchThread>,
-    /// The batch the launch thread is starting.
+    /// The batch the launch thread is starting, and since when.
     in_flight: Option<Vec<launch::ReadyAttempt>>,
+    in_flight_at: Instant,
     /// Tests: panic (a crash: nothing more is saved) once `applied` reaches this count;
     /// with `true`, the state is saved first (a crash right after a save).
     #[cfg(test)]
@@ -235,6 +236,7 @@ impl Driver {
             saves,
             launch_thread: None,
             in_flight: None,
+            in_flight_at: Instant::now(),
             #[cfg(test)]
             crash_after: None,
         };
@@ -424,7 +426,8 @@ impl Driver {
         turns.last_tick = Instant::now();
         // An exit wake-up between ticks reads the files only; the backend is polled at
         // least once a tick however often exits wake the loop.
-        let poll = !std::mem::take(&mut turns.exit_wake) || turns.last_poll.elapsed() >= self.opts.tick;
+        let poll =
+            !std::mem::take(&mut turns.exit_wake) || turns.last_poll.elapsed() >= self.opts.tick;
         if poll {
             turns.last_poll = Instant::now();
         }
@@ -440,6 +443,7 @@ impl Driver {
             changed = true;
             turns.last_tick = Instant::now() - self.opts.tick;
         }
+        self.give_up_late_batch(emit);
         self.hard_kills();
         self.reap_due(false, emit);
         turns.unsaved |= changed;

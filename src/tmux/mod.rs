@@ -91,6 +91,10 @@ impl Multiplexer for TmuxBackend {
         self.spawn_windows(specs)
     }
 
+    fn launcher(&mut self) -> Option<Box<dyn crate::backend::Launcher>> {
+        Some(Box::new(self.launch_handle()))
+    }
+
     fn poll(&mut self, targets: &[Target], focus: Option<&Target>) -> Poll {
         self.poll_panes(targets, focus)
     }

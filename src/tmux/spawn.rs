@@ -175,3 +175,20 @@ fn inherited_env() -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// The launch thread's handle: a second backend on the same server and control channel
+/// that only starts attempts while the driver's own backend polls.
+impl crate::backend::Launcher for TmuxBackend {
+    fn spawn_many(&mut self, specs: &[SpawnSpec]) -> Vec<Result<Spawned>> {
+        self.spawn_windows(specs)
+    }
+}
+
+impl TmuxBackend {
+    /// A backend sharing this one's client (and so its control channel), for launching.
+    pub(super) fn launch_handle(&self) -> TmuxBackend {
+        let mut b = TmuxBackend::new(self.client.socket(), &self.session, self.home_argv.clone());
+        b.client = self.client.clone();
+        b
+    }
+}
