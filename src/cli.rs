@@ -80,6 +80,9 @@ pub struct CommonArgs {
 
 /// A `tmux -L` socket name: 1 to 64 of `A-Z a-z 0-9 . _ -`, not starting with `.`, and not
 /// `default` (tmux's own server, which crewmux never touches: SPEC §4).
+///
+/// # Errors
+/// The reason `s` is not a socket name, with the fix (clap prints it as a usage error).
 pub fn socket_name(s: &str) -> Result<String, String> {
     if s.is_empty()
         || s.len() > 64

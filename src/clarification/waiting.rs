@@ -107,7 +107,8 @@ pub fn default_patterns(provider: &str) -> Vec<Regex> {
 
 /// Compile user-supplied waiting patterns (e.g. from a providers TOML file).
 ///
-/// Errors: the first pattern that does not compile, with the pattern quoted.
+/// # Errors
+/// The first pattern that does not compile, with the pattern quoted.
 pub fn compile_patterns(sources: &[String]) -> Result<Vec<Regex>, String> {
     sources
         .iter()

@@ -10,6 +10,10 @@ use crate::creds::{require_key_var, ApiKey, Expiry, KeyView, Store, Strategy, MA
 use crate::error::{Error, Result};
 
 /// Run one `creds` subcommand; returns the exit code (0) or a one-line error.
+///
+/// # Errors
+/// [`Error::Usage`] for bad input (an unknown provider or label, a bad date or key, the
+/// messages name the fix) and the credential store's errors (see [`Store`]).
 pub fn run(cmd: CredsCommand) -> Result<i32> {
     match cmd {
         CredsCommand::Add {

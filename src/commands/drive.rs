@@ -13,7 +13,8 @@ use crate::tmux::TmuxBackend;
 
 /// The backend a run was planned with.
 ///
-/// Errors: a tmux run when tmux is no longer on PATH.
+/// # Errors
+/// A tmux run when tmux is no longer on PATH.
 pub fn backend_for(state: &RunState, store: &RunStore) -> Result<Box<dyn Multiplexer>> {
     Ok(match state.backend {
         BackendKind::Tmux => {
@@ -69,6 +70,10 @@ fn hhmmss() -> String {
 
 /// Drive `state` without a dashboard: one line per event on stderr, the summary JSON on
 /// stdout at the end; returns the SPEC §3 exit code (3 when halted at a question).
+///
+/// # Errors
+/// As [`backend_for`]; the credential store cannot be opened (a wrong passphrase, a file with
+/// loose permissions); the driver thread cannot start or the run's state cannot be saved.
 pub fn drive_headless(store: RunStore, state: RunState, opts: DriverOptions) -> Result<i32> {
     crate::logging::init(&state.project_dir, false);
     let backend = driving_backend_for(&state, &store)?;

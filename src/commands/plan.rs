@@ -15,7 +15,8 @@ use crate::team::ResolvedTeam;
 
 /// The project directory: `--project` or the current directory, made absolute.
 ///
-/// Errors: the directory does not exist.
+/// # Errors
+/// The directory does not exist.
 pub fn project_dir(arg: Option<&Path>) -> Result<PathBuf> {
     let dir = match arg {
         Some(p) => p.to_path_buf(),
@@ -32,7 +33,8 @@ pub fn project_dir(arg: Option<&Path>) -> Result<PathBuf> {
 /// The backend: `--backend`, else tmux when installed, else the process backend (said once
 /// on stderr).
 ///
-/// Errors: `--backend tmux` without tmux on PATH.
+/// # Errors
+/// `--backend tmux` without tmux on PATH.
 pub fn choose_backend(arg: Option<BackendArg>) -> Result<BackendKind> {
     match arg {
         Some(BackendArg::Process) => Ok(BackendKind::Process),
@@ -70,7 +72,8 @@ pub const MAX_PROBLEM_BYTES: usize = 1024 * 1024;
 /// Create the run directory, `manifest.json` and the first `state.json` for a resolved
 /// team (stage `team-plan`), with worktrees based on HEAD (see [`create_run_with`]).
 ///
-/// Errors: as [`create_run_with`].
+/// # Errors
+/// As [`create_run_with`].
 pub fn create_run(
     project: &Path,
     opts: &RunOptions,
@@ -95,7 +98,8 @@ pub fn create_run(
 /// (`crate::workspace`), its SHA in `manifest.json` (`workspace.base`). Workspace notices
 /// (a dirty tree, a project without git) go to stderr, one line each.
 ///
-/// Errors: an empty or too long problem, a bad `--parallel`, a refused workspace (`--base`
+/// # Errors
+/// An empty or too long problem, a bad `--parallel`, a refused workspace (`--base`
 /// not a commit, a bare repository: nothing is created), git or I/O.
 pub fn create_run_with(
     project: &Path,

@@ -44,6 +44,9 @@ fn problem_text(arg: &str) -> Result<String> {
     clippy::needless_pass_by_value,
     reason = "a command handler owns the flags clap parsed for it"
 )]
+/// # Errors
+/// Bad options, team or problem ([`Error::Usage`], exit 2), no usable provider, a run directory
+/// or worktree that cannot be made, or the errors of driving the run.
 pub fn run(args: RunArgs) -> Result<i32> {
     let project = project_dir(args.options.common.project.as_deref())?;
     let problem = problem_text(&args.problem)?;
@@ -82,6 +85,8 @@ pub fn run(args: RunArgs) -> Result<i32> {
     clippy::needless_pass_by_value,
     reason = "a command handler owns the flags clap parsed for it"
 )]
+/// # Errors
+/// As [`run`]: the run directory cannot be made, or the errors of driving the run.
 pub fn demo(args: DemoArgs) -> Result<i32> {
     let project = project_dir(args.options.common.project.as_deref())?;
     let problem = DEMO_PROBLEM.trim().to_string();

@@ -8,7 +8,8 @@ use crate::error::{Error, Result};
 
 /// `crewmux completions SHELL`: the completion script for `shell` on stdout.
 ///
-/// Errors: none in practice (writing to a closed pipe ends the process quietly).
+/// # Errors
+/// None in practice (writing to a closed pipe ends the process quietly).
 pub fn completions(shell: clap_complete::Shell) -> Result<i32> {
     let mut cmd = Cli::command();
     let mut out = Vec::new();
@@ -19,7 +20,8 @@ pub fn completions(shell: clap_complete::Shell) -> Result<i32> {
 
 /// `crewmux man`: the man page (section 1, roff) on stdout.
 ///
-/// Errors: the page cannot be rendered (an I/O error of the in-memory buffer).
+/// # Errors
+/// The page cannot be rendered (an I/O error of the in-memory buffer).
 pub fn man() -> Result<i32> {
     let mut out = Vec::new();
     clap_mangen::Man::new(Cli::command())

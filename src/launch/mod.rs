@@ -98,7 +98,8 @@ const AGENT_CODE_FILE: &str = ".agent-code";
 /// When `cd` into the working directory fails the agent is not started: the wrapper writes
 /// the directory to [`CWD_FAILED_FILE`] and ends the attempt with [`CWD_FAILED_CODE`].
 ///
-/// Errors: an argv element that cannot be quoted (a NUL byte), or an I/O error.
+/// # Errors
+/// An argv element that cannot be quoted (a NUL byte), or an I/O error.
 pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()> {
     let q = |s: &str| -> Result<String> {
         shlex::try_quote(s)
@@ -187,6 +188,10 @@ pub fn wrapper_nonce(launch: &Path) -> Option<String> {
 
 /// Read `exit.json` if it exists and carries this attempt's nonce. A record with another
 /// nonce (an older attempt's file) is ignored; one that does not parse is `Err`.
+///
+/// # Errors
+/// [`Error::Io`] when the file exists but cannot be read; [`Error::CorruptState`] when it is
+/// not an exit record. A missing file is `Ok(None)`.
 pub fn read_exit_file(path: &Path, nonce: &str) -> Result<Option<i32>> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,

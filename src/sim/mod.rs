@@ -76,7 +76,8 @@ pub struct SimAgentArgs {
 
 /// Run the simulated agent; returns its exit code.
 ///
-/// Errors: the prompt file cannot be read, or the result file cannot be written.
+/// # Errors
+/// The prompt file cannot be read, or the result file cannot be written.
 pub fn run(args: &SimAgentArgs) -> Result<i32> {
     let prompt = std::fs::read_to_string(&args.prompt_file).map_err(|e| {
         Error::Usage(format!(

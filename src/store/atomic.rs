@@ -9,6 +9,10 @@ use crate::error::{IoContext, Result};
 
 /// Replace `path` with `bytes` so that a reader sees either the old or the new content,
 /// never a mix, even if this process dies mid-write.
+///
+/// # Errors
+/// [`crate::error::Error::Io`] naming the temp file or `path` when the write, fsync or rename
+/// fails; the temp file is removed and `path` keeps its old content.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     let name = path
@@ -44,6 +48,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// never see a half-written file, but a power cut may lose it. For files that are made
 /// again when lost (an attempt's prompt and wrapper: a lost attempt is relaunched); state
 /// files use [`write_atomic`].
+///
+/// # Errors
+/// [`crate::error::Error::Io`] naming the temp file or `path`; `path` keeps its old content.
 pub fn write_replace(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     let name = path

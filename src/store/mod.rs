@@ -41,6 +41,10 @@ pub struct RunLock {
 
 impl RunStore {
     /// Create a new run directory. Errors if it already exists.
+    ///
+    /// # Errors
+    /// [`Error::Other`] when the run directory already exists; [`Error::Io`] with the path when
+    /// it cannot be created.
     pub fn create(project: &Path, run_id: &str) -> Result<Self> {
         let dir = runs_root(project).join(run_id);
         if dir.exists() {
@@ -55,7 +59,9 @@ impl RunStore {
 
     /// Open an existing run by id or unique id prefix; `None` opens the newest run.
     ///
-    /// Errors: no runs, no match, or an ambiguous prefix (the message lists the matches).
+    /// # Errors
+    /// [`Error::Usage`]: no runs, no match, or an ambiguous prefix (the message lists the
+    /// matches); [`Error::Io`] when the runs directory cannot be listed.
     pub fn open(project: &Path, run: Option<&str>) -> Result<Self> {
         let root = runs_root(project);
         let mut ids = list_run_ids(project)?;
@@ -127,6 +133,9 @@ impl RunStore {
     }
 
     /// Take the run's exclusive lock, waiting for another crewmux process to release it.
+    ///
+    /// # Errors
+    /// [`Error::Io`] on `<run dir>/.lock` when it cannot be opened or locked.
     pub fn lock(&self) -> Result<RunLock> {
         let file = OpenOptions::new()
             .create(true)
@@ -140,18 +149,28 @@ impl RunStore {
 
     /// Load `state.json`. Errors name the file: missing, unreadable, not JSON, or a newer
     /// `schema_version` than this build knows ([`SCHEMA_VERSION`]).
+    ///
+    /// # Errors
+    /// [`Error::CorruptState`] naming `state.json` (see [`load_json`]).
     pub fn load_state(&self) -> Result<RunState> {
         load_json(&self.state_path())
     }
 
     /// Write `state.json` atomically (temp, fsync, rename, dir fsync) under the run lock.
     /// Refuses to replace a file that does not parse or has a newer schema.
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock) and [`save_state_locked`](Self::save_state_locked).
     pub fn save_state(&self, state: &RunState) -> Result<()> {
         let _lock = self.lock()?;
         self.save_state_locked(state)
     }
 
     /// As [`save_state`](Self::save_state) for a caller that already holds the lock.
+    ///
+    /// # Errors
+    /// [`Error::CorruptState`] when the existing file does not parse or is newer (it is kept);
+    /// [`Error::Io`] when the atomic write fails.
     pub fn save_state_locked(&self, state: &RunState) -> Result<()> {
         let path = self.state_path();
         if path.exists() {
@@ -163,6 +182,10 @@ impl RunStore {
 
     /// Load, change and save `state.json` under the lock, so two crewmux processes on one
     /// run never interleave their changes.
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock), [`load_state`](Self::load_state) and the atomic write
+    /// ([`Error::Io`]); `state.json` is unchanged on error.
     pub fn update_state<F>(&self, change: F) -> Result<RunState>
     where
         F: FnOnce(&mut RunState),
@@ -176,11 +199,17 @@ impl RunStore {
     }
 
     /// Write `manifest.json` (the resolved team) atomically.
+    ///
+    /// # Errors
+    /// [`Error::Other`] when the manifest does not serialise; [`Error::Io`] when the write fails.
     pub fn write_manifest<T: Serialize>(&self, manifest: &T) -> Result<()> {
         write_json_atomic(&self.manifest_path(), manifest)
     }
 
     /// Append one line to `events.jsonl` (O_APPEND, one `write` per line).
+    ///
+    /// # Errors
+    /// [`Error::Io`] on `events.jsonl` when it cannot be opened or written.
     pub fn append_event(&self, event: &RunEvent) -> Result<()> {
         let mut line = serde_json::to_vec(event).map_err(|e| Error::Other(e.to_string()))?;
         line.push(b'\n');
@@ -195,6 +224,10 @@ impl RunStore {
     }
 
     /// Read every event; a line that does not parse is an error naming the file and line.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when `events.jsonl` exists but cannot be read; [`Error::CorruptState`] with
+    /// the line number of a line that does not parse. A missing file is no events.
     pub fn read_events(&self) -> Result<Vec<RunEvent>> {
         let path = self.events_path();
         let text = match fs::read_to_string(&path) {
@@ -216,6 +249,10 @@ impl RunStore {
 }
 
 /// Run ids under `<project>/.crewmux/runs`, unsorted.
+///
+/// # Errors
+/// [`Error::Io`] when the runs directory exists but cannot be listed. A missing directory is
+/// no runs.
 pub fn list_run_ids(project: &Path) -> Result<Vec<String>> {
     let root = runs_root(project);
     let entries = match fs::read_dir(&root) {
@@ -234,6 +271,9 @@ pub fn list_run_ids(project: &Path) -> Result<Vec<String>> {
 }
 
 /// Serialise `value` as pretty JSON and write it atomically.
+///
+/// # Errors
+/// [`Error::Other`] when `value` does not serialise; [`Error::Io`] from the atomic write.
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| Error::Other(e.to_string()))?;
     bytes.push(b'\n');
@@ -242,6 +282,10 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
 
 /// Read a JSON file with a `schema_version` field. Errors name the file and say what is
 /// wrong: truncated or corrupt JSON, or a schema newer than [`SCHEMA_VERSION`].
+///
+/// # Errors
+/// [`Error::CorruptState`] naming `path`: unreadable, not JSON, a newer `schema_version`, or
+/// content of the wrong shape.
 pub fn load_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
     let bytes = fs::read(path).map_err(|e| Error::CorruptState {
         path: path.to_path_buf(),
@@ -298,6 +342,10 @@ pub struct DriverLock {
 
 impl RunStore {
     /// Take the driver lock without waiting; `Ok(None)` when another process drives the run.
+    ///
+    /// # Errors
+    /// [`Error::Io`] on `driver.lock` when it cannot be opened or the lock call fails for a
+    /// reason other than another holder.
     pub fn try_driver_lock(&self) -> Result<Option<DriverLock>> {
         let file = OpenOptions::new()
             .create(true)
@@ -314,11 +362,18 @@ impl RunStore {
     }
 
     /// True when some process holds the driver lock.
+    ///
+    /// # Errors
+    /// As [`try_driver_lock`](Self::try_driver_lock).
     pub fn is_driven(&self) -> Result<bool> {
         Ok(self.try_driver_lock()?.is_none())
     }
 
     /// Append a command for the driving process.
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock); [`Error::Io`] on `inbox.jsonl` when it cannot be appended to or
+    /// synced.
     pub fn send_command(&self, cmd: &InboxCommand) -> Result<()> {
         let _lock = self.lock()?;
         let mut line = serde_json::to_vec(cmd).map_err(|e| Error::Other(e.to_string()))?;
@@ -335,6 +390,9 @@ impl RunStore {
 
     /// Commands appended since byte `offset`; returns them and the new offset. A partial
     /// last line is left for the next read; a line that does not parse is skipped.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when `inbox.jsonl` exists but cannot be read. A missing inbox is no commands.
     pub fn read_commands(&self, offset: u64) -> Result<(Vec<InboxCommand>, u64)> {
         let path = self.dir.join("inbox.jsonl");
         let bytes = match fs::read(&path) {

@@ -17,7 +17,8 @@ use crate::providers::spec::line_col;
 
 /// Check every worker's `cwd` of `loaded` against `project` (see the module doc).
 ///
-/// Errors (usage, exit 2): one line `FILE:LINE:COL: worker `id`: `cwd` `…` …` naming the
+/// # Errors
+/// Usage errors, exit 2: one line `FILE:LINE:COL: worker `id`: `cwd` `…` …` naming the
 /// fix: a relative `cwd` that leaves the project through `..` or a symlink, or a `cwd`
 /// (absolute or relative) of a worker in the project directory that does not exist.
 pub fn check_cwds(loaded: &LoadedTeam, project: &Path) -> Result<()> {

@@ -63,6 +63,9 @@ pub struct LoadedTeam {
 }
 
 /// Parse and validate a built-in mode.
+///
+/// # Errors
+/// As [`parse_and_validate`] (a built-in team that fails it is a bug its tests catch).
 pub fn load_mode(mode: Mode, registry: &Registry) -> Result<LoadedTeam> {
     let path = PathBuf::from(format!("assets/teams/{}.toml", mode.as_str()));
     let spec = parse_and_validate(&path, mode.source(), registry)?;
@@ -74,6 +77,9 @@ pub fn load_mode(mode: Mode, registry: &Registry) -> Result<LoadedTeam> {
 }
 
 /// Read, parse and validate a team file. Errors: one line `FILE:LINE:COL: message`.
+///
+/// # Errors
+/// [`Error::Usage`]: the file cannot be read, or as [`parse_and_validate`].
 pub fn load_file(path: &Path, registry: &Registry) -> Result<LoadedTeam> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::Usage(format!("{}: cannot read team file: {e}", path.display())))?;
@@ -221,6 +227,9 @@ fn check_after(
     clippy::too_many_lines,
     reason = "one check per field in file order; to split into named steps (#15)"
 )]
+/// # Errors
+/// [`Error::Usage`], one line `FILE:LINE:COL: message` naming the field and the fix: TOML
+/// that does not parse, an unknown field, or the first rule above that fails.
 pub fn parse_and_validate(path: &Path, text: &str, registry: &Registry) -> Result<TeamSpec> {
     let spec: TeamSpec = toml::from_str(text).map_err(|e| {
         super::missing::missing_field(path, text, &e).unwrap_or_else(|| toml_error(path, text, &e))

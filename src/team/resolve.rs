@@ -76,9 +76,11 @@ impl ResolveOptions {
     }
 }
 
-/// Resolve the team of a run; see the module doc. Errors: bad options or team file (usage,
-/// exit 2), a prompt file that cannot be read, or no usable provider for a worker without
-/// `allow_sim_fallback` (one line listing what to install).
+/// Resolve the team of a run; see the module doc.
+///
+/// # Errors
+/// Bad options or team file (usage, exit 2), a prompt file that cannot be read, or no usable
+/// provider for a worker without `allow_sim_fallback` (one line listing what to install).
 #[allow(clippy::too_many_lines, reason = "to split into named steps (#15)")]
 pub fn resolve(opts: &ResolveOptions) -> Result<ResolvedTeam> {
     let registry = Registry::load(Some(&opts.project_dir), &opts.env)?;

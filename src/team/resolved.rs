@@ -115,7 +115,9 @@ pub struct ResolvedTeam {
 
 impl ResolvedTeam {
     /// The launch command of one attempt of `worker`, with the project's provider overrides.
-    /// Errors: as [`Registry::build_launch`].
+    ///
+    /// # Errors
+    /// As [`Registry::build_launch`].
     pub fn build_launch(
         &self,
         worker: &ResolvedWorker,

@@ -17,7 +17,8 @@ pub const SCRIPT_LIMIT: Duration = Duration::from_secs(10);
 
 /// Run `cmd` with `stdin` fed to it, stdout and stderr collected, for at most `limit`.
 ///
-/// Errors: the program cannot start (`Io`), or it did not end within `limit` (`Timeout`,
+/// # Errors
+/// The program cannot start (`Io`), or it did not end within `limit` (`Timeout`,
 /// naming `socket`); a non-zero exit is not an error here (see `Output::status`).
 pub fn output_within(
     mut cmd: Command,

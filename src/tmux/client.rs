@@ -34,7 +34,8 @@ pub(super) fn count_call() {
 /// added right after the command name (for `new-window`/`new-session`); every argument
 /// quoted with [`tmux_quote`].
 ///
-/// Errors: a name or value with control characters (they cannot be quoted safely).
+/// # Errors
+/// A name or value with control characters (they cannot be quoted safely).
 #[allow(
     clippy::needless_pass_by_value,
     reason = "tmux_interface builds commands by value"
@@ -100,7 +101,8 @@ pub fn tmux_available() -> bool {
 
 /// `(major, minor)` from `tmux -V` (e.g. `tmux 3.3a` → `(3, 3)`, `tmux next-3.6` → `(3, 6)`).
 ///
-/// Errors: tmux missing or its output unrecognised.
+/// # Errors
+/// Tmux missing or its output unrecognised.
 pub fn tmux_version() -> Result<(u32, u32)> {
     let out = Command::new("tmux")
         .arg("-V")
@@ -225,7 +227,8 @@ impl TmuxClient {
 
     /// Run a batch of commands in one tmux process; returns stdout.
     ///
-    /// Errors: tmux could not start, or exited non-zero (the message is tmux's stderr).
+    /// # Errors
+    /// Tmux could not start, or exited non-zero (the message is tmux's stderr).
     pub fn run(&self, tmux: Tmux<'_>) -> Result<String> {
         if self.control.is_some() {
             let commands = tmux_args(&tmux);
@@ -263,6 +266,9 @@ impl TmuxClient {
     /// Run `first ; second` with extra `-e NAME=value` options on `first`, sent through the
     /// client's stdin with `source-file -` so the values never appear on a command line
     /// (argv is readable in /proc). Values must not contain control characters.
+    ///
+    /// # Errors
+    /// As [`command_line`] (a value with control characters) and [`run_script`](Self::run_script).
     pub fn run_with_secret_env(
         &self,
         first: TmuxCommand<'_>,
@@ -281,6 +287,11 @@ impl TmuxClient {
     /// Run a script of tmux commands (one command list a line) through `source-file -`, the
     /// client's stdin; returns stdout. `secrets` are replaced by `<redacted>` in an error
     /// (tmux may quote the failing command line).
+    ///
+    /// # Errors
+    /// [`Error::Tmux`] with tmux's stderr (secrets redacted) when it exits non-zero;
+    /// [`Error::Timeout`] after [`SCRIPT_LIMIT`](super::bounded::SCRIPT_LIMIT); [`Error::Other`]
+    /// when tmux cannot be started.
     pub fn run_script(&self, script: &str, secrets: &[&str]) -> Result<String> {
         if self.control.is_some() {
             let lines: Vec<String> = script
@@ -322,6 +333,9 @@ impl TmuxClient {
     /// Paste `text` into `pane` as one bracketed paste, then Enter as a separate key a
     /// moment later (docs/tmux.md "Input to a pane": no 16 KiB command limit, no swallowed
     /// Enter). The buffer is deleted after pasting.
+    ///
+    /// # Errors
+    /// As [`paste_text`](Self::paste_text) and [`run`](Self::run) for the Enter key.
     pub fn paste(&self, pane: &str, text: &str) -> Result<()> {
         self.paste_text(pane, text)?;
         std::thread::sleep(Duration::from_millis(50));
@@ -331,6 +345,10 @@ impl TmuxClient {
 
     /// The text part of [`paste`](Self::paste): `load-buffer -` then `paste-buffer -d -p`,
     /// without the Enter.
+    ///
+    /// # Errors
+    /// [`Error::Tmux`] when `load-buffer` or `paste-buffer` fails (no such pane),
+    /// [`Error::Timeout`] when the server does not answer, [`Error::Other`] when tmux cannot start.
     pub fn paste_text(&self, pane: &str, text: &str) -> Result<()> {
         let buffer = format!(
             "crewmux-{}",
@@ -432,6 +450,9 @@ impl TmuxClient {
     }
 
     /// `kill-server` on this socket only (as a process: the channel ends with the server).
+    ///
+    /// # Errors
+    /// As [`run`](Self::run); no server on the socket is a tmux error too.
     pub fn kill_server(&self) -> Result<()> {
         if let Some(c) = &self.control {
             c.close();

@@ -12,6 +12,10 @@ use crate::error::{Error, Result};
 impl TmuxBackend {
     /// Create the run's session if it does not exist (after a server death too), with
     /// `remain-on-exit` and `history-limit` set before any worker pane is created.
+    ///
+    /// # Errors
+    /// [`Error::Tmux`] when tmux refuses (its stderr), [`Error::Timeout`] when the server does not
+    /// answer, [`Error::Other`] when tmux cannot be started.
     pub fn ensure_session(&mut self) -> Result<()> {
         if self.client.has_session(&self.session) {
             return Ok(());
@@ -143,6 +147,9 @@ impl TmuxBackend {
     }
 
     /// Remove the run's session (used by `clean`).
+    ///
+    /// # Errors
+    /// As [`TmuxClient::run`](super::TmuxClient::run) (no such session is a tmux error too).
     pub fn kill_session(&self) -> Result<()> {
         self.client
             .run(
