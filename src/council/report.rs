@@ -3,7 +3,7 @@
 //! council's verdicts with findings, and the fix rounds. Same input, same bytes: no clock,
 //! no paths read.
 
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 
 use crate::domain::{Council, Verdict, WorkerKind, WorkerStatus};
 use crate::text::clean_text;
@@ -55,96 +55,117 @@ pub struct ReportInput {
 }
 
 /// Merge a run into the Markdown text of `report.md`.
-#[allow(clippy::too_many_lines, reason = "to split into named steps (#15)")]
 pub fn merge_report(input: &ReportInput) -> String {
     let mut out = String::new();
+    // `fmt::Write` into a `String` cannot fail (only a failing `Display` impl could, and
+    // none written here does): there is nothing to handle.
+    let _ = write_report(&mut out, input);
+    while out.ends_with("\n\n") {
+        out.pop();
+    }
+    out
+}
+
+/// The sections of the report in order: header, clarifications, workers, council, fix rounds.
+fn write_report(out: &mut String, input: &ReportInput) -> fmt::Result {
     let council = input.verify_passes.last();
     let council_status = council.map_or("pending", |c| c.status.as_str());
-    let _ = writeln!(out, "# Report of run {}\n", input.run_id);
-    let _ = writeln!(out, "## Problem\n\n{}\n", input.problem.trim());
-    let _ = writeln!(
+    writeln!(out, "# Report of run {}\n", input.run_id)?;
+    writeln!(out, "## Problem\n\n{}\n", input.problem.trim())?;
+    writeln!(
         out,
         "Team: {} · workers: {} · council: {} · fix rounds: {}\n",
         input.team,
         input.workers.len(),
         council_status,
         input.verify_passes.len().saturating_sub(1)
-    );
-
-    out.push_str("## Clarifications\n\n");
-    if input.clarifications.is_empty() {
-        out.push_str("None were needed.\n\n");
+    )?;
+    write_clarifications(out, &input.clarifications)?;
+    write_workers(out, &input.workers)?;
+    writeln!(out, "## Council: {council_status}\n")?;
+    match council {
+        None => out.push_str("The council has not sat.\n\n"),
+        Some(c) => write_council(out, c)?,
     }
-    for (i, c) in input.clarifications.iter().enumerate() {
+    write_fix_rounds(out, input)
+}
+
+fn write_clarifications(out: &mut String, clarifications: &[Clarification]) -> fmt::Result {
+    out.push_str("## Clarifications\n\n");
+    if clarifications.is_empty() {
+        out.push_str("None were needed.\n\n");
+        return Ok(());
+    }
+    for (i, c) in clarifications.iter().enumerate() {
         let answer = c.answer.as_deref().unwrap_or("(not answered yet)");
-        let _ = writeln!(
+        writeln!(
             out,
             "{}. **Q:** {}\n   **A:** {}",
             i + 1,
             one_line(&c.question),
             one_line(answer)
-        );
+        )?;
     }
-    if !input.clarifications.is_empty() {
-        out.push('\n');
-    }
+    out.push('\n');
+    Ok(())
+}
 
+/// The workers' table, then each worker's ending and result excerpt.
+fn write_workers(out: &mut String, workers: &[ReportWorker]) -> fmt::Result {
     out.push_str("## Workers\n\n");
-    if input.workers.is_empty() {
+    if workers.is_empty() {
         out.push_str("No worker ran.\n\n");
-    } else {
-        out.push_str("| worker | role | provider | kind | round | status | exit | attempts |\n");
-        out.push_str("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
-        for w in &input.workers {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                cell(&w.id),
-                cell(&w.role),
-                cell(&w.provider),
-                kind_str(w.kind),
-                w.round,
-                w.status,
-                w.exit_code.map_or("-".to_string(), |c| c.to_string()),
-                w.attempts
-            );
+        return Ok(());
+    }
+    out.push_str("| worker | role | provider | kind | round | status | exit | attempts |\n");
+    out.push_str("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    for w in workers {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(&w.id),
+            cell(&w.role),
+            cell(&w.provider),
+            kind_str(w.kind),
+            w.round,
+            w.status,
+            w.exit_code.map_or("-".to_string(), |c| c.to_string()),
+            w.attempts
+        )?;
+    }
+    out.push('\n');
+    for w in workers {
+        writeln!(out, "### {} ({})\n", w.id, w.role)?;
+        if let Some(reason) = &w.reason {
+            writeln!(out, "Ended {}: {}\n", w.status, one_line(reason))?;
         }
-        out.push('\n');
-        for w in &input.workers {
-            let _ = writeln!(out, "### {} ({})\n", w.id, w.role);
-            if let Some(reason) = &w.reason {
-                let _ = writeln!(out, "Ended {}: {}\n", w.status, one_line(reason));
-            }
-            match w.result_text.as_deref().map(excerpt) {
-                Some(text) if !text.is_empty() => {
-                    for line in text.lines() {
-                        let _ = writeln!(out, "> {line}");
-                    }
-                    out.push('\n');
+        match w.result_text.as_deref().map(excerpt) {
+            Some(text) if !text.is_empty() => {
+                for line in text.lines() {
+                    writeln!(out, "> {line}")?;
                 }
-                _ => out.push_str("_No result._\n\n"),
+                out.push('\n');
             }
+            _ => out.push_str("_No result._\n\n"),
         }
     }
+    Ok(())
+}
 
-    let _ = writeln!(out, "## Council: {council_status}\n");
-    match council {
-        None => out.push_str("The council has not sat.\n\n"),
-        Some(c) => write_council(&mut out, c),
-    }
-
+/// Per fix round: the statuses before and after, the failing findings sent, the fixers.
+fn write_fix_rounds(out: &mut String, input: &ReportInput) -> fmt::Result {
     out.push_str("## Fix rounds\n\n");
     if input.verify_passes.len() <= 1 {
         out.push_str("None.\n");
     }
     for (round, pair) in input.verify_passes.windows(2).enumerate() {
         let round = round as u32 + 1;
-        let _ = writeln!(
+        writeln!(
             out,
             "### Round {round}: {} → {}\n",
             pair[0].status.as_str(),
             pair[1].status.as_str()
-        );
+        )?;
         out.push_str("Failing findings sent to the fixers:\n\n");
         for v in pair[0]
             .verdicts
@@ -152,7 +173,7 @@ pub fn merge_report(input: &ReportInput) -> String {
             .filter(|v| v.verdict == Verdict::Fail)
         {
             for finding in &v.findings {
-                let _ = writeln!(out, "- {}: {}", v.critic, one_line(finding));
+                writeln!(out, "- {}: {}", v.critic, one_line(finding))?;
             }
         }
         out.push('\n');
@@ -162,7 +183,7 @@ pub fn merge_report(input: &ReportInput) -> String {
             .filter(|w| w.round == round && w.kind == WorkerKind::Fixer)
             .map(|w| format!("{} ({})", w.id, w.status))
             .collect();
-        let _ = writeln!(
+        writeln!(
             out,
             "Fixers: {}\n",
             if fixers.is_empty() {
@@ -170,40 +191,38 @@ pub fn merge_report(input: &ReportInput) -> String {
             } else {
                 fixers.join(", ")
             }
-        );
+        )?;
     }
-    while out.ends_with("\n\n") {
-        out.pop();
-    }
-    out
+    Ok(())
 }
 
-fn write_council(out: &mut String, council: &Council) {
+fn write_council(out: &mut String, council: &Council) -> fmt::Result {
     if council.verdicts.is_empty() {
         out.push_str("No verdicts.\n\n");
-        return;
+        return Ok(());
     }
     out.push_str("| critic | verdict | confidence |\n| --- | --- | --- |\n");
     for v in &council.verdicts {
-        let _ = writeln!(
+        writeln!(
             out,
             "| {} | {} | {:.2} |",
             cell(&v.critic),
             v.verdict.as_str(),
             v.confidence
-        );
+        )?;
     }
     out.push('\n');
     for v in &council.verdicts {
-        let _ = writeln!(out, "**{}** ({}):\n", v.critic, v.verdict.as_str());
+        writeln!(out, "**{}** ({}):\n", v.critic, v.verdict.as_str())?;
         if v.findings.is_empty() {
             out.push_str("- no findings\n");
         }
         for finding in &v.findings {
-            let _ = writeln!(out, "- {}", one_line(finding));
+            writeln!(out, "- {}", one_line(finding))?;
         }
         out.push('\n');
     }
+    Ok(())
 }
 
 /// The first [`EXCERPT_LINES`] non-empty lines of a result, ANSI stripped, cut at
