@@ -91,10 +91,12 @@ pub fn run(args: &SimAgentArgs) -> Result<i32> {
     let half = script.len() / 2;
     let mut answer: Option<String> = None;
 
-    let _ = writeln!(
-        out,
-        "sim-agent: {} (attempt {}, seed {})",
-        behaviour.role, args.attempt, behaviour.seed
+    say(
+        &mut out,
+        format_args!(
+            "sim-agent: {} (attempt {}, seed {})",
+            behaviour.role, args.attempt, behaviour.seed
+        ),
     );
     for (i, line) in script.iter().enumerate() {
         if i == half {
@@ -102,8 +104,7 @@ pub fn run(args: &SimAgentArgs) -> Result<i32> {
                 answer = Some(ask(&mut out, question, &behaviour)?);
             }
         }
-        let _ = writeln!(out, "{line}");
-        let _ = out.flush();
+        say(&mut out, line);
         std::thread::sleep(Duration::from_millis(behaviour.delay_ms));
     }
     if script.is_empty() {
@@ -113,62 +114,73 @@ pub fn run(args: &SimAgentArgs) -> Result<i32> {
     }
 
     if let Some(text) = &behaviour.fail_with {
-        let _ = writeln!(out, "{text}");
-        let _ = out.flush();
+        say(&mut out, text);
         return Ok(1);
     }
     if behaviour.fail_first && args.attempt <= 1 {
-        let _ = writeln!(
-            out,
-            "error: simulated failure on attempt {} (fail-first); a retry will succeed",
-            args.attempt
+        say(
+            &mut out,
+            format_args!(
+                "error: simulated failure on attempt {} (fail-first); a retry will succeed",
+                args.attempt
+            ),
         );
-        let _ = out.flush();
         return Ok(1);
     }
     if !behaviour.no_result {
         if let Some(path) = &args.result_file {
             write_result(path, &behaviour, &prompt, answer.as_deref())?;
-            let _ = writeln!(out, "result written to {}", path.display());
+            say(
+                &mut out,
+                format_args!("result written to {}", path.display()),
+            );
         }
     }
-    let _ = writeln!(out, "done (exit {})", behaviour.exit_code);
-    let _ = out.flush();
+    say(
+        &mut out,
+        format_args!("done (exit {})", behaviour.exit_code),
+    );
     Ok(behaviour.exit_code)
 }
 
 /// Print the question in the `__CREWMUX_ASK__:` protocol and wait for one line on stdin,
 /// or take the default after `ask_timeout_s`.
 fn ask(out: &mut impl Write, question: &str, b: &Behaviour) -> Result<String> {
-    let _ = writeln!(out, "{ASK_PREFIX}{question}");
-    let _ = writeln!(out, "? {question}");
-    let _ = write!(out, "> ");
-    let _ = out.flush();
+    say(out, format_args!("{ASK_PREFIX}{question}"));
+    say(out, format_args!("? {question}"));
+    // As in `say`: nothing to do when the pane is gone.
+    let _ = write!(out, "> ").and_then(|()| out.flush());
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let mut line = String::new();
         let stdin = std::io::stdin();
         let got = stdin.lock().read_line(&mut line);
+        // Err: the wait timed out and took the default; the late line has no reader.
         let _ = tx.send(got.map(|n| (n, line)));
     });
     let answer = match rx.recv_timeout(Duration::from_secs(b.ask_timeout_s)) {
         Ok(Ok((n, line))) if n > 0 => line.trim_end_matches(['\r', '\n']).to_string(),
         _ => match &b.ask_default {
             Some(d) => {
-                let _ = writeln!(out);
-                let _ = writeln!(
+                say(out, "");
+                say(
                     out,
-                    "no answer after {}s; taking the default",
-                    b.ask_timeout_s
+                    format_args!("no answer after {}s; taking the default", b.ask_timeout_s),
                 );
                 d.clone()
             }
             None => String::new(),
         },
     };
-    let _ = writeln!(out, "answer received: {answer}");
-    let _ = out.flush();
+    say(out, format_args!("answer received: {answer}"));
     Ok(answer)
+}
+
+/// Print one line of the agent's output and flush it, so the pane shows it at once.
+fn say(out: &mut impl Write, line: impl std::fmt::Display) {
+    // The agent's stdout is its pane or a pipe. When that is gone no one reads it, and the
+    // run is decided by the exit file: the agent goes on to write its result and exit code.
+    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
 }
 
 fn write_result(path: &Path, b: &Behaviour, prompt: &str, answer: Option<&str>) -> Result<()> {
