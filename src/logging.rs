@@ -30,8 +30,11 @@ pub fn init(project: &Path, dashboard: bool) {
     });
     let tui_layer = dashboard.then(|| tui_logger::TuiTracingSubscriberLayer.with_filter(filter()));
     if dashboard {
+        // Err: a logger is installed already (a second dashboard in this process); the
+        // panel reads the one there is.
         let _ = tui_logger::init_logger(tui_logger::LevelFilter::Info);
     }
+    // Err: a subscriber is installed already; "later calls do nothing" (above).
     let _ = tracing_subscriber::registry()
         .with(file_layer)
         .with(tui_layer)

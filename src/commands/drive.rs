@@ -87,6 +87,7 @@ pub fn drive_headless(store: RunStore, state: RunState, opts: DriverOptions) -> 
         .name("crewmux-driver".into())
         .spawn(move || {
             driver.run(ctl_rx, move |u| {
+                // Err: the printing loop has ended (it saw `Stopped`); nothing is left to print.
                 let _ = up_tx.send(u);
             })
         })
@@ -118,6 +119,7 @@ pub fn drive_headless(store: RunStore, state: RunState, opts: DriverOptions) -> 
                         "[{}] answer with: crewmux answer {run_id} \"<text>\", then crewmux resume {run_id}",
                         hhmmss()
                     );
+                    // Err: the driver has stopped already, which is what Quit asks for.
                     let _ = ctl_tx.send(crate::driver::Control::Quit);
                 }
             }

@@ -33,12 +33,20 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         file.write_all(bytes).at(&tmp)?;
         file.sync_all().at(&tmp)?;
         fs::rename(&tmp, path).at(path)?;
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
+        // The rename is done: a directory that cannot be synced leaves the new file in
+        // place, only less durable against a power cut; say so and go on.
+        if let Err(e) = File::open(dir).and_then(|d| d.sync_all()) {
+            tracing::warn!(
+                "cannot sync directory {} after replacing {}: {e}",
+                dir.display(),
+                path.display()
+            );
         }
         Ok(())
     })();
     if result.is_err() {
+        // Best effort: the temp file has a unique name and is never read; the caller gets
+        // the write's own error.
         let _ = fs::remove_file(&tmp);
     }
     result

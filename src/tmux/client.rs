@@ -441,6 +441,7 @@ impl TmuxClient {
     pub fn kick_sigchld(&self, server_pid: u32) {
         if let Ok(pid) = i32::try_from(server_pid) {
             if pid > 1 {
+                // Err: the server is gone (ESRCH); the poll that follows finds that out.
                 let _ = nix::sys::signal::kill(
                     nix::unistd::Pid::from_raw(pid),
                     nix::sys::signal::Signal::SIGCHLD,

@@ -31,7 +31,7 @@ impl TmuxBackend {
         for a in &self.home_argv {
             new.push_param(a.clone());
         }
-        let out = self.client.run(
+        self.client.run(
             Tmux::new()
                 .add_command(
                     SetOption::new()
@@ -50,7 +50,6 @@ impl TmuxBackend {
                 )
                 .add_command(new),
         )?;
-        let _ = out;
         Ok(())
     }
 
