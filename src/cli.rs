@@ -79,7 +79,7 @@ pub struct CommonArgs {
 }
 
 /// A `tmux -L` socket name: 1 to 64 of `A-Z a-z 0-9 . _ -`, not starting with `.`, and not
-/// `default` (tmux's own server, which crewmux never touches: SPEC §4).
+/// `default` (tmux's own server, which crewmux never touches: docs/design.md "Exit evidence").
 ///
 /// # Errors
 /// The reason `s` is not a socket name, with the fix (clap prints it as a usage error).

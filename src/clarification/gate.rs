@@ -1,5 +1,5 @@
-//! The run-level clarification gate (SPEC §6): decides, with no network and no clock,
-//! whether a problem names enough to act on, and if not, which one question to ask.
+//! The run-level clarification gate (docs/design.md "Clarification"): decides, with no network and
+//! no clock, whether a problem names enough to act on, and if not, which one question to ask.
 //!
 //! It mirrors the OMG seed's intent gate (`requires_clarification`, `intent_class`,
 //! `clarification_prompt`, `confidence`) and extends it to coding work.

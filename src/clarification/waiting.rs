@@ -1,6 +1,6 @@
-//! Waiting-for-input detection on a worker's pane screen (SPEC §6, worker level): provider
-//! waiting patterns on the last lines of a still screen, and the sim agent's explicit
-//! question line.
+//! Waiting-for-input detection on a worker's pane screen (docs/design.md "Clarification", worker
+//! level): provider waiting patterns on the last lines of a still screen, and the sim agent's
+//! explicit question line.
 //!
 //! The caller (the driver) captures the last lines of a pane (`capture-pane -p`, with or
 //! without `-e`), tracks how long the screen has been unchanged (see [`StillTracker`]) and

@@ -68,8 +68,9 @@ fn hhmmss() -> String {
     chrono::Local::now().format("%H:%M:%S").to_string()
 }
 
-/// Drive `state` without a dashboard: one line per event on stderr, the summary JSON on
-/// stdout at the end; returns the SPEC §3 exit code (3 when halted at a question).
+/// Drive `state` without a dashboard: one line per event on stderr, the summary JSON on stdout at
+/// the end; returns the exit code of docs/design.md "Exit codes and the summary" (3 when halted at
+/// a question).
 ///
 /// # Errors
 /// As [`backend_for`]; the credential store cannot be opened (a wrong passphrase, a file with

@@ -1,4 +1,4 @@
-//! The three deterministic critics of the council (SPEC §2 step 3; the OMG seed's
+//! The three deterministic critics of the council (docs/design.md "The run"; the OMG seed's
 //! `run_critics`, whose bodies the seed does not carry, so the rules are this module's):
 //! `skeptic`, `hallucination-auditor` and `evidence-completeness`.
 //!

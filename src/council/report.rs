@@ -1,5 +1,5 @@
 //! The deterministic merge that writes `report.md` when no synthesis worker is available
-//! (SPEC §2 step 5): problem, clarifications, per-worker outcome and result excerpt, the
+//! (docs/design.md "The run"): problem, clarifications, per-worker outcome and result excerpt, the
 //! council's verdicts with findings, and the fix rounds. Same input, same bytes: no clock,
 //! no paths read.
 

@@ -1,5 +1,5 @@
 //! Verdicts of the council's workers: a critic worker's verdict parsed from its output, and
-//! a check command's verdict from its exit code and log (SPEC §2 step 3).
+//! a check command's verdict from its exit code and log (docs/design.md "The run").
 #![allow(
     clippy::expect_used,
     reason = "regex literals compiled once; a bad one fails every test of this module"
@@ -19,8 +19,8 @@ pub const LOG_TAIL_LINES: usize = 10;
 /// Confidence given to a critic worker's verdict that states none.
 pub const DEFAULT_CRITIC_CONFIDENCE: f64 = 0.5;
 
-/// Lines the launch wrapper adds to a log (`__CREWMUX_EXIT_<nonce>__:<code>`, SPEC §4):
-/// they are not the check's own output.
+/// Lines the launch wrapper adds to a log (`__CREWMUX_EXIT_<nonce>__:<code>`, docs/design.md "Exit
+/// evidence"): they are not the check's own output.
 static EXIT_MARKER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^__CREWMUX_EXIT_[A-Za-z0-9]+__:\d+$").expect("exit-marker regex compiles")
 });

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// sim agent asks this way; any command agent may.
 pub const ASK_PREFIX: &str = "__CREWMUX_ASK__:";
 
-/// The run-level gate's decision (SPEC §6, the OMG seed's intent gate):
+/// The run-level gate's decision (docs/design.md "Clarification", the OMG seed's intent gate):
 /// `confidence` is in `0.0..=1.0`, `missing_slots` names what the problem lacks
 /// (e.g. `target`, `verb`, `provider`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]

@@ -1,4 +1,4 @@
-//! Critic verdicts and the council status rule of SPEC §1.
+//! Critic verdicts and the council status rule (docs/design.md "Words").
 
 use serde::{Deserialize, Serialize};
 
@@ -74,8 +74,9 @@ impl Council {
     }
 }
 
-/// SPEC §1: any fail → `blocked`, else any warn → `attention`, else any pass → `ok`,
-/// none → `pending`. (The OMG seed's `_council_status` named `attention` "running".)
+/// The council status rule (docs/design.md "Words"): any fail → `blocked`, else any warn →
+/// `attention`, else any pass → `ok`, none → `pending`. (The OMG seed's `_council_status` named
+/// `attention` "running".)
 pub fn council_status(verdicts: &[CriticVerdict]) -> CouncilStatus {
     if verdicts.iter().any(|v| v.verdict == Verdict::Fail) {
         CouncilStatus::Blocked

@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// One stage of a run, in SPEC §1 order. Serialised in kebab case (`team-plan`, ...).
+/// One stage of a run, in run order (docs/design.md "Words"). Serialised in kebab case
+/// (`team-plan`, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
 pub enum Stage {

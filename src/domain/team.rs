@@ -1,10 +1,11 @@
-//! Team specs: the resolved team of a run (SPEC §9), from a built-in mode or a TOML file.
+//! Team specs: the resolved team of a run (docs/design.md "Team files"), from a built-in mode or a
+//! TOML file.
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-/// A team as written in a team file (SPEC §9). Unknown fields are errors.
+/// A team as written in a team file (docs/design.md "Team files"). Unknown fields are errors.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct TeamSpec {
@@ -70,7 +71,8 @@ pub struct CriticSpec {
     /// Seconds of only stall lines before the attempt is ended; 0: off.
     #[serde(default)]
     pub stall_after_s: Option<u64>,
-    /// Critic (or worker) ids this critic waits for: it starts only when every one of them has ended.
+    /// Critic (or worker) ids this critic waits for: it starts only when every one of them has
+    /// ended.
     #[serde(default)]
     pub after: Vec<String>,
     /// What happens when one of `after` ends other than `completed`; default `skip`.

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Stage;
 
-/// A worker's status (SPEC §3 of the lifecycle issue). Serialised in kebab case.
+/// A worker's status (docs/design.md "Exit evidence"). Serialised in kebab case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum WorkerStatus {
@@ -89,7 +89,7 @@ pub enum WorkerKind {
     Synthesizer,
 }
 
-/// Where an exit code came from, in order of trust (SPEC §4).
+/// Where an exit code came from, in order of trust (docs/design.md "Exit evidence").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ExitSource {

@@ -75,7 +75,8 @@ pub enum Input {
         attempt: u32,
         error: String,
     },
-    /// The attempt exited with `code` (SPEC §4 order of trust decides `source`).
+    /// The attempt exited with `code` (the order of trust in docs/design.md "Exit evidence"
+    /// decides `source`).
     Exited {
         worker: String,
         attempt: u32,

@@ -1,5 +1,5 @@
 //! Stage transitions: the gate at `team-plan`, launching within `parallel`, verify with the
-//! council, fix rounds, report and finalize (SPEC §2).
+//! council, fix rounds, report and finalize (docs/design.md "The run").
 
 use std::path::PathBuf;
 
@@ -438,7 +438,7 @@ pub(super) fn on_council(
     advance(state, mem, fx);
 }
 
-/// `report.md` exists: finalize (SPEC §2.5).
+/// `report.md` exists: finalize (docs/design.md "The run").
 pub(super) fn on_report(state: &mut RunState, path: PathBuf, bytes: u64, fx: &mut Effects) {
     state.report = Some(path);
     let not_terminal: Vec<&str> = state

@@ -1,6 +1,6 @@
 //! The launch wrapper every attempt runs in (both backends) and the exit evidence it leaves:
-//! `exit.json`, then the `__CREWMUX_EXIT_<nonce>__:<code>` marker line (SPEC §4,
-//! docs/tmux.md "Exit detection").
+//! `exit.json`, then the `__CREWMUX_EXIT_<nonce>__:<code>` marker line (docs/design.md "Exit
+//! evidence", docs/tmux.md "Exit detection").
 
 mod marker;
 
@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::store::write_replace;
 
 /// The files of one attempt: `workers/<id>/attempt-<n>/{prompt.md,launch.sh,output.log,
-/// exit.json,result.md}` (SPEC §7).
+/// exit.json,result.md}` (docs/design.md "The run directory").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttemptPaths {
     pub dir: PathBuf,

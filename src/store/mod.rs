@@ -1,5 +1,5 @@
-//! The run directory on disk (SPEC §7): `manifest.json`, `state.json`, `events.jsonl` and
-//! per-attempt folders, written atomically under an advisory lock.
+//! The run directory on disk (docs/design.md "The run directory"): `manifest.json`, `state.json`,
+//! `events.jsonl` and per-attempt folders, written atomically under an advisory lock.
 #![allow(
     clippy::expect_used,
     reason = "lookups of ids the surrounding code has just checked"

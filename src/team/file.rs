@@ -1,4 +1,4 @@
-//! Team files (SPEC §9): reading a TOML team, the built-in modes embedded from
+//! Team files (docs/design.md "Team files"): reading a TOML team, the built-in modes embedded from
 //! `assets/teams/`, and validation that reports ONE line naming the file, line and field.
 #![allow(
     clippy::expect_used,
@@ -216,13 +216,13 @@ fn check_after(
     Ok(())
 }
 
-/// Parse `text` as a team (unknown fields are errors) and validate it: at least one worker;
-/// ids `[a-z0-9-]+` and unique; a known role (assets/agents.toml); a known provider, or a
-/// target that is `auto`, `ccg` or a provider, not both; `command` given exactly when the
-/// provider is `command`; `model` and `role_model` not both, `role_model` a model role;
-/// `prompt` and `prompt_file` not both; attempts and parallel ≥ 1 (timeouts ≥ 0, 0 is off); artifacts
-/// relative without `..`; `after` naming known ids, not itself, without cycles (workers name
-/// workers; critics name critics or workers); checks with unique ids and a non-empty command.
+/// Parse `text` as a team (unknown fields are errors) and validate it: at least one worker; ids
+/// `[a-z0-9-]+` and unique; a known role (assets/agents.toml); a known provider, or a target that
+/// is `auto`, `ccg` or a provider, not both; `command` given exactly when the provider is
+/// `command`; `model` and `role_model` not both, `role_model` a model role; `prompt` and
+/// `prompt_file` not both; attempts and parallel ≥ 1 (timeouts ≥ 0, 0 is off); artifacts relative
+/// without `..`; `after` naming known ids, not itself, without cycles (workers name workers;
+/// critics name critics or workers); checks with unique ids and a non-empty command.
 #[allow(
     clippy::too_many_lines,
     reason = "one check per field in file order; to split into named steps (#15)"

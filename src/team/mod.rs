@@ -1,5 +1,5 @@
-//! Teams: built-in modes and team files (SPEC §9), routing of workers to providers and
-//! models, and the resolved team a run launches.
+//! Teams: built-in modes and team files (docs/design.md "Team files"), routing of workers to
+//! providers and models, and the resolved team a run launches.
 
 pub mod cwd;
 pub mod file;

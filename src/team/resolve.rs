@@ -21,9 +21,9 @@ use crate::providers::{
 
 /// Attempts per worker when neither the team file nor `--max-attempts` says.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 2;
-/// Workers at once when neither the team file nor `--parallel` says (SPEC §9).
+/// Workers at once when neither the team file nor `--parallel` says (docs/design.md "Team files").
 pub const DEFAULT_PARALLEL: usize = 5;
-/// Fix rounds when neither the team file nor `--max-fix-rounds` says (SPEC §2).
+/// Fix rounds when neither the team file nor `--max-fix-rounds` says (docs/design.md "The run").
 pub const DEFAULT_MAX_FIX_ROUNDS: u32 = 1;
 
 /// What `run` and `dispatch` ask for.

@@ -141,8 +141,8 @@ impl ResolvedTeam {
 }
 
 impl ResolvedWorker {
-    /// The packaged prompt of this worker (SPEC §5), capped at `max_chars` characters
-    /// (`--prompt-max-chars`); the model line names the provider and model.
+    /// The packaged prompt of this worker (docs/design.md "Providers and prompts"), capped at
+    /// `max_chars` characters (`--prompt-max-chars`); the model line names the provider and model.
     pub fn package_prompt(&self, project_dir: &Path, max_chars: usize) -> String {
         let model = format!(
             "{} / {}",
