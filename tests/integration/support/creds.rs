@@ -35,9 +35,7 @@ impl Env {
 
     pub fn cmd_with_pass(&self, args: &[&str], pass: &str) -> Command {
         let mut cmd = Command::cargo_bin("crewmux").unwrap();
-        // One-line errors: RUST_BACKTRACE would turn them into full reports.
-        cmd.env_remove("RUST_BACKTRACE")
-            .arg("creds")
+        cmd.arg("creds")
             .args(args)
             .env("CREWMUX_CONFIG_DIR", self.config())
             .env("CREWMUX_CREDENTIAL_PASSPHRASE", pass)

@@ -4,12 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The crewmux binary built for the tests. `RUST_BACKTRACE` is removed: it turns crewmux's
-/// one-line errors into full reports, and the tests read the one-line form.
+/// The crewmux binary built for the tests. An exported `RUST_BACKTRACE` needs no removing:
+/// crewmux keeps its errors to one line unless `-v` asks for the report (see
+/// `cli::an_io_error_names_its_path_on_one_line_and_v_shows_the_cause`).
 pub fn crewmux() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_crewmux"));
-    c.env_remove("RUST_BACKTRACE");
-    c
+    Command::new(env!("CARGO_BIN_EXE_crewmux"))
 }
 
 /// How long one crewmux command of a test may run before the test kills it and fails.
