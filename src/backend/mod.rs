@@ -114,7 +114,8 @@ pub trait Multiplexer: Send {
 
     /// Start an attempt.
     ///
-    /// Errors: tmux refused (message from its stderr), or the process could not start.
+    /// # Errors
+    /// Tmux refused (message from its stderr), or the process could not start.
     fn spawn(&mut self, spec: &SpawnSpec) -> Result<Spawned>;
 
     /// Start several attempts, in one round trip where the backend can; one result each,
@@ -135,6 +136,9 @@ pub trait Multiplexer: Send {
 
     /// Type `text` into the attempt, then Enter (tmux: `load-buffer -` + `paste-buffer -d
     /// -p` + `send-keys Enter`; process: a line on its stdin). Never repeated automatically.
+    ///
+    /// # Errors
+    /// The attempt has no pane or stdin any more, or tmux refused (its stderr).
     fn send_text(&mut self, target: &Target, text: &str) -> Result<()>;
 
     /// A command that shows the attempt interactively (tmux `attach-session`), for the
@@ -152,7 +156,8 @@ pub trait Multiplexer: Send {
     /// Remove what holds a finished run's attempts (tmux: its session); returns what was
     /// removed, for the person, or `None` when there was nothing (used by `clean`).
     ///
-    /// Errors: tmux refused to remove the session.
+    /// # Errors
+    /// Tmux refused to remove the session.
     fn remove_run(&mut self) -> Result<Option<String>> {
         Ok(None)
     }
@@ -170,6 +175,11 @@ pub trait Launcher: Send {
 
 /// End an attempt's process group: SIGTERM now; the caller sends SIGKILL after the grace
 /// period with `hard = true`. Only the group led by `pid` is signalled, never crewmux.
+///
+/// # Errors
+/// [`Error::Other`](crate::error::Error::Other) for a pid that is not a process group crewmux may
+/// signal (0, 1, its own, or out of range); [`Error::System`](crate::error::Error::System) when
+/// `killpg` fails other than by `ESRCH` (a group that is already gone is not an error).
 pub fn signal_group(pid: u32, hard: bool) -> Result<()> {
     use nix::sys::signal::{killpg, Signal};
     use nix::unistd::Pid;

@@ -7,6 +7,10 @@ use crate::store::RunStore;
 
 /// Drive `state` with the dashboard; on quit, say how to come back. Returns the SPEC §3
 /// exit code of the run as last seen (0 when the person left it running).
+///
+/// # Errors
+/// As [`super::drive::backend_for`] and opening the credential store; the terminal cannot be
+/// set up or the driver fails.
 pub fn drive_dashboard(store: RunStore, state: RunState, opts: DriverOptions) -> Result<i32> {
     // The dashboard stays (and keeps showing panes) after the run ends, until `q`.
     let opts = DriverOptions {

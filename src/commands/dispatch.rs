@@ -12,13 +12,14 @@ use crate::error::{Error, IoContext, Result};
 use crate::team::{resolve, ResolveOptions, ResolvedTeam};
 
 /// Run the command; returns the exit code (0 when every worker has a provider).
+///
+/// # Errors
+/// As [`resolve`]: a bad team file or options ([`Error::Usage`]), or no provider for a worker;
+/// [`crate::error::Error::System`] when the current directory cannot be read.
 #[allow(
     clippy::needless_pass_by_value,
     reason = "a command handler owns the flags clap parsed for it"
 )]
-/// # Errors
-/// As [`resolve`]: a bad team file or options ([`Error::Usage`]), or no provider for a worker;
-/// [`crate::error::Error::System`] when the current directory cannot be read.
 pub fn run(args: DispatchArgs) -> Result<i32> {
     let project = match args.common.project.clone() {
         Some(p) => p,

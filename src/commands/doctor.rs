@@ -35,6 +35,9 @@ pub struct DoctorReport {
 }
 
 /// Probe everything with `env` (PATH, HOME, key variables, CREWMUX_CONFIG_DIR).
+///
+/// # Errors
+/// As [`Registry::load`]: a providers file that cannot be read or parsed.
 pub fn report(project: Option<&std::path::Path>, env: &EnvSnapshot) -> Result<DoctorReport> {
     let registry = Registry::load(project, env)?;
     let names: Vec<&str> = registry.names().collect();
@@ -59,6 +62,10 @@ pub fn report(project: Option<&std::path::Path>, env: &EnvSnapshot) -> Result<Do
 }
 
 /// Run the command; returns the exit code.
+///
+/// # Errors
+/// As [`report`]; [`Error::System`](crate::error::Error::System) when the current directory
+/// cannot be read.
 #[allow(
     clippy::needless_pass_by_value,
     reason = "a command handler owns the flags clap parsed for it"

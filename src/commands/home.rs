@@ -14,7 +14,8 @@ use crate::tui::home::{self, index, Home, HomeExit, ModeChoice, NewRun};
 
 /// Show the home screen for the current project (`all`: every project in the index).
 ///
-/// Errors (exit 2): standard input or output is not a terminal.
+/// # Errors
+/// Exit 2: standard input or output is not a terminal.
 pub fn run(all: bool) -> Result<i32> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(Error::Usage(

@@ -19,6 +19,10 @@ use super::plan::project_dir;
 /// Reconcile a run nobody drives with what tmux and the files show: exits that happened
 /// while no dashboard was open are collected, a pane gone without evidence is `crashed`.
 /// Nothing is launched. Returns the (saved) state.
+///
+/// # Errors
+/// As [`RunStore::load_state`] and [`RunStore::is_driven`]; tmux gone from PATH for a tmux run;
+/// the reconciled state cannot be saved.
 pub fn reconcile(store: &RunStore) -> Result<RunState> {
     let state = store.load_state()?;
     if store.is_driven()? || state.status.is_final() {
@@ -39,6 +43,10 @@ pub fn reconcile(store: &RunStore) -> Result<RunState> {
 }
 
 /// `crewmux status [<run>] [--json]`.
+///
+/// # Errors
+/// [`Error::Usage`] for an unknown or ambiguous run; as [`reconcile`] for a run that is not
+/// driven.
 #[allow(
     clippy::needless_pass_by_value,
     reason = "a command handler owns the flags clap parsed for it"
@@ -219,6 +227,10 @@ fn list_runs(project: &std::path::Path, json: bool) -> Result<i32> {
 }
 
 /// `crewmux answer <run> [--worker ID] "<text>"`.
+///
+/// # Errors
+/// [`Error::Usage`]: an unknown run, nothing waiting for an answer, an unknown or not waiting
+/// worker; as [`RunStore::send_command`] or saving the state.
 #[allow(
     clippy::needless_pass_by_value,
     reason = "a command handler owns the flags clap parsed for it"
@@ -303,6 +315,10 @@ fn offline_driver(store: &RunStore, state: RunState) -> Result<Driver> {
 }
 
 /// `crewmux cancel <run> [--worker ID]`.
+///
+/// # Errors
+/// [`Error::Usage`]: an unknown run, a finished run or worker; as [`RunStore::send_command`] or
+/// saving the state.
 #[allow(
     clippy::needless_pass_by_value,
     reason = "a command handler owns the flags clap parsed for it"
@@ -357,6 +373,10 @@ pub fn cancel(args: CancelArgs) -> Result<i32> {
 
 /// `crewmux attach [<run>]` and `crewmux resume [<run>]`: continue driving a run, with the
 /// dashboard on a terminal, headless otherwise.
+///
+/// # Errors
+/// [`Error::Usage`]: an unknown run, one another process drives, or (for `resume`) one that
+/// cannot continue; the errors of driving the run.
 #[allow(
     clippy::needless_pass_by_value,
     reason = "a command handler owns the flags clap parsed for it"
@@ -401,6 +421,10 @@ pub fn attach(args: AttachArgs, resume: bool) -> Result<i32> {
 /// `crewmux clean [--run ID] [--purge]`: remove finished runs' tmux sessions (and with
 /// `--purge` their run directories). Runs that are driven or still have live workers are
 /// left alone and listed.
+///
+/// # Errors
+/// [`Error::Usage`] for an unknown run; a run directory, session or worktree that cannot be
+/// removed (what was removed before stays removed and is reported).
 #[allow(
     clippy::needless_pass_by_value,
     reason = "a command handler owns the flags clap parsed for it"

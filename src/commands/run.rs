@@ -40,13 +40,14 @@ fn problem_text(arg: &str) -> Result<String> {
 }
 
 /// `crewmux run`.
+///
+/// # Errors
+/// Bad options, team or problem ([`Error::Usage`], exit 2), no usable provider, a run directory
+/// or worktree that cannot be made, or the errors of driving the run.
 #[allow(
     clippy::needless_pass_by_value,
     reason = "a command handler owns the flags clap parsed for it"
 )]
-/// # Errors
-/// Bad options, team or problem ([`Error::Usage`], exit 2), no usable provider, a run directory
-/// or worktree that cannot be made, or the errors of driving the run.
 pub fn run(args: RunArgs) -> Result<i32> {
     let project = project_dir(args.options.common.project.as_deref())?;
     let problem = problem_text(&args.problem)?;
@@ -81,12 +82,13 @@ pub fn run(args: RunArgs) -> Result<i32> {
 /// `crewmux demo`: the `crazy` team on the bundled problem with the simulated agent, each
 /// worker scripted by `assets/demo/script.toml` (one fails its first attempt, one asks a
 /// question that takes its default after `--question-timeout` seconds).
+///
+/// # Errors
+/// As [`run`]: the run directory cannot be made, or the errors of driving the run.
 #[allow(
     clippy::needless_pass_by_value,
     reason = "a command handler owns the flags clap parsed for it"
 )]
-/// # Errors
-/// As [`run`]: the run directory cannot be made, or the errors of driving the run.
 pub fn demo(args: DemoArgs) -> Result<i32> {
     let project = project_dir(args.options.common.project.as_deref())?;
     let problem = DEMO_PROBLEM.trim().to_string();

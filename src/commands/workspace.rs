@@ -27,6 +27,11 @@ fn load(common: &crate::cli::CommonArgs, run: Option<&str>) -> Result<(RunState,
 /// `crewmux merge`: bring the integration branch (or one worker's) into the user's branch
 /// ([`crate::workspace::take::take`]: its refusals are one line, exit 2), and record it so
 /// `crewmux clean` knows the run was taken, squash merges included.
+///
+/// # Errors
+/// [`Error::Usage`] (exit 2): no such run or worker, or a refusal of
+/// [`crate::workspace::take::take`]; a git call that fails, or `merges.json` that cannot be
+/// written.
 #[allow(
     clippy::needless_pass_by_value,
     reason = "a command handler owns the flags clap parsed for it"
@@ -50,6 +55,9 @@ pub fn merge(args: MergeArgs) -> Result<i32> {
 /// `crewmux diff`: the change of the integration branch (or one worker's) against the
 /// run's base; coloured on a terminal, plain when piped. Without an integration branch, each
 /// worker's change in turn.
+///
+/// # Errors
+/// [`Error::Usage`]: no such run or worker, a run without worktrees; a git call that fails.
 #[allow(
     clippy::needless_pass_by_value,
     reason = "a command handler owns the flags clap parsed for it"
@@ -85,6 +93,9 @@ pub fn diff(args: DiffArgs) -> Result<i32> {
 
 /// The worktree half of `crewmux clean` for one finished run: print what was removed and
 /// kept; returns how many worktrees were kept.
+///
+/// # Errors
+/// A git call that fails (what was removed before stays removed and is reported).
 pub fn clean_worktrees(state: &RunState, force: bool) -> Result<usize> {
     let Some(ws) = &state.workspace else {
         return Ok(0);

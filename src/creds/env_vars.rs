@@ -28,7 +28,8 @@ pub fn key_var(provider: &str) -> Option<String> {
 
 /// Like [`key_var`], for commands that need one.
 ///
-/// Errors (usage): the provider has no variable; the message lists those that do.
+/// # Errors
+/// Usage errors: the provider has no variable; the message lists those that do.
 pub fn require_key_var(provider: &str) -> Result<String> {
     let reg = registry();
     key_var_in(&reg, provider).ok_or_else(|| {

@@ -40,6 +40,9 @@ fn parent_of(store: &Path) -> &Path {
 
 /// Take the lock: shared for reading, exclusive for read-modify-write. Blocks until free.
 /// Creates the directory (0700) and the lock file (0600) when missing.
+///
+/// # Errors
+/// [`Error::Io`] naming the directory or the lock file when it cannot be created or locked.
 pub fn lock(store: &Path, exclusive: bool) -> Result<StoreLock> {
     let dir = parent_of(store);
     if !dir.exists() {
@@ -69,7 +72,8 @@ pub fn lock(store: &Path, exclusive: bool) -> Result<StoreLock> {
 
 /// Read the whole store, or `None` when it does not exist.
 ///
-/// Errors: the file is readable or writable by anyone but its owner (the fix, `chmod 600`,
+/// # Errors
+/// The file is readable or writable by anyone but its owner (the fix, `chmod 600`,
 /// is in the message), or it cannot be read.
 pub fn read(store: &Path) -> Result<Option<Vec<u8>>> {
     let mut file = match File::open(store) {
@@ -93,6 +97,10 @@ pub fn read(store: &Path) -> Result<Option<Vec<u8>>> {
 
 /// Replace the store with `bytes` atomically: a reader sees the old file or the new one,
 /// never a mix. Call it with the exclusive lock held.
+///
+/// # Errors
+/// [`Error::Other`] naming the store and the step that failed (temp file, write, fsync,
+/// rename); the old store is left as it was.
 pub fn write_atomic(store: &Path, bytes: &[u8]) -> Result<()> {
     let dir = parent_of(store);
     let fail = |what: &str, e: std::io::Error| {

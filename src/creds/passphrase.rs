@@ -11,7 +11,8 @@ pub const PASSPHRASE_ENV: &str = "CREWMUX_CREDENTIAL_PASSPHRASE";
 /// The passphrase: `$CREWMUX_CREDENTIAL_PASSPHRASE`, else a no-echo prompt on the terminal
 /// (`rpassword`, reading `/dev/tty`), asked twice when `creating` a store.
 ///
-/// Errors (usage): the variable is set but empty; no terminal to prompt on; an empty or
+/// # Errors
+/// Usage errors: the variable is set but empty; no terminal to prompt on; an empty or
 /// mismatched passphrase at the prompt.
 pub fn passphrase_from_env_or_prompt(creating: bool) -> Result<SecretString> {
     if let Some(value) = std::env::var_os(PASSPHRASE_ENV) {

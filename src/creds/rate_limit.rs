@@ -25,7 +25,8 @@ pub struct RateLimitPatterns(RegexSet);
 impl RateLimitPatterns {
     /// Compile `patterns` (regex syntax of the `regex` crate), matched case-insensitively.
     ///
-    /// Errors: the first pattern that does not compile, quoted, with the parser's reason.
+    /// # Errors
+    /// The first pattern that does not compile, quoted, with the parser's reason.
     pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<Self, String> {
         for p in patterns {
             if let Err(e) = regex::Regex::new(p.as_ref()) {

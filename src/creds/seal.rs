@@ -212,7 +212,9 @@ fn parse(bytes: &[u8]) -> Result<Header<'_>, SealError> {
 /// Argon2id run); otherwise the key is derived from `passphrase`.
 ///
 /// Returns the plaintext (zeroed on drop) and the key to seal the next write with.
-/// Errors: every [`SealError`]; the check runs before any costly step except Argon2id.
+///
+/// # Errors
+/// Every [`SealError`]; the check runs before any costly step except Argon2id.
 pub fn open(
     bytes: &[u8],
     passphrase: &SecretString,

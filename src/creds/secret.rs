@@ -22,7 +22,8 @@ pub struct ApiKey(SecretString);
 impl ApiKey {
     /// Wrap a key after checking it with [`check_key_text`].
     ///
-    /// Errors: the reason the text is not accepted (see [`check_key_text`]).
+    /// # Errors
+    /// The reason the text is not accepted (see [`check_key_text`]).
     pub fn new(text: &str) -> Result<Self, String> {
         check_key_text(text)?;
         Ok(Self(SecretString::from(text.to_owned())))
@@ -80,7 +81,8 @@ impl<'de> Deserialize<'de> for ApiKey {
 /// Google `AIza…`, Moonshot, DashScope) fits. The rule makes [`tmux_quote`] always
 /// possible and keeps a key from ending a quoted string in any shell or tmux command.
 ///
-/// Errors: one line saying which character (by position, never the key itself) is refused.
+/// # Errors
+/// One line saying which character (by position, never the key itself) is refused.
 pub fn check_key_text(text: &str) -> Result<(), String> {
     if text.is_empty() {
         return Err("the key is empty; paste the key on stdin or at the prompt".into());
@@ -121,7 +123,8 @@ pub fn check_key_text(text: &str) -> Result<(), String> {
 /// write `new-window -e <tmux_quote("VAR=key")> …` to the stdin of
 /// `tmux -L <socket> source-file -` (argv of a tmux client is visible in `/proc`).
 ///
-/// Errors: a one-line reason naming the position of the refused character.
+/// # Errors
+/// A one-line reason naming the position of the refused character.
 pub fn tmux_quote(value: &str) -> Result<String, String> {
     for (pos, ch) in value.chars().enumerate() {
         if ch == '\'' || ch.is_ascii_control() || !ch.is_ascii() {

@@ -41,7 +41,8 @@ impl SelectedKey {
     /// `split-window` line sent on the stdin of `tmux source-file -` (never on argv).
     /// Zeroed on drop.
     ///
-    /// Errors: a key stored by hand that [`tmux_quote`] cannot quote.
+    /// # Errors
+    /// A key stored by hand that [`tmux_quote`] cannot quote.
     pub fn tmux_env_arg(&self) -> Result<Zeroizing<String>> {
         let assignment = Zeroizing::new(format!("{}={}", self.env_var, self.key.expose()));
         tmux_quote(&assignment)
@@ -94,7 +95,8 @@ impl Store {
     /// `$CREWMUX_CONFIG_DIR/credentials.enc`, else `<config dir>/crewmux/credentials.enc`
     /// (`$XDG_CONFIG_HOME` or `~/.config` on Linux, via the `dirs` crate).
     ///
-    /// Errors: no config directory can be found (no `$HOME`).
+    /// # Errors
+    /// No config directory can be found (no `$HOME`).
     pub fn default_path() -> Result<PathBuf> {
         if let Some(dir) = std::env::var_os(CONFIG_DIR_ENV).filter(|d| !d.is_empty()) {
             return Ok(PathBuf::from(dir).join(STORE_FILE));
@@ -111,6 +113,10 @@ impl Store {
     /// Open the store at [`Store::default_path`] with the passphrase from
     /// [`passphrase_from_env_or_prompt`]. `Ok(None)` when there is no store file: nothing
     /// to select, and no passphrase is asked for.
+    ///
+    /// # Errors
+    /// As [`Store::default_path`], [`passphrase_from_env_or_prompt`] and reading the store: a
+    /// wrong passphrase, a corrupt file or one with loose permissions (the file is never touched).
     pub fn open_default() -> Result<Option<Store>> {
         let path = Self::default_path()?;
         if !path.exists() {
@@ -122,6 +128,9 @@ impl Store {
 
     /// Like [`Store::open_default`], but a missing store is fine: it is created by the first
     /// write (a new passphrase is asked twice at a prompt).
+    ///
+    /// # Errors
+    /// As [`Store::open_default`].
     pub fn open_or_create_default() -> Result<Store> {
         let path = Self::default_path()?;
         let passphrase = passphrase_from_env_or_prompt(!path.exists())?;
@@ -132,7 +141,8 @@ impl Store {
     /// a change). An existing file is read and decrypted now, so a wrong passphrase fails
     /// here.
     ///
-    /// Errors (each one line naming the file; the file is never touched): wrong passphrase,
+    /// # Errors
+    /// Each one line naming the file; the file is never touched: wrong passphrase,
     /// modified, truncated, newer format, not a store, open to other users, unreadable.
     pub fn open(path: impl Into<PathBuf>, passphrase: SecretString) -> Result<Store> {
         let mut store = Store {
@@ -227,7 +237,8 @@ impl Store {
     /// Store `key` for `provider` under `label` (default `key-N`, the first free N ≥ 1),
     /// optionally with its last valid day. Returns the label.
     ///
-    /// Errors (usage, nothing written): unknown provider, bad or taken label, the same key
+    /// # Errors
+    /// Usage errors, nothing written: unknown provider, bad or taken label, the same key
     /// already stored for the provider, an expiry date in the past.
     pub fn add(
         &mut self,
@@ -281,7 +292,8 @@ impl Store {
 
     /// Remove `provider`'s key `label`.
     ///
-    /// Errors (usage): no such provider or label; the message lists the labels there are.
+    /// # Errors
+    /// Usage errors: no such provider or label; the message lists the labels there are.
     pub fn remove(&mut self, provider: &str, label: &str) -> Result<()> {
         self.update(|data, _| {
             let Some(p) = data.providers.get_mut(provider) else {
@@ -306,7 +318,8 @@ impl Store {
     /// Move `provider` to its next key, whatever its strategy. Returns the new active label,
     /// `None` when it has no usable key.
     ///
-    /// Errors (usage): no keys stored for `provider`.
+    /// # Errors
+    /// Usage errors: no keys stored for `provider`.
     pub fn rotate(&mut self, provider: &str) -> Result<Option<String>> {
         self.update(|data, now| {
             let p = data.providers.get_mut(provider).ok_or_else(|| {
@@ -319,7 +332,8 @@ impl Store {
 
     /// Set how `provider`'s keys are handed out.
     ///
-    /// Errors (usage): no keys stored for `provider`.
+    /// # Errors
+    /// Usage errors: no keys stored for `provider`.
     pub fn set_strategy(&mut self, provider: &str, strategy: Strategy) -> Result<()> {
         self.update(|data, _| {
             let p = data.providers.get_mut(provider).ok_or_else(|| {
@@ -339,7 +353,8 @@ impl Store {
     /// `Ok(None)`: the provider takes no key from the store, or none is stored for it (the
     /// worker then runs with its own login). Expired keys are skipped.
     ///
-    /// Errors: every stored key of the provider has expired (the message says how to add
+    /// # Errors
+    /// Every stored key of the provider has expired (the message says how to add
     /// one); the store cannot be read or written.
     pub fn select_for_launch(
         &mut self,
@@ -384,6 +399,9 @@ impl Store {
     ///
     /// `Ok(None)` with nothing changed: the strategy is `manual`, or no keys are stored.
     /// `limited_label` may be `None` (or a label since removed): the active key is moved from.
+    ///
+    /// # Errors
+    /// As reading and writing the store under its lock (see [`Store::open_default`]).
     pub fn on_rate_limit(
         &mut self,
         provider: &str,

@@ -57,6 +57,10 @@ pub fn run_council(state: &RunState, store: &RunStore) -> Vec<CriticVerdict> {
 }
 
 /// Write `report.md` (the deterministic merge); returns its path and size in bytes.
+///
+/// # Errors
+/// [`Error::Io`](crate::error::Error::Io) naming `report.md` when it cannot be written, or the
+/// run's results cannot be read.
 pub fn write_report(state: &RunState, store: &RunStore) -> Result<(PathBuf, u64)> {
     let c = &state.clarification;
     let mut clarifications: Vec<Clarification> = c

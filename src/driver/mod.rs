@@ -305,7 +305,8 @@ impl Driver {
     /// Drive the run until it finishes (with `exit_when_finished`) or `Quit` arrives.
     /// `emit` receives snapshots, events and notices; it must not block.
     ///
-    /// Errors: another process drives the run, or the control thread cannot start.
+    /// # Errors
+    /// Another process drives the run, or the control thread cannot start.
     pub fn run(
         mut self,
         control: Receiver<Control>,

@@ -16,7 +16,8 @@ pub const CANCEL_SETTLE: Duration = Duration::from_secs(5);
 impl Driver {
     /// Take the run lock for an offline command and apply what reconciling found.
     ///
-    /// Errors: another process drives the run.
+    /// # Errors
+    /// Another process drives the run.
     fn begin_offline(&mut self) -> Result<crate::store::DriverLock> {
         let lock = self.store.try_driver_lock()?.ok_or_else(|| {
             Error::Usage(format!(
@@ -51,7 +52,8 @@ impl Driver {
     /// on a run that no process drives. `notice` gets what the person should read (a tmux
     /// server that does not answer), once each.
     ///
-    /// Errors: another process drives the run.
+    /// # Errors
+    /// Another process drives the run.
     pub fn observe_only(
         mut self,
         span: Duration,
@@ -76,7 +78,8 @@ impl Driver {
     /// worker is final (the engine's rule, as for a driven run). `notice` as for
     /// [`Driver::observe_only`].
     ///
-    /// Errors: another process drives the run.
+    /// # Errors
+    /// Another process drives the run.
     pub fn cancel_now(
         mut self,
         worker: Option<String>,
@@ -116,7 +119,8 @@ impl Driver {
     /// process drives: the answer is recorded by the engine and, for a worker, pasted into
     /// its pane through the backend.
     ///
-    /// Errors: another process drives the run; the worker's answer cannot be delivered
+    /// # Errors
+    /// Another process drives the run; the worker's answer cannot be delivered
     /// (its stdin belongs to a process that is gone, or tmux refused the paste).
     pub fn answer_now(mut self, worker: Option<String>, text: String) -> Result<RunState> {
         let _lock = self.begin_offline()?;

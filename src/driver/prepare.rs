@@ -69,7 +69,8 @@ fn upstream_worktree_note(state: &RunState, w: &WorkerState) -> String {
 
 /// Write the attempt's `prompt.md` and `launch.sh` and describe how to spawn it.
 ///
-/// Errors: the provider cannot build a launch (unknown, or `command` without argv), or I/O.
+/// # Errors
+/// The provider cannot build a launch (unknown, or `command` without argv), or I/O.
 pub fn prepare(
     state: &RunState,
     w: &WorkerState,

@@ -22,7 +22,8 @@ impl Registry {
     /// `CREWMUX_ATTEMPT` (and `CREWMUX_MODEL` when a model is set), and the prompt file as stdin
     /// for `prompt = "stdin"` providers.
     ///
-    /// Errors: an unknown provider, or `command` without an argv.
+    /// # Errors
+    /// An unknown provider, or `command` without an argv.
     pub fn build_launch(&self, provider: &str, req: &LaunchRequest<'_>) -> Result<LaunchCommand> {
         let spec = self.require(provider)?;
         build(provider, spec, req)

@@ -59,7 +59,8 @@ pub struct LaunchCommand {
 /// the user's `providers.toml` (see [`Registry::load`]); a run with a project should prefer
 /// `ResolvedTeam::registry.build_launch`, which also has the project's overrides.
 ///
-/// Errors: an unknown provider, `command` without an argv, a broken user `providers.toml`.
+/// # Errors
+/// An unknown provider, `command` without an argv, a broken user `providers.toml`.
 pub fn build_launch(provider: &str, req: &LaunchRequest<'_>) -> Result<LaunchCommand> {
     Registry::load(None, &EnvSnapshot::current())?.build_launch(provider, req)
 }

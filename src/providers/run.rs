@@ -23,7 +23,10 @@ pub struct ProbeOutput {
 }
 
 /// Run `program args` with stdin closed, a private process group and every variable of
-/// `env` set (over the inherited environment); kill the group with SIGKILL at `timeout`. Errors: the program cannot be started.
+/// `env` set (over the inherited environment); kill the group with SIGKILL at `timeout`.
+///
+/// # Errors
+/// The program cannot be started.
 pub fn run_with_timeout(
     program: &Path,
     args: &[String],

@@ -254,7 +254,10 @@ impl Registry {
     }
 
     /// Built-ins, then `<config dir>/providers.toml`, then `<project>/.crewmux/providers.toml`
-    /// when they exist. Errors: a file that cannot be read or parsed, named with its line.
+    /// when they exist.
+    ///
+    /// # Errors
+    /// A file that cannot be read or parsed, named with its line.
     pub fn load(project: Option<&Path>, env: &crate::providers::EnvSnapshot) -> Result<Self> {
         let mut files: Vec<PathBuf> = Vec::new();
         if let Some(dir) = user_config_dir(env) {
@@ -280,6 +283,10 @@ impl Registry {
     }
 
     /// Merge TOML layers (first is the base) field by field and validate the result.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] naming the layer's file and line: TOML that does not parse, or a provider
+    /// that fails validation.
     pub fn from_layers(layers: &[(&Path, &str)]) -> Result<Self> {
         let mut merged = toml::Table::new();
         for (path, text) in layers {
@@ -336,6 +343,9 @@ impl Registry {
     }
 
     /// A provider by name, or a usage error listing the known names.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] when `name` is not a known provider; the message lists the known names.
     pub fn require(&self, name: &str) -> Result<&ProviderSpec> {
         self.get(name).ok_or_else(|| {
             Error::Usage(format!(

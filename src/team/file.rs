@@ -223,13 +223,14 @@ fn check_after(
 /// `prompt_file` not both; attempts and parallel ≥ 1 (timeouts ≥ 0, 0 is off); artifacts relative
 /// without `..`; `after` naming known ids, not itself, without cycles (workers name workers;
 /// critics name critics or workers); checks with unique ids and a non-empty command.
+///
+/// # Errors
+/// [`Error::Usage`], one line `FILE:LINE:COL: message` naming the field and the fix: TOML
+/// that does not parse, an unknown field, or the first rule above that fails.
 #[allow(
     clippy::too_many_lines,
     reason = "one check per field in file order; to split into named steps (#15)"
 )]
-/// # Errors
-/// [`Error::Usage`], one line `FILE:LINE:COL: message` naming the field and the fix: TOML
-/// that does not parse, an unknown field, or the first rule above that fails.
 pub fn parse_and_validate(path: &Path, text: &str, registry: &Registry) -> Result<TeamSpec> {
     let spec: TeamSpec = toml::from_str(text).map_err(|e| {
         super::missing::missing_field(path, text, &e).unwrap_or_else(|| toml_error(path, text, &e))

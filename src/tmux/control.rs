@@ -240,7 +240,8 @@ impl PaneText {
 /// double quotes (`\n`, `\t`, `\r`, else `\ooo` octal: tmux(1) "PARSING SYNTAX"), so any
 /// text without NUL fits on one line.
 ///
-/// Errors: the text has a NUL byte (tmux's command language cannot carry it).
+/// # Errors
+/// The text has a NUL byte (tmux's command language cannot carry it).
 pub fn quote_line_arg(arg: &str) -> Result<String, String> {
     if arg.contains('\0') {
         return Err("a NUL byte cannot be sent to tmux".into());

@@ -47,7 +47,8 @@ pub struct Outcome {
 /// `viewer` is a multiplexer of the run's backend used only to attach to panes. Returns
 /// when the person quits (`q`) or a signal ends it: the driver stops, workers keep running.
 ///
-/// Errors: the terminal cannot be set up, or the driver fails.
+/// # Errors
+/// The terminal cannot be set up, or the driver fails.
 pub fn run(store: RunStore, driver: Driver, viewer: Box<dyn Multiplexer>) -> Result<Outcome> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

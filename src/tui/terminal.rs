@@ -53,7 +53,8 @@ pub struct TerminalGuard {
 impl TerminalGuard {
     /// Raw mode, alternate screen, bracketed paste and mouse reporting.
     ///
-    /// Errors: the terminal cannot be put in raw mode or written to.
+    /// # Errors
+    /// The terminal cannot be put in raw mode or written to.
     pub fn enter() -> Result<TerminalGuard> {
         install_hooks();
         ACTIVE.store(true, Ordering::SeqCst);
@@ -63,7 +64,8 @@ impl TerminalGuard {
     /// Give the terminal back for a while (attach to a pane, `$EDITOR`), then take it again
     /// and repaint.
     ///
-    /// Errors: the terminal cannot be taken back.
+    /// # Errors
+    /// The terminal cannot be taken back.
     pub fn suspend<T>(&mut self, f: impl FnOnce() -> T) -> Result<T> {
         restore();
         let out = f();
@@ -116,7 +118,8 @@ pub fn restore() {
 /// sent on `tx`. Registering replaces the default action (terminate, or core dump for
 /// `SIGQUIT`) for the rest of the process, so none of them can leave the terminal raw.
 ///
-/// Errors: a signal handler cannot be registered.
+/// # Errors
+/// A signal handler cannot be registered.
 #[allow(
     clippy::needless_pass_by_value,
     reason = "the sender is cloned into one task per signal"

@@ -14,6 +14,10 @@ pub const WORKER_TRAILER: &str = "Crewmux-Worker";
 /// The runner with a fallback identity (`crewmux <crewmux@localhost>`) when the user has
 /// none configured, so that a machine without `user.email` still gets its commits; the
 /// user's own identity is used whenever it exists.
+///
+/// # Errors
+/// [`Error::Command`](crate::error::Error::Command) when git cannot be asked for the configured
+/// identity.
 pub fn with_identity(git: Git) -> Result<Git> {
     let has = git.output(&["config", "--get", "user.email"])?.ok()
         && git.output(&["config", "--get", "user.name"])?.ok();
@@ -48,6 +52,10 @@ fn unstage_seeds(git: &Git, copy: &[String], prefix: &Path) -> Result<()> {
 /// left so nothing is lost; judging it is the checks' job, and a failing hook must not
 /// drop the work. Untracked build output (`target/`, `node_modules/`, …) stays out of it,
 /// even where the repository does not ignore it (see [`super::build_output`]).
+///
+/// # Errors
+/// [`Error::Command`](crate::error::Error::Command) when `git add`, `git commit` or `git rev-parse`
+/// fails (git's stderr in the message).
 pub fn commit_all(
     top: &Path,
     ws: &RunWorkspace,
@@ -86,6 +94,10 @@ pub fn parse_numstat(text: &str) -> DiffStat {
 }
 
 /// The change of `rev` (a branch or commit) against `base`: `git diff --numstat base rev`.
+///
+/// # Errors
+/// [`Error::Command`](crate::error::Error::Command) when `git diff` fails (an unknown `base` or
+/// `rev`).
 pub fn diffstat_between(repo: &Path, base: &str, rev: &str) -> Result<DiffStat> {
     let out = Git::new(repo).run(&["diff", "--numstat", "--no-renames", base, rev])?;
     Ok(parse_numstat(&out))
@@ -98,6 +110,9 @@ const UNTRACKED_READ_MAX: u64 = 1 << 20;
 /// through `git diff --numstat base`, plus untracked, not ignored files counted by their
 /// lines (files over 1 MiB count as a file without lines), build output left out as in a
 /// commit. Two git calls, three when the tree has build output.
+///
+/// # Errors
+/// [`Error::Command`](crate::error::Error::Command) when `git diff` or `git ls-files` fails.
 pub fn diffstat_live(top: &Path, base: &str) -> Result<DiffStat> {
     let git = Git::new(top);
     let mut d = parse_numstat(&git.run(&["diff", "--numstat", "--no-renames", base])?);
@@ -117,6 +132,10 @@ pub fn diffstat_live(top: &Path, base: &str) -> Result<DiffStat> {
 }
 
 /// Commits in `base..rev`.
+///
+/// # Errors
+/// [`Error::Command`](crate::error::Error::Command) when `git rev-list` fails (an unknown `base` or
+/// `rev`).
 pub fn commit_count(repo: &Path, base: &str, rev: &str) -> Result<u32> {
     let out = Git::new(repo).line(&["rev-list", "--count", &format!("{base}..{rev}")])?;
     Ok(out.parse().unwrap_or(0))
@@ -126,7 +145,8 @@ pub fn commit_count(repo: &Path, base: &str, rev: &str) -> Result<u32> {
 /// `crewmux: <worker> attempt <n>`) and record the branch's diffstat and commit count.
 /// A worker without a worktree is left alone.
 ///
-/// Errors: a git call fails.
+/// # Errors
+/// A git call fails.
 pub fn on_attempt_end(
     ws: &mut RunWorkspace,
     run_id: &str,

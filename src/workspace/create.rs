@@ -58,9 +58,12 @@ pub fn worktrees_root(project: &Path, run_id: &str) -> PathBuf {
 
 /// Check the project and the options without creating anything.
 ///
-/// `workers` are `(id, the worker's own workspace mode)`. Errors (exit 2): `--base` is not
-/// a commit, a bare repository, a repository without a commit, `--base`/
-/// `--include-uncommitted` outside a git repository or with only shared workers.
+/// `workers` are `(id, the worker's own workspace mode)`.
+///
+/// # Errors
+/// Usage errors (exit 2): `--base` is not a commit, a bare repository, a repository without a
+/// commit, `--base`/`--include-uncommitted` outside a git repository or with only shared
+/// workers.
 pub fn plan(
     project: &Path,
     spec: &WorkspaceSpec,
@@ -150,6 +153,9 @@ pub fn plan(
 }
 
 /// The branch checked out in the tree of `git` (`None`: detached HEAD).
+///
+/// # Errors
+/// [`Error::Command`] when git cannot be asked (see [`Git::output`]).
 pub fn current_branch(git: &Git) -> Result<Option<String>> {
     let out = git.output(&["symbolic-ref", "--quiet", "--short", "HEAD"])?;
     Ok(out.ok().then(|| out.stdout.trim().to_string()))
@@ -196,7 +202,8 @@ fn is_dirty(git: &Git) -> Result<bool> {
 /// Create the worktrees of a plan: the exclude line, the base (with the uncommitted
 /// snapshot when asked), one worktree and branch per worker, the `copy` files.
 ///
-/// Errors: a git call fails (its stderr is in the message); worktrees created before the
+/// # Errors
+/// A git call fails (its stderr is in the message); worktrees created before the
 /// failure are removed again.
 pub fn create(plan: &Plan, project: &Path, run_id: &str) -> Result<RunWorkspace> {
     let mut ws = start(plan, project, run_id)?;
@@ -208,7 +215,8 @@ pub fn create(plan: &Plan, project: &Path, run_id: &str) -> Result<RunWorkspace>
 /// now, as an unreferenced commit), every planned worker in `pending`, no worktree or
 /// branch made yet ([`make_pending`] makes them).
 ///
-/// Errors: git fails reading the base or writing the snapshot or `info/exclude`.
+/// # Errors
+/// Git fails reading the base or writing the snapshot or `info/exclude`.
 pub fn start(plan: &Plan, project: &Path, run_id: &str) -> Result<RunWorkspace> {
     let git = Git::new(&plan.repo);
     ensure_excluded(&git)?;
@@ -238,7 +246,8 @@ pub fn start(plan: &Plan, project: &Path, run_id: &str) -> Result<RunWorkspace> 
 /// `ws.workers`; nothing to do when none is pending. On a failure the ones made by this
 /// call are removed again and `ws` is left as it was.
 ///
-/// Errors: a `git worktree add` or a seed copy fails.
+/// # Errors
+/// A `git worktree add` or a seed copy fails.
 pub fn make_pending(ws: &mut RunWorkspace, project: &Path, run_id: &str) -> Result<()> {
     if ws.pending.is_empty() {
         return Ok(());
@@ -307,6 +316,10 @@ pub fn make_pending(ws: &mut RunWorkspace, project: &Path, run_id: &str) -> Resu
 pub const CREATE_THREADS: usize = 4;
 
 /// `git worktree add -b crewmux/<run>/<name> <root>/<name> <base>`.
+///
+/// # Errors
+/// [`Error::Command`] when `git worktree add` fails (its stderr is in the message);
+/// [`Error::Io`] when `info/exclude` cannot be written.
 pub fn add_worktree(
     git: &Git,
     ws: &RunWorkspace,

@@ -72,7 +72,8 @@ impl Git {
 
     /// Run `git args…`; returns its output whatever its exit status.
     ///
-    /// Errors: git cannot be started, or the call outlived the timeout (it is killed; the
+    /// # Errors
+    /// Git cannot be started, or the call outlived the timeout (it is killed; the
     /// message names the command and the timeout).
     pub fn output(&self, args: &[&str]) -> Result<GitOutput> {
         let mut cmd = Command::new("git");
@@ -137,6 +138,10 @@ impl Git {
 
     /// Run `git args…` and return its stdout; a non-zero exit is an error carrying git's
     /// stderr (first line kept whole, the rest cut).
+    ///
+    /// # Errors
+    /// [`Error::Command`] with git's stderr when git exits non-zero; as [`output`](Self::output)
+    /// when git cannot start or outlives its timeout.
     pub fn run(&self, args: &[&str]) -> Result<String> {
         let out = self.output(args)?;
         if out.ok() {
@@ -150,6 +155,9 @@ impl Git {
     }
 
     /// `run` with the output trimmed of its trailing newline.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
     pub fn line(&self, args: &[&str]) -> Result<String> {
         Ok(self.run(args)?.trim_end().to_string())
     }

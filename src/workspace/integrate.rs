@@ -27,7 +27,12 @@ pub enum Outcome {
 /// yet into the integration branch, creating its worktree on the first pass. A merge the
 /// merge-fixer resolved is committed first, as is anything a fixer left in the tree.
 ///
-/// Errors: git fails other than by a conflict (the message carries git's stderr).
+/// # Errors
+/// Git fails other than by a conflict (the message carries git's stderr).
+///
+/// # Errors
+/// A git call that fails other than by a conflict ([`Error::Command`] with git's stderr), or a
+/// seed that cannot be copied ([`Error::Io`]).
 #[allow(
     clippy::too_many_lines,
     reason = "one merge sequence read top to bottom; to split into named steps (#15)"

@@ -54,7 +54,8 @@ pub fn cwd_for(state: &RunState, w: &WorkerState) -> Option<PathBuf> {
 /// Before a worker launches: make the run's pending worktrees (all at once, the first time
 /// any worker of the run launches). `Ok` with nothing to do for a run without them.
 ///
-/// Errors: a worktree cannot be made (none of this call's is left behind).
+/// # Errors
+/// A worktree cannot be made (none of this call's is left behind).
 pub fn make_worktrees(state: &mut RunState) -> crate::error::Result<()> {
     let (project, run_id) = (state.project_dir.clone(), state.run_id.clone());
     match state.workspace.as_mut() {

@@ -15,7 +15,8 @@ pub const SETUP_FAILED_FILE: &str = "setup-failed";
 /// non-zero exit N writes N to `<attempt>/setup-failed`, prints `setup failed (exit N)`
 /// and exits N; otherwise it `exec`s the agent.
 ///
-/// Errors: the script cannot be written.
+/// # Errors
+/// The script cannot be written.
 pub fn wrap_argv(
     state: &RunState,
     w: &WorkerState,

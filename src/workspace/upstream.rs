@@ -17,7 +17,8 @@ use crate::error::Result;
 /// Merge the branches of `w`'s completed upstreams into `w`'s worktree; returns the lines
 /// to tell the worker (empty when it has no worktree or no upstream with one).
 ///
-/// Errors: a git call other than the merge itself fails (the worktree is left as it was).
+/// # Errors
+/// A git call other than the merge itself fails (the worktree is left as it was).
 pub fn merge_upstreams(state: &RunState, w: &WorkerState) -> Result<Vec<String>> {
     let Some(ws) = state.workspace.as_ref() else {
         return Ok(Vec::new());

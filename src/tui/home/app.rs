@@ -17,7 +17,8 @@ pub const REFRESH: Duration = Duration::from_secs(2);
 /// Show `home` until the person opens, cleans or starts a run, or quits. `refresh` brings
 /// `home` up to date (the rows read again, the providers once probed) every [`REFRESH`].
 ///
-/// Errors: the terminal cannot be set up or read.
+/// # Errors
+/// The terminal cannot be set up or read.
 pub fn run(home: &mut Home, refresh: &dyn Fn(&mut Home)) -> Result<HomeExit> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

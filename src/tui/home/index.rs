@@ -24,7 +24,8 @@ pub fn read(path: &Path) -> Vec<PathBuf> {
 
 /// Add `project` to the index at `path` unless it is there already.
 ///
-/// Errors: the state directory or the index cannot be written (the path is named).
+/// # Errors
+/// The state directory or the index cannot be written (the path is named).
 pub fn record(path: &Path, project: &Path) -> Result<()> {
     let mut all = read(path);
     if all.iter().any(|p| p == project) {
