@@ -42,7 +42,8 @@ pub const CONTROL_ENV: &str = "CREWMUX_TMUX_CONTROL";
 /// over one persistent control-mode client instead of a process each (unless
 /// [`CONTROL_ENV`] is `off`).
 ///
-/// Errors: as [`backend_for`].
+/// # Errors
+/// As [`backend_for`].
 pub fn driving_backend_for(state: &RunState, store: &RunStore) -> Result<Box<dyn Multiplexer>> {
     let off = std::env::var(CONTROL_ENV).is_ok_and(|v| v == "off");
     if state.backend != BackendKind::Tmux || !crate::tmux::tmux_available() || off {

@@ -485,7 +485,8 @@ impl TmuxClient {
 /// a line (a line that holds several gets one `%error` block when any fails to parse, so
 /// replies could no longer be counted).
 ///
-/// Errors: an argument with a NUL byte.
+/// # Errors
+/// An argument with a NUL byte.
 fn channel_lines(commands: &[String]) -> Result<Vec<String>> {
     let mut lines = vec![];
     for cmd in commands.split(|a| a == ";").filter(|c| !c.is_empty()) {
