@@ -1,4 +1,5 @@
-//! The header: run id, team, backend, run status, council badge, the stage flow with the
+//! The header: run id, team, backend, the run's tokens and cost (once reported), run
+//! status, council badge, the stage flow with the
 //! current stage highlighted and the fix round, and the problem (truncated).
 
 use ratatui::layout::{Alignment, Rect};
@@ -20,12 +21,15 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     let dim = Style::default().fg(Color::DarkGray);
     let label = |s: &'static str| Span::styled(s, dim);
 
-    let right = Line::from(vec![
+    let (_, total) = crate::providers::output::run_usage(run);
+    let mut right = super::roster_usage::header_spans(total.as_ref());
+    right.extend([
         Span::styled(run.status.as_str(), run_status_style(run.status)),
         label("  council "),
         council_badge(run.council.status),
         Span::raw(" "),
     ]);
+    let right = Line::from(right);
     let mut left = vec![
         Span::styled(
             " crewmux ",

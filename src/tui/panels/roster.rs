@@ -77,15 +77,30 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
         header.push("change");
         widths.push(Constraint::Length(DIFF_WIDTH));
     }
+    // Once a CLI reported usage: each worker's tokens (and cost).
+    let (usage, total) = crate::providers::output::run_usage(run);
+    let with_usage = with_note && total.is_some();
+    if with_usage {
+        header.push("tokens");
+        widths.push(Constraint::Length(super::roster_usage::WIDTH));
+    }
     if with_note {
         header.push("note");
         widths.push(Constraint::Fill(1));
     }
 
     let order = crate::tui::attention::order(view.ui, run);
-    let rows = order
-        .iter()
-        .map(|&i| row(&run.workers[i], with_role, with_note, with_diff, view));
+    let rows = order.iter().map(|&i| {
+        let w = &run.workers[i];
+        let mut r = row(w, with_role, with_note, with_diff, view);
+        if with_usage {
+            // The tokens cell goes before the note, the last cell.
+            let note = r.pop();
+            r.push(super::roster_usage::cell(usage.get(&w.id)));
+            r.extend(note);
+        }
+        Row::new(r)
+    });
     let focused = view.ui.focus == Focus::Roster;
     // xterm 237: a dark grey on which every status colour stays readable.
     let highlight = if focused {
@@ -113,7 +128,7 @@ fn row<'a>(
     with_note: bool,
     with_diff: bool,
     view: &View,
-) -> Row<'a> {
+) -> Vec<Cell<'a>> {
     let style = status_style(w.status);
     let mut cells = vec![Cell::from(w.id.as_str())];
     if with_role {
@@ -179,7 +194,7 @@ fn row<'a>(
             Style::default().fg(Color::Gray),
         )));
     }
-    Row::new(cells)
+    cells
 }
 
 /// What a pending or live worker's note says about its flow: `blocked on a, b`, `retry in
