@@ -21,6 +21,7 @@ pub struct StoreLock {
 
 impl Drop for StoreLock {
     fn drop(&mut self) {
+        // Err: nothing to do in a drop; closing the file releases the lock anyway.
         let _ = fs4::fs_std::FileExt::unlock(&self.file);
     }
 }

@@ -82,6 +82,8 @@ pub fn prepare(
     std::fs::create_dir_all(&attempt_dir).at(&attempt_dir)?;
     let paths = AttemptPaths::new(attempt_dir);
     for stale in [&paths.exit, &paths.output, &paths.cwd_failed] {
+        // Err: most often there is no such file (a first attempt); a file that stays is
+        // told apart by the attempt's nonce.
         let _ = std::fs::remove_file(stale);
     }
     let mut prompt = prompt_text(state, w, max_chars);

@@ -156,6 +156,7 @@ fn drive(store: &RunStore, world: &FakeWorld, crash_after: Option<(usize, bool)>
                     .filter(|w| w.status == WorkerStatus::Waiting)
                 {
                     if answered.insert((w.id.clone(), w.attempt)) {
+                        // Err: the driver has stopped; the test's own asserts report that.
                         let _ = ctl.send(Control::Answer {
                             worker: Some(w.id.clone()),
                             text: "Postgres".into(),

@@ -47,11 +47,13 @@ pub fn run_with_timeout(
     let mut err = child.stderr.take().expect("piped");
     let t_out = std::thread::spawn(move || {
         let mut s = Vec::new();
+        // A read error ends the capture early: what was read is the output there is.
         let _ = out.read_to_end(&mut s);
         s
     });
     let t_err = std::thread::spawn(move || {
         let mut s = Vec::new();
+        // As for stdout: what was read is the output there is.
         let _ = err.read_to_end(&mut s);
         s
     });
@@ -63,10 +65,12 @@ pub fn run_with_timeout(
         }
         if Instant::now() >= deadline {
             timed_out = true;
+            // Err: the group has already exited (ESRCH); the wait below reaps it either way.
             let _ = nix::sys::signal::killpg(
                 nix::unistd::Pid::from_raw(pid as i32),
                 nix::sys::signal::Signal::SIGKILL,
             );
+            // Err: the child has already exited; the wait below reaps it.
             let _ = child.kill();
             break child.wait().ok();
         }

@@ -104,6 +104,7 @@ pub fn restore() {
     if !ACTIVE.swap(false, Ordering::SeqCst) {
         return;
     }
+    // Best effort while leaving or panicking: there is no screen left to report on.
     let _ = execute!(
         std::io::stdout(),
         DisableMouseCapture,
@@ -111,6 +112,7 @@ pub fn restore() {
         LeaveAlternateScreen,
         Show
     );
+    // As above: nothing to report to if the terminal cannot be taken back.
     let _ = disable_raw_mode();
 }
 

@@ -114,6 +114,7 @@ pub fn clean_run(
     }
     git.run(&["worktree", "prune"])?;
     if report.kept == 0 {
+        // Err: something else is in the folder; it stays, and nothing was lost.
         let _ = std::fs::remove_dir(&ws.root);
     }
     Ok(report)

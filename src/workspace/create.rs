@@ -302,6 +302,8 @@ pub fn make_pending(ws: &mut RunWorkspace, project: &Path, run_id: &str) -> Resu
     }
     if let Some(e) = failure {
         for (_, w) in &made {
+            // Rolling back after `failure`, which is the error reported; a leftover is removed by
+            // `crewmux clean`.
             let _ = git.output(&["worktree", "remove", "--force", &w.path.to_string_lossy()]);
             let _ = git.output(&["branch", "-D", &w.branch]);
         }

@@ -99,11 +99,13 @@ impl Git {
         let mut err = child.stderr.take().expect("piped");
         let out_reader = std::thread::spawn(move || {
             let mut buf = Vec::new();
+            // A read error ends the capture early: what was read is the output there is.
             let _ = out.read_to_end(&mut buf);
             buf
         });
         let err_reader = std::thread::spawn(move || {
             let mut buf = Vec::new();
+            // As for stdout: what was read is the stderr there is.
             let _ = err.read_to_end(&mut buf);
             buf
         });
@@ -116,6 +118,8 @@ impl Git {
             })? {
             Some(s) => s,
             None => {
+                // Past the timeout: the error returned says so; kill and reap are best effort (the
+                // child may have just exited).
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(Error::Command {

@@ -28,6 +28,7 @@ pub fn section(state: &RunState) -> String {
         return String::new();
     };
     let mut out = String::from("\n## Branches\n\n");
+    // Writing into a String cannot fail.
     let _ = writeln!(
         out,
         "Base: `{}` ({}{}).\n",
@@ -41,6 +42,7 @@ pub fn section(state: &RunState) -> String {
     );
     for (id, w) in &ws.workers {
         let list = commits(&ws.repo, &ws.base, &w.branch);
+        // Writing into a String cannot fail.
         let _ = writeln!(
             out,
             "- **{id}**: `{}` — {} commit{}, {}",
@@ -50,11 +52,13 @@ pub fn section(state: &RunState) -> String {
             stat(w.diff)
         );
         for c in list.iter().take(REPORT_COMMITS) {
+            // Writing into a String cannot fail.
             let _ = writeln!(out, "  - {c}");
         }
     }
     match &ws.integration {
         Some(i) => {
+            // Writing into a String cannot fail.
             let _ = writeln!(
                 out,
                 "\nIntegration: `{}` — merged {}; {}{}. Take it with `crewmux merge {}` (`--dry-run` shows the diffstat).",
@@ -73,6 +77,7 @@ pub fn section(state: &RunState) -> String {
             );
         }
         None => {
+            // Writing into a String cannot fail.
             let _ = writeln!(out, "\nIntegration: not made (no worker reached it).");
         }
     }

@@ -23,6 +23,7 @@ pub fn wrap_argv(
     attempt_dir: &Path,
     argv: Vec<String>,
 ) -> Result<Vec<String>> {
+    // Err: most often no such file (no earlier failed setup in this attempt dir).
     let _ = std::fs::remove_file(attempt_dir.join(SETUP_FAILED_FILE));
     let Some(ws) = state.workspace.as_ref() else {
         return Ok(argv);

@@ -43,6 +43,8 @@ pub fn merge_upstreams(state: &RunState, w: &WorkerState) -> Result<Vec<String>>
             continue;
         }
         let files = git.run(&["diff", "--name-only", "--diff-filter=U"])?;
+        // Err: the merge state stays in the worktree; the conflicting files listed below
+        // are what is reported.
         let _ = git.output(&["merge", "--abort"]);
         let files: Vec<&str> = files.lines().collect();
         notes.push(format!(
