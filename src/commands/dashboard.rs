@@ -5,7 +5,7 @@ use crate::driver::{Driver, DriverOptions};
 use crate::error::Result;
 use crate::store::RunStore;
 
-/// Drive `state` with the dashboard; on quit, say how to come back. Returns the SPEC §3
+/// Drive `state` with the dashboard; on quit, say how to come back. Returns the exit code of
 /// exit code of the run as last seen (0 when the person left it running).
 ///
 /// # Errors

@@ -1,11 +1,11 @@
-//! The run summary of SPEC §3 (headless stdout, `status --json`) and the headless exit code.
+//! The run summary of docs/design.md (headless stdout, `status --json`) and the headless exit code.
 
 use serde_json::{json, Value};
 
 use crate::domain::{CouncilStatus, RunState, RunStatus};
 
 /// The summary object: `run_id`, `status`, `stage`, `problem`, `run_dir`, `workers`,
-/// `council`, `clarification`, `report` (SPEC §3), plus `reason`, `backend`, `fix_round`,
+/// `council`, `clarification`, `report` (docs/design.md), plus `reason`, `backend`, `fix_round`,
 /// and `usage` (tokens in/out and cost in USD as the CLIs reported them, per worker and for
 /// the run; `null` where nothing was reported).
 pub fn summary(state: &RunState) -> Value {
@@ -115,7 +115,7 @@ impl Outcome {
         }
     }
 
-    /// SPEC §3's exit code of this outcome.
+    /// The exit code (docs/design.md) of this outcome.
     pub fn exit_code(self) -> i32 {
         match self {
             Outcome::Passed | Outcome::Attention => 0,
@@ -154,7 +154,7 @@ fn blocked_reason(state: &RunState) -> Option<String> {
     })
 }
 
-/// SPEC §3: 0 for `done` with council `ok`/`attention`, 1 for `blocked` or `failed` (and
+/// docs/design.md: 0 for `done` with council `ok`/`attention`, 1 for `blocked` or `failed` (and
 /// `cancelled`), 3 when halted at a clarification; a run left running or detached is 0.
 /// Follows from [`outcome`], so the summary's `outcome` and the exit code always agree.
 pub fn exit_code(state: &RunState) -> i32 {

@@ -1,6 +1,6 @@
 //! The credential store: several API keys per provider in one sealed file, handed to
 //! workers round-robin, pinned per session or by failover, and rotated on rate limits
-//! (SPEC §8).
+//! (docs/design.md).
 //!
 //! # Security model
 //! * One file, `$CREWMUX_CONFIG_DIR/credentials.enc` or `~/.config/crewmux/credentials.enc`,

@@ -1,5 +1,5 @@
 //! Credentials and rate limits: which key an attempt used, and moving a provider past a
-//! key whose attempt failed after a rate-limit line (SPEC §8).
+//! key whose attempt failed after a rate-limit line (docs/design.md).
 
 use chrono::Utc;
 

@@ -147,7 +147,7 @@ pub struct Driver {
     focus: Option<String>,
     finished: bool,
     server_down_reported: bool,
-    /// The credential store, when there is one (SPEC §8): a key per launch, rotated when a
+    /// The credential store, when there is one (docs/design.md): a key per launch, rotated when a
     /// worker's output matches the rate-limit patterns.
     creds: Option<crate::creds::Store>,
     /// Each provider's own rate-limit patterns (providers/rate_limits.rs).

@@ -1,4 +1,4 @@
-//! Settling an attempt's exit from its evidence (SPEC §4 order of trust: `exit.json`, the
+//! Settling an attempt's exit from its evidence (docs/design.md order of trust: `exit.json`, the
 //! exit marker, then the pane's or child's exit status). Pure: the caller passes the time,
 //! so the waits below are tested with a fake clock.
 

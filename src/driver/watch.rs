@@ -1,5 +1,5 @@
 //! Watching attempts: new bytes of each `output.log` (marker, questions, activity) and the
-//! exit evidence in SPEC §4 order of trust: `exit.json`, the marker, `pane_dead_status`.
+//! exit evidence in docs/design.md order of trust: `exit.json`, the marker, `pane_dead_status`.
 
 use std::collections::VecDeque;
 use std::fs::File;

@@ -1,4 +1,4 @@
-//! Prompt packaging (SPEC §5, after the OMG seed's `package_prompt`): persona and model,
+//! Prompt packaging (docs/design.md, after the OMG seed's `package_prompt`): persona and model,
 //! project, working memory excerpt, profile digest, recent failures, the task, constraints;
 //! capped at a character budget by dropping the lowest-priority sections, never the task.
 
@@ -62,8 +62,8 @@ pub fn package(agent_role: &str, task: &str, project_dir: &Path, opts: &PackageO
     package_report(agent_role, task, project_dir, opts).text
 }
 
-/// Build the sections in SPEC order, then, while over `max_chars`, drop the section with the
-/// lowest priority: working memory, then profile, project, failures, persona, constraints.
+/// Build the sections in docs/design.md order, then, while over `max_chars`, drop the
+/// section with the lowest priority: working memory, then profile, project, failures, persona, constraints.
 /// The task is never dropped or cut; a task longer than the cap is kept whole and logged.
 #[allow(
     clippy::too_many_lines,

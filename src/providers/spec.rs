@@ -80,7 +80,7 @@ pub struct AuthSpec {
     pub unproven: Unproven,
 }
 
-/// One provider (SPEC §5). Every field has a default so that an override file may give only
+/// One provider (docs/design.md). Every field has a default so that an override file may give only
 /// the fields it changes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]

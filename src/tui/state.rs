@@ -63,7 +63,7 @@ pub enum AnswerTarget {
 /// A pending question as the clarification panel shows it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PendingQuestion<'a> {
-    /// `None` for the run-level question (SPEC §6), else the waiting worker.
+    /// `None` for the run-level question (docs/design.md), else the waiting worker.
     pub worker: Option<&'a WorkerState>,
     /// The question text; `None` when a worker waits but no question text was captured.
     pub text: Option<&'a str>,

@@ -1,5 +1,5 @@
 //! The council panel: each critic's verdict and confidence with its first findings, and the
-//! council status (SPEC §1) in the title. Focused, it shows every finding and scrolls.
+//! council status (docs/design.md) in the title. Focused, it shows every finding and scrolls.
 
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style, Stylize};
