@@ -3,6 +3,7 @@
 //! thread (each tmux_interface call is a blocking `std::process::Command`).
 
 pub mod reap;
+pub mod tmux_version;
 
 use std::path::PathBuf;
 
@@ -16,7 +17,7 @@ pub struct SpawnSpec {
     pub worker: String,
     pub attempt: u32,
     /// The attempt's nonce: its exit evidence carries it, and its processes inherit it as
-    /// `CREWMUX_ATTEMPT`.
+    /// `CREWMUX_ATTEMPT_NONCE`.
     pub nonce: String,
     /// tmux window name (`<worker>-<attempt>`).
     pub window: String,

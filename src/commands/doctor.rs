@@ -1,10 +1,10 @@
-//! `crewmux doctor [--json]`: tmux (present, version ≥ 3.0) and every provider (on PATH,
+//! `crewmux doctor [--json]`: tmux (present, version ≥ 3.2, the check `run` follows) and every provider (on PATH,
 //! version, auth state, install hint), then one readiness line.
 //!
 //! The project whose `.crewmux/providers.toml` is read is `--project`, else the current
 //! directory (as for `dispatch`). Exit code: 0 when at least one real agent CLI is usable
 //! (installed and not known to be logged out), 1 otherwise. tmux is reported but does not decide the exit code: without it
-//! (or below 3.0) workers run on the process backend. Every probe runs in its own thread
+//! (or below 3.2) workers run on the process backend. Every probe runs in its own thread
 //! with its own timeout (`auth.timeout_ms` of the provider, 5 s for versions), so a hanging
 //! CLI delays doctor by at most its timeout.
 #![allow(
@@ -148,7 +148,11 @@ pub fn render(r: &DoctorReport) -> String {
     let tmux = match (&r.tmux.installed, &r.tmux.version) {
         (false, _) => "not installed: workers will use the process backend (apt install tmux / brew install tmux)".to_string(),
         (true, v) if r.tmux.ok => format!("ok ({})", v.as_deref().unwrap_or("?")),
-        (true, v) => format!("{}: crewmux needs tmux >= 3.0; workers will use the process backend", v.as_deref().unwrap_or("unknown version")),
+        (true, _) => format!(
+            "{}: workers will use the process backend (install tmux >= {})",
+            r.tmux.problem.as_deref().unwrap_or("unusable"),
+            r.tmux.minimum
+        ),
     };
     out.push_str(&format!("tmux       {tmux}\n\n"));
     out.push_str(&format!(

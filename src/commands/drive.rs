@@ -14,14 +14,16 @@ use crate::tmux::TmuxBackend;
 /// The backend a run was planned with.
 ///
 /// # Errors
-/// A tmux run when tmux is no longer on PATH.
+/// A tmux run when tmux is no longer on PATH or is older than tmux 3.2.
 pub fn backend_for(state: &RunState, store: &RunStore) -> Result<Box<dyn Multiplexer>> {
     Ok(match state.backend {
         BackendKind::Tmux => {
-            if !crate::tmux::tmux_available() {
+            let tmux =
+                crate::providers::health::probe_tmux(&crate::providers::EnvSnapshot::current());
+            if let Some(problem) = tmux.problem {
                 return Err(Error::Usage(format!(
-                    "run {} uses tmux, which is not on PATH: install tmux to continue it",
-                    state.run_id
+                    "run {} uses tmux, and {problem}: install tmux {} or newer to continue it",
+                    state.run_id, tmux.minimum
                 )));
             }
             Box::new(TmuxBackend::new(

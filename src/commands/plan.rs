@@ -30,27 +30,26 @@ pub fn project_dir(arg: Option<&Path>) -> Result<PathBuf> {
     })
 }
 
-/// The backend: `--backend`, else tmux when installed, else the process backend (said once
-/// on stderr).
+/// The backend: `--backend`, else tmux when it is usable, else the process backend (said in
+/// one line on stderr). tmux is judged by the check `doctor` reports
+/// ([`crate::providers::health::probe_tmux`]): on PATH and at least tmux 3.2.
 ///
 /// # Errors
-/// `--backend tmux` without tmux on PATH.
+/// `--backend tmux` when tmux is missing or too old (a usage error, exit 2).
 pub fn choose_backend(arg: Option<BackendArg>) -> Result<BackendKind> {
-    match arg {
-        Some(BackendArg::Process) => Ok(BackendKind::Process),
-        Some(BackendArg::Tmux) => {
-            if crate::tmux::tmux_available() {
-                Ok(BackendKind::Tmux)
-            } else {
-                Err(Error::Usage(
-                    "--backend tmux: tmux is not on PATH; install it (e.g. `apt-get install tmux`) or use --backend process".into(),
-                ))
-            }
-        }
-        None if crate::tmux::tmux_available() => Ok(BackendKind::Tmux),
-        None => {
+    if arg == Some(BackendArg::Process) {
+        return Ok(BackendKind::Process);
+    }
+    let tmux = crate::providers::health::probe_tmux(&crate::providers::EnvSnapshot::current());
+    match (arg, tmux.problem) {
+        (_, None) => Ok(BackendKind::Tmux),
+        (Some(_), Some(problem)) => Err(Error::Usage(format!(
+            "--backend tmux: {problem}; install tmux {} or newer (e.g. `apt-get install tmux`) or use --backend process",
+            tmux.minimum
+        ))),
+        (None, Some(problem)) => {
             eprintln!(
-                "crewmux: tmux not found; running workers as child processes (--backend process)"
+                "crewmux: {problem}; running workers as child processes (--backend process)"
             );
             Ok(BackendKind::Process)
         }

@@ -181,7 +181,8 @@ pub fn probe_many(
     })
 }
 
-/// tmux on PATH and its version (`tmux -V` prints e.g. `tmux 3.3a`, `tmux next-3.4`).
+/// tmux on PATH and its version (`tmux -V` prints e.g. `tmux 3.3a`, `tmux next-3.4`), judged
+/// by the one check `run` follows too ([`crate::backend::tmux_version::tmux_usable`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TmuxHealth {
     pub installed: bool,
@@ -189,19 +190,21 @@ pub struct TmuxHealth {
     pub version: Option<String>,
     /// Parsed `(major, minor)`.
     pub parsed: Option<(u32, u32)>,
-    /// Installed and ≥ 3.0 (crewmux relies on `remain-on-exit` per pane and `#{pane_dead_status}`).
+    /// Installed and at least [`crate::backend::tmux_version::MIN_TMUX`]: workers run in
+    /// tmux panes; otherwise on the process backend.
     pub ok: bool,
+    /// The oldest tmux crewmux drives (`3.2`).
+    pub minimum: String,
+    /// Why tmux cannot be used, when it cannot (one phrase naming the version).
+    pub problem: Option<String>,
 }
 
 /// Parse `tmux -V` output into `(major, minor)`.
-pub fn parse_tmux_version(output: &str) -> Option<(u32, u32)> {
-    static V: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(\d+)\.(\d+)").expect("valid"));
-    let c = V.captures(output)?;
-    Some((c[1].parse().ok()?, c[2].parse().ok()?))
-}
+pub use crate::backend::tmux_version::parse_tmux_version;
 
-/// Check tmux.
+/// Check tmux: the `tmux` on `env`'s PATH and its `tmux -V` (5 s at most).
 pub fn probe_tmux(env: &EnvSnapshot) -> TmuxHealth {
+    use crate::backend::tmux_version::{min_tmux_text, tmux_usable};
     let cwd = PathBuf::from("/");
     let mut t = TmuxHealth {
         installed: false,
@@ -209,18 +212,20 @@ pub fn probe_tmux(env: &EnvSnapshot) -> TmuxHealth {
         version: None,
         parsed: None,
         ok: false,
+        minimum: min_tmux_text(),
+        problem: None,
     };
-    let Ok(path) = which::which_in("tmux", env.get("PATH"), cwd) else {
-        return t;
-    };
-    t.installed = true;
-    if let Ok(out) = run_with_timeout(&path, &["-V".to_string()], env, Duration::from_secs(5)) {
-        let line = out.output.trim().to_string();
+    if let Ok(path) = which::which_in("tmux", env.get("PATH"), cwd) {
+        t.installed = true;
+        let line = run_with_timeout(&path, &["-V".to_string()], env, Duration::from_secs(5))
+            .map(|out| out.output.trim().to_string())
+            .unwrap_or_default();
         t.parsed = parse_tmux_version(&line);
         t.version = Some(line);
+        t.path = Some(path);
     }
-    t.path = Some(path);
-    t.ok = t.parsed.is_some_and(|v| v >= (3, 0));
+    t.problem = tmux_usable(t.version.as_deref()).err();
+    t.ok = t.problem.is_none();
     t
 }
 
