@@ -1,5 +1,5 @@
 //! Finding and ending every process of an attempt, wherever it went: each inherits
-//! `CREWMUX_ATTEMPT=<nonce>` from the launch wrapper, so a scan of `/proc/<pid>/environ`
+//! `CREWMUX_ATTEMPT_NONCE=<nonce>` from the launch wrapper, so a scan of `/proc/<pid>/environ`
 //! finds children that left the process group (`setsid`, a daemon's double fork, `nohup`).
 //! Linux only; elsewhere the scan finds nothing and only process groups are signalled.
 

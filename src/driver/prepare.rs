@@ -130,7 +130,7 @@ pub fn prepare(
     let mut env = launch.env.clone();
     env.push(("CREWMUX_RUN_ID".into(), state.run_id.clone()));
     env.push(("CREWMUX_WORKER".into(), w.id.clone()));
-    env.push(("CREWMUX_ATTEMPT".into(), nonce.clone()));
+    env.push((crate::launch::ATTEMPT_ENV.into(), nonce.clone()));
     Ok(Prepared {
         spawn: SpawnSpec {
             worker: w.id.clone(),

@@ -1,5 +1,5 @@
 //! Nothing a worker started outlives its attempt: besides the process group, every process
-//! carrying the attempt's `CREWMUX_ATTEMPT` nonce (found in `/proc`, see
+//! carrying the attempt's `CREWMUX_ATTEMPT_NONCE` nonce (found in `/proc`, see
 //! [`crate::backend::reap`]) is ended with the same grace → SIGKILL, when crewmux ends an
 //! attempt (cancel, timeouts) and when an attempt ends by itself leaving children behind.
 //! Processes that survive SIGKILL are named in the event log.

@@ -147,7 +147,7 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
          # Runs the agent in a subshell, writes exit.json, prints the exit marker, exits with\n\
          # the agent's status so that tmux's pane_dead_status agrees.\n\
          dir={dir}\n\
-         CREWMUX_ATTEMPT={nonce}; export CREWMUX_ATTEMPT\n\
+         CREWMUX_ATTEMPT_NONCE={nonce}; export CREWMUX_ATTEMPT_NONCE\n\
          {log_wait}\
          if cd {cwd}; then\n\
            {run_agent}\
@@ -172,10 +172,11 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
 
 /// The environment variable every process of an attempt inherits from its wrapper: the
 /// attempt's nonce. Found in `/proc/<pid>/environ` it names the attempt a process belongs
-/// to, even one that left the process group (`setsid`, a double fork).
-pub const ATTEMPT_ENV: &str = "CREWMUX_ATTEMPT";
+/// to, even one that left the process group (`setsid`, a double fork). (`CREWMUX_ATTEMPT`
+/// is the attempt's number, 1-based, for the agent.)
+pub const ATTEMPT_ENV: &str = "CREWMUX_ATTEMPT_NONCE";
 
-/// The nonce of the attempt whose wrapper is at `launch` (its `CREWMUX_ATTEMPT=` line);
+/// The nonce of the attempt whose wrapper is at `launch` (its `CREWMUX_ATTEMPT_NONCE=` line);
 /// `None` when there is no wrapper there or it has no such line.
 pub fn wrapper_nonce(launch: &Path) -> Option<String> {
     let text = std::fs::read_to_string(launch).ok()?;
