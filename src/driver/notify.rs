@@ -24,12 +24,18 @@ pub fn sequences(msg: &str, term: &str, vte: bool) -> Vec<u8> {
     out
 }
 
-/// Notify in every way available; each is a courtesy, so failures are only logged.
+/// Notify in every way available; each is a courtesy, so failures are only logged. The
+/// escape sequences go to stderr only when it is a terminal: a headless run's stderr read
+/// by a script or a log file gets none.
 pub fn notify(msg: &str) {
+    use std::io::IsTerminal;
     let term = std::env::var("TERM").unwrap_or_default();
     let vte = std::env::var_os("VTE_VERSION").is_some();
-    if let Err(e) = std::io::stderr().write_all(&sequences(msg, &term, vte)) {
-        tracing::debug!("notification sequence: {e}");
+    let mut stderr = std::io::stderr();
+    if stderr.is_terminal() {
+        if let Err(e) = stderr.write_all(&sequences(msg, &term, vte)) {
+            tracing::debug!("notification sequence: {e}");
+        }
     }
     let quiet = |c: &mut Command| {
         c.stdin(Stdio::null())
