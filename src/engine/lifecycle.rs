@@ -48,6 +48,10 @@ pub(super) fn on_worker_input(
             dir,
         } => {
             let reason = format!("cannot enter working directory {}", dir.display());
+            // The directory is the same for every attempt: a retry cannot help.
+            if current(state, &worker, attempt).is_some_and(|w| w.status.is_live()) {
+                mem.no_retry.insert(worker.clone());
+            }
             failed_before_agent(state, mem, &worker, attempt, code, reason, fx);
         }
         Input::SetupFailed {

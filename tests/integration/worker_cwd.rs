@@ -37,7 +37,7 @@ fn run_refused(project: &Path, team: &Path) -> (Option<i32>, String) {
 
 #[test]
 fn a_missing_cwd_is_refused_at_load_with_its_place() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let team = team_file(tmp.path(), "team.toml", &one_worker("does/not/exist"));
     let (code, err) = run_refused(tmp.path(), &team);
     assert_eq!(code, Some(2), "{err}");
@@ -55,7 +55,7 @@ fn a_missing_cwd_is_refused_at_load_with_its_place() {
 
 #[test]
 fn a_cwd_that_leaves_the_project_is_refused_at_load() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let project = tmp.path().join("project");
     std::fs::create_dir_all(project.join("sub")).unwrap();
     std::fs::create_dir_all(tmp.path().join("outside")).unwrap();
@@ -73,7 +73,8 @@ fn a_cwd_that_leaves_the_project_is_refused_at_load() {
 }
 
 /// On both backends (tmux when it is here): the directory `second` was told to run in is
-/// removed by `first` after the team was loaded.
+/// removed by `first` after the team was loaded; it may have two attempts, and is not
+/// retried.
 #[test]
 fn a_cwd_gone_at_launch_fails_the_worker_before_it_starts() {
     let mut backends = vec![("process", None)];
@@ -93,11 +94,11 @@ fn a_cwd_gone_at_launch_fails_the_worker_before_it_starts() {
 }
 
 fn gone_at_launch(backend: &str, socket: &str) {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     std::fs::create_dir_all(tmp.path().join("sub")).unwrap();
     let body = "max_fix_rounds = 0\n\n[workspace]\nmode = \"shared\"\n\n\
         [[worker]]\nid = \"first\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nmax_attempts = 1\ncommand = [\"rm\", \"-r\", \"sub\"]\n\n\
-        [[worker]]\nid = \"second\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nmax_attempts = 1\nafter = [\"first\"]\ncwd = \"sub\"\ncommand = [\"sh\", \"-c\", \"touch ran\"]\n";
+        [[worker]]\nid = \"second\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nmax_attempts = 2\nafter = [\"first\"]\ncwd = \"sub\"\ncommand = [\"sh\", \"-c\", \"touch ran\"]\n";
     let team = team_file(tmp.path(), "team.toml", body);
     let out = run_crewmux(
         tmp.path(),
@@ -124,6 +125,8 @@ fn gone_at_launch(backend: &str, socket: &str) {
     let second = worker(&s, "second");
     assert_eq!(second["status"], "failed", "{backend}: {s}");
     assert_eq!(second["exit_code"], 126, "{backend}: {s}");
+    // Attempts remained, but the directory is the same for each: no retry.
+    assert_eq!(second["attempts"], 1, "{backend}: {s}");
     let want = format!(
         "cannot enter working directory {}",
         tmp.path().join("sub").display()
