@@ -17,7 +17,7 @@ mod lines;
 mod notify;
 mod observe;
 mod offline;
-mod once;
+pub mod once;
 mod prepare;
 mod reap;
 mod saver;

@@ -73,3 +73,73 @@ impl Recorded {
         self.keys.insert(key)
     }
 }
+
+/// Kinds that end an attempt.
+const FINAL: &[&str] = &[
+    "worker-completed",
+    "worker-failed",
+    "worker-crashed",
+    "worker-timeout",
+    "worker-cancelled",
+];
+
+/// Kinds that end a run.
+const RUN_FINAL: &[&str] = &["run-done", "run-failed", "run-cancelled"];
+
+/// What breaks "every transition once" in a run's `events` (in log order), one sentence
+/// each; empty when nothing does. Per worker and attempt: at most one `worker-started`,
+/// at most one final status, one `worker-waiting` per question (the same text asked again
+/// after an answer is a new question). Once the run has ended (`run-done`, `run-failed`,
+/// `run-cancelled`), every attempt that started has exactly one final status. Shared by the
+/// driver's tests, the integration tests' support and the chaos test.
+pub fn violations(events: &[RunEvent]) -> Vec<String> {
+    let mut out = vec![];
+    let mut counts: HashMap<(String, &'static str), usize> = HashMap::new();
+    let mut answers: HashMap<String, usize> = HashMap::new();
+    let mut questions: HashSet<String> = HashSet::new();
+    let mut started: Vec<String> = vec![];
+    let mut ended = false;
+    for e in events {
+        let kind = e.kind.as_str();
+        ended |= RUN_FINAL.contains(&kind);
+        let Some(w) = &e.worker else { continue };
+        let who = format!("{w}#{}", e.attempt.unwrap_or(0));
+        let class = match kind {
+            "worker-started" => {
+                started.push(who.clone());
+                "started"
+            }
+            k if FINAL.contains(&k) => "final status",
+            "worker-answered" => {
+                *answers.entry(who).or_default() += 1;
+                continue;
+            }
+            "worker-waiting" => {
+                let n = answers.get(&who).copied().unwrap_or(0);
+                if !questions.insert(format!("{who} {n} {}", e.message)) {
+                    out.push(format!(
+                        "{who} has `worker-waiting` twice for one question: {}",
+                        e.message
+                    ));
+                }
+                continue;
+            }
+            _ => continue,
+        };
+        let n = counts.entry((who.clone(), class)).or_default();
+        *n += 1;
+        if *n == 2 {
+            out.push(format!("{who} has more than one {class} event (`{kind}`)"));
+        }
+    }
+    if ended {
+        for who in started {
+            if !counts.contains_key(&(who.clone(), "final status")) {
+                out.push(format!(
+                    "{who} started but has no final status in a run that ended"
+                ));
+            }
+        }
+    }
+    out
+}

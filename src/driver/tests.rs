@@ -278,32 +278,6 @@ fn a_run_saved_and_stopped_after_any_applied_input_finishes_when_attached_again(
 /// Per worker and attempt in `events.jsonl`: at most one start, at most one final status,
 /// one waiting event per question; every attempt that started has exactly one final status.
 pub fn assert_events_once(events: &[RunEvent], label: &str) {
-    use std::collections::HashMap;
-    let mut counts: HashMap<(String, u32, &str), usize> = HashMap::new();
-    for e in events {
-        let Some(w) = &e.worker else { continue };
-        let class = match e.kind.as_str() {
-            "worker-started" => "started",
-            "worker-completed" | "worker-failed" | "worker-crashed" | "worker-timeout"
-            | "worker-cancelled" => "final",
-            "worker-waiting" => "waiting",
-            _ => continue,
-        };
-        *counts
-            .entry((w.clone(), e.attempt.unwrap_or(0), class))
-            .or_default() += 1;
-    }
-    for ((w, a, class), n) in &counts {
-        assert!(
-            *n == 1 || *class == "waiting",
-            "{label}: {w}#{a} has {n} `{class}` events"
-        );
-        if *class == "started" {
-            assert_eq!(
-                counts.get(&(w.clone(), *a, "final")).copied().unwrap_or(0),
-                1,
-                "{label}: {w}#{a} started but has no final status"
-            );
-        }
-    }
+    let v = super::once::violations(events);
+    assert!(v.is_empty(), "{label}: {}", v.join("; "));
 }

@@ -97,7 +97,7 @@ fn doctor_and_dispatch_agree_on_every_auth_source() {
     for (source, usable, auth, detail) in cases {
         let bin = Bin::new();
         bin.add("gemini", "", Auth::Says(0, ""));
-        let project = tempfile::tempdir().unwrap();
+        let project = crate::support::project();
         let extra = set_up(source, &bin, project.path());
         // doctor, run inside the project without --project.
         let out = crewmux(&bin, project.path())
@@ -162,7 +162,7 @@ fn doctor_warns_about_a_keyless_provider() {
     let _g = serial();
     let bin = Bin::new();
     bin.add("gemini", "", Auth::Says(0, ""));
-    let project = tempfile::tempdir().unwrap();
+    let project = crate::support::project();
     set_up(Source::Keyless, &bin, project.path());
     let out = crewmux(&bin, project.path())
         .arg("doctor")

@@ -9,7 +9,7 @@ fn err_line(out: &std::process::Output) -> String {
 
 #[test]
 fn bad_inputs_give_one_line_naming_the_value_and_exit_2() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let p = tmp.path();
     let bad_team = team_file(
         p,
@@ -81,7 +81,7 @@ fn clap_usage_errors_exit_2() {
 
 #[test]
 fn answering_without_a_question_or_a_waiting_worker_is_refused() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let team = team_file(tmp.path(), "t.toml", "[[worker]]\nid = \"a\"\nrole = \"architect\"\nprovider = \"sim\"\nprompt = \"{problem}\\nsim: lines=1\\nsim: delay-ms=10\"\n");
     let out = run_crewmux(
         tmp.path(),
@@ -120,7 +120,7 @@ fn answering_without_a_question_or_a_waiting_worker_is_refused() {
 
 #[test]
 fn an_io_error_names_its_path_on_one_line_and_v_shows_the_cause() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     // `.crewmux/runs` is a file, so listing the runs fails with ENOTDIR.
     std::fs::create_dir_all(tmp.path().join(".crewmux")).unwrap();
     let runs = tmp.path().join(".crewmux/runs");

@@ -19,7 +19,7 @@ fn crewmux(bin: &Bin, project: &std::path::Path) -> Command {
 fn dispatch_ccg_with_no_agent_cli_fails_fast_listing_installs() {
     let _g = serial();
     let bin = Bin::new();
-    let project = tempfile::tempdir().unwrap();
+    let project = crate::support::project();
     let out = crewmux(&bin, project.path())
         .args(["dispatch", "--mode", "ccg", "Review the checkout flow"])
         .timeout(std::time::Duration::from_secs(20))
@@ -47,7 +47,7 @@ fn dispatch_ccg_with_no_agent_cli_fails_fast_listing_installs() {
 fn dispatch_json_with_sim_fallback_prints_the_decision() {
     let _g = serial();
     let bin = Bin::new();
-    let project = tempfile::tempdir().unwrap();
+    let project = crate::support::project();
     let out = crewmux(&bin, project.path())
         .args([
             "dispatch",
@@ -128,7 +128,7 @@ fn dispatch_routes_to_the_installed_cli_with_role_models() {
     let _g = serial();
     let bin = Bin::new();
     bin.add("gemini", "", Auth::Says(0, ""));
-    let project = tempfile::tempdir().unwrap();
+    let project = crate::support::project();
     let out = crewmux(&bin, project.path())
         .env("GEMINI_API_KEY", "test")
         .env("CREWMUX_ROLE", "commit")
@@ -151,7 +151,7 @@ fn dispatch_routes_to_the_installed_cli_with_role_models() {
 fn bad_inputs_exit_2_with_one_line() {
     let _g = serial();
     let bin = Bin::new();
-    let project = tempfile::tempdir().unwrap();
+    let project = crate::support::project();
     crewmux(&bin, project.path())
         .args(["dispatch", "--role", "huge", "x y z"])
         .assert()
@@ -194,7 +194,7 @@ fn bad_inputs_exit_2_with_one_line() {
 fn doctor_json_and_exit_codes() {
     let _g = serial();
     let bin = Bin::new();
-    let project = tempfile::tempdir().unwrap();
+    let project = crate::support::project();
     // Nothing installed: not ready, exit 1, and the text says what to do.
     crewmux(&bin, project.path())
         .arg("doctor")

@@ -36,7 +36,7 @@ command = ["sh", "-c", "grep -q 'cargo test failed' \"$CREWMUX_PROMPT_FILE\" && 
 
 #[test]
 fn a_failing_check_goes_to_a_fixer_and_the_second_verify_passes() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     std::fs::write(tmp.path().join("notes.txt"), "rate limits\n").unwrap();
     let team = team_file(tmp.path(), "team.toml", FIX_TEAM);
     let out = run_crewmux(
@@ -106,7 +106,7 @@ fn a_failing_check_goes_to_a_fixer_and_the_second_verify_passes() {
 
 #[test]
 fn a_vague_problem_halts_until_answered_then_resumes_to_done() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let out = run_crewmux(
         tmp.path(),
         "unused",

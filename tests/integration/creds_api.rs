@@ -129,7 +129,7 @@ fn failover_holds_a_key_until_a_rate_limit_and_manual_never_moves() {
 
 #[test]
 fn nothing_to_select_is_none_and_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::project();
     let path = dir.path().join("credentials.enc");
     let mut store = Store::open(&path, pass()).unwrap();
     assert!(store.select_for_launch("codex", None).unwrap().is_none());
@@ -177,7 +177,7 @@ fn tmux_env_arg_reaches_a_pane_without_touching_argv() {
         eprintln!("tmux not installed; skipped");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::project();
     let path = dir.path().join("credentials.enc");
     let mut store = Store::open(&path, pass()).unwrap();
     // Every character tmux's parser treats specially outside single quotes.

@@ -51,7 +51,7 @@ fn the_variable_creds_names_is_the_one_each_launch_sets() {
         };
         let bin = Bin::new();
         stand_in(&bin, name);
-        let project = tempfile::tempdir().unwrap();
+        let project = crate::support::project();
         let key = format!("sk-{name}-StoredKEY-0123456789");
         let out = crewmux(&bin, project.path())
             .args(["creds", "add", "--provider", name])

@@ -163,7 +163,7 @@ fn assert_rotated_by_label(project: &Path, out: &Output) {
 
 #[test]
 fn rate_limited_sim_worker_retries_with_the_next_key_on_the_process_backend() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let project = tmp.path().join("project");
     std::fs::create_dir_all(&project).unwrap();
     let config = store_with_two_sim_keys(tmp.path());
@@ -177,7 +177,7 @@ fn rate_limited_sim_worker_retries_with_the_next_key_in_tmux_and_no_pane_shows_a
         return;
     }
     let server = TmuxServer::new("creds");
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let project = tmp.path().join("project");
     std::fs::create_dir_all(&project).unwrap();
     let config = store_with_two_sim_keys(tmp.path());
@@ -211,7 +211,7 @@ fn the_dashboard_screen_and_the_log_file_never_show_a_key() {
     }
     let workers = TmuxServer::new("creds-dash-workers");
     let viewer = TmuxServer::new("creds-dash-viewer");
-    let root = tempfile::tempdir().unwrap();
+    let root = crate::support::project();
     let config = store_with_two_sim_keys(root.path());
     let project = root.path().join("project");
     std::fs::create_dir_all(&project).unwrap();

@@ -48,7 +48,7 @@ fn a_waiting_worker_is_answered_from_the_dashboard() {
     }
     let workers = TmuxServer::new("dash-workers");
     let viewer = TmuxServer::new("dash-viewer");
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let team = team_file(tmp.path(), "team.toml", ASKING_TEAM);
     let cmd = format!(
         "cd {} && CREWMUX_TMUX_SOCKET={} {} run --team {} --no-clarify 'Add a rejected-requests badge to the usage page'; echo EXITED $?; sleep 60",
@@ -118,7 +118,7 @@ fn quitting_leaves_workers_running_and_attach_comes_back() {
     }
     let workers = TmuxServer::new("dash-q-workers");
     let viewer = TmuxServer::new("dash-q-viewer");
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let team = team_file(tmp.path(), "team.toml", ASKING_TEAM);
     let cmd = format!(
         "cd {} && CREWMUX_TMUX_SOCKET={} {} run --team {} --no-clarify 'Add a rejected-requests badge to the usage page'; echo EXITED $?; sleep 60",
@@ -276,7 +276,7 @@ fn every_ending_signal_gives_the_terminal_back_and_leaves_the_run_resumable() {
     ] {
         let workers = TmuxServer::new("dash-sig-workers");
         let viewer = TmuxServer::new("dash-sig-viewer");
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::support::project();
         dashboard_in_pane(tmp.path(), &workers, &viewer, "");
         wait_screen(&viewer, "Workers", Duration::from_secs(20));
         wait_flags(&viewer, "1 0", Duration::from_secs(10));
@@ -311,7 +311,7 @@ fn a_panic_gives_the_terminal_back_before_the_report() {
     }
     let workers = TmuxServer::new("dash-panic-workers");
     let viewer = TmuxServer::new("dash-panic-viewer");
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     dashboard_in_pane(
         tmp.path(),
         &workers,

@@ -52,7 +52,7 @@ fn children_that_left_the_group_end_with_their_attempt() {
         backends.push(("tmux", Some(TmuxServer::new("desc"))));
     }
     for (backend, server) in backends {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::support::project();
         let t = team_file(tmp.path(), "team.toml", ESCAPERS);
         let sock = server
             .as_ref()

@@ -49,7 +49,7 @@ fn launches(bin: &Bin, name: &str) -> usize {
 fn an_auth_exit_moves_the_worker_to_the_next_usable_provider() {
     let _g = serial();
     let bin = clis();
-    let project = tempfile::tempdir().unwrap();
+    let project = crate::support::project();
     let out = run(
         &bin,
         project.path(),
@@ -68,7 +68,7 @@ fn an_auth_exit_moves_the_worker_to_the_next_usable_provider() {
 fn forced_onto_gemini_an_auth_exit_ends_once_with_what_to_do() {
     let _g = serial();
     let bin = clis();
-    let project = tempfile::tempdir().unwrap();
+    let project = crate::support::project();
     let out = run(
         &bin,
         project.path(),

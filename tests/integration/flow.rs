@@ -49,7 +49,7 @@ fn a_downstream_prompt_holds_its_upstreams_results() {
         return;
     }
     let server = TmuxServer::new("flow");
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let team = team_file(tmp.path(), "team.toml", PIPELINE);
     let out = run_crewmux(
         tmp.path(),
@@ -112,7 +112,7 @@ fn a_failed_upstream_skips_its_downstream_in_a_real_run() {
         return;
     }
     let server = TmuxServer::new("flowskip");
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let body = PIPELINE
         .replace("echo 'PLAN-RESULT: split the parser in two'", "exit 4")
         .replace("parallel = 3", "parallel = 3\nmax_fix_rounds = 0");
@@ -167,8 +167,8 @@ fn git(dir: &std::path::Path, args: &[&str]) -> String {
 
 /// A git project with one commit, and a team: `a` and `b` write files, `review` waits for
 /// both and prints what its worktree holds and its prompt.
-fn git_pipeline(a_file: &str, b_file: &str) -> (tempfile::TempDir, std::path::PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
+fn git_pipeline(a_file: &str, b_file: &str) -> (crate::support::Project, std::path::PathBuf) {
+    let tmp = crate::support::project();
     let d = tmp.path();
     git(d, &["init", "-q", "-b", "main"]);
     git(d, &["config", "user.email", "user@example.com"]);

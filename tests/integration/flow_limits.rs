@@ -66,7 +66,7 @@ fn a_worker_printing_only_reconnect_lines_ends_failed_stalled() {
         return;
     }
     let server = TmuxServer::new("stall");
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let path = fake_codex(
         tmp.path(),
         r#"while true; do echo '{"type":"error","message":"Reconnecting... 1/5 (stream disconnected before completion)"}'; sleep 2; done"#,
@@ -112,7 +112,7 @@ fn a_silent_worker_past_its_idle_timeout_ends_timeout() {
         return;
     }
     let server = TmuxServer::new("idle");
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let team = team_file(
         tmp.path(),
         "team.toml",
@@ -143,7 +143,7 @@ fn built_in_modes_get_the_default_limits_which_the_flags_override() {
         return;
     }
     let server = TmuxServer::new("limits");
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let path = fake_codex(tmp.path(), "sleep 120");
     let out = run_with_path(
         tmp.path(),

@@ -63,7 +63,7 @@ fn home_new_run_shows_the_rendered_result_and_esc_comes_back() {
     }
     let workers = TmuxServer::new("home-workers");
     let viewer = TmuxServer::new("home-viewer");
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     std::fs::write(tmp.path().join("notes.md"), "# Notes\n").unwrap();
     home_in_pane(tmp.path(), &workers, &viewer);
     wait_screen(&viewer, "no runs here yet", Duration::from_secs(20));

@@ -76,7 +76,7 @@ fn hostile_problems_reach_the_agent_byte_for_byte() {
     ];
     for (backend, server) in backends("hostile") {
         for (i, problem) in hostile.iter().enumerate() {
-            let tmp = tempfile::tempdir().unwrap();
+            let tmp = crate::support::project();
             let team = team_file(tmp.path(), "team.toml", RECORDER);
             let out = headless_run(tmp.path(), backend, &socket(&server), &team, problem);
             // The recorder writes no result, so the council may block; the run still ends.
@@ -100,7 +100,7 @@ fn hostile_problems_reach_the_agent_byte_for_byte() {
 #[test]
 fn a_200_kb_problem_from_stdin_is_not_cut() {
     for (backend, server) in backends("big") {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::support::project();
         let team = team_file(tmp.path(), "team.toml", RECORDER);
         let mut problem = String::new();
         let mut i = 0;
@@ -159,7 +159,7 @@ max_attempts = 1
 command = ["sh", "-c", "echo __CREWMUX_EXIT_0123456789abcdef__:0; echo \"say __CREWMUX_EXIT_${CREWMUX_NONCE_UNKNOWN:-x}__:0\"; printf '__CREWMUX_EXIT_%s__:0 trailing\\n' whatever; sleep 1; exit 5"]
 "#;
     for (backend, server) in backends("forged") {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::support::project();
         let t = team_file(tmp.path(), "team.toml", team);
         let out = headless_run(tmp.path(), backend, &socket(&server), &t, "forge markers");
         let s = summary(&out);
@@ -192,7 +192,7 @@ idle_timeout_s = 1
 command = ["sh", "-c", "sleep 300 & echo $! > idle-child.pid; echo started; wait"]
 "#;
     for (backend, server) in backends("timeouts") {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::support::project();
         let t = team_file(tmp.path(), "team.toml", team);
         let started = Instant::now();
         let out = headless_run(tmp.path(), backend, &socket(&server), &t, "time out");
@@ -236,7 +236,7 @@ prompt = "Build: {problem}\nsim: lines=12\nsim: delay-ms=250"
 #[test]
 fn a_sigkilled_dashboard_loses_nothing_and_attach_finishes_the_run() {
     for (backend, server) in backends("sigkill") {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::support::project();
         let t = team_file(tmp.path(), "team.toml", SLOW_SIM);
         let mut child = spawn_crewmux(
             tmp.path(),
@@ -287,7 +287,7 @@ fn a_killed_tmux_server_crashes_its_workers_and_retries_start_a_new_one() {
         return;
     }
     let server = TmuxServer::new("killsrv");
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let t = team_file(tmp.path(), "team.toml", SLOW_SIM);
     let child = spawn_crewmux(
         tmp.path(),
@@ -350,7 +350,7 @@ fn a_killed_tmux_server_crashes_its_workers_and_retries_start_a_new_one() {
 
 #[test]
 fn a_corrupt_state_file_is_reported_and_left_untouched() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let t = team_file(tmp.path(), "team.toml", RECORDER);
     let out = headless_run(tmp.path(), "process", "unused", &t, "corrupt me later");
     assert_eq!(summary(&out)["status"], "done");
@@ -394,7 +394,7 @@ fn a_corrupt_state_file_is_reported_and_left_untouched() {
 
 #[test]
 fn a_second_process_cannot_drive_a_run_that_is_driven() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let t = team_file(tmp.path(), "team.toml", SLOW_SIM);
     let first = spawn_crewmux(
         tmp.path(),
@@ -425,7 +425,7 @@ fn a_second_process_cannot_drive_a_run_that_is_driven() {
 #[test]
 fn cancel_from_another_process_stops_every_worker() {
     for (backend, server) in backends("cancel") {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::support::project();
         let t = team_file(tmp.path(), "team.toml", SLOW_SIM);
         let child = spawn_crewmux(
             tmp.path(),
@@ -479,7 +479,7 @@ max_attempts = 1
 command = ["sh", "-c", "printf '%s' \"${CREWMUX_TEST_ENV:-unset}\" > env.txt"]
 "#;
     for value in ["first", "second"] {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::support::project();
         let t = team_file(tmp.path(), "team.toml", team);
         let child = crewmux()
             .current_dir(tmp.path())

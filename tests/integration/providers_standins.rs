@@ -287,7 +287,7 @@ fn routing_goes_around_missing_and_logged_out_clis() {
         "auth status",
         Auth::Says(1, "{\"loggedIn\": false}"),
     );
-    let project = tempfile::tempdir().unwrap();
+    let project = crate::support::project();
     let mut opts = ResolveOptions::new(
         "Make the settings page responsive and fix the auth API",
         project.path(),
@@ -334,7 +334,7 @@ fn routing_goes_around_missing_and_logged_out_clis() {
 fn no_agent_cli_fails_fast_with_what_to_install_or_falls_back_to_sim() {
     let _g = serial();
     let bin = Bin::new();
-    let project = tempfile::tempdir().unwrap();
+    let project = crate::support::project();
     let mut opts = ResolveOptions::new("Review the checkout flow", project.path());
     opts.env = bin.env();
     opts.mode = Some(Mode::Ccg);
@@ -383,7 +383,7 @@ fn forced_provider_and_project_override() {
     let _g = serial();
     let bin = Bin::new();
     bin.add("gemini", "", Auth::Says(0, ""));
-    let project = tempfile::tempdir().unwrap();
+    let project = crate::support::project();
     std::fs::create_dir_all(project.path().join(".crewmux")).unwrap();
     std::fs::write(
         project.path().join(".crewmux/providers.toml"),

@@ -31,7 +31,7 @@ fn a_providers_own_rate_limit_line_marks_its_worker() {
     let line = "echo 'API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}'\nsleep 1\nexit 1";
     bin.script("claude", line);
     bin.script("codex", line);
-    let project = tempfile::tempdir().unwrap();
+    let project = crate::support::project();
     let team = team_file(project.path(), "team.toml", TEAM);
     let out = crewmux()
         .current_dir(project.path())

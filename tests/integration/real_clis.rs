@@ -128,13 +128,13 @@ fn version(bin: &Path, path: &str) -> String {
 /// A project and HOME set up for `case`, with `key`; returns (project, home) dirs.
 fn setup(case: &Case, url: &str, key: &str) -> (tempfile::TempDir, tempfile::TempDir) {
     let fill = |s: &str| s.replace("{url}", url).replace("{key}", key);
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::project();
     for (rel, text) in case.home_files {
         let p = home.path().join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, fill(text)).unwrap();
     }
-    let project = tempfile::tempdir().unwrap();
+    let project = crate::support::project();
     let mut toml = format!("[providers.{}.env]\n", case.provider);
     for (k, v) in case.env {
         toml.push_str(&format!("{k} = {:?}\n", fill(v)));

@@ -18,7 +18,7 @@ fn completions_for_every_shell_name_the_subcommands() {
 #[test]
 fn the_bash_script_is_valid_bash() {
     let out = crewmux().args(["completions", "bash"]).output().unwrap();
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let path = tmp.path().join("crewmux.bash");
     std::fs::write(&path, &out.stdout).unwrap();
     let check = std::process::Command::new("bash")

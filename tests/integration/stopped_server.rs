@@ -40,7 +40,7 @@ fn status_and_cancel_answer_within_seconds_when_the_tmux_server_is_stopped() {
         return;
     }
     let server = TmuxServer::new("stopped");
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let t = team_file(tmp.path(), "team.toml", SLEEPERS);
     let mut child = spawn_crewmux(
         tmp.path(),
@@ -108,7 +108,7 @@ fn a_killed_session_is_told_apart_from_a_gone_server() {
         return;
     }
     let server = TmuxServer::new("killsess");
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let t = team_file(tmp.path(), "team.toml", SLEEPERS);
     let mut child = spawn_crewmux(
         tmp.path(),

@@ -55,7 +55,7 @@ echo '{"type":"result","status":"success","stats":{"input_tokens":3000,"output_t
 fn answers_tokens_and_cost_from_structured_output_and_no_noise() {
     let _g = serial();
     let bin = clis();
-    let project = tempfile::tempdir().unwrap();
+    let project = crate::support::project();
     let team = team_file(project.path(), "team.toml", TEAM);
     let base = |c: &mut std::process::Command| {
         c.current_dir(project.path())

@@ -214,7 +214,7 @@ fn unreadable_file_is_named() {
 fn resolve_fills_tasks_from_prompt_files_and_keeps_command_argv() {
     use crewmux::providers::EnvSnapshot;
     use crewmux::team::{resolve, ResolveOptions};
-    let project = tempfile::tempdir().unwrap();
+    let project = crate::support::project();
     let mut opts = ResolveOptions::new("Tidy the error messages", project.path());
     opts.env = EnvSnapshot::from_pairs([("PATH", "/nonexistent"), ("HOME", "/nonexistent")]);
     opts.team_file = Some(examples().join("command-team.toml"));

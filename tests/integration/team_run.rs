@@ -81,7 +81,7 @@ fn three_sim_workers_in_tmux_panes() {
         return;
     }
     let server = TmuxServer::new("team");
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let team = team_file(tmp.path(), "team.toml", THREE_SIM_WORKERS);
     let out = run_crewmux(
         tmp.path(),
@@ -113,7 +113,7 @@ fn three_sim_workers_in_tmux_panes() {
 
 #[test]
 fn three_sim_workers_as_child_processes() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let team = team_file(tmp.path(), "team.toml", THREE_SIM_WORKERS);
     let out = run_crewmux(
         tmp.path(),
@@ -150,7 +150,7 @@ fn more_workers_than_one_launch_batch_all_run() {
         backends.push(("tmux", Some(TmuxServer::new("batch"))));
     }
     for (backend, server) in backends {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::support::project();
         let t = team_file(tmp.path(), "team.toml", &team);
         let socket = server
             .as_ref()

@@ -35,7 +35,7 @@ fn a_prompt_on_screen_makes_the_worker_wait_and_the_answer_reaches_it() {
             .as_ref()
             .map(|s| s.socket.clone())
             .unwrap_or_else(|| "unused".into());
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = crate::support::project();
         let team = team_file(tmp.path(), "team.toml", TEAM);
         let child = spawn_crewmux(
             tmp.path(),

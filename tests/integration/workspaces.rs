@@ -24,8 +24,8 @@ pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 /// A repository with `files` committed on `main`.
-pub(crate) fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
+pub(crate) fn repo(files: &[(&str, &str)]) -> crate::support::Project {
+    let tmp = crate::support::project();
     let d = tmp.path();
     git(d, &["init", "-q", "-b", "main"]);
     git(d, &["config", "user.email", "user@example.com"]);
@@ -121,7 +121,7 @@ pub(crate) fn run_id(project: &Path) -> String {
 fn three_workers_merge_cleanly_a_check_passes_and_merge_brings_it_home() {
     let tmp = repo(&[("a.txt", "a\n"), ("b.txt", "b\n"), ("README", "x\n")]);
     let d = tmp.path();
-    let teamdir = tempfile::tempdir().unwrap();
+    let teamdir = crate::support::project();
     let team = team_file(
         teamdir.path(),
         "team.toml",
@@ -234,7 +234,7 @@ fn conflicting_team(dir: &Path, fixer: bool) -> PathBuf {
 fn a_conflict_is_resolved_by_the_merge_fixer_and_the_check_passes() {
     let tmp = repo(&[("lib.rs", SAME_LINE)]);
     let d = tmp.path();
-    let teamdir = tempfile::tempdir().unwrap();
+    let teamdir = crate::support::project();
     let team = conflicting_team(teamdir.path(), true);
     let server = TmuxServer::new("ws-b");
     let out = run(d, &server.socket, backend_for("merge_fixer"), &team, &[]);
@@ -265,7 +265,7 @@ fn a_conflict_is_resolved_by_the_merge_fixer_and_the_check_passes() {
 fn a_conflict_without_an_agent_blocks_the_council_with_the_finding() {
     let tmp = repo(&[("lib.rs", SAME_LINE)]);
     let d = tmp.path();
-    let teamdir = tempfile::tempdir().unwrap();
+    let teamdir = crate::support::project();
     let team = conflicting_team(teamdir.path(), false);
     let out = run(d, "unused", "process", &team, &[]);
     let s = summary(&out);
@@ -308,7 +308,7 @@ fn a_conflict_without_an_agent_blocks_the_council_with_the_finding() {
 fn clean_keeps_unmerged_work_and_says_so_and_force_removes_it() {
     let tmp = repo(&[("a.txt", "a\n")]);
     let d = tmp.path();
-    let teamdir = tempfile::tempdir().unwrap();
+    let teamdir = crate::support::project();
     let team = team_file(
         teamdir.path(),
         "team.toml",
@@ -354,7 +354,7 @@ fn clean_keeps_unmerged_work_and_says_so_and_force_removes_it() {
 fn clean_removes_worktrees_whose_branches_are_merged() {
     let tmp = repo(&[("a.txt", "a\n")]);
     let d = tmp.path();
-    let teamdir = tempfile::tempdir().unwrap();
+    let teamdir = crate::support::project();
     let team = team_file(
         teamdir.path(),
         "team.toml",
@@ -377,7 +377,7 @@ fn include_uncommitted_shows_the_dirty_tree_to_workers_and_leaves_it_alone() {
     std::fs::write(d.join("a.txt"), "uncommitted edit\n").unwrap();
     std::fs::write(d.join("new.txt"), "untracked\n").unwrap();
     git(d, &["add", "new.txt"]);
-    let teamdir = tempfile::tempdir().unwrap();
+    let teamdir = crate::support::project();
     let team = team_file(
         teamdir.path(),
         "team.toml",
@@ -404,9 +404,9 @@ fn include_uncommitted_shows_the_dirty_tree_to_workers_and_leaves_it_alone() {
 
 #[test]
 fn a_project_without_git_runs_shared_with_a_notice() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let d = tmp.path();
-    let teamdir = tempfile::tempdir().unwrap();
+    let teamdir = crate::support::project();
     let team = team_file(
         teamdir.path(),
         "team.toml",
@@ -430,7 +430,7 @@ fn a_project_without_git_runs_shared_with_a_notice() {
 fn bad_workspace_input_is_one_line_exit_2_and_creates_nothing() {
     let tmp = repo(&[("a.txt", "a\n")]);
     let d = tmp.path();
-    let teamdir = tempfile::tempdir().unwrap();
+    let teamdir = crate::support::project();
     let team = team_file(teamdir.path(), "team.toml", &worker("one", "true", "ok"));
     let out = run(d, "unused", "process", &team, &["--base", "no-such-ref"]);
     assert_eq!(out.status.code(), Some(2));
@@ -440,7 +440,7 @@ fn bad_workspace_input_is_one_line_exit_2_and_creates_nothing() {
     assert!(!d.join(".crewmux/runs").exists());
     assert_eq!(git(d, &["branch", "--list", "crewmux/*"]), "");
 
-    let bare = tempfile::tempdir().unwrap();
+    let bare = crate::support::project();
     git(bare.path(), &["init", "-q", "--bare"]);
     let out = run(bare.path(), "unused", "process", &team, &[]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
@@ -465,7 +465,7 @@ fn bad_workspace_input_is_one_line_exit_2_and_creates_nothing() {
 fn a_run_halted_at_the_clarification_gate_makes_no_worktree_until_resumed() {
     let tmp = repo(&[("a.txt", "a\n")]);
     let d = tmp.path();
-    let teamdir = tempfile::tempdir().unwrap();
+    let teamdir = crate::support::project();
     let team = team_file(
         teamdir.path(),
         "team.toml",

@@ -10,7 +10,7 @@ fn copy_seeds_each_worktree_setup_runs_first_and_a_shared_worker_stays_home() {
     let d = tmp.path();
     std::fs::write(d.join(".env"), "SECRET=1\n").unwrap();
     std::fs::write(d.join(".git/info/exclude"), ".env\n").unwrap();
-    let teamdir = tempfile::tempdir().unwrap();
+    let teamdir = crate::support::project();
     let team = team_file(
         teamdir.path(),
         "team.toml",
@@ -50,7 +50,7 @@ fn copy_seeds_each_worktree_setup_runs_first_and_a_shared_worker_stays_home() {
 fn a_failing_setup_fails_the_attempt_with_its_exit_code() {
     let tmp = repo(&[("a.txt", "a\n")]);
     let d = tmp.path();
-    let teamdir = tempfile::tempdir().unwrap();
+    let teamdir = crate::support::project();
     let team = team_file(
         teamdir.path(),
         "team.toml",
@@ -86,7 +86,7 @@ fn verdict<'a>(s: &'a serde_json::Value, critic: &str) -> &'a serde_json::Value 
 fn a_claimed_fix_with_an_empty_diff_fails_evidence_completeness() {
     let tmp = repo(&[("a.txt", "a\n")]);
     let d = tmp.path();
-    let teamdir = tempfile::tempdir().unwrap();
+    let teamdir = crate::support::project();
     let team = team_file(
         teamdir.path(),
         "team.toml",
@@ -114,7 +114,7 @@ fn a_worker_that_deletes_a_test_gets_a_skeptic_warning() {
         ("tests/api_test.rs", "#[test]\nfn works() {}\n"),
     ]);
     let d = tmp.path();
-    let teamdir = tempfile::tempdir().unwrap();
+    let teamdir = crate::support::project();
     let team = team_file(
         teamdir.path(),
         "team.toml",

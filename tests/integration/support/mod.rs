@@ -7,14 +7,18 @@
 //! - [`standins`]: stand-in agent CLIs on a private PATH.
 //! - [`creds`]: a private credential store for the `creds` commands.
 //! - [`model_server`]: a loopback model server speaking the agent CLIs' APIs.
+//! - [`events`]: the event-once check of every run a test makes, and [`Project`], the
+//!   temporary directory that runs it when the test ends.
 
 pub mod creds;
+pub mod events;
 pub mod model_server;
 pub mod run;
 pub mod standins;
 pub mod tmux;
 pub mod wait;
 
+pub use events::{assert_events_once, project, Project};
 pub use run::*;
 pub use tmux::*;
 pub use wait::*;

@@ -15,9 +15,12 @@ pub fn crewmux() -> Command {
 pub const COMMAND_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// Run crewmux in `project` with `socket`; returns its output. Killed (and the test
-/// failed) after [`COMMAND_LIMIT`], so a hang never wedges the suite.
+/// failed) after [`COMMAND_LIMIT`], so a hang never wedges the suite. Every run in
+/// `project` then passes the event-once check.
 pub fn run_crewmux(project: &Path, socket: &str, args: &[&str]) -> Output {
-    wait_limited(spawn_crewmux(project, socket, args), args)
+    let out = wait_limited(spawn_crewmux(project, socket, args), args);
+    super::assert_events_once(project);
+    out
 }
 
 /// Start crewmux in `project` with `socket` in the background (stdin null, output piped);
