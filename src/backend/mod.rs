@@ -104,6 +104,9 @@ pub struct Poll {
     pub tails: Vec<Option<String>>,
     /// Set when the whole server is unreachable (its panes are all `Gone`).
     pub server_down: Option<String>,
+    /// The server did not answer in time: liveness comes from the wrapper pids, and a
+    /// `Gone` says nothing about the pane.
+    pub unanswered: bool,
 }
 
 /// Lines of a pane's screen captured for waiting detection.

@@ -155,6 +155,7 @@ impl Multiplexer for ProcessBackend {
             screen,
             tails,
             server_down: None,
+            unanswered: false,
         }
     }
 

@@ -14,9 +14,11 @@ use std::collections::HashMap;
 use std::process::Command;
 use std::time::Instant;
 
+use tmux_interface::{DisplayMessage, Tmux};
+
 pub use client::{client_calls, tmux_available, tmux_version, TmuxClient};
 pub use control_client::ControlStats;
-pub use panes::{parse_panes, PaneRow, PANE_FORMAT};
+pub use panes::{parse_panes, same_server, split_pane_ref, PaneRow, PANE_FORMAT};
 pub use spawn::ENV_VALUE_MAX;
 
 use crate::backend::{Multiplexer, Poll, SpawnSpec, Spawned, Target};
@@ -47,6 +49,8 @@ pub struct TmuxBackend {
     seen_sig: HashMap<String, String>,
     /// The session has this process's environment.
     env_synced: bool,
+    /// The server instance the last poll reached (`<pid>.<start time>`).
+    server: Option<String>,
     last_kick: Instant,
 }
 
@@ -63,6 +67,7 @@ impl TmuxBackend {
             pending_tails: vec![],
             seen_sig: HashMap::new(),
             env_synced: false,
+            server: None,
             last_kick: Instant::now(),
         }
     }
@@ -73,6 +78,34 @@ impl TmuxBackend {
 
     fn target_session(&self) -> String {
         format!("={}", self.session)
+    }
+
+    /// False when `pane_ref` is known to belong to another server instance than the one
+    /// the last poll reached (nothing of it is captured then).
+    fn may_be_here(&self, pane_ref: &str) -> bool {
+        self.server
+            .as_deref()
+            .is_none_or(|s| same_server(pane_ref, s))
+    }
+
+    /// The tmux pane id of `pane_ref` when that pane is there now on the server instance
+    /// it names (one tmux call); `None` when it is gone or the server does not answer.
+    fn live_pane<'r>(&self, pane_ref: &'r str) -> Option<&'r str> {
+        let (pane, _) = split_pane_ref(pane_ref);
+        let out = self
+            .client
+            .run(
+                Tmux::new().add_command(
+                    DisplayMessage::new()
+                        .print()
+                        .target_pane(pane)
+                        .message(format!("#{{pane_id}} {}", panes::SERVER_FORMAT))
+                        .build(),
+                ),
+            )
+            .ok()?;
+        let (id, server) = out.trim().split_once(' ')?;
+        (id == pane && same_server(pane_ref, server)).then_some(pane)
     }
 }
 
@@ -100,15 +133,24 @@ impl Multiplexer for TmuxBackend {
     }
 
     fn send_text(&mut self, target: &Target, text: &str) -> Result<()> {
-        let pane = target
+        let pane_ref = target
             .pane_id
             .as_deref()
             .ok_or_else(|| Error::Other(format!("{} has no pane", target.worker)))?;
+        let pane = self.live_pane(pane_ref).ok_or_else(|| {
+            Error::Other(format!(
+                "{}'s pane {} is gone (its tmux server was restarted or the pane was killed)",
+                target.worker,
+                split_pane_ref(pane_ref).0
+            ))
+        })?;
         self.client.paste(pane, text)
     }
 
+    /// `None` when the attempt's pane is gone: killed, or on a server instance that is no
+    /// longer running (a pane with the same id on a restarted server is another one).
     fn attach_command(&self, target: &Target) -> Option<Command> {
-        let pane = target.pane_id.as_deref()?;
+        let pane = self.live_pane(target.pane_id.as_deref()?)?;
         Some(self.client.attach_command(&self.session, pane))
     }
 

@@ -7,7 +7,10 @@ use std::time::Instant;
 
 use tmux_interface::{CapturePane, DisplayMessage, ListPanes, ListSessions, Tmux, TmuxCommand};
 
-use super::{parse_panes, PaneRow, TmuxBackend, CAPTURE_LINES, PANE_FORMAT};
+use super::panes::SERVER_FORMAT;
+use super::{
+    parse_panes, same_server, split_pane_ref, PaneRow, TmuxBackend, CAPTURE_LINES, PANE_FORMAT,
+};
 use crate::backend::{Liveness, Poll, Target};
 use crate::error::Error;
 
@@ -17,21 +20,32 @@ impl TmuxBackend {
         // One tmux process per tick: the pane listing, the last lines of the watched panes
         // whose signature moved at the previous tick, and the focused pane's screen.
         let sep = self.client.separator().to_string();
-        let mut tmux = Tmux::new().add_command(self.list_panes());
+        // The server instance first: a capture is kept only when the pane it read belongs to
+        // the instance its reference names (pane ids start over when a server restarts).
+        let mut tmux = Tmux::new()
+            .add_command(
+                DisplayMessage::new()
+                    .print()
+                    .message(format!("{sep}S{SERVER_FORMAT}"))
+                    .build(),
+            )
+            .add_command(self.list_panes());
         let watched: Vec<String> = std::mem::take(&mut self.pending_tails)
             .into_iter()
             .filter(|p| {
-                targets
-                    .iter()
-                    .any(|t| t.watch_screen && t.pane_id.as_deref() == Some(p))
+                self.may_be_here(p)
+                    && targets
+                        .iter()
+                        .any(|t| t.watch_screen && t.pane_id.as_deref() == Some(p))
             })
             .collect();
-        for pane in &watched {
+        for pane_ref in &watched {
+            let pane = split_pane_ref(pane_ref).0.to_string();
             tmux = tmux
                 .add_command(
                     DisplayMessage::new()
                         .print()
-                        .message(format!("{sep}T{pane}"))
+                        .message(format!("{sep}T{pane_ref}"))
                         .build(),
                 )
                 .add_command(
@@ -39,12 +53,15 @@ impl TmuxBackend {
                         .stdout()
                         .join()
                         .start_line(format!("-{}", crate::backend::TAIL_LINES))
-                        .target_pane(pane.clone())
+                        .target_pane(pane)
                         .build(),
                 );
         }
-        let focus_pane = focus.and_then(|f| f.pane_id.clone());
-        if let Some(pane) = &focus_pane {
+        let focus_pane = focus
+            .and_then(|f| f.pane_id.clone())
+            .filter(|p| self.may_be_here(p));
+        if let Some(pane_ref) = &focus_pane {
+            let pane = split_pane_ref(pane_ref).0.to_string();
             tmux = tmux
                 .add_command(
                     DisplayMessage::new()
@@ -58,7 +75,7 @@ impl TmuxBackend {
                         .escape_sequences()
                         .join()
                         .start_line(format!("-{CAPTURE_LINES}"))
-                        .target_pane(pane.clone())
+                        .target_pane(pane)
                         .build(),
                 );
         }
@@ -76,17 +93,24 @@ impl TmuxBackend {
                         screen: None,
                         tails: vec![],
                         server_down: Some(self.why_gone(&e.to_string())),
+                        unanswered: false,
                     },
                 };
             }
         };
-        let (listing, tail_text, mut screen) = split_batch(&out, &sep);
+        let (server, listing, tail_text, mut screen) = split_batch(&out, &sep);
+        self.server.clone_from(&server);
+        let here = |p: &str| server.as_deref().is_some_and(|s| same_server(p, s));
+        if !focus_pane.as_deref().is_some_and(here) {
+            screen = None;
+        }
         let mut poll = self.liveness_from(&listing, targets, focus_pane.as_deref(), &mut screen);
         poll.tails = targets
             .iter()
             .map(|t| {
                 t.pane_id
                     .as_deref()
+                    .filter(|p| here(p))
                     .and_then(|p| tail_text.iter().find(|(id, _)| id == p))
                     .map(|(_, text)| text.clone())
             })
@@ -123,7 +147,10 @@ impl TmuxBackend {
             else {
                 continue;
             };
-            let now = sig.get(pane).copied().unwrap_or_default();
+            let now = sig
+                .get(split_pane_ref(pane).0)
+                .copied()
+                .unwrap_or_default();
             // A question only matters once the screen holds still: capture a pane that did
             // not move since the previous poll and was not captured at this signature yet.
             // A busy pane (a spinner, streaming output) is never captured.
@@ -149,7 +176,11 @@ impl TmuxBackend {
         let mut lost_sigchld = false;
         let liveness = targets
             .iter()
-            .map(|t| match t.pane_id.as_deref().and_then(|p| by_id.get(p)) {
+            .map(|t| match t.pane_id.as_deref().and_then(|p| {
+                let row = by_id.get(split_pane_ref(p).0)?;
+                // The same id on another server instance is another pane.
+                same_server(p, &row.server).then_some(row)
+            }) {
                 None => Liveness::Gone,
                 Some(r) if r.dead => {
                     if r.dead_status.is_none() {
@@ -174,7 +205,7 @@ impl TmuxBackend {
         let screen = match (focus_pane, screen.take()) {
             (Some(p), Some(s)) => {
                 let sig = by_id
-                    .get(p)
+                    .get(split_pane_ref(p).0)
                     .map(|r| r.signature.clone())
                     .unwrap_or_default();
                 let changed = self.last_sig.get(p) != Some(&sig);
@@ -188,6 +219,7 @@ impl TmuxBackend {
             screen,
             tails: vec![],
             server_down: None,
+            unanswered: false,
         }
     }
 
@@ -228,6 +260,7 @@ fn not_answering(targets: &[Target], e: &Error) -> Poll {
         screen: None,
         tails: vec![],
         server_down: Some(format!("{e}; worker liveness unknown meanwhile")),
+        unanswered: true,
     }
 }
 
@@ -248,9 +281,13 @@ fn without_dead_banner(screen: &str) -> String {
     lines.join("\n")
 }
 
-/// Split one batched poll's output: the pane listing, `(pane id, last lines)` of each tail
-/// capture, and the focused screen (dead-pane banner removed).
-fn split_batch(out: &str, sep: &str) -> (String, Vec<(String, String)>, Option<String>) {
+/// One batched poll's output: the server instance (its `S` line), the pane listing,
+/// `(pane reference, last lines)` of each tail capture, and the focused screen.
+type Batch = (Option<String>, String, Vec<(String, String)>, Option<String>);
+
+/// Split one batched poll's output (see [`Batch`]; dead-pane banners removed).
+fn split_batch(out: &str, sep: &str) -> Batch {
+    let mut server = None;
     let mut listing = String::new();
     let mut tails: Vec<(String, String)> = vec![];
     let mut screen: Option<String> = None;
@@ -278,6 +315,10 @@ fn split_batch(out: &str, sep: &str) -> (String, Vec<(String, String)>, Option<S
     for line in out.split_inclusive('\n') {
         let bare = line.trim_end_matches('\n');
         if let Some(rest) = bare.strip_prefix(sep) {
+            if let Some(s) = rest.strip_prefix('S') {
+                server = Some(s.to_string());
+                continue;
+            }
             flush(&part, &mut buf, &mut listing, &mut tails, &mut screen);
             part = match rest.strip_prefix('T') {
                 Some(pane) => {
@@ -291,15 +332,16 @@ fn split_batch(out: &str, sep: &str) -> (String, Vec<(String, String)>, Option<S
         buf.push_str(line);
     }
     flush(&part, &mut buf, &mut listing, &mut tails, &mut screen);
-    (listing, tails, screen)
+    (server, listing, tails, screen)
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn a_batch_splits_into_listing_tails_and_screen() {
-        let out = "%1\tx\n%2\ty\nSEPT%2\nprompt? (y/n)\nSEPF\nscreen line\n";
-        let (listing, tails, screen) = super::split_batch(out, "SEP");
+        let out = "SEPS42.1700000000\n%1\tx\n%2\ty\nSEPT%2\nprompt? (y/n)\nSEPF\nscreen line\n";
+        let (server, listing, tails, screen) = super::split_batch(out, "SEP");
+        assert_eq!(server.as_deref(), Some("42.1700000000"));
         assert_eq!(listing, "%1\tx\n%2\ty\n");
         assert_eq!(tails, vec![("%2".to_string(), "prompt? (y/n)".to_string())]);
         assert_eq!(screen.as_deref(), Some("screen line"));

@@ -43,6 +43,7 @@ mod flow_limits;
 mod headless;
 mod home;
 mod layers;
+mod pane_identity;
 mod lifecycle;
 mod providers_standins;
 mod rate_limit_lines;
