@@ -29,6 +29,9 @@ pub enum EventKind {
     WorkerCancelled,
     /// Processes of an ended attempt alive after SIGKILL (named in the message).
     AttemptSurvivors,
+    /// The pane of an ended attempt is gone (its server restarted, or it was killed): the
+    /// worker has no pane to show or attach to any more.
+    PaneGone,
     AnswerIgnored,
     CredentialRotated,
     ProviderSwitched,
@@ -78,6 +81,7 @@ const KNOWN: [EventKind; 38] = [
     EventKind::WorkerCrashed,
     EventKind::WorkerCancelled,
     EventKind::AttemptSurvivors,
+    EventKind::PaneGone,
     EventKind::AnswerIgnored,
     EventKind::CredentialRotated,
     EventKind::ProviderSwitched,
@@ -122,6 +126,7 @@ impl EventKind {
             EventKind::WorkerCrashed => "worker-crashed",
             EventKind::WorkerCancelled => "worker-cancelled",
             EventKind::AttemptSurvivors => "attempt-survivors",
+            EventKind::PaneGone => "pane-gone",
             EventKind::AnswerIgnored => "answer-ignored",
             EventKind::CredentialRotated => "credential-rotated",
             EventKind::ProviderSwitched => "provider-switched",

@@ -97,15 +97,23 @@ impl Driver {
             })
             .collect();
         let focus_target = self.focus.as_ref().and_then(|f| self.target(f));
+        // The focused worker's pane is looked at too when its attempt has ended, so the
+        // dashboard stops offering a pane that is gone.
+        let mut polled = targets.clone();
+        polled.extend(
+            focus_target
+                .clone()
+                .filter(|f| f.pane_id.is_some() && !targets.iter().any(|t| t.worker == f.worker)),
+        );
         let poll = if !poll_backend {
             Poll {
-                liveness: vec![Liveness::Unknown; targets.len()],
+                liveness: vec![Liveness::Unknown; polled.len()],
                 ..Poll::default()
             }
-        } else if targets.is_empty() && focus_target.is_none() {
+        } else if polled.is_empty() {
             Poll::default()
         } else {
-            self.backend.poll(&targets, focus_target.as_ref())
+            self.backend.poll(&polled, focus_target.as_ref())
         };
         if poll_backend {
             self.report_server(&poll, !targets.is_empty(), emit);
@@ -115,6 +123,7 @@ impl Driver {
             let tail = poll.tails.get(i).cloned().flatten();
             inputs.extend(self.observe_one(t, live, tail, poll.server_down.as_deref(), emit));
         }
+        inputs.extend(panes_gone(&polled, &poll));
         inputs.push(Input::Tick);
         (inputs, poll.screen.map(|s| without_protocol_lines(&s)))
     }
@@ -373,6 +382,24 @@ pub(super) fn exit_file_watcher(
         })
         .ok()?;
     Some(watcher)
+}
+
+/// `PaneGone` for each polled attempt with a pane reference whose pane the backend found
+/// gone (applied after the exits, so an attempt has ended first). Nothing when the server
+/// did not answer: a `Gone` then is the process's, and the pane may still be there.
+fn panes_gone(polled: &[Target], poll: &Poll) -> Vec<Input> {
+    if poll.unanswered {
+        return vec![];
+    }
+    polled
+        .iter()
+        .zip(&poll.liveness)
+        .filter(|(t, live)| t.pane_id.is_some() && **live == Liveness::Gone)
+        .map(|(t, _)| Input::PaneGone {
+            worker: t.worker.clone(),
+            attempt: t.attempt,
+        })
+        .collect()
 }
 
 /// A screen for people: without crewmux's own protocol lines (the exit marker and the sim

@@ -14,6 +14,7 @@ mod integrate;
 mod integrate_tests;
 mod kills;
 mod lifecycle;
+mod panes;
 mod stages;
 pub mod stall;
 #[cfg(test)]
@@ -147,6 +148,8 @@ pub enum Input {
     /// The person steers the run: add a worker, retry one, send text (see `steer`). A
     /// finished run is reopened by an added or retried worker.
     Steer(steer::Steer),
+    /// The attempt's pane is not there any more (see `panes`).
+    PaneGone { worker: String, attempt: u32 },
 }
 
 /// What the driver must do.
@@ -218,6 +221,11 @@ pub fn update(
         now,
         out: Vec::new(),
     };
+    if let Input::PaneGone { worker, attempt } = &input {
+        // Also after the run ended: the dashboard still shows it.
+        panes::on_pane_gone(state, worker, *attempt, &mut fx);
+        return fx.out;
+    }
     if let Input::Steer(s) = input {
         steer::on_steer(state, mem, s, &mut fx);
         if !fx.out.is_empty() {

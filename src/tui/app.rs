@@ -150,7 +150,9 @@ async fn event_loop(
                 if let UiEffect::Attach { worker_id } = &effect {
                     // No terminal input is read while the pane owns the terminal.
                     drop(input.take());
-                    attach(guard, &model.run, worker_id, viewer, store)?;
+                    if let Some(notice) = attach(guard, &model.run, worker_id, viewer, store)? {
+                        model.ui.notice = Some(notice);
+                    }
                     input = Some(EventStream::new());
                     dirty = true;
                 }
@@ -278,16 +280,17 @@ fn draw(guard: &mut TerminalGuard, model: &Model) -> Result<()> {
 }
 
 /// Hand the terminal to the worker's pane (the backend's attach command; on the process
-/// backend, `less +F` on its log) and come back when the person detaches.
+/// backend, `less +F` on its log) and come back when the person detaches. Returns a notice
+/// instead when the pane is gone.
 fn attach(
     guard: &mut TerminalGuard,
     run: &RunState,
     worker: &str,
     viewer: &dyn Multiplexer,
     store: &RunStore,
-) -> Result<()> {
+) -> Result<Option<String>> {
     let Some(w) = run.worker(worker) else {
-        return Ok(());
+        return Ok(None);
     };
     let target = Target {
         worker: w.id.clone(),
@@ -297,11 +300,20 @@ fn attach(
         log: store.attempt_dir(&w.id, w.attempt).join("output.log"),
         watch_screen: false,
     };
-    let mut cmd = viewer.attach_command(&target).unwrap_or_else(|| {
-        let mut c = std::process::Command::new("less");
-        c.arg("-R").arg("+F").arg(&target.log);
-        c
-    });
+    let mut cmd = match viewer.attach_command(&target) {
+        Some(cmd) => cmd,
+        // On tmux, no command means the pane is gone (the next poll drops it from the run).
+        None if run.backend == BackendKind::Tmux => {
+            return Ok(Some(format!(
+                "{worker}'s pane is gone: its output is kept in the Output tab and output.log"
+            )));
+        }
+        None => {
+            let mut c = std::process::Command::new("less");
+            c.arg("-R").arg("+F").arg(&target.log);
+            c
+        }
+    };
     let status = guard.suspend(|| {
         println!(
             "crewmux: attached to {worker}; detach with the tmux prefix then d (default C-b d) to come back"
@@ -311,5 +323,5 @@ fn attach(
     if let Err(e) = status {
         tracing::warn!("attach to {worker}: {e}");
     }
-    Ok(())
+    Ok(None)
 }

@@ -49,6 +49,8 @@ pub mod theme;
 pub mod update;
 
 #[cfg(test)]
+mod dead_pane_tests;
+#[cfg(test)]
 mod fixtures;
 #[cfg(test)]
 mod flow_snapshot_tests;

@@ -284,7 +284,18 @@ fn attach(ui: &mut UiState, run: &RunState) -> Vec<UiEffect> {
         return Vec::new();
     }
     if worker.pane_id.is_none() {
-        ui.notice = Some(format!("{} has no pane yet ({})", worker.id, worker.status));
+        let had_one = run
+            .dispatches
+            .iter()
+            .any(|d| d.worker_id == worker.id && d.attempt == worker.attempt && d.pane_id.is_some());
+        ui.notice = Some(if had_one {
+            format!(
+                "{}'s pane is gone ({}): its output is kept in the Output tab and output.log",
+                worker.id, worker.status
+            )
+        } else {
+            format!("{} has no pane yet ({})", worker.id, worker.status)
+        });
         return Vec::new();
     }
     vec![UiEffect::Attach {

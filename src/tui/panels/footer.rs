@@ -8,7 +8,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 use unicode_width::UnicodeWidthStr;
 
-use crate::tui::action::{keymaps, Binding};
+use crate::tui::action::{keymaps, Action, Binding};
 use crate::tui::state::{Focus, View};
 
 /// Rows the footer takes.
@@ -45,14 +45,20 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
 }
 
 /// `key word` pairs of the active keymaps' hinted bindings, same words merged (`↑/↓ move`),
-/// as many as fit in `width` cells (whole hints only).
+/// as many as fit in `width` cells (whole hints only). `Enter attach` only while the
+/// selected worker has a pane to attach to.
 pub fn hints(view: &View) -> Vec<(String, &'static str)> {
     let mut out: Vec<(String, &'static str)> = Vec::new();
     let maps = keymaps(view.ui);
+    let attachable = view.attach_hint
+        && view
+            .ui
+            .selected_worker(view.run)
+            .is_some_and(|w| w.pane_id.is_some());
     for b in maps
         .iter()
         .flat_map(|m| m.iter())
-        .filter(|b: &&Binding| b.hint)
+        .filter(|b: &&Binding| b.hint && (b.action != Action::Attach || attachable))
     {
         let word = b.action.hint();
         match out.iter_mut().find(|(_, w)| *w == word) {

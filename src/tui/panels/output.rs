@@ -72,7 +72,9 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
         ));
     }
     if let Some(pane) = &worker.pane_id {
-        title.push(Span::styled(format!(" · pane {pane}"), dim));
+        // The tmux pane id, without the server instance stored with it (`%3@<instance>`).
+        let id = pane.split('@').next().unwrap_or_default();
+        title.push(Span::styled(format!(" · pane {id}"), dim));
     }
     title.push(Span::raw(" "));
     let mut block = panel(Line::from(title), focused);
