@@ -32,12 +32,12 @@ pub(super) fn on_pane_gone(state: &mut RunState, worker: &str, attempt: u32, fx:
 mod tests {
     use crate::domain::WorkerStatus;
     use crate::engine::tests::{run, t0};
-    use crate::engine::{update, Input, Runtime};
+    use crate::engine::{update, Input, RunMemory};
 
     #[test]
     fn an_ended_attempt_loses_its_gone_pane_once_and_a_live_one_keeps_it() {
         let mut s = run(3, 3);
-        let mut rt = Runtime::default();
+        let mut rt = RunMemory::default();
         s.workers[0].attempt = 1;
         s.workers[0].status = WorkerStatus::Running;
         s.workers[0].pane_id = Some("%1@42.1700000000".into());
