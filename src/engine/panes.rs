@@ -45,7 +45,10 @@ mod tests {
             worker: s.workers[0].id.clone(),
             attempt: 1,
         };
-        assert!(update(&mut s, &mut rt, t0(), gone.clone()).is_empty(), "live: exit first");
+        assert!(
+            update(&mut s, &mut rt, t0(), gone.clone()).is_empty(),
+            "live: exit first"
+        );
         assert!(s.workers[0].pane_id.is_some());
         s.workers[0].status = WorkerStatus::Crashed;
         let fx = update(&mut s, &mut rt, t0(), gone.clone());

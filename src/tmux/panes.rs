@@ -98,10 +98,16 @@ mod tests {
 
     #[test]
     fn a_pane_reference_names_its_server_instance() {
-        assert_eq!(split_pane_ref("%3@42.1700000000"), ("%3", Some("42.1700000000")));
+        assert_eq!(
+            split_pane_ref("%3@42.1700000000"),
+            ("%3", Some("42.1700000000"))
+        );
         assert_eq!(split_pane_ref("%3"), ("%3", None));
         assert!(same_server("%3@42.1700000000", "42.1700000000"));
         assert!(!same_server("%3@42.1700000000", "43.1700000100"));
-        assert!(same_server("%3", "43.1700000100"), "an old reference: by id alone");
+        assert!(
+            same_server("%3", "43.1700000100"),
+            "an old reference: by id alone"
+        );
     }
 }

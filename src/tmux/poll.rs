@@ -147,10 +147,7 @@ impl TmuxBackend {
             else {
                 continue;
             };
-            let now = sig
-                .get(split_pane_ref(pane).0)
-                .copied()
-                .unwrap_or_default();
+            let now = sig.get(split_pane_ref(pane).0).copied().unwrap_or_default();
             // A question only matters once the screen holds still: capture a pane that did
             // not move since the previous poll and was not captured at this signature yet.
             // A busy pane (a spinner, streaming output) is never captured.
@@ -176,21 +173,23 @@ impl TmuxBackend {
         let mut lost_sigchld = false;
         let liveness = targets
             .iter()
-            .map(|t| match t.pane_id.as_deref().and_then(|p| {
-                let row = by_id.get(split_pane_ref(p).0)?;
-                // The same id on another server instance is another pane.
-                same_server(p, &row.server).then_some(row)
-            }) {
-                None => Liveness::Gone,
-                Some(r) if r.dead => {
-                    if r.dead_status.is_none() {
-                        lost_sigchld = true;
+            .map(|t| {
+                match t.pane_id.as_deref().and_then(|p| {
+                    let row = by_id.get(split_pane_ref(p).0)?;
+                    // The same id on another server instance is another pane.
+                    same_server(p, &row.server).then_some(row)
+                }) {
+                    None => Liveness::Gone,
+                    Some(r) if r.dead => {
+                        if r.dead_status.is_none() {
+                            lost_sigchld = true;
+                        }
+                        Liveness::Dead {
+                            status: r.dead_status,
+                        }
                     }
-                    Liveness::Dead {
-                        status: r.dead_status,
-                    }
+                    Some(_) => Liveness::Alive,
                 }
-                Some(_) => Liveness::Alive,
             })
             .collect();
         // tmux < 3.6 (libutempter builds) can lose a dying pane's SIGCHLD: kick the server
@@ -283,7 +282,12 @@ fn without_dead_banner(screen: &str) -> String {
 
 /// One batched poll's output: the server instance (its `S` line), the pane listing,
 /// `(pane reference, last lines)` of each tail capture, and the focused screen.
-type Batch = (Option<String>, String, Vec<(String, String)>, Option<String>);
+type Batch = (
+    Option<String>,
+    String,
+    Vec<(String, String)>,
+    Option<String>,
+);
 
 /// Split one batched poll's output (see [`Batch`]; dead-pane banners removed).
 fn split_batch(out: &str, sep: &str) -> Batch {

@@ -101,7 +101,10 @@ impl TmuxBackend {
         new_window.name("new-window");
         new_window.push_flag("-d");
         new_window.push_flag("-P");
-        new_window.push_option("-F", format!("{}\t#{{pane_pid}}", super::panes::PANE_REF_FORMAT));
+        new_window.push_option(
+            "-F",
+            format!("{}\t#{{pane_pid}}", super::panes::PANE_REF_FORMAT),
+        );
         new_window.push_option("-t", format!("{}:", self.target_session()));
         new_window.push_option("-n", spec.window.clone());
         new_window.push_option("-c", spec.cwd.display().to_string());

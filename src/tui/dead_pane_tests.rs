@@ -62,9 +62,16 @@ fn footer_text(run: &RunState, ui: &UiState) -> (TestBackend, String) {
         doc: None,
     };
     let mut terminal = Terminal::new(TestBackend::new(200, 2)).unwrap();
-    terminal.draw(|f| footer::render(f, f.area(), &view)).unwrap();
+    terminal
+        .draw(|f| footer::render(f, f.area(), &view))
+        .unwrap();
     let backend = terminal.backend().clone();
-    let text = backend.buffer().content.iter().map(|c| c.symbol()).collect();
+    let text = backend
+        .buffer()
+        .content
+        .iter()
+        .map(|c| c.symbol())
+        .collect();
     (backend, text)
 }
 
@@ -72,7 +79,10 @@ fn footer_text(run: &RunState, ui: &UiState) -> (TestBackend, String) {
 fn a_gone_pane_is_not_offered_and_enter_says_it_is_gone() {
     let (run, mut ui) = with_gone_pane();
     let (_, with_pane) = footer_text(&crazy_run(), &ui);
-    assert!(with_pane.contains("Enter attach"), "a live pane is offered: {with_pane}");
+    assert!(
+        with_pane.contains("Enter attach"),
+        "a live pane is offered: {with_pane}"
+    );
 
     let (backend, text) = footer_text(&run, &ui);
     assert!(!text.contains("Enter attach"), "{text}");
@@ -83,7 +93,9 @@ fn a_gone_pane_is_not_offered_and_enter_says_it_is_gone() {
     assert!(effects.is_empty(), "nothing to attach to: {effects:?}");
     assert_eq!(
         ui.notice.as_deref(),
-        Some("testing's pane is gone (crashed): its output is kept in the Output tab and output.log")
+        Some(
+            "testing's pane is gone (crashed): its output is kept in the Output tab and output.log"
+        )
     );
     let (backend, text) = footer_text(&run, &ui);
     assert!(text.contains("pane is gone"), "{text}");

@@ -284,10 +284,9 @@ fn attach(ui: &mut UiState, run: &RunState) -> Vec<UiEffect> {
         return Vec::new();
     }
     if worker.pane_id.is_none() {
-        let had_one = run
-            .dispatches
-            .iter()
-            .any(|d| d.worker_id == worker.id && d.attempt == worker.attempt && d.pane_id.is_some());
+        let had_one = run.dispatches.iter().any(|d| {
+            d.worker_id == worker.id && d.attempt == worker.attempt && d.pane_id.is_some()
+        });
         ui.notice = Some(if had_one {
             format!(
                 "{}'s pane is gone ({}): its output is kept in the Output tab and output.log",
