@@ -16,11 +16,34 @@ const TEAM: &str = "max_fix_rounds = 0\n\n[workspace]\nmode = \"shared\"\n\n[[wo
 /// Start windows on the new server in `session` until one has pane id `id` (at most 30).
 fn recycle(server: &TmuxServer, session: &str, id: &str) {
     let impostor = "echo IMPOSTOR; sleep 100";
-    let out = server.tmux(&["new-session", "-d", "-s", session, "-x", "80", "-y", "20", impostor]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The old server may still be shutting down on the socket: try again until it is gone.
+    let mut err = String::new();
+    let args = [
+        "new-session",
+        "-d",
+        "-s",
+        session,
+        "-x",
+        "80",
+        "-y",
+        "20",
+        impostor,
+    ];
+    let started = wait_for(
+        || {
+            let out = server.tmux(&args);
+            err = String::from_utf8_lossy(&out.stderr).into_owned();
+            out.status.success()
+        },
+        Duration::from_secs(20),
+    );
+    assert!(started, "a new server on the socket: {err}");
     for _ in 0..30 {
         let panes = server.tmux(&["list-panes", "-a", "-F", "#{pane_id}"]);
-        if String::from_utf8_lossy(&panes.stdout).lines().any(|l| l == id) {
+        if String::from_utf8_lossy(&panes.stdout)
+            .lines()
+            .any(|l| l == id)
+        {
             return;
         }
         server.tmux(&["new-window", "-d", "-t", &format!("={session}:"), impostor]);
@@ -47,12 +70,22 @@ fn a_pane_id_recycled_by_a_new_server_is_never_taken_for_a_dead_workers_pane() {
         "go",
     ];
     let mut driver = spawn_crewmux(tmp.path(), &server.socket, &args);
-    let state = wait_state(tmp.path(), "w running in a pane", Duration::from_secs(60), |s| {
-        let w = state_worker(s, "w");
-        w["status"] == "running" && w["pane_id"].is_string()
-    });
-    let pane_ref = state_worker(&state, "w")["pane_id"].as_str().unwrap().to_string();
-    let (id, instance) = pane_ref.split_once('@').expect("the pane reference names its server");
+    let state = wait_state(
+        tmp.path(),
+        "w running in a pane",
+        Duration::from_secs(60),
+        |s| {
+            let w = state_worker(s, "w");
+            w["status"] == "running" && w["pane_id"].is_string()
+        },
+    );
+    let pane_ref = state_worker(&state, "w")["pane_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (id, instance) = pane_ref
+        .split_once('@')
+        .expect("the pane reference names its server");
     assert!(instance.contains('.'), "{pane_ref}");
     let session = state["session"].as_str().unwrap().to_string();
     let run_id = state["run_id"].as_str().unwrap().to_string();
@@ -79,17 +112,27 @@ fn a_pane_id_recycled_by_a_new_server_is_never_taken_for_a_dead_workers_pane() {
         let poll = backend.poll(std::slice::from_ref(&target), Some(&target));
         assert_eq!(poll.liveness, vec![Liveness::Gone], "liveness");
         assert_eq!(poll.screen, None, "no screen of another pane");
-        assert!(poll.tails.iter().all(Option::is_none), "no tail of another pane");
+        assert!(
+            poll.tails.iter().all(Option::is_none),
+            "no tail of another pane"
+        );
     }
     assert!(backend.attach_command(&target).is_none(), "attach");
     let typed = backend.send_text(&target, "typed-into-the-wrong-pane");
     assert!(typed.is_err(), "text reached the recycled pane");
     let screen = server.tmux(&["capture-pane", "-p", "-t", id]);
     let screen = String::from_utf8_lossy(&screen.stdout);
-    assert!(screen.contains("IMPOSTOR") && !screen.contains("typed-into"), "{screen}");
+    assert!(
+        screen.contains("IMPOSTOR") && !screen.contains("typed-into"),
+        "{screen}"
+    );
 
     // A driver attached again decides the worker by its own pane: gone, so crashed.
-    let out = run_crewmux(tmp.path(), &server.socket, &["attach", "--headless", &run_id]);
+    let out = run_crewmux(
+        tmp.path(),
+        &server.socket,
+        &["attach", "--headless", &run_id],
+    );
     let s = summary(&out);
     let w = worker(&s, "w");
     assert_eq!(w["status"], "crashed", "{s}");
@@ -98,6 +141,9 @@ fn a_pane_id_recycled_by_a_new_server_is_never_taken_for_a_dead_workers_pane() {
     assert!(state_worker(&state, "w")["pane_id"].is_null(), "{state}");
     let run = only_run_dir(tmp.path());
     let output = std::fs::read_to_string(run.join("workers/w/attempt-1/output.log")).unwrap();
-    assert!(output.contains("ORIGINAL") && !output.contains("IMPOSTOR"), "{output}");
+    assert!(
+        output.contains("ORIGINAL") && !output.contains("IMPOSTOR"),
+        "{output}"
+    );
     assert_eq!(count_events(&run, "pane-gone"), 1);
 }
