@@ -63,7 +63,7 @@ pub enum EventKind {
 }
 
 /// Every known kind, for parsing.
-const KNOWN: [EventKind; 38] = [
+const KNOWN: [EventKind; 39] = [
     EventKind::WorkerStarted,
     EventKind::WorkerRelaunched,
     EventKind::WorkerResumed,
