@@ -90,7 +90,7 @@ fn dispatch_json_with_sim_fallback_prints_the_decision() {
 fn dispatch_shows_each_workers_limits_with_the_run_flags() {
     let _g = serial();
     let bin = Bin::new();
-    let project = tempfile::tempdir().unwrap();
+    let project = crate::support::project();
     let out = crewmux(&bin, project.path())
         .args([
             "dispatch",

@@ -163,7 +163,7 @@ fn text_pasted_over_the_channel_arrives_byte_for_byte() {
     let Some(server) = started("control-paste") else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let file = tmp.path().join("typed");
     let out = server.tmux(&[
         "new-window",
@@ -228,7 +228,7 @@ fn a_run_whose_control_client_is_killed_falls_back_reconnects_and_finishes_right
         return;
     }
     let server = TmuxServer::new("control-run");
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::support::project();
     let t = team_file(tmp.path(), "team.toml", FOUR);
     let child = spawn_crewmux(
         tmp.path(),

@@ -130,7 +130,7 @@ fn an_auth_failure_only_the_output_tells_is_not_retried_and_says_what_to_set() {
             "set OPENAI_API_KEY",
         ),
     ] {
-        let project = tempfile::tempdir().unwrap();
+        let project = crate::support::project();
         let out = run(
             &bin,
             project.path(),
@@ -158,7 +158,7 @@ echo launch >> "$REC/launches"
 echo '{"type":"result","subtype":"success","is_error":true,"result":"API Error: 500 internal error"}'
 exit 1"#,
     );
-    let project = tempfile::tempdir().unwrap();
+    let project = crate::support::project();
     let out = run(
         &bin,
         project.path(),

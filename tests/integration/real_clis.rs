@@ -126,7 +126,7 @@ fn version(bin: &Path, path: &str) -> String {
 }
 
 /// A project and HOME set up for `case`, with `key`; returns (project, home) dirs.
-fn setup(case: &Case, url: &str, key: &str) -> (tempfile::TempDir, tempfile::TempDir) {
+fn setup(case: &Case, url: &str, key: &str) -> (crate::support::Project, crate::support::Project) {
     let fill = |s: &str| s.replace("{url}", url).replace("{key}", key);
     let home = crate::support::project();
     for (rel, text) in case.home_files {
@@ -150,7 +150,7 @@ struct Ran {
     summary: serde_json::Value,
     code: Option<i32>,
     run_dir: PathBuf,
-    _dirs: (tempfile::TempDir, tempfile::TempDir),
+    _dirs: (crate::support::Project, crate::support::Project),
 }
 
 /// One `crewmux run --provider` of `case` with `key`.

@@ -9,7 +9,7 @@ use crate::workspaces::{git, repo, run, run_id, stderr, worker};
 fn after_merge_squash_clean_removes_the_run_and_build_output_stays_out() {
     let tmp = repo(&[("a.txt", "a\n")]);
     let d = tmp.path();
-    let teamdir = tempfile::tempdir().unwrap();
+    let teamdir = crate::support::project();
     // The check builds into target/, which this repository does not ignore.
     let team = team_file(
         teamdir.path(),
@@ -60,7 +60,7 @@ fn after_merge_squash_clean_removes_the_run_and_build_output_stays_out() {
 fn a_squash_merge_undone_by_a_reset_keeps_the_run() {
     let tmp = repo(&[("a.txt", "a\n")]);
     let d = tmp.path();
-    let teamdir = tempfile::tempdir().unwrap();
+    let teamdir = crate::support::project();
     let team = team_file(
         teamdir.path(),
         "team.toml",
