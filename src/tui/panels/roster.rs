@@ -79,7 +79,9 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     }
     // Once a CLI reported usage: each worker's tokens (and cost).
     let (usage, total) = crate::providers::output::run_usage(run);
-    let with_usage = with_note && total.is_some();
+    // Shown only where the fixed columns, their gaps and the highlight mark still fit.
+    let fixed = id_width + 8 + 11 + 7 + 7 + 4 + 6 + 2;
+    let with_usage = total.is_some() && inner_width > fixed + super::roster_usage::WIDTH;
     if with_usage {
         header.push("tokens");
         widths.push(Constraint::Length(super::roster_usage::WIDTH));
@@ -94,8 +96,8 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
         let w = &run.workers[i];
         let mut r = row(w, with_role, with_note, with_diff, view);
         if with_usage {
-            // The tokens cell goes before the note, the last cell.
-            let note = r.pop();
+            // The tokens cell goes before the note, the last cell when there is one.
+            let note = if with_note { r.pop() } else { None };
             r.push(super::roster_usage::cell(usage.get(&w.id)));
             r.extend(note);
         }

@@ -11,7 +11,7 @@ use ratatui::widgets::Cell;
 use crate::providers::output::{dollars, tokens, Usage};
 
 /// Width of the `tokens` column, cells.
-pub const WIDTH: u16 = 18;
+pub const WIDTH: u16 = 16;
 
 /// `12.3k/4.1k $0.42`: tokens in/out, and the cost when the CLI reports one.
 pub fn cell(u: Option<&Usage>) -> Cell<'static> {
@@ -115,6 +115,11 @@ mod tests {
     #[test]
     fn roster_with_the_tokens_column() {
         insta::assert_snapshot!(draw(roster::render, 140, 8));
+    }
+
+    #[test]
+    fn a_narrow_roster_keeps_the_tokens_column_without_squeezing_status() {
+        insta::assert_snapshot!(draw(roster::render, 80, 8));
     }
 
     #[test]
