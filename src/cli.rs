@@ -18,6 +18,14 @@ pub struct Cli {
     /// Home screen: list the runs of every project crewmux has run in.
     #[arg(long)]
     pub all: bool,
+    /// Home screen: tmux server socket name (`tmux -L NAME`) of the runs it opens and
+    /// starts [env: CREWMUX_TMUX_SOCKET] [default: crewmux]. After a command, that
+    /// command's own `--tmux-socket`.
+    #[arg(long = "tmux-socket", id = "home_tmux_socket", value_parser = socket_name)]
+    pub home_tmux_socket: Option<String>,
+    /// Home screen: project directory (default: the current one).
+    #[arg(long = "project", id = "home_project")]
+    pub home_project: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -9,6 +9,7 @@ pub mod backend;
 pub mod clarification;
 pub mod cli;
 pub mod commands;
+pub mod config;
 pub mod council;
 pub mod creds;
 pub mod domain;

@@ -13,18 +13,26 @@ use crate::store::RunStore;
 /// set up or the driver fails.
 pub fn drive_dashboard(store: RunStore, state: RunState, opts: DriverOptions) -> Result<i32> {
     // The dashboard stays (and keeps showing panes) after the run ends, until `q`.
+    let config = crate::config::load()?;
     let opts = DriverOptions {
         exit_when_finished: false,
+        notify: config.notify,
         ..opts
     };
     crate::logging::init(&state.project_dir, true);
     let backend = super::drive::driving_backend_for(&state, &store)?;
     let run_id = state.run_id.clone();
+    let project = state.project_dir.clone();
     // Before the dashboard takes the terminal: the passphrase may be asked there.
     let creds = crate::creds::Store::open_default()?;
     let viewer = super::drive::backend_for(&state, &store)?;
     let driver = Driver::new(store.clone(), state, backend, opts).with_credentials(creds);
-    let outcome = crate::tui::app::run(store, driver, viewer)?;
+    let look = crate::tui::app::Look {
+        keys: config.keys,
+        theme: config.theme,
+        providers: agent_providers(&project),
+    };
+    let outcome = crate::tui::app::run(store, driver, viewer, look)?;
     if outcome.detached {
         let why = outcome.signal.map(|s| format!("{s}: ")).unwrap_or_default();
         eprintln!(
@@ -34,4 +42,19 @@ pub fn drive_dashboard(store: RunStore, state: RunState, opts: DriverOptions) ->
     }
     eprint!("{}", super::manage::status_text(&outcome.state, false));
     Ok(super::summary::exit_code(&outcome.state))
+}
+
+/// The agent providers the project knows (built-ins and overrides), for the add-worker form;
+/// `sim` last.
+fn agent_providers(project: &std::path::Path) -> Vec<String> {
+    let env = crate::providers::EnvSnapshot::current();
+    let registry = crate::providers::Registry::load(Some(project), &env)
+        .unwrap_or_else(|_| crate::providers::Registry::builtin());
+    let mut names: Vec<String> = registry
+        .agents()
+        .map(|(n, _)| n.to_string())
+        .filter(|n| n != "sim")
+        .collect();
+    names.push("sim".into());
+    names
 }

@@ -30,6 +30,7 @@ pub fn run(args: DispatchArgs) -> Result<i32> {
     opts.mode = args.mode.map(Into::into);
     opts.team_file = args.team.clone();
     opts.provider = args.provider.clone();
+    crate::config::apply_defaults(&mut opts, &crate::config::load()?);
     opts.role = args.role.clone();
     opts.allow_sim_fallback = args.allow_sim_fallback;
     opts.limits = args.limits.into();

@@ -80,6 +80,10 @@ fn hhmmss() -> String {
 /// loose permissions); the driver thread cannot start or the run's state cannot be saved.
 pub fn drive_headless(store: RunStore, state: RunState, opts: DriverOptions) -> Result<i32> {
     crate::logging::init(&state.project_dir, false);
+    let opts = DriverOptions {
+        notify: crate::config::load()?.notify,
+        ..opts
+    };
     let backend = driving_backend_for(&state, &store)?;
     let run_id = state.run_id.clone();
     let (ctl_tx, ctl_rx) = mpsc::channel();

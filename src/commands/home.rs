@@ -12,11 +12,13 @@ use crate::cli::{AttachArgs, CleanArgs, Cli, CommonArgs};
 use crate::error::{Error, Result};
 use crate::tui::home::{self, index, Home, HomeExit, ModeChoice, NewRun};
 
-/// Show the home screen for the current project (`all`: every project in the index).
+/// Show the home screen for `project` (default: the current directory; `all`: every
+/// project in the index); the runs it opens and starts use the tmux server `socket`.
 ///
 /// # Errors
-/// Exit 2: standard input or output is not a terminal.
-pub fn run(all: bool) -> Result<i32> {
+/// Exit 2: standard input or output is not a terminal, `project` is not a directory, or
+/// `$CREWMUX_TMUX_SOCKET` is not a socket name.
+pub fn run(all: bool, socket: Option<&str>, project: Option<&Path>) -> Result<i32> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(Error::Usage(
             "the home screen needs a terminal: name a command (`crewmux --help` lists them), \
@@ -24,7 +26,15 @@ pub fn run(all: bool) -> Result<i32> {
                 .into(),
         ));
     }
-    let project = super::plan::project_dir(None)?;
+    let socket = match socket {
+        Some(s) => s.to_string(),
+        None => match std::env::var("CREWMUX_TMUX_SOCKET") {
+            Ok(s) => crate::cli::socket_name(&s)
+                .map_err(|e| Error::Usage(format!("CREWMUX_TMUX_SOCKET: {e}")))?,
+            Err(_) => "crewmux".into(),
+        },
+    };
+    let project = super::plan::project_dir(project)?;
     index::remember(&project);
     let projects = move |project: &Path| -> Vec<PathBuf> {
         if all {
@@ -53,9 +63,9 @@ pub fn run(all: bool) -> Result<i32> {
         let exit = home::app::run(&mut screen, &refresh)?;
         let outcome = match exit {
             HomeExit::Quit => return Ok(0),
-            HomeExit::Open { project, id } => open(&project, &id),
-            HomeExit::Clean { project, id } => clean(&project, &id),
-            HomeExit::New(form) => new_run(&project, &form),
+            HomeExit::Open { project, id } => open(&common(&project, &socket), &id),
+            HomeExit::Clean { project, id } => clean(&common(&project, &socket), &id),
+            HomeExit::New(form) => new_run(&common(&project, &socket), &form),
         };
         screen.rows = reload();
         screen.notice = Some(match outcome {
@@ -65,17 +75,17 @@ pub fn run(all: bool) -> Result<i32> {
     }
 }
 
-fn common(project: &Path) -> CommonArgs {
+fn common(project: &Path, socket: &str) -> CommonArgs {
     CommonArgs {
-        tmux_socket: std::env::var("CREWMUX_TMUX_SOCKET").unwrap_or_else(|_| "crewmux".into()),
+        tmux_socket: socket.to_string(),
         project: Some(project.to_path_buf()),
     }
 }
 
-fn open(project: &Path, id: &str) -> Result<String> {
+fn open(common: &CommonArgs, id: &str) -> Result<String> {
     super::manage::attach(
         AttachArgs {
-            common: common(project),
+            common: common.clone(),
             run: Some(id.to_string()),
             headless: false,
         },
@@ -84,9 +94,9 @@ fn open(project: &Path, id: &str) -> Result<String> {
     Ok(format!("back from run {id}"))
 }
 
-fn clean(project: &Path, id: &str) -> Result<String> {
+fn clean(common: &CommonArgs, id: &str) -> Result<String> {
     super::manage::clean(CleanArgs {
-        common: common(project),
+        common: common.clone(),
         run: Some(id.to_string()),
         purge: true,
         force: false,
@@ -96,10 +106,14 @@ fn clean(project: &Path, id: &str) -> Result<String> {
 
 /// Start the run as `crewmux run` would be asked on the command line, so every default and
 /// check (the clarification gate included) is the same.
-fn new_run(project: &Path, form: &NewRun) -> Result<String> {
+fn new_run(common: &CommonArgs, form: &NewRun) -> Result<String> {
     let mut argv: Vec<String> = vec!["crewmux".into(), "run".into()];
-    argv.push("--project".into());
-    argv.push(project.display().to_string());
+    if let Some(project) = &common.project {
+        argv.push("--project".into());
+        argv.push(project.display().to_string());
+    }
+    argv.push("--tmux-socket".into());
+    argv.push(common.tmux_socket.clone());
     match &form.mode {
         ModeChoice::Builtin(m) => argv.extend(["--mode".into(), (*m).to_string()]),
         ModeChoice::TeamFile(p) => argv.extend(["--team".into(), p.display().to_string()]),

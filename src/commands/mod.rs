@@ -57,8 +57,24 @@ use crate::error::Result;
 /// and the I/O, tmux and state errors of the command itself.
 pub fn execute(cli: Cli) -> Result<i32> {
     let Some(command) = cli.command else {
-        return home::run(cli.all);
+        return home::run(
+            cli.all,
+            cli.home_tmux_socket.as_deref(),
+            cli.home_project.as_deref(),
+        );
     };
+    // Before a command these would be the home screen's and silently unused.
+    for (flag, given) in [
+        ("--tmux-socket", cli.home_tmux_socket.is_some()),
+        ("--project", cli.home_project.is_some()),
+        ("--all", cli.all),
+    ] {
+        if given {
+            return Err(crate::error::Error::Usage(format!(
+                "{flag} before a command is the home screen's: put it after the command name (`crewmux <command> {flag} …`)"
+            )));
+        }
+    }
     match command {
         Command::Creds(cmd) => creds::run(cmd),
         Command::Run(args) => run::run(args),

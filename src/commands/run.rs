@@ -56,6 +56,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
     opts.team_file = args.team.clone();
     opts.target = args.target.clone();
     opts.provider = args.provider.clone();
+    crate::config::apply_defaults(&mut opts, &crate::config::load()?);
     opts.role = args.role.clone();
     opts.allow_sim_fallback = args.allow_sim_fallback;
     opts.parallel = args.options.parallel;

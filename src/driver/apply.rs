@@ -142,7 +142,7 @@ impl Driver {
             }
             Effect::Notify(msg) => {
                 if !self.opts.quiet {
-                    notify(&msg);
+                    notify(&msg, self.opts.notify);
                 }
                 None
             }
@@ -217,6 +217,6 @@ impl Driver {
 }
 
 /// Tell the person: the bell, the terminal's desktop notification, `notify-send`, tmux.
-fn notify(msg: &str) {
-    super::notify::notify(msg);
+fn notify(msg: &str, ways: super::NotifyWays) {
+    super::notify::notify(msg, ways);
 }

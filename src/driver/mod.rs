@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 
 pub use council::{run_council, write_report};
+pub use notify::NotifyWays;
 pub use observe::RESULT_FROM_LOG_LINES;
 pub use prepare::{prepare, prompt_text, Prepared};
 pub use watch::{Watch, OUTPUT_RING_LINES};
@@ -57,6 +58,8 @@ pub struct DriverOptions {
     pub tick: Duration,
     /// No bell or desktop notification.
     pub quiet: bool,
+    /// Which notifications fire when not `quiet` (the config file's `[notify]`).
+    pub notify: NotifyWays,
     /// The crewmux binary (the sim agent is `crewmux sim-agent`).
     pub self_exe: PathBuf,
     /// Cap on packaged prompts, characters.
@@ -71,6 +74,7 @@ impl Default for DriverOptions {
             grace: Duration::from_secs(5),
             tick: Duration::from_millis(200),
             quiet: false,
+            notify: NotifyWays::default(),
             self_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("crewmux")),
             prompt_max_chars: 4000,
             exit_when_finished: true,

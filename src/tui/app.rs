@@ -32,6 +32,15 @@ pub static ESC_LEAVES: std::sync::atomic::AtomicBool = std::sync::atomic::Atomic
 /// the screen never freezes behind a flood of driver updates.
 pub const MAX_BURST: usize = 256;
 
+/// What the person's config sets for the dashboard: key bindings, theme, and the providers
+/// the add-worker form offers.
+#[derive(Debug, Clone, Default)]
+pub struct Look {
+    pub keys: super::keys::Keys,
+    pub theme: super::theme::Theme,
+    pub providers: Vec<String>,
+}
+
 /// How the dashboard ended.
 #[derive(Debug, Clone)]
 pub struct Outcome {
@@ -49,18 +58,24 @@ pub struct Outcome {
 ///
 /// # Errors
 /// The terminal cannot be set up, or the driver fails.
-pub fn run(store: RunStore, driver: Driver, viewer: Box<dyn Multiplexer>) -> Result<Outcome> {
+pub fn run(
+    store: RunStore,
+    driver: Driver,
+    viewer: Box<dyn Multiplexer>,
+    look: Look,
+) -> Result<Outcome> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .on("cannot start the dashboard's runtime")?;
-    rt.block_on(run_async(store, driver, viewer))
+    rt.block_on(run_async(store, driver, viewer, look))
 }
 
 async fn run_async(
     store: RunStore,
     driver: Driver,
     viewer: Box<dyn Multiplexer>,
+    look: Look,
 ) -> Result<Outcome> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
     let (ctl_tx, ctl_rx) = std_mpsc::channel::<Control>();
@@ -81,6 +96,9 @@ async fn run_async(
 
     let mut model = Model::new(state, store.dir().to_path_buf());
     model.ui.esc_leaves = ESC_LEAVES.load(std::sync::atomic::Ordering::SeqCst);
+    model.ui.keys = look.keys;
+    model.ui.theme = look.theme;
+    model.ui.providers = look.providers;
     if let Some(first) = model.run.workers.first() {
         send(&ctl_tx, Control::Focus(Some(first.id.clone())));
     }

@@ -149,3 +149,38 @@ fn an_io_error_names_its_path_on_one_line_and_v_shows_the_cause() {
     );
     assert!(err.contains("Not a directory (os error 20)"), "{err}");
 }
+
+#[test]
+fn a_bad_config_file_is_one_line_at_its_place_and_nothing_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        "[keys]\nretry = \"R\"\n\n[defaults]\nmode = \"wild\"\n",
+    )
+    .unwrap();
+    let out = crewmux()
+        .current_dir(tmp.path())
+        .env("CREWMUX_CONFIG_DIR", &config)
+        .args(["run", "--provider", "sim", "--headless", "fix the bug"])
+        .output()
+        .unwrap();
+    let err = err_line(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.ends_with("config.toml:5:8: unknown mode `wild`: use one of crazy, ccg, solo"),
+        "{err}"
+    );
+    assert!(!tmp.path().join(".crewmux").exists(), "nothing ran");
+}
+
+#[test]
+fn home_screen_flags_before_a_command_are_refused_not_ignored() {
+    let out = crewmux()
+        .args(["--tmux-socket", "other", "status"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(err_line(&out).contains("--tmux-socket before a command is the home screen's"));
+}

@@ -54,6 +54,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("driver", 3),
     ("cli", 4),
     ("commands", 4),
+    ("config", 4),
     ("tui", 4),
     ("sim", 4),
 ];

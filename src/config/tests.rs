@@ -1,0 +1,99 @@
+//! The config file: every table read, and each kind of mistake reported at its place.
+
+use std::path::Path;
+
+use super::*;
+use crate::providers::Registry;
+use crate::tui::action::Action;
+
+fn read(text: &str) -> Result<Config> {
+    parse(
+        Path::new("/home/u/.config/crewmux/config.toml"),
+        text,
+        &Registry::builtin(),
+    )
+}
+
+fn error(text: &str) -> String {
+    read(text).unwrap_err().to_string()
+}
+
+#[test]
+fn no_file_content_means_the_defaults() {
+    let c = read("").unwrap();
+    assert_eq!(c.keys, Keys::default());
+    assert!(c.theme.is_default());
+    assert_eq!(c.notify, NotifyWays::default());
+    assert_eq!((c.mode, c.provider), (None, None));
+}
+
+#[test]
+fn every_table_is_read() {
+    let c = read(
+        r##"
+[keys]
+retry = "R"
+add-worker = ["+", "A"]
+
+[theme]
+accent = "magenta"
+error = "#ff5f5f"
+
+[notify]
+notify-send = false
+tmux = false
+
+[defaults]
+mode = "solo"
+provider = "sim"
+"##,
+    )
+    .unwrap();
+    let worker = c.keys.apply(crate::tui::action::WORKER);
+    assert!(worker
+        .iter()
+        .any(|b| b.action == Action::Retry && b.label == "R"));
+    let global = c.keys.apply(crate::tui::action::GLOBAL);
+    let add: Vec<&str> = global
+        .iter()
+        .filter(|b| b.action == Action::AddWorker)
+        .map(|b| b.label.as_ref())
+        .collect();
+    assert_eq!(add, ["+", "A"]);
+    assert!(!c.theme.is_default());
+    assert_eq!(
+        c.notify,
+        NotifyWays {
+            bell: true,
+            osc: true,
+            notify_send: false,
+            tmux: false
+        }
+    );
+    assert_eq!(c.mode.as_deref(), Some("solo"));
+    assert_eq!(c.provider.as_deref(), Some("sim"));
+}
+
+#[test]
+fn mistakes_are_one_line_at_their_place_with_the_fix() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "[colours]\naccent = \"red\"\n",
+            "config.toml:1:2: unknown field `colours`, expected one of `keys`, `theme`, `notify`, `defaults`",
+        ),
+        ("[keys]\nretyr = \"R\"\n", "config.toml:2:1: unknown action `retyr`: use one of"),
+        ("[keys]\nretry = \"Ctrl+R\"\n", "config.toml:2:9: `Ctrl+R` is not a key"),
+        ("[keys]\nretry = \"q\"\n", "config.toml:2:9: `q` is already quit's key where retry works"),
+        ("[theme]\nerror = \"bluish\"\n", "config.toml:2:9: `bluish` is not a colour"),
+        ("[theme]\nerrors = \"red\"\n", "config.toml:2:1: unknown theme colour `errors`: use one of accent"),
+        ("[notify]\nbell = \"yes\"\n", "config.toml:2:8: invalid type: string \"yes\", expected a boolean"),
+        ("[notify]\nsound = true\n", "config.toml:2:1: unknown field `sound`"),
+        ("[defaults]\nmode = \"wild\"\n", "config.toml:2:8: unknown mode `wild`: use one of crazy, ccg, solo"),
+        ("[defaults]\nprovider = \"gpt\"\n", "config.toml:2:12: unknown provider `gpt`: use one of"),
+    ];
+    for (text, want) in cases {
+        let got = error(text);
+        assert!(got.contains(want), "{text:?}\n got: {got}\nwant: {want}");
+        assert_eq!(got.lines().count(), 1, "{got}");
+    }
+}
