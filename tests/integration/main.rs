@@ -49,6 +49,7 @@ mod providers_standins;
 mod rate_limit_lines;
 mod real_clis;
 mod shell;
+mod steer;
 mod stopped_server;
 mod structured_output;
 mod team_files;
