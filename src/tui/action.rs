@@ -74,6 +74,14 @@ pub enum Action {
     SendText,
     /// Order the roster by attention (waiting, failed, running, done), or as the team is.
     ToggleAttention,
+    /// Show the selected worker's diff (the Diff tab, focused).
+    ShowDiff,
+    /// Diff tab: scroll to the next file of the diff.
+    NextFile,
+    /// Diff tab: scroll to the previous file of the diff.
+    PrevFile,
+    /// Merge the run's result into your branch (asks, with the diffstat).
+    Merge,
 }
 
 impl Action {
@@ -116,6 +124,10 @@ impl Action {
             Action::EditRetry => "edit its task, then retry",
             Action::SendText => "type a line into its pane",
             Action::ToggleAttention => "order workers by attention",
+            Action::ShowDiff => "show the worker's diff",
+            Action::NextFile => "next file of the diff",
+            Action::PrevFile => "previous file of the diff",
+            Action::Merge => "merge the result (asks)",
         }
     }
 
@@ -150,6 +162,9 @@ impl Action {
             Action::EditRetry => "edit+retry",
             Action::SendText => "send text",
             Action::ToggleAttention => "order",
+            Action::ShowDiff => "diff",
+            Action::NextFile | Action::PrevFile => "files",
+            Action::Merge => "merge",
         }
     }
 }
@@ -206,6 +221,7 @@ pub const GLOBAL: &[Binding] = &[
     key(K::Char('w'), "w", A::ToggleWrap, false),
     key(K::Char('+'), "+", A::AddWorker, true),
     key(K::Char('o'), "o", A::ToggleAttention, false),
+    key(K::Char('m'), "m", A::Merge, false),
     key(K::Char('?'), "?", A::ToggleHelp, true),
     key(K::Char('q'), "q", A::Quit, true),
     ctrl('c', "C-c", A::Quit),
@@ -224,6 +240,7 @@ pub const ROSTER: &[Binding] = &[
     key(K::Char('G'), "G", A::Bottom, false),
     key(K::Enter, "Enter", A::Attach, true),
     key(K::Char('c'), "c", A::CancelWorker, true),
+    key(K::Char('d'), "d", A::ShowDiff, false),
 ];
 
 /// Steering the selected worker (roster and output panel).
@@ -255,6 +272,13 @@ pub const OUTPUT: &[Binding] = &[
 
 /// The main area on the Council tab: Enter goes to what the selected finding names.
 pub const COUNCIL_VIEW: &[Binding] = &[key(K::Enter, "Enter", A::Jump, true)];
+
+/// The main area on the Diff tab: jump between the diff's files (the footer shows them;
+/// the help overlay has no room left at 80×24).
+pub const DIFF_VIEW: &[Binding] = &[
+    key(K::Char('}'), "}", A::NextFile, true),
+    key(K::Char('{'), "{", A::PrevFile, false),
+];
 
 /// The answer input line. Printable chars without Ctrl/Alt are typed (see [`map_key`]).
 pub const INPUT: &[Binding] = &[
@@ -319,6 +343,9 @@ pub fn default_keymaps(ui: &UiState) -> Vec<&'static [Binding]> {
         Focus::Roster => vec![ROSTER, GLOBAL, WORKER],
         Focus::Output if ui.tab == Tab::Council && ui.file.is_none() => {
             vec![COUNCIL_VIEW, SCROLL, GLOBAL]
+        }
+        Focus::Output if ui.tab == Tab::Diff && ui.file.is_none() => {
+            vec![DIFF_VIEW, SCROLL, GLOBAL, WORKER]
         }
         Focus::Output if ui.tab == Tab::Output && ui.file.is_none() => {
             vec![OUTPUT, SCROLL, GLOBAL, WORKER]

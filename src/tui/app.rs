@@ -196,6 +196,10 @@ async fn event_loop(
                     }
                     continue;
                 }
+                if matches!(effect, UiEffect::OfferMerge | UiEffect::Merge) {
+                    model.carry_out_merge(&effect);
+                    dirty = true;
+                }
                 carry_out(ctl_tx, effect);
             }
             if model.quitting || model.stopped {
@@ -241,6 +245,8 @@ fn carry_out(ctl_tx: &std_mpsc::Sender<Control>, effect: UiEffect) {
         // Carried out by the loop itself (it suspends the dashboard).
         UiEffect::EditRetry { .. } => {}
         UiEffect::Quit => send(ctl_tx, Control::Quit),
+        // Carried out by the model itself (git, not the driver).
+        UiEffect::OfferMerge | UiEffect::Merge => {}
     }
 }
 

@@ -46,6 +46,9 @@ pub fn load(run: &RunState, w: &WorkerState) -> Doc {
     }
 }
 
+/// How the diff names a new file that is not committed yet.
+const NEW_FILE: &str = "new file, not yet committed: ";
+
 fn diff_lines(git: &Git, base: &str) -> Vec<Line<'static>> {
     let text = match git.run(&["diff", "--no-color", "--no-renames", base]) {
         Ok(t) => t,
@@ -57,7 +60,7 @@ fn diff_lines(git: &Git, base: &str) -> Vec<Line<'static>> {
     let mut lines = colour(&text);
     for f in untracked.lines().filter(|f| !f.is_empty()) {
         lines.push(Line::styled(
-            format!("new file, not yet committed: {f}"),
+            format!("{NEW_FILE}{f}"),
             Style::default().fg(Color::Green),
         ));
     }
@@ -99,10 +102,79 @@ pub fn colour(text: &str) -> Vec<Line<'static>> {
     out
 }
 
+/// The lines of a diff where a file starts: each `diff --git` header and each line naming
+/// a new untracked file.
+pub fn file_starts(lines: &[Line<'_>]) -> Vec<usize> {
+    lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| {
+            let text: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
+            text.starts_with("diff --git ") || text.starts_with(NEW_FILE)
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// `}` (`forward`) or `{`: scroll the diff so the next (previous) file starts at the top;
+/// at the last (first) file, a notice says so.
+pub fn jump_file(ui: &mut super::state::UiState, forward: bool) {
+    let here = ui.doc_scroll;
+    let to = if forward {
+        ui.doc_files.iter().copied().find(|&i| i > here)
+    } else {
+        ui.doc_files.iter().copied().rev().find(|&i| i < here)
+    };
+    match to {
+        Some(i) => {
+            let n = ui.doc_files.iter().position(|&f| f == i).unwrap_or(0);
+            ui.doc_scroll = i;
+            ui.notice = Some(format!("file {} of {}", n + 1, ui.doc_files.len()));
+        }
+        None if ui.doc_files.is_empty() => ui.notice = Some("no file in this diff".into()),
+        None if forward => ui.notice = Some("this is the last file of the diff".into()),
+        None => ui.notice = Some("this is the first file of the diff".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::tui::fixtures;
+
+    #[test]
+    fn braces_jump_between_the_files_of_a_diff() {
+        let lines = colour(
+            "diff --git a/x b/x\n@@ -1 +1 @@\n-a\n+b\ndiff --git a/y b/y\n@@ -1 +1 @@\n-c\n+d\n",
+        );
+        let mut lines = lines;
+        lines.push(Line::from(format!("{NEW_FILE}z.rs")));
+        let mut ui = super::super::state::UiState {
+            doc_files: file_starts(&lines),
+            ..Default::default()
+        };
+        assert_eq!(ui.doc_files, vec![0, 4, 8]);
+        jump_file(&mut ui, true);
+        assert_eq!(ui.doc_scroll, 4);
+        assert_eq!(ui.notice.as_deref(), Some("file 2 of 3"));
+        jump_file(&mut ui, true);
+        jump_file(&mut ui, true);
+        assert_eq!(ui.doc_scroll, 8);
+        assert_eq!(
+            ui.notice.as_deref(),
+            Some("this is the last file of the diff")
+        );
+        ui.doc_scroll = 6;
+        jump_file(&mut ui, false);
+        assert_eq!(ui.doc_scroll, 4);
+        jump_file(&mut ui, false);
+        jump_file(&mut ui, false);
+        assert_eq!(ui.doc_scroll, 0);
+        assert_eq!(
+            ui.notice.as_deref(),
+            Some("this is the first file of the diff")
+        );
+    }
 
     #[test]
     fn lines_are_coloured_by_kind() {

@@ -151,6 +151,11 @@ impl Model {
 
     fn show_doc(&mut self, doc: Doc) {
         self.ui.doc_len = doc.lines.len();
+        self.ui.doc_files = if doc.diff_of.is_some() {
+            diff::file_starts(&doc.lines)
+        } else {
+            Vec::new()
+        };
         self.ui.doc_scroll = self.ui.doc_scroll.min(self.ui.doc_len.saturating_sub(1));
         self.doc = Some(doc);
         self.diff_at = Instant::now();

@@ -51,6 +51,8 @@ impl Focus {
 pub enum Confirm {
     /// Cancel every live worker of the run (`y` confirms, `n`/Esc declines).
     CancelAll,
+    /// Merge the run's result into the user's branch (`UiState::merge_offer` says what).
+    Merge,
 }
 
 /// Whom an answer goes to: the run-level clarification gate or one waiting worker.
@@ -224,6 +226,10 @@ pub struct UiState {
     pub theme: super::theme::Theme,
     /// Providers the add-worker form offers after the run's own.
     pub providers: Vec<String>,
+    /// What the open merge confirmation would merge.
+    pub merge_offer: Option<super::merge::MergeOffer>,
+    /// Lines of the shown diff where a file starts (`{`/`}` jump between them).
+    pub doc_files: Vec<usize>,
 }
 
 impl Default for UiState {
@@ -253,6 +259,8 @@ impl Default for UiState {
             attention: false,
             theme: Default::default(),
             providers: Vec::new(),
+            merge_offer: None,
+            doc_files: Vec::new(),
         }
     }
 }

@@ -36,6 +36,11 @@ pub enum UiEffect {
     EditRetry { worker_id: String },
     /// Leave the dashboard; workers keep running.
     Quit,
+    /// Work out what `m` would merge (a dry run) and open the confirmation, or say why not
+    /// (the app loop runs git: [`crate::tui::merge`]).
+    OfferMerge,
+    /// Merge the run's result into the user's branch (confirmed).
+    Merge,
 }
 
 /// Apply `action` to `ui` given the current `run`; pure. Sets `ui.notice` to say why an
@@ -125,6 +130,13 @@ fn apply(ui: &mut UiState, run: &RunState, action: Action) -> Vec<UiEffect> {
         Action::EditRetry => return super::steer::edit_retry(ui, run),
         Action::SendText => super::steer::open_send(ui, run),
         Action::ToggleAttention => super::attention::toggle(ui),
+        Action::ShowDiff => show_tab(ui, Tab::Diff),
+        Action::NextFile => super::diff::jump_file(ui, true),
+        Action::PrevFile => super::diff::jump_file(ui, false),
+        Action::Merge => match super::merge::can_offer(run) {
+            Ok(()) => return vec![UiEffect::OfferMerge],
+            Err(why) => ui.notice = Some(why),
+        },
         Action::ToggleWrap => {
             ui.nowrap = !ui.nowrap;
             ui.notice = Some(if ui.nowrap {
@@ -186,6 +198,16 @@ fn confirm(ui: &mut UiState, run: &RunState, action: Action) -> Vec<UiEffect> {
             let live = run.workers.iter().filter(|w| !w.status.is_terminal());
             ui.notice = Some(format!("cancelling {} workers", live.count()));
             vec![UiEffect::Cancel { worker_id: None }]
+        }
+        (Some(Confirm::Merge), Action::Confirm) => {
+            ui.confirm = None;
+            vec![UiEffect::Merge]
+        }
+        (Some(Confirm::Merge), Action::Back | Action::Quit) => {
+            ui.confirm = None;
+            ui.merge_offer = None;
+            ui.notice = Some("nothing merged (m asks again, crewmux merge does it later)".into());
+            Vec::new()
         }
         (_, Action::Back) | (_, Action::Quit) => {
             ui.confirm = None;

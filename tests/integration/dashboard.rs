@@ -27,7 +27,7 @@ fn screen(viewer: &TmuxServer) -> String {
     String::from_utf8_lossy(&viewer.tmux(&["capture-pane", "-p", "-t", "v"]).stdout).into_owned()
 }
 
-fn wait_screen(viewer: &TmuxServer, what: &str, limit: Duration) -> String {
+pub(crate) fn wait_screen(viewer: &TmuxServer, what: &str, limit: Duration) -> String {
     let end = Instant::now() + limit;
     loop {
         let s = screen(viewer);

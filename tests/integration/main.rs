@@ -36,6 +36,7 @@ mod creds_env;
 mod creds_errors;
 mod creds_run;
 mod dashboard;
+mod dashboard_merge;
 mod descendants;
 mod exit_meanings;
 mod flow;

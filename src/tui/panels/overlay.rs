@@ -195,6 +195,9 @@ pub fn render_help(frame: &mut Frame, area: Rect, view: &View) {
 
 /// Draw the open confirm dialog (see [`Confirm`]) centred over `area`.
 pub fn render_confirm(frame: &mut Frame, area: Rect, view: &View) {
+    if view.ui.confirm == Some(Confirm::Merge) {
+        return crate::tui::merge::render_confirm(frame, area, view);
+    }
     let Some(Confirm::CancelAll) = view.ui.confirm else {
         return;
     };
