@@ -19,7 +19,7 @@ fn main() {
             hooks.theme(color_eyre::config::Theme::new())
         };
         if let Err(e) = hooks.install() {
-            eprintln!("crewmux: error reports stay plain: {e}");
+            crewmux::errln!("crewmux: error reports stay plain: {e}");
         }
     }
     match crewmux::commands::execute(cli) {
@@ -27,9 +27,9 @@ fn main() {
         Err(err) => {
             let code = err.exit_code();
             if verbose {
-                eprintln!("crewmux: {:?}", color_eyre::Report::new(err));
+                crewmux::errln!("crewmux: {:?}", color_eyre::Report::new(err));
             } else {
-                eprintln!("crewmux: {}", err.one_line());
+                crewmux::errln!("crewmux: {}", err.one_line());
             }
             std::process::exit(code);
         }

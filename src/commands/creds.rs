@@ -153,7 +153,7 @@ fn list(provider: Option<&str>) -> Result<i32> {
     }
     for v in &views {
         if matches!(v.expiry, Expiry::Soon(_) | Expiry::Expired(_)) {
-            eprintln!(
+            crate::errln!(
                 "warning: {} key `{}`: {}; add a replacement with `crewmux creds add`",
                 v.provider,
                 v.label,

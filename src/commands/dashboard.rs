@@ -35,12 +35,12 @@ pub fn drive_dashboard(store: RunStore, state: RunState, opts: DriverOptions) ->
     let outcome = crate::tui::app::run(store, driver, viewer, look)?;
     if outcome.detached {
         let why = outcome.signal.map(|s| format!("{s}: ")).unwrap_or_default();
-        eprintln!(
+        crate::errln!(
             "crewmux: {why}left the dashboard; the workers keep running. Come back with: crewmux attach {run_id}"
         );
         return Ok(0);
     }
-    eprint!("{}", super::manage::status_text(&outcome.state, false));
+    super::write_err(&super::manage::status_text(&outcome.state, false));
     Ok(super::summary::exit_code(&outcome.state))
 }
 

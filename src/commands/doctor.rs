@@ -88,7 +88,7 @@ pub fn run(args: DoctorArgs) -> Result<i32> {
     }
     for line in credential_notes() {
         if args.json {
-            eprintln!("crewmux: {line}");
+            crate::errln!("crewmux: {line}");
         } else {
             crate::outln!("{line}");
         }

@@ -109,21 +109,21 @@ pub fn drive_headless(store: RunStore, state: RunState, opts: DriverOptions) -> 
                     .as_deref()
                     .map(|w| format!("{w}#{} ", e.attempt.unwrap_or(0)))
                     .unwrap_or_default();
-                eprintln!("[{}] {who}{}: {}", hhmmss(), e.kind, e.message);
+                crate::errln!("[{}] {who}{}: {}", hhmmss(), e.kind, e.message);
                 if e.kind == crate::domain::EventKind::WorkerWaiting {
                     if let Some(w) = &e.worker {
-                        eprintln!(
+                        crate::errln!(
                             "[{}] answer with: crewmux answer {run_id} --worker {w} \"<text>\"",
                             hhmmss()
                         );
                     }
                 }
             }
-            Update::Notice(n) => eprintln!("[{}] crewmux: {n}", hhmmss()),
+            Update::Notice(n) => crate::errln!("[{}] crewmux: {n}", hhmmss()),
             Update::Snapshot { state, .. } => {
                 if state.status == RunStatus::Halted && !halted_reported {
                     halted_reported = true;
-                    eprintln!(
+                    crate::errln!(
                         "[{}] answer with: crewmux answer {run_id} \"<text>\", then crewmux resume {run_id}",
                         hhmmss()
                     );

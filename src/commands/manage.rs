@@ -38,7 +38,7 @@ pub fn reconcile(store: &RunStore) -> Result<RunState> {
     }
     let driver = Driver::new(store.clone(), state, backend, DriverOptions::default());
     driver.observe_only(Duration::from_millis(700), &mut |n| {
-        eprintln!("crewmux: {n}");
+        crate::errln!("crewmux: {n}");
     })
 }
 
@@ -275,7 +275,7 @@ pub fn answer(args: AnswerArgs) -> Result<i32> {
                     text: args.text.clone(),
                 },
             })?;
-            eprintln!(
+            crate::errln!(
                 "crewmux: answer sent to the process driving run {}",
                 state.run_id
             );
@@ -283,7 +283,7 @@ pub fn answer(args: AnswerArgs) -> Result<i32> {
         }
         None => {
             offline_driver(&store, state)?.answer_now(None, args.text.clone())?;
-            eprintln!(
+            crate::errln!(
                 "crewmux: answer saved; continue with: crewmux resume {run}",
                 run = args.run
             );
@@ -297,7 +297,7 @@ pub fn answer(args: AnswerArgs) -> Result<i32> {
                 )));
             }
             offline_driver(&store, state)?.answer_now(Some(w.clone()), args.text.clone())?;
-            eprintln!("crewmux: answer pasted into {w}'s pane");
+            crate::errln!("crewmux: answer pasted into {w}'s pane");
             Ok(0)
         }
     }
@@ -346,7 +346,7 @@ pub fn cancel(args: CancelArgs) -> Result<i32> {
         store.send_command(&InboxCommand::Cancel {
             worker: args.worker.clone(),
         })?;
-        eprintln!(
+        crate::errln!(
             "crewmux: cancel sent to the process driving run {}",
             state.run_id
         );
@@ -358,8 +358,8 @@ pub fn cancel(args: CancelArgs) -> Result<i32> {
         ..DriverOptions::default()
     };
     let driver = Driver::new(store.clone(), state, backend, opts);
-    let end = driver.cancel_now(args.worker.clone(), &mut |n| eprintln!("crewmux: {n}"))?;
-    eprintln!(
+    let end = driver.cancel_now(args.worker.clone(), &mut |n| crate::errln!("crewmux: {n}"))?;
+    crate::errln!(
         "crewmux: run {} {}",
         end.run_id,
         if args.worker.is_some() {
@@ -403,7 +403,7 @@ pub fn attach(args: AttachArgs, resume: bool) -> Result<i32> {
         ..DriverOptions::default()
     };
     if state.status.is_final() && (resume || args.headless || !std::io::stdout().is_terminal()) {
-        eprintln!(
+        crate::errln!(
             "crewmux: run {} is already {}; nothing to continue",
             state.run_id,
             state.status.as_str()
@@ -445,14 +445,14 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
         let state = match store.load_state() {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("crewmux: kept {id}: {e}");
+                crate::errln!("crewmux: kept {id}: {e}");
                 kept += 1;
                 continue;
             }
         };
         let live = state.workers.iter().any(|w| w.status.is_live());
         if store.is_driven()? || live || !state.status.is_final() {
-            eprintln!(
+            crate::errln!(
                 "crewmux: kept {id}: it is {}{}",
                 state.status.as_str(),
                 if live { " with live workers" } else { "" }
@@ -466,14 +466,14 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
             for r in &state.dispatches {
                 let left = backend.end_stale_attempt(&r.nonce);
                 if !left.is_empty() {
-                    eprintln!(
+                    crate::errln!(
                         "crewmux: {id}: processes of {}#{} survive SIGKILL: {left:?}",
                         r.worker_id, r.attempt
                     );
                 }
             }
             if let Some(what) = backend.remove_run()? {
-                eprintln!("crewmux: removed {what}");
+                crate::errln!("crewmux: removed {what}");
             }
         }
         if super::workspace::clean_worktrees(&state, args.force)? > 0 {
@@ -482,7 +482,7 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
         }
         if args.purge {
             std::fs::remove_dir_all(store.dir()).at(store.dir())?;
-            eprintln!("crewmux: removed {}", store.dir().display());
+            crate::errln!("crewmux: removed {}", store.dir().display());
         }
     }
     Ok(if kept > 0 && args.run.is_some() { 1 } else { 0 })

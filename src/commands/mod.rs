@@ -32,6 +32,25 @@ macro_rules! out {
     };
 }
 
+/// `eprintln!` for messages on stderr that never panics: a reader that went away
+/// (`crewmux run … 2>&1 | head -1`) or a full disk must not end a process that is driving
+/// workers half way, so a line that cannot be written is dropped (stdout's [`outln!`]
+/// ends the process instead: its reader wanted the output, stderr's only the news).
+#[macro_export]
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::commands::write_err(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// Write `text` to stderr; a failure drops it (see [`errln!`]).
+pub fn write_err(text: &str) {
+    use std::io::Write;
+    let mut stderr = std::io::stderr().lock();
+    // Dropped on purpose: stderr carries news only, and a run must outlive its reader.
+    let _ = stderr.write_all(text.as_bytes()).and_then(|()| stderr.flush());
+}
+
 /// Write `text` to stdout; a closed pipe ends the process with exit 0.
 pub fn write_out(text: &str) {
     use std::io::Write;

@@ -48,7 +48,7 @@ pub fn choose_backend(arg: Option<BackendArg>) -> Result<BackendKind> {
             tmux.minimum
         ))),
         (None, Some(problem)) => {
-            eprintln!(
+            crate::errln!(
                 "crewmux: {problem}; running workers as child processes (--backend process)"
             );
             Ok(BackendKind::Process)
@@ -145,7 +145,7 @@ pub fn create_run_with(
         .collect();
     let planned = crate::workspace::plan(project, &team.workspace, &ws_workers, ws_opts)?;
     for n in &planned.notices {
-        eprintln!("crewmux: {n}");
+        crate::errln!("crewmux: {n}");
     }
     let run_id = new_run_id();
     let workspace = match &planned.plan {

@@ -133,7 +133,7 @@ fn start(
         ..DriverOptions::default()
     };
     if opts.headless || !std::io::stdout().is_terminal() {
-        eprintln!(
+        crate::errln!(
             "crewmux: run {} in {} ({} backend)",
             state.run_id,
             state.run_dir.display(),

@@ -104,7 +104,7 @@ pub fn clean_worktrees(state: &RunState, force: bool) -> Result<usize> {
     let taken = crate::workspace::take::records(&run_dir)?;
     let report = crate::workspace::clean::clean_run(ws, &state.run_id, &taken, force)?;
     for l in &report.lines {
-        eprintln!("crewmux: {l}");
+        crate::errln!("crewmux: {l}");
     }
     Ok(report.kept)
 }

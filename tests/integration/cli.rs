@@ -184,3 +184,31 @@ fn home_screen_flags_before_a_command_are_refused_not_ignored() {
     assert_eq!(out.status.code(), Some(2));
     assert!(err_line(&out).contains("--tmux-socket before a command is the home screen's"));
 }
+/// A stderr reader that leaves after the first line (`crewmux run … 2>&1 | head -1`) must
+/// not end the run half way: crewmux drops the lines it cannot write and the run finishes.
+#[test]
+fn a_run_outlives_a_stderr_reader_that_went_away() {
+    use std::io::BufRead;
+    let project = project();
+    let mut child = crewmux()
+        .current_dir(project.path())
+        .args(["run", "--headless", "--no-clarify", "--backend", "process"])
+        .args(["--provider", "sim", "--mode", "solo", "Add a health endpoint to the API"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    assert!(!first.is_empty(), "crewmux wrote nothing to stderr");
+    drop(stderr);
+    let out = wait_limited(child, &["run", "(stderr closed)"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(only_run_dir(project.path()).join("state.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(state["status"], "done", "{state}");
+}

@@ -22,15 +22,18 @@ pub fn read(path: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Add `project` to the index at `path` unless it is there already.
+/// Add `project` to the index at `path` unless it is there already; projects whose
+/// directory is gone (a deleted checkout, a temporary directory) leave the index at the same
+/// write, so it holds what `--all` can still open.
 ///
 /// # Errors
 /// The state directory or the index cannot be written (the path is named).
 pub fn record(path: &Path, project: &Path) -> Result<()> {
-    let mut all = read(path);
+    let all = read(path);
     if all.iter().any(|p| p == project) {
         return Ok(());
     }
+    let mut all: Vec<PathBuf> = all.into_iter().filter(|p| p.is_dir()).collect();
     all.push(project.to_path_buf());
     let io = |e: std::io::Error| Error::Other(format!("{}: {e}", path.display()));
     if let Some(dir) = path.parent() {
@@ -59,9 +62,27 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let idx = tmp.path().join("state/crewmux/projects");
         assert!(read(&idx).is_empty());
-        record(&idx, Path::new("/a")).unwrap();
-        record(&idx, Path::new("/b")).unwrap();
-        record(&idx, Path::new("/a")).unwrap();
-        assert_eq!(read(&idx), vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        record(&idx, &a).unwrap();
+        record(&idx, &b).unwrap();
+        record(&idx, &a).unwrap();
+        assert_eq!(read(&idx), vec![a.clone(), b.clone()]);
+    }
+
+    #[test]
+    fn projects_whose_directory_is_gone_leave_the_index_at_the_next_record() {
+        let tmp = tempfile::tempdir().unwrap();
+        let idx = tmp.path().join("state/crewmux/projects");
+        let (kept, gone, new) = (tmp.path().join("k"), tmp.path().join("g"), tmp.path().join("n"));
+        for d in [&kept, &gone, &new] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        record(&idx, &kept).unwrap();
+        record(&idx, &gone).unwrap();
+        std::fs::remove_dir(&gone).unwrap();
+        record(&idx, &new).unwrap();
+        assert_eq!(read(&idx), vec![kept, new]);
     }
 }

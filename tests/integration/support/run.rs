@@ -4,11 +4,20 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The crewmux binary built for the tests. An exported `RUST_BACKTRACE` needs no removing:
-/// crewmux keeps its errors to one line unless `-v` asks for the report (see
+/// The crewmux binary built for the tests, with its XDG state directory (the `--all`
+/// project index) inside the build's temporary directory, so tests never add their
+/// temporary projects to the person's own index. An exported `RUST_BACKTRACE` needs no
+/// removing: crewmux keeps its errors to one line unless `-v` asks for the report (see
 /// `cli::an_io_error_names_its_path_on_one_line_and_v_shows_the_cause`).
 pub fn crewmux() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_crewmux"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_crewmux"));
+    c.env("XDG_STATE_HOME", state_home());
+    c
+}
+
+/// The `XDG_STATE_HOME` every crewmux the tests start uses (also the tmux servers' panes).
+pub fn state_home() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("xdg-state")
 }
 
 /// How long one crewmux command of a test may run before the test kills it and fails.

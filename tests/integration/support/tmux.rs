@@ -48,6 +48,9 @@ impl TmuxServer {
         Command::new("tmux")
             .arg("-L")
             .arg(&self.socket)
+            // A server this starts hands it to its panes: crewmux in a pane keeps to the
+            // tests' own state directory too.
+            .env("XDG_STATE_HOME", super::run::state_home())
             .args(args)
             .output()
             .expect("tmux runs")
