@@ -16,6 +16,9 @@ pub enum EventKind {
     WorkerResumed,
     WorkerWaiting,
     WorkerAnswered,
+    /// A worker's attempt ended while its question was still unanswered (the agent went on
+    /// with a default of its own, or stopped): the question is kept for the report.
+    WorkerUnanswered,
     WorkerStalling,
     WorkerStalled,
     WorkerRateLimited,
@@ -69,6 +72,7 @@ const KNOWN: [EventKind; 39] = [
     EventKind::WorkerResumed,
     EventKind::WorkerWaiting,
     EventKind::WorkerAnswered,
+    EventKind::WorkerUnanswered,
     EventKind::WorkerStalling,
     EventKind::WorkerStalled,
     EventKind::WorkerRateLimited,
@@ -114,6 +118,7 @@ impl EventKind {
             EventKind::WorkerResumed => "worker-resumed",
             EventKind::WorkerWaiting => "worker-waiting",
             EventKind::WorkerAnswered => "worker-answered",
+            EventKind::WorkerUnanswered => "worker-unanswered",
             EventKind::WorkerStalling => "worker-stalling",
             EventKind::WorkerStalled => "worker-stalled",
             EventKind::WorkerRateLimited => "worker-rate-limited",

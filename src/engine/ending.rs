@@ -171,6 +171,55 @@ impl<'a> Ending<'a> {
 
 /// End an attempt: set the status, update the dispatch record, and schedule a retry when
 /// the status allows it and attempts remain.
+/// A worker that ends while still waiting on a question nobody answered (an agent that
+/// took its own default after a while, or gave up) keeps that question in the run's
+/// clarifications, marked unanswered, so `report.md` says what was asked and that the
+/// answer was the agent's own.
+fn keep_unanswered_question(
+    state: &mut RunState,
+    id: &str,
+    attempt: u32,
+    answered: bool,
+    fx: &mut Effects,
+) {
+    let Some(w) = state.worker(id) else {
+        return;
+    };
+    if w.status != WorkerStatus::Waiting || answered {
+        return;
+    }
+    let Some(question) = w.question.clone() else {
+        return;
+    };
+    // Answered before a reattach (which forgets `answered`): the answer is on record.
+    let recorded = state
+        .clarification
+        .worker_answers
+        .iter()
+        .any(|a| a.worker == id && a.question == question);
+    if recorded {
+        return;
+    }
+    state
+        .clarification
+        .worker_answers
+        .push(crate::domain::clarification::WorkerAnswer {
+            worker: id.to_string(),
+            question: question.clone(),
+            answer: UNANSWERED.to_string(),
+        });
+    fx.event(
+        EventKind::WorkerUnanswered,
+        Some((id, attempt)),
+        "engine",
+        question,
+    );
+}
+
+/// The answer recorded for a question the attempt ended without (see
+/// [`keep_unanswered_question`]).
+pub(super) const UNANSWERED: &str = "(not answered: the worker went on without an answer)";
+
 pub(super) fn finish(state: &mut RunState, mem: &mut RunMemory, end: Ending, fx: &mut Effects) {
     let Ending {
         worker: id,
@@ -182,9 +231,10 @@ pub(super) fn finish(state: &mut RunState, mem: &mut RunMemory, end: Ending, fx:
         source,
     } = end;
     mem.kills.remove(id);
-    mem.answered.remove(id);
+    let answered = mem.answered.remove(id).is_some();
     let cancelled_run = mem.cancelled;
     let now = fx.now;
+    keep_unanswered_question(state, id, attempt, answered, fx);
     let Some(w) = state.worker_mut(id) else {
         return;
     };

@@ -349,6 +349,52 @@ fn a_question_makes_the_worker_wait_until_output_moves_after_the_answer() {
 }
 
 #[test]
+fn a_question_the_attempt_ended_without_is_kept_unanswered_for_the_report() {
+    let (mut s, mut mem) = (run(2, 2), RunMemory::default());
+    update(&mut s, &mut mem, t0(), Input::Start);
+    for w in ["w0", "w1"] {
+        launched(&mut s, &mut mem, w, 1, t0());
+        let question = format!("{w}: which database?");
+        update(
+            &mut s,
+            &mut mem,
+            t0(),
+            Input::Asked {
+                worker: w.into(),
+                attempt: 1,
+                question,
+            },
+        );
+    }
+    let answer = Input::AnswerWorker {
+        worker: "w1".into(),
+        text: "PostgreSQL".into(),
+    };
+    update(&mut s, &mut mem, t0(), answer);
+    let fx0 = exited(&mut s, &mut mem, "w0", 1, 0);
+    let fx1 = exited(&mut s, &mut mem, "w1", 1, 0);
+    let asked: Vec<(&str, &str, &str)> = s
+        .clarification
+        .worker_answers
+        .iter()
+        .map(|a| (a.worker.as_str(), a.question.as_str(), a.answer.as_str()))
+        .collect();
+    assert_eq!(
+        asked,
+        vec![
+            ("w1", "w1: which database?", "PostgreSQL"),
+            ("w0", "w0: which database?", super::ending::UNANSWERED),
+        ]
+    );
+    let unanswered = |fx: &[Effect]| {
+        fx.iter()
+            .filter(|e| matches!(e, Effect::Event(ev) if ev.kind == EventKind::WorkerUnanswered))
+            .count()
+    };
+    assert_eq!((unanswered(&fx0), unanswered(&fx1)), (1, 0));
+}
+
+#[test]
 fn the_gate_halts_the_run_until_an_answer_clears_it() {
     let (mut s, mut mem) = (run(1, 1), RunMemory::default());
     s.clarify = true;
