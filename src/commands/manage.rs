@@ -468,7 +468,8 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
                 if !left.is_empty() {
                     crate::errln!(
                         "crewmux: {id}: processes of {}#{} survive SIGKILL: {left:?}",
-                        r.worker_id, r.attempt
+                        r.worker_id,
+                        r.attempt
                     );
                 }
             }

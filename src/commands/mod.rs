@@ -48,7 +48,9 @@ pub fn write_err(text: &str) {
     use std::io::Write;
     let mut stderr = std::io::stderr().lock();
     // Dropped on purpose: stderr carries news only, and a run must outlive its reader.
-    let _ = stderr.write_all(text.as_bytes()).and_then(|()| stderr.flush());
+    let _ = stderr
+        .write_all(text.as_bytes())
+        .and_then(|()| stderr.flush());
 }
 
 /// Write `text` to stdout; a closed pipe ends the process with exit 0.

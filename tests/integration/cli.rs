@@ -193,7 +193,13 @@ fn a_run_outlives_a_stderr_reader_that_went_away() {
     let mut child = crewmux()
         .current_dir(project.path())
         .args(["run", "--headless", "--no-clarify", "--backend", "process"])
-        .args(["--provider", "sim", "--mode", "solo", "Add a health endpoint to the API"])
+        .args([
+            "--provider",
+            "sim",
+            "--mode",
+            "solo",
+            "Add a health endpoint to the API",
+        ])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

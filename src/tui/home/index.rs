@@ -75,7 +75,11 @@ mod tests {
     fn projects_whose_directory_is_gone_leave_the_index_at_the_next_record() {
         let tmp = tempfile::tempdir().unwrap();
         let idx = tmp.path().join("state/crewmux/projects");
-        let (kept, gone, new) = (tmp.path().join("k"), tmp.path().join("g"), tmp.path().join("n"));
+        let (kept, gone, new) = (
+            tmp.path().join("k"),
+            tmp.path().join("g"),
+            tmp.path().join("n"),
+        );
         for d in [&kept, &gone, &new] {
             std::fs::create_dir_all(d).unwrap();
         }
