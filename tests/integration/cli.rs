@@ -184,6 +184,7 @@ fn home_screen_flags_before_a_command_are_refused_not_ignored() {
     assert_eq!(out.status.code(), Some(2));
     assert!(err_line(&out).contains("--tmux-socket before a command is the home screen's"));
 }
+
 /// A stderr reader that leaves after the first line (`crewmux run … 2>&1 | head -1`) must
 /// not end the run half way: crewmux drops the lines it cannot write and the run finishes.
 #[test]
