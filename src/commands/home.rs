@@ -95,13 +95,19 @@ fn open(common: &CommonArgs, id: &str) -> Result<String> {
 }
 
 fn clean(common: &CommonArgs, id: &str) -> Result<String> {
-    super::manage::clean(CleanArgs {
+    let code = super::manage::clean(CleanArgs {
         common: common.clone(),
         run: Some(id.to_string()),
         purge: true,
         force: false,
     })?;
-    Ok(format!("cleaned run {id}"))
+    Ok(if code == 0 {
+        format!("cleaned run {id}")
+    } else {
+        // `clean` keeps what is not safe to remove (unmerged or uncommitted work, a run
+        // still driven, an unreadable state file) and says why on the command line.
+        format!("kept run {id}: `crewmux clean --run {id}` says why")
+    })
 }
 
 /// Start the run as `crewmux run` would be asked on the command line, so every default and

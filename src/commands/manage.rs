@@ -418,6 +418,19 @@ pub fn attach(args: AttachArgs, resume: bool) -> Result<i32> {
     }
 }
 
+/// Why `clean` keeps a run that has not ended, and what ends it: a run some crewmux process
+/// drives (its dashboard, or a headless run) is that process's to finish; one nobody drives
+/// is detached and `attach` or `cancel` ends it.
+fn why_not_ended(id: &str, driven: bool, live: bool) -> String {
+    if driven {
+        format!("a crewmux process drives it; quit its dashboard once it ends, or `crewmux cancel {id}`")
+    } else if live {
+        format!("it is detached with live workers; `crewmux attach {id}` finishes it, `crewmux cancel {id}` ends it")
+    } else {
+        format!("it is detached and not finished; `crewmux attach {id}` finishes it")
+    }
+}
+
 /// `crewmux clean [--run ID] [--purge]`: remove finished runs' tmux sessions (and with
 /// `--purge` their run directories). Runs that are driven or still have live workers are
 /// left alone and listed.
@@ -451,12 +464,9 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
             }
         };
         let live = state.workers.iter().any(|w| w.status.is_live());
-        if store.is_driven()? || live || !state.status.is_final() {
-            crate::errln!(
-                "crewmux: kept {id}: it is {}{}",
-                state.status.as_str(),
-                if live { " with live workers" } else { "" }
-            );
+        let driven = store.is_driven()?;
+        if driven || live || !state.status.is_final() {
+            crate::errln!("crewmux: kept {id}: {}", why_not_ended(&id, driven, live));
             kept += 1;
             continue;
         }
@@ -487,4 +497,21 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
         }
     }
     Ok(if kept > 0 && args.run.is_some() { 1 } else { 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::why_not_ended;
+
+    #[test]
+    fn a_kept_run_says_who_holds_it_and_the_command_that_ends_it() {
+        let driven = why_not_ended("r1", true, true);
+        assert!(
+            driven.contains("a crewmux process drives it") && driven.contains("crewmux cancel r1")
+        );
+        let detached = why_not_ended("r1", false, true);
+        assert!(detached.contains("detached with live workers"));
+        assert!(detached.contains("crewmux attach r1") && detached.contains("crewmux cancel r1"));
+        assert!(!why_not_ended("r1", false, false).contains("live workers"));
+    }
 }
