@@ -486,3 +486,41 @@ fn a_long_roster_scrolls_to_keep_the_selected_worker_visible() {
     );
     assert!(!text.contains("architect"), "the first rows scrolled away");
 }
+
+/// A themed render: the same screen as the default one, with the person's colours in place
+/// of the palette's (the snapshot is the buffer with its styles), and the worker's output
+/// in the colours it printed.
+#[test]
+fn full_screen_with_a_theme_80x24() {
+    let run = fixtures::crazy_run();
+    let out = backend_output();
+    let mut themed = UiState::default();
+    for (role, colour) in [
+        ("accent", ratatui::style::Color::Magenta),
+        ("ok", ratatui::style::Color::Rgb(0x5f, 0xd7, 0x87)),
+        ("dim", ratatui::style::Color::Indexed(244)),
+    ] {
+        themed.theme.set(role, colour).unwrap();
+    }
+    let plain = render_screen(80, 24, &view(&run, &UiState::default(), &out));
+    let coloured = render_screen(80, 24, &view(&run, &themed, &out));
+    let text = |b: &TestBackend| {
+        let buf = b.buffer();
+        buf.content().iter().map(|c| c.symbol()).collect::<String>()
+    };
+    assert_eq!(
+        text(&plain),
+        text(&coloured),
+        "a theme changes colours only"
+    );
+    let fgs = |b: &TestBackend| {
+        b.buffer()
+            .content()
+            .iter()
+            .map(|c| c.fg)
+            .collect::<std::collections::HashSet<_>>()
+    };
+    assert!(!fgs(&coloured).contains(&ratatui::style::Color::Cyan));
+    assert!(fgs(&coloured).contains(&ratatui::style::Color::Magenta));
+    insta::assert_debug_snapshot!(coloured.buffer());
+}
