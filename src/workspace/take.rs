@@ -210,29 +210,55 @@ fn check_whole(
     )))
 }
 
+/// The command that takes the same thing again, for a refusal's "then run …".
+fn again(state: &RunState, opts: &TakeOptions) -> String {
+    let mut cmd = format!("crewmux merge {}", state.run_id);
+    if let Some(w) = &opts.worker {
+        cmd.push_str(&format!(" --worker {w}"));
+    }
+    for (on, flag) in [
+        (opts.squash, " --squash"),
+        (opts.force, " --force"),
+        (opts.dry_run, " --dry-run"),
+    ] {
+        if on {
+            cmd.push_str(flag);
+        }
+    }
+    cmd
+}
+
 /// The user's branch to merge into, checked: the run's starting branch is checked out
-/// and the tree has no uncommitted changes to tracked files.
-fn target_branch(git: &Git, state: &RunState, ws: &RunWorkspace) -> Result<String> {
+/// and, unless it is a dry run (which changes nothing), the tree has no uncommitted changes
+/// to tracked files. A refusal names the command with the same flags to run after.
+fn target_branch(
+    git: &Git,
+    state: &RunState,
+    ws: &RunWorkspace,
+    opts: &TakeOptions,
+) -> Result<String> {
+    let again = again(state, opts);
     let Some(current) = super::create::current_branch(git)? else {
         return Err(Error::Usage(format!(
-            "your HEAD is detached: check out the branch to merge into (git switch {}), then crewmux merge {}",
+            "your HEAD is detached: check out the branch to merge into (git switch {}), then {again}",
             ws.user_branch.as_deref().unwrap_or("<branch>"),
-            state.run_id
         )));
     };
     if let Some(want) = &ws.user_branch {
         if want != &current {
             return Err(Error::Usage(format!(
-                "run {} started on branch {want} but {current} is checked out: git switch {want}, then crewmux merge {}",
-                state.run_id, state.run_id
+                "run {} started on branch {want} but {current} is checked out: git switch {want}, then {again}",
+                state.run_id
             )));
         }
+    }
+    if opts.dry_run {
+        return Ok(current);
     }
     let dirty = git.run(&["status", "--porcelain", "--untracked-files=no"])?;
     if !dirty.trim().is_empty() {
         return Err(Error::Usage(format!(
-            "your working tree has uncommitted changes: commit or stash them (git stash), then crewmux merge {}",
-            state.run_id
+            "your working tree has uncommitted changes: commit or stash them (git stash), then {again}"
         )));
     }
     Ok(current)
@@ -261,7 +287,7 @@ pub fn take(state: &RunState, run_dir: &Path, opts: &TakeOptions) -> Result<Take
         Some(_) => None,
     };
     let git = Git::new(&ws.repo);
-    let into = target_branch(&git, state, ws)?;
+    let into = target_branch(&git, state, ws, opts)?;
     let stat = git.run(&["diff", "--stat", &format!("HEAD...{branch}")])?;
     if opts.dry_run {
         return Ok(TakeOutcome::WouldMerge { branch, into, stat });

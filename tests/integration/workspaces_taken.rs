@@ -80,3 +80,38 @@ fn a_squash_merge_undone_by_a_reset_keeps_the_run() {
     );
     assert!(d.join(".crewmux/worktrees").join(&id).exists());
 }
+
+/// With uncommitted changes in the user's tree, `--dry-run` (which changes nothing) still
+/// shows the diffstat, and a real merge is refused with the very command to run after,
+/// flags included.
+#[test]
+fn a_dirty_tree_allows_a_dry_run_and_the_refusal_names_the_same_command() {
+    let tmp = repo(&[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    let d = tmp.path();
+    let teamdir = crate::support::project();
+    let team = team_file(
+        teamdir.path(),
+        "team.toml",
+        &worker("one", "echo A >> a.txt", "Changed a.txt."),
+    );
+    let out = run(d, "unused", "process", &team, &[]);
+    assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
+    let id = run_id(d);
+    std::fs::write(d.join("b.txt"), "b, edited by hand\n").unwrap();
+    let dry = run_crewmux(d, "unused", &["merge", &id, "--worker", "one", "--dry-run"]);
+    assert!(dry.status.success(), "{}", stderr(&dry));
+    let shown = format!("{}{}", String::from_utf8_lossy(&dry.stdout), stderr(&dry));
+    assert!(shown.contains("a.txt"), "{shown}");
+    let refused = run_crewmux(d, "unused", &["merge", &id, "--worker", "one", "--squash"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains(&format!("then crewmux merge {id} --worker one --squash")),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(std::fs::read_to_string(d.join("a.txt")).unwrap(), "a\n");
+    assert_eq!(
+        std::fs::read_to_string(d.join("b.txt")).unwrap(),
+        "b, edited by hand\n"
+    );
+}
