@@ -292,7 +292,16 @@ pub fn make_pending(ws: &mut RunWorkspace, project: &Path, run_id: &str) -> Resu
     for (id, r) in results {
         match r {
             Ok(w) => made.push((id, w)),
-            Err(e) => failure = failure.or(Some(e)),
+            // Concurrent `git worktree add`s can trip over each other's half-written admin
+            // folder ("failed to read .git/worktrees/<name>/commondir"): what is left of
+            // this one goes, and it is made again alone, after the others are done.
+            Err(first) => match retry_alone(&git, shared, project, run_id, &id) {
+                Ok(w) => {
+                    tracing::info!("worktree of {id} made on a second try after: {first}");
+                    made.push((id, w));
+                }
+                Err(e) => failure = failure.or(Some(e)),
+            },
         }
     }
     if failure.is_none() && made.len() != wanted.len() {
@@ -312,6 +321,26 @@ pub fn make_pending(ws: &mut RunWorkspace, project: &Path, run_id: &str) -> Resu
     ws.workers.extend(made);
     ws.pending.clear();
     Ok(())
+}
+
+/// Remove what a failed `git worktree add` of `name` left (its folder, its admin entry, the
+/// branch it made: all crewmux's own, new with this run) and make it again on its own.
+fn retry_alone(
+    git: &Git,
+    ws: &RunWorkspace,
+    project: &Path,
+    run_id: &str,
+    name: &str,
+) -> Result<WorkerWorkspace> {
+    let path = ws.root.join(name);
+    // Each step may find nothing to remove; what matters is the add that follows.
+    let _ = git.output(&["worktree", "remove", "--force", &path.to_string_lossy()]);
+    let _ = std::fs::remove_dir_all(&path);
+    let _ = git.output(&["worktree", "prune"]);
+    let _ = git.output(&["branch", "-D", &branch_name(run_id, name)]);
+    let w = add_worktree(git, ws, run_id, name)?;
+    copy_seeds(project, ws, &w.path)?;
+    Ok(w)
 }
 
 /// `git worktree add` calls run at once when the first worker of a run launches.
@@ -435,3 +464,7 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
         std::fs::copy(from, to).at(to).map(|_| ())
     }
 }
+
+#[cfg(test)]
+#[path = "create_tests.rs"]
+mod tests;
