@@ -238,6 +238,25 @@ pub fn halted_run() -> RunState {
 
 /// Plausible sim-agent output of the `backend` worker as styled lines (what
 /// `capture_to_lines` yields for a coloured capture).
+/// The view a test draws: `run`, `ui` and the output lines of the selected worker, at
+/// [`now`], on the tmux backend's `crewmux` socket.
+pub fn view<'a>(
+    run: &'a RunState,
+    ui: &'a crate::tui::state::UiState,
+    output: &'a [Line<'static>],
+) -> crate::tui::state::View<'a> {
+    crate::tui::state::View {
+        run,
+        output,
+        now: now(),
+        ui,
+        backend: "tmux",
+        tmux_socket: "crewmux",
+        attach_hint: true,
+        doc: None,
+    }
+}
+
 pub fn backend_output() -> Vec<Line<'static>> {
     let dim = Style::default().fg(Color::DarkGray);
     let ok = Style::default().fg(Color::Green);

@@ -7,7 +7,7 @@ use ratatui::Terminal;
 
 use super::fixtures::{self, worker};
 use super::panels::roster;
-use super::{UiState, View};
+use super::UiState;
 use crate::domain::{UpstreamPolicy, WorkerStatus};
 
 #[test]
@@ -34,16 +34,7 @@ fn roster_shows_blocked_skipped_backoff_and_rate_limited_workers() {
     retry.started_at = None;
     run.workers = vec![plan, build, docs, web, review, retry];
     let ui = UiState::default();
-    let view = View {
-        run: &run,
-        output: &[],
-        now: fixtures::now(),
-        ui: &ui,
-        backend: "tmux",
-        tmux_socket: "crewmux",
-        attach_hint: true,
-        doc: None,
-    };
+    let view = crate::tui::fixtures::view(&run, &ui, &[]);
     let mut terminal = Terminal::new(TestBackend::new(110, 9)).unwrap();
     terminal
         .draw(|f| roster::render(f, f.area(), &view))

@@ -215,16 +215,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let view = View {
-            run: &run,
-            output: &[],
-            now: fixtures::now(),
-            ui: &ui,
-            backend: "tmux",
-            tmux_socket: "crewmux",
-            attach_hint: true,
-            doc: None,
-        };
+        let view = crate::tui::fixtures::view(&run, &ui, &[]);
         let mut terminal = Terminal::new(TestBackend::new(80, 14)).unwrap();
         terminal
             .draw(|f| render_confirm(f, f.area(), &view))

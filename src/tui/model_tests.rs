@@ -9,7 +9,6 @@ use super::{Model, Msg, Step};
 use crate::domain::{RunStatus, WorkerStatus};
 use crate::driver::Update;
 use crate::tui::fixtures;
-use crate::tui::state::View;
 use crate::tui::update::UiEffect;
 use crate::tui::Focus;
 
@@ -26,16 +25,7 @@ fn snapshot(run: crate::domain::RunState, screen: Option<&str>) -> Msg {
 
 fn screen(model: &Model, w: u16, h: u16) -> TestBackend {
     let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
-    let view = View {
-        run: &model.run,
-        output: &model.output,
-        now: fixtures::now(),
-        ui: &model.ui,
-        backend: "tmux",
-        tmux_socket: "crewmux",
-        attach_hint: true,
-        doc: None,
-    };
+    let view = crate::tui::fixtures::view(&model.run, &model.ui, &model.output);
     terminal.draw(|f| crate::tui::draw(f, &view)).unwrap();
     terminal.backend().clone()
 }

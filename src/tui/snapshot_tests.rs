@@ -15,16 +15,7 @@ fn view<'a>(
     ui: &'a UiState,
     out: &'a [ratatui::text::Line<'static>],
 ) -> View<'a> {
-    View {
-        run,
-        output: out,
-        now: fixtures::now(),
-        ui,
-        backend: "tmux",
-        tmux_socket: "crewmux",
-        attach_hint: true,
-        doc: None,
-    }
+    fixtures::view(run, ui, out)
 }
 
 type Panel = fn(&mut ratatui::Frame, Rect, &View);

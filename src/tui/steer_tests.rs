@@ -9,7 +9,6 @@ use ratatui::Terminal;
 
 use super::fixtures;
 use super::model::{Model, Msg};
-use super::state::View;
 use super::steer::SteerForm;
 use super::update::UiEffect;
 use crate::engine::steer::Steer;
@@ -42,16 +41,7 @@ fn select(m: &mut Model, id: &str) {
 }
 
 fn screen(m: &Model, w: u16, h: u16) -> TestBackend {
-    let view = View {
-        run: &m.run,
-        output: &m.output,
-        now: fixtures::now(),
-        ui: &m.ui,
-        backend: "tmux",
-        tmux_socket: "crewmux",
-        attach_hint: true,
-        doc: None,
-    };
+    let view = crate::tui::fixtures::view(&m.run, &m.ui, &m.output);
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
     t.draw(|f| super::draw(f, &view)).unwrap();
     t.backend().clone()

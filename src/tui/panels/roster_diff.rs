@@ -40,7 +40,7 @@ mod tests {
     use ratatui::Terminal;
 
     use crate::domain::{DiffStat, RunWorkspace, WorkerWorkspace};
-    use crate::tui::{fixtures, UiState, View};
+    use crate::tui::{fixtures, UiState};
 
     #[test]
     fn roster_with_the_change_column() {
@@ -77,16 +77,7 @@ mod tests {
             integrated_round: None,
         });
         let ui = UiState::default();
-        let view = View {
-            run: &run,
-            output: &[],
-            now: fixtures::now(),
-            ui: &ui,
-            backend: "tmux",
-            tmux_socket: "crewmux",
-            attach_hint: true,
-            doc: None,
-        };
+        let view = crate::tui::fixtures::view(&run, &ui, &[]);
         let mut terminal = Terminal::new(TestBackend::new(140, 10)).unwrap();
         terminal
             .draw(|f| super::super::roster::render(f, f.area(), &view))

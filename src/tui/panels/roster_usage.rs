@@ -97,16 +97,7 @@ mod tests {
     ) -> TestBackend {
         let (_dir, run) = run_with_usage();
         let ui = UiState::default();
-        let view = View {
-            run: &run,
-            output: &[],
-            now: fixtures::now(),
-            ui: &ui,
-            backend: "tmux",
-            tmux_socket: "crewmux",
-            attach_hint: true,
-            doc: None,
-        };
+        let view = crate::tui::fixtures::view(&run, &ui, &[]);
         let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
         terminal.draw(|f| panel(f, f.area(), &view)).unwrap();
         terminal.backend().clone()
