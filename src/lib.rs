@@ -8,6 +8,7 @@
 pub mod backend;
 pub mod clarification;
 pub mod cli;
+pub mod cli_error;
 pub mod commands;
 pub mod config;
 pub mod council;

@@ -6,7 +6,21 @@
 use clap::Parser;
 
 fn main() {
-    let cli = crewmux::cli::Cli::parse();
+    let cli = match crewmux::cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if e.use_stderr() => {
+            // A mistake on the command line: one line and clap's exit code (2).
+            let args: Vec<String> = std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            let command = crewmux::cli_error::command_of(&args);
+            let line = crewmux::cli_error::one_line(&e.render().to_string(), &command);
+            crewmux::errln!("crewmux: {line}");
+            std::process::exit(e.exit_code());
+        }
+        // --help and --version: clap's own output on stdout, exit 0.
+        Err(e) => e.exit(),
+    };
     let verbose = cli.verbose;
     if verbose {
         // Err: hooks already installed, which cannot happen this early; the report below

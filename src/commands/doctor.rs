@@ -208,6 +208,18 @@ pub fn render(r: &DoctorReport) -> String {
             r.ready.join(", "),
             r.ready.len()
         ));
+        // Usable but unproven (a probe that timed out, no key found): routing still tries
+        // them, so they count, but the person is told which ones are a guess.
+        for h in r.providers.iter().filter(|h| {
+            h.installed
+                && h.auth == crate::providers::AuthState::Unknown
+                && r.ready.contains(&h.provider)
+        }) {
+            out.push_str(&format!(
+                "unconfirmed: {} may not be logged in ({}); check it by hand before a long run\n",
+                h.provider, h.auth_detail
+            ));
+        }
     } else {
         out.push_str(&format!(
             "not ready: no agent CLI is usable ({agents} checked); install or log in to one above, or run with --provider sim\n"

@@ -76,7 +76,19 @@ fn clap_usage_errors_exit_2() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("bogus"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bogus"), "{err}");
+    // One line that names the value and where to look, like every other bad input.
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("crewmux: invalid value 'bogus' for '--mode"),
+        "{err}"
+    );
+    assert!(err.contains("(see 'crewmux run --help')"), "{err}");
+    // --help is not an error: clap's own page on stdout, exit 0.
+    let help = crewmux().args(["run", "--help"]).output().unwrap();
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Usage: crewmux run"));
 }
 
 #[test]

@@ -53,6 +53,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("workspace", 2),
     ("driver", 3),
     ("cli", 4),
+    ("cli_error", 4),
     ("commands", 4),
     ("config", 4),
     ("tui", 4),

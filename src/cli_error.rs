@@ -1,0 +1,116 @@
+//! Command-line mistakes as one line.
+//!
+//! clap reports a bad flag or value over several lines (the error, a tip, the usage, a pointer
+//! to `--help`). crewmux's rule for bad input is one line that names the value and the fix,
+//! so the binary folds clap's report into `crewmux: <error>; <tip> (see '<command> --help')`.
+//! `--help` and `--version` are not errors and keep clap's own output.
+
+/// Fold a clap error report (`clap::Error::render().to_string()`, plain text) into one line:
+/// the error and its continuation lines joined by spaces, clap's `tip:` lines after a `;`,
+/// and the usage line turned into `(see '<command> --help')`; a report without a usage line
+/// (a bad value) points at `fallback_command`'s help (see [`command_of`]). The leading
+/// `error: ` is dropped (the binary prefixes `crewmux: `). Never contains a newline.
+#[must_use]
+pub fn one_line(report: &str, fallback_command: &str) -> String {
+    let mut message: Vec<&str> = Vec::new();
+    let mut tips: Vec<&str> = Vec::new();
+    let mut command: Option<String> = None;
+    for line in report.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if let Some(tip) = line.strip_prefix("tip:") {
+            tips.push(tip.trim());
+        } else if let Some(usage) = line.strip_prefix("Usage:") {
+            // "crewmux run [OPTIONS] <PROBLEM>": the command is the words before the first
+            // placeholder.
+            let words: Vec<&str> = usage
+                .split_whitespace()
+                .take_while(|w| !w.starts_with(['[', '<']))
+                .collect();
+            if !words.is_empty() {
+                command = Some(words.join(" "));
+            }
+        } else if line.starts_with("For more information") {
+            // Replaced by the `(see …)` hint built from the usage line.
+        } else {
+            message.push(line.strip_prefix("error:").map_or(line, str::trim));
+        }
+    }
+    let mut out = message.join(" ");
+    // "…were not provided: <PROBLEM>" reads better than "…provided:  <PROBLEM>".
+    out = out.replace(":  ", ": ");
+    if !tips.is_empty() {
+        out.push_str("; ");
+        out.push_str(&tips.join("; "));
+    }
+    let command = command.unwrap_or_else(|| fallback_command.to_string());
+    out.push_str(&format!(" (see '{command} --help')"));
+    out
+}
+
+/// The command a command line names, for pointing at its help: `crewmux run` for
+/// `crewmux --verbose run --parallel abc x`, `crewmux` when no subcommand is named. `args`
+/// starts with the program name, as `std::env::args` does.
+#[must_use]
+pub fn command_of(args: &[String]) -> String {
+    use clap::CommandFactory;
+    let cli = crate::cli::Cli::command();
+    let sub = args
+        .iter()
+        .skip(1)
+        .find_map(|a| cli.find_subcommand(a).map(|c| c.get_name().to_string()));
+    match sub {
+        Some(name) => format!("crewmux {name}"),
+        None => "crewmux".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{command_of, one_line};
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    fn folded(args: &[&str]) -> String {
+        let err = Cli::try_parse_from(args).expect_err("a usage error");
+        let args: Vec<String> = args.iter().map(|a| (*a).to_string()).collect();
+        one_line(&err.render().to_string(), &command_of(&args))
+    }
+
+    #[test]
+    fn a_bad_value_names_the_value_the_flag_and_the_help_of_its_command() {
+        let line = folded(&["crewmux", "run", "--parallel", "abc", "x"]);
+        assert_eq!(
+            line,
+            "invalid value 'abc' for '--parallel <PARALLEL>': invalid digit found in string \
+             (see 'crewmux run --help')"
+        );
+    }
+
+    #[test]
+    fn an_unknown_flag_keeps_claps_tip_on_the_same_line() {
+        let line = folded(&["crewmux", "run", "--bogus", "x"]);
+        assert!(
+            line.starts_with("unexpected argument '--bogus' found; "),
+            "{line}"
+        );
+        assert!(line.contains("use '-- --bogus'"), "{line}");
+        assert!(line.ends_with("(see 'crewmux run --help')"), "{line}");
+        assert!(!line.contains('\n'));
+    }
+
+    #[test]
+    fn a_missing_argument_is_named_on_the_same_line() {
+        let line = folded(&["crewmux", "run"]);
+        assert!(
+            line.starts_with("the following required arguments were not provided: <PROBLEM>"),
+            "{line}"
+        );
+        assert!(!line.contains('\n'));
+    }
+
+    #[test]
+    fn an_unknown_subcommand_points_at_the_top_level_help() {
+        let line = folded(&["crewmux", "frob"]);
+        assert!(line.starts_with("unrecognized subcommand 'frob'"), "{line}");
+        assert!(line.ends_with("(see 'crewmux --help')"), "{line}");
+    }
+}
