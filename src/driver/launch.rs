@@ -19,7 +19,19 @@ impl Driver {
     pub(super) fn launch_many(&mut self, wanted: Vec<(String, u32)>) -> Vec<Input> {
         let mut inputs = vec![];
         let mut ready: Vec<ReadyAttempt> = vec![];
+        // Worktrees are made when the first worker launches, not when the run starts; a
+        // worker whose own worktree cannot be made fails with its own reason, the others
+        // of the batch start.
+        let mut no_worktree = crate::workspace::make_worktrees(&mut self.state);
         for (worker, attempt) in wanted {
+            if let Some(error) = no_worktree.remove(&worker) {
+                inputs.push(Input::LaunchFailed {
+                    worker,
+                    attempt,
+                    error,
+                });
+                continue;
+            }
             match self.prepare_one(&worker, attempt) {
                 Ok((prepared, credential_label)) => ready.push(ReadyAttempt {
                     worker,
@@ -140,8 +152,6 @@ impl Driver {
                 );
             }
         }
-        // Worktrees are made when the first worker launches, not when the run starts.
-        crate::workspace::make_worktrees(&mut self.state).map_err(|e| e.to_string())?;
         let mut prepared = prepare(
             &self.state,
             &w,

@@ -203,11 +203,13 @@ fn is_dirty(git: &Git) -> Result<bool> {
 /// snapshot when asked), one worktree and branch per worker, the `copy` files.
 ///
 /// # Errors
-/// A git call fails (its stderr is in the message); worktrees created before the
-/// failure are removed again.
+/// A git call fails (its stderr is in the message); the first worker whose worktree
+/// cannot be made is the error (the others are made).
 pub fn create(plan: &Plan, project: &Path, run_id: &str) -> Result<RunWorkspace> {
     let mut ws = start(plan, project, run_id)?;
-    make_pending(&mut ws, project, run_id)?;
+    if let Some((_, e)) = make_pending(&mut ws, project, run_id)?.into_iter().next() {
+        return Err(e);
+    }
     Ok(ws)
 }
 
@@ -242,15 +244,21 @@ pub fn start(plan: &Plan, project: &Path, run_id: &str) -> Result<RunWorkspace> 
     })
 }
 
-/// Make the worktrees of `ws.pending` (up to [`CREATE_THREADS`] at once) and move them to
-/// `ws.workers`; nothing to do when none is pending. On a failure the ones made by this
-/// call are removed again and `ws` is left as it was.
+/// Make the worktrees of `ws.pending` (up to [`CREATE_THREADS`] at once) and move the
+/// ones made to `ws.workers`; nothing to do when none is pending. Each worker's worktree
+/// stands alone: one that cannot be made stays in `ws.pending` (a later launch tries it
+/// again) and is returned with its own error, while the others are kept.
 ///
 /// # Errors
-/// A `git worktree add` or a seed copy fails.
-pub fn make_pending(ws: &mut RunWorkspace, project: &Path, run_id: &str) -> Result<()> {
+/// The run's worktrees folder cannot be made (then no worktree is). A failed `git worktree
+/// add` or seed copy is not an `Err`: it is in the returned list, by worker id.
+pub fn make_pending(
+    ws: &mut RunWorkspace,
+    project: &Path,
+    run_id: &str,
+) -> Result<Vec<(String, Error)>> {
     if ws.pending.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let git = Git::new(&ws.repo);
     let root = ws.root.clone();
@@ -288,7 +296,7 @@ pub fn make_pending(ws: &mut RunWorkspace, project: &Path, run_id: &str) -> Resu
             .collect()
     });
     let mut made = Vec::new();
-    let mut failure = None;
+    let mut failed = Vec::new();
     for (id, r) in results {
         match r {
             Ok(w) => made.push((id, w)),
@@ -300,27 +308,24 @@ pub fn make_pending(ws: &mut RunWorkspace, project: &Path, run_id: &str) -> Resu
                     tracing::info!("worktree of {id} made on a second try after: {first}");
                     made.push((id, w));
                 }
-                Err(e) => failure = failure.or(Some(e)),
+                Err(e) => failed.push((id, e)),
             },
         }
     }
-    if failure.is_none() && made.len() != wanted.len() {
-        failure = Some(Error::Other(
-            "creating the worktrees stopped unexpectedly; see the log".into(),
-        ));
-    }
-    if let Some(e) = failure {
-        for (_, w) in &made {
-            // Rolling back after `failure`, which is the error reported; a leftover is removed by
-            // `crewmux clean`.
-            let _ = git.output(&["worktree", "remove", "--force", &w.path.to_string_lossy()]);
-            let _ = git.output(&["branch", "-D", &w.branch]);
+    for id in &wanted {
+        let seen = made.iter().any(|(m, _)| m == id) || failed.iter().any(|(f, _)| f == id);
+        if !seen {
+            failed.push((
+                id.clone(),
+                Error::Other(format!(
+                    "creating the worktree of {id} stopped unexpectedly; see the log"
+                )),
+            ));
         }
-        return Err(e);
     }
+    ws.pending.retain(|id| failed.iter().any(|(f, _)| f == id));
     ws.workers.extend(made);
-    ws.pending.clear();
-    Ok(())
+    Ok(failed)
 }
 
 /// Remove what a failed `git worktree add` of `name` left (its folder, its admin entry, the

@@ -51,16 +51,28 @@ pub fn cwd_for(state: &RunState, w: &WorkerState) -> Option<PathBuf> {
     })
 }
 
-/// Before a worker launches: make the run's pending worktrees (all at once, the first time
-/// any worker of the run launches). `Ok` with nothing to do for a run without them.
-///
-/// # Errors
-/// A worktree cannot be made (none of this call's is left behind).
-pub fn make_worktrees(state: &mut RunState) -> crate::error::Result<()> {
+/// Before a batch of workers launches: make the run's pending worktrees (all at once, the
+/// first time any worker of the run launches). Returns why each worker whose worktree could
+/// not be made cannot start, by worker id, each with its own reason (its own `git worktree
+/// add`); empty for a run without worktrees or when every one was made. Those workers stay
+/// pending in the workspace, so their next attempt tries again.
+pub fn make_worktrees(state: &mut RunState) -> std::collections::BTreeMap<String, String> {
     let (project, run_id) = (state.project_dir.clone(), state.run_id.clone());
-    match state.workspace.as_mut() {
-        Some(ws) => create::make_pending(ws, &project, &run_id),
-        None => Ok(()),
+    let Some(ws) = state.workspace.as_mut() else {
+        return Default::default();
+    };
+    match create::make_pending(ws, &project, &run_id) {
+        Ok(failed) => failed
+            .into_iter()
+            .map(|(id, e)| (id, format!("cannot make its worktree: {e}")))
+            .collect(),
+        // Nothing was made (the worktrees folder itself): the same reason for every worker
+        // still waiting for its worktree.
+        Err(e) => ws
+            .pending
+            .iter()
+            .map(|id| (id.clone(), format!("cannot make its worktree: {e}")))
+            .collect(),
     }
 }
 
