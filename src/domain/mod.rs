@@ -22,6 +22,6 @@ pub use stage::Stage;
 pub use team::{AgentSpec, CheckSpec, CriticSpec, TeamSpec, WorkerSpec};
 pub use worker::{DispatchRecord, ExitSource, WorkerKind, WorkerState, WorkerStatus};
 pub use workspace::{
-    DiffStat, Integration, MergeConflict, RunWorkspace, WorkerWorkspace, WorkspaceMode,
-    WorkspaceSpec,
+    DiffStat, Integration, MergeConflict, RunWorkspace, UpstreamMerges, WorkerWorkspace,
+    WorkspaceMode, WorkspaceSpec,
 };

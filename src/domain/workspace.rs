@@ -81,14 +81,54 @@ pub struct WorkerWorkspace {
     /// Commits on the branch since the base.
     #[serde(default)]
     pub commits: u32,
+    /// What became of merging its upstreams' branches into it (a worker with `after`).
+    #[serde(default, skip_serializing_if = "UpstreamMerges::is_empty")]
+    pub upstreams: UpstreamMerges,
 }
 
-/// A merge of the integration branch that stopped on conflicts.
+/// The merges of a downstream worker's upstreams' branches into its worktree, done before
+/// it starts. A conflict waits for a merge-fixer working in that worktree; one nobody could
+/// resolve is aborted and left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct UpstreamMerges {
+    /// Upstreams whose branches are merged, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged: Vec<String>,
+    /// The merge that stopped on conflicts and waits for its merge-fixer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conflict: Option<MergeConflict>,
+    /// Conflicts a merge-fixer resolved (their upstreams are in `merged` too).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resolved: Vec<MergeConflict>,
+    /// Conflicts left unresolved: the merge was aborted and that upstream's work is not in
+    /// the worktree.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<MergeConflict>,
+    /// git failed other than by a conflict: its message (the worker starts without the
+    /// merges that were not done).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+}
+
+impl UpstreamMerges {
+    /// Nothing was merged or tried.
+    pub fn is_empty(&self) -> bool {
+        self == &UpstreamMerges::default()
+    }
+
+    /// `id`'s branch was merged or given up on.
+    pub fn settled(&self, id: &str) -> bool {
+        self.merged.iter().any(|m| m == id) || self.left_out.iter().any(|c| c.theirs == id)
+    }
+}
+
+/// A merge (into the integration branch, or into a downstream worker's worktree) that
+/// stopped on conflicts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MergeConflict {
     /// Files with conflicts, relative to the repository.
     pub files: Vec<String>,
-    /// What was already on the integration branch: the workers merged before, or `base`.
+    /// What was already on the branch: the workers merged before, or `base`.
     pub ours: String,
     /// The worker whose branch was being merged.
     pub theirs: String,

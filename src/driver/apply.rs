@@ -126,6 +126,14 @@ impl Driver {
             Effect::Integrate => Some(Input::Integrated(crate::workspace::run_integration(
                 &mut self.state,
             ))),
+            Effect::MergeUpstreams { worker, fixer } => Some(Input::UpstreamsMerged {
+                outcome: crate::workspace::upstream::merge_upstreams(
+                    &mut self.state,
+                    &worker,
+                    fixer,
+                ),
+                worker,
+            }),
             Effect::WriteReport => match write_report(&self.state, &self.store) {
                 Ok((path, bytes)) => Some(Input::ReportWritten { path, bytes }),
                 Err(e) => {

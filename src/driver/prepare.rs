@@ -52,15 +52,10 @@ pub fn prompt_text(state: &RunState, w: &WorkerState, max_chars: usize) -> Strin
     )
 }
 
-/// Merge `w`'s completed upstreams into its worktree (see `workspace::upstream`) and say
-/// what it holds; a git failure is said too, and the attempt goes on without the merge.
+/// What `w`'s worktree holds of its upstreams' work (merged before it was launched; see
+/// `workspace::upstream`), said in its prompt.
 fn upstream_worktree_note(state: &RunState, w: &WorkerState) -> String {
-    let notes = crate::workspace::upstream::merge_upstreams(state, w).unwrap_or_else(|e| {
-        tracing::warn!(worker = %w.id, "could not merge the upstreams' branches: {e}");
-        vec![format!(
-            "The upstreams' branches could not be merged into your worktree: {e}"
-        )]
-    });
+    let notes = crate::workspace::upstream::notes(state, w);
     if notes.is_empty() {
         return String::new();
     }

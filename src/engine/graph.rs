@@ -55,24 +55,31 @@ pub fn readiness(state: &RunState, w: &WorkerState, now: DateTime<Utc>) -> Readi
     if !blocked.is_empty() {
         return Readiness::Blocked(blocked);
     }
+    if let Some(fixer) = super::upstream_merge::waiting_for_fixer(state, w) {
+        return Readiness::Blocked(vec![fixer]);
+    }
     match w.flow.retry_at {
         Some(at) if at > now => Readiness::Backoff(at),
         _ => Readiness::Ready,
     }
 }
 
-/// The upstreams a pending worker still waits for (empty when it waits for none): what the
-/// roster shows as `blocked on <ids>`.
+/// The upstreams a pending worker still waits for, and the merge-fixer resolving a conflict
+/// between their branches (empty when it waits for none): what the roster shows as
+/// `blocked on <ids>`.
 pub fn blocked_on(state: &RunState, w: &WorkerState) -> Vec<String> {
     if w.status != WorkerStatus::Pending {
         return Vec::new();
     }
-    w.flow
+    let mut ids: Vec<String> = w
+        .flow
         .after
         .iter()
         .filter(|id| state.worker(id).is_none_or(|u| !u.status.is_terminal()))
         .cloned()
-        .collect()
+        .collect();
+    ids.extend(super::upstream_merge::waiting_for_fixer(state, w));
+    ids
 }
 
 /// Skip the pending workers of the current stage and round whose upstreams did not complete

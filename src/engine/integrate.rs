@@ -45,7 +45,7 @@ pub(super) fn pending(state: &RunState, mem: &mut RunMemory, fx: &mut Effects) -
 
 /// The agent a merge-fixer runs on: the `[fixer]` table, else the first team worker's
 /// provider when it is an agent (a `command` worker's argv cannot resolve anything).
-fn fixer_agent(state: &RunState) -> Option<(String, Option<Vec<String>>)> {
+pub(super) fn fixer_agent(state: &RunState) -> Option<(String, Option<Vec<String>>)> {
     let spec = state.fixer.clone().unwrap_or_default();
     let first = state.workers.iter().find(|w| w.kind == WorkerKind::Worker);
     match (&spec.provider, first) {
@@ -53,6 +53,33 @@ fn fixer_agent(state: &RunState) -> Option<(String, Option<Vec<String>>)> {
         (None, Some(f)) if f.provider != "command" => Some((f.provider.clone(), None)),
         _ => None,
     }
+}
+
+/// A pending merge-fixer `id` (role `fixer`, one attempt) with `task`, on the agent of
+/// [`fixer_agent`]; `None` when no agent can fix.
+pub(super) fn new_fixer(
+    state: &RunState,
+    id: String,
+    task: String,
+    stage: crate::domain::Stage,
+    round: u32,
+) -> Option<crate::domain::WorkerState> {
+    let (provider, command) = fixer_agent(state)?;
+    let spec = state.fixer.clone().unwrap_or_default();
+    let mut w = super::stages::blank_worker(
+        id,
+        "fixer".into(),
+        provider,
+        WorkerKind::Fixer,
+        stage,
+        round,
+    );
+    w.command = command;
+    w.model = spec.model.clone();
+    w.timeout_s = spec.timeout_s;
+    w.max_attempts = 1;
+    w.task = task;
+    Some(w)
 }
 
 /// Apply the integration pass's outcome. Returns true when the stage may go on to verify.
@@ -100,22 +127,8 @@ pub(super) fn on_outcome(
             fx.event(EventKind::MergeConflict, None, "engine", finding.clone());
             let id = format!("merge-fixer-{}", conflict.theirs);
             let tried = state.worker(&id).is_some();
-            match fixer_agent(state) {
-                Some((provider, command)) if !tried => {
-                    let spec = state.fixer.clone().unwrap_or_default();
-                    let mut w = super::stages::blank_worker(
-                        id,
-                        "fixer".into(),
-                        provider,
-                        WorkerKind::Fixer,
-                        state.stage,
-                        state.fix_round,
-                    );
-                    w.command = command;
-                    w.model = spec.model.clone();
-                    w.timeout_s = spec.timeout_s;
-                    w.max_attempts = 1;
-                    w.task = task;
+            match new_fixer(state, id, task, state.stage, state.fix_round) {
+                Some(w) if !tried => {
                     state.workers.push(w);
                     return false;
                 }

@@ -9,12 +9,12 @@ use super::stages::blank_worker;
 use super::*;
 use crate::domain::*;
 
-fn now() -> chrono::DateTime<Utc> {
+pub(super) fn now() -> chrono::DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap()
 }
 
 /// Two command workers in worktrees, one check, optionally a `[fixer]`.
-fn run(fixer: bool) -> RunState {
+pub(super) fn run(fixer: bool) -> RunState {
     let workers = ["a", "b"]
         .iter()
         .map(|id| {
@@ -87,7 +87,7 @@ fn run(fixer: bool) -> RunState {
     }
 }
 
-fn finish(s: &mut RunState, mem: &mut RunMemory, w: &str) -> Vec<Effect> {
+pub(super) fn finish(s: &mut RunState, mem: &mut RunMemory, w: &str) -> Vec<Effect> {
     let attempt = s.worker(w).unwrap().attempt;
     update(
         s,

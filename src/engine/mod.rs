@@ -26,6 +26,9 @@ mod steer_tests;
 pub(crate) mod tests;
 #[cfg(test)]
 mod tests_resume;
+pub mod upstream_merge;
+#[cfg(test)]
+mod upstream_merge_tests;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -131,6 +134,12 @@ pub enum Input {
     Cancel { worker: Option<String> },
     /// The integration pass ended (after `Effect::Integrate`).
     Integrated(IntegrationOutcome),
+    /// A worker's upstreams' branches were merged into its worktree (after
+    /// `Effect::MergeUpstreams`; see `upstream_merge`).
+    UpstreamsMerged {
+        worker: String,
+        outcome: IntegrationOutcome,
+    },
     /// The attempt's wrapper could not enter its working directory `dir` and ended with
     /// `code` before starting the agent.
     CwdFailed {
@@ -174,6 +183,10 @@ pub enum Effect {
     /// Merge the completed workers' branches into the integration branch, then feed
     /// `Input::Integrated`.
     Integrate,
+    /// Merge the completed upstreams' branches of `worker` into its worktree, then feed
+    /// `Input::UpstreamsMerged`. With `fixer` a conflict stops the pass and waits for a
+    /// merge-fixer; without, it is aborted and that upstream left out.
+    MergeUpstreams { worker: String, fixer: bool },
     /// Append to `events.jsonl` (and log it).
     Event(RunEvent),
     /// Tell the person (bell / desktop notification): a question, the end of the run.
@@ -200,6 +213,11 @@ pub struct RunMemory {
     pub last_output_moved: bool,
     /// `Integrate` was asked for and its outcome has not arrived.
     pub integrate_requested: bool,
+    /// Workers whose `MergeUpstreams` was asked for and has not come back.
+    pub merging: std::collections::HashSet<String>,
+    /// Workers whose upstream conflict no merge-fixer can take (tried, or no agent): their
+    /// next merge pass leaves it out.
+    pub no_fixer: std::collections::HashSet<String>,
     /// Workers whose attempt just ended with a declared exit code and no other provider to
     /// move to: not retried (see `exits`).
     pub no_retry: std::collections::HashSet<String>,
@@ -259,6 +277,10 @@ pub fn update(
         Input::ReportWritten { path, bytes } => stages::on_report(state, path, bytes, &mut fx),
         Input::Integrated(outcome) => {
             integrate::on_outcome(state, mem, outcome, &mut fx);
+            stages::advance(state, mem, &mut fx);
+        }
+        Input::UpstreamsMerged { worker, outcome } => {
+            upstream_merge::on_outcome(state, mem, &worker, outcome, &mut fx);
             stages::advance(state, mem, &mut fx);
         }
         Input::Cancel { worker } => {

@@ -140,7 +140,7 @@ pub(super) fn advance(state: &mut RunState, mem: &mut RunMemory, fx: &mut Effect
         match state.stage {
             Stage::TeamPlan | Stage::Done => return,
             Stage::TeamExec | Stage::TeamFix | Stage::TeamVerify => {
-                launch_pending(state, fx);
+                launch_pending(state, mem, fx);
                 if !stage_done(state) {
                     return;
                 }
@@ -194,10 +194,22 @@ fn stage_done(state: &RunState) -> bool {
 
 /// Start pending workers of the current stage and round whose upstreams ended (see
 /// `graph`), in `order`, within `parallel`.
-fn launch_pending(state: &mut RunState, fx: &mut Effects) {
+/// A ready worker whose upstreams' branches are not merged into its worktree yet has them
+/// merged first (see `upstream_merge`).
+fn launch_pending(state: &mut RunState, mem: &mut RunMemory, fx: &mut Effects) {
     let mut slots = state.parallel.max(1).saturating_sub(live_count(state));
     let ready = super::graph::launchable(state, fx);
     for i in ready {
+        let id = state.workers[i].id.clone();
+        // The driver records the merges as it makes them: until their outcome is in, the
+        // worker waits even when nothing is left to merge.
+        if mem.merging.contains(&id) {
+            continue;
+        }
+        if super::upstream_merge::needed(state, &state.workers[i]) {
+            super::upstream_merge::request(state, mem, &id, fx);
+            continue;
+        }
         if slots == 0 {
             break;
         }

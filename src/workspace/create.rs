@@ -378,6 +378,7 @@ pub fn add_worktree(
         branch,
         diff: None,
         commits: 0,
+        upstreams: Default::default(),
     })
 }
 

@@ -71,7 +71,10 @@ fn a_worktree_that_cannot_be_made_fails_alone_with_its_own_reason() {
     assert_eq!(ids, ["two"]);
     let reason = failed[0].1.to_string();
     assert!(reason.contains("worktrees/r1/two"), "{reason}");
-    assert!(!reason.contains("/one") && !reason.contains("/three"), "{reason}");
+    assert!(
+        !reason.contains("/one") && !reason.contains("/three"),
+        "{reason}"
+    );
     assert_eq!(ws.pending, ["two"]);
     for id in ["one", "three"] {
         assert!(ws.root.join(id).join("a.txt").is_file(), "{id}'s worktree");

@@ -67,13 +67,9 @@ pub fn integrate(state: &mut RunState) -> Result<Outcome> {
             return Ok(Outcome::Conflict(c));
         }
         let theirs = c.theirs.clone();
-        commit_all(
-            &integ.path,
-            ws,
-            &run_id,
-            "merge-fixer",
-            &format!("crewmux: merge {theirs} (conflicts resolved)"),
-        )?;
+        let subject = format!("crewmux: merge {theirs} (conflicts resolved)");
+        commit_all(&integ.path, ws, &run_id, "merge-fixer", &subject)?;
+        conclude_merge(&git, &subject)?;
         let i = ws.integration.as_mut().expect("set");
         i.conflict = None;
         i.merged.push(theirs);
@@ -86,11 +82,19 @@ pub fn integrate(state: &mut RunState) -> Result<Outcome> {
             &format!("crewmux: fix round {}", state.fix_round),
         )?;
     }
-    let order: Vec<String> = state
+    // Downstream workers first: their branches already hold their upstreams' work, with
+    // any conflict between those resolved by their merge-fixer, so the upstreams' own
+    // merges that follow find nothing new.
+    let completed: Vec<(String, Vec<String>)> = state
         .workers
         .iter()
         .filter(|w| w.kind == WorkerKind::Worker && w.status == WorkerStatus::Completed)
-        .map(|w| w.id.clone())
+        .map(|w| (w.id.clone(), w.flow.after.clone()))
+        .collect();
+    let order: Vec<String> = crate::engine::graph::levels(&completed)
+        .into_iter()
+        .rev()
+        .flatten()
         .collect();
     for id in order {
         let (Some(w), Some(i)) = (ws.workers.get(&id).cloned(), ws.integration.clone()) else {
@@ -143,15 +147,37 @@ pub fn integrate(state: &mut RunState) -> Result<Outcome> {
     Ok(Outcome::Clean)
 }
 
+/// Commit a merge still in progress after [`commit_all`] found nothing to commit (the
+/// resolution kept the tree as it was): the merge commit records that the branch is in.
+///
+/// # Errors
+/// [`Error::Command`] when `git commit` fails.
+pub(super) fn conclude_merge(git: &Git, subject: &str) -> Result<()> {
+    if git
+        .output(&["rev-parse", "-q", "--verify", "MERGE_HEAD"])?
+        .ok()
+    {
+        git.run(&[
+            "commit",
+            "--quiet",
+            "--no-verify",
+            "--allow-empty",
+            "-m",
+            subject,
+        ])?;
+    }
+    Ok(())
+}
+
 /// Files git left unmerged in the index (right after a merge stopped).
-fn unmerged(git: &Git) -> Result<Vec<String>> {
+pub(super) fn unmerged(git: &Git) -> Result<Vec<String>> {
     let listed = git.run(&["diff", "--name-only", "--diff-filter=U"])?;
     Ok(listed.lines().map(str::to_string).collect())
 }
 
 /// After a merge-fixer: the merge's files that still hold a conflict marker line
 /// (`<<<<<<< `, `=======` alone, `>>>>>>> `). A fixer need not `git add` what it resolved.
-fn unresolved(git: &Git, top: &std::path::Path) -> Result<Vec<String>> {
+pub(super) fn unresolved(git: &Git, top: &std::path::Path) -> Result<Vec<String>> {
     let mut files = unmerged(git)?;
     files.extend(
         git.run(&["diff", "--name-only", "HEAD"])?
@@ -172,12 +198,28 @@ fn unresolved(git: &Git, top: &std::path::Path) -> Result<Vec<String>> {
         .collect())
 }
 
-/// The merge-fixer's task: the conflicting files with their hunks (the file as git left
-/// it, conflict markers included, at most [`HUNK_CHARS`] characters each) and what each
-/// side was for.
+/// The integration merge-fixer's task: see [`fixer_task_in`], in the integration worktree.
 pub fn fixer_task(state: &RunState, c: &MergeConflict) -> String {
+    let top = state
+        .workspace
+        .as_ref()
+        .and_then(|w| w.integration.as_ref())
+        .map(|i| i.path.clone());
+    fixer_task_in(state, c, top.as_deref(), "the integration worktree")
+}
+
+/// A merge-fixer's task for the conflicted merge in the tree at `top` (`place` names it
+/// for the fixer): the conflicting files with their hunks (the file as git left it,
+/// conflict markers included, at most [`HUNK_CHARS`] characters each) and what each side
+/// was for.
+pub fn fixer_task_in(
+    state: &RunState,
+    c: &MergeConflict,
+    top: Option<&std::path::Path>,
+    place: &str,
+) -> String {
     let mut t = format!(
-        "Resolve the merge conflict in the integration worktree (your working directory) for: {}\n\n\
+        "Resolve the merge conflict in {place} (your working directory) for: {}\n\n\
          The branch of `{}` conflicts with what is already merged ({}). Edit the conflicting \
          files so that both changes work together, remove every conflict marker, and leave the \
          result in the tree (crewmux commits it). Then say what you kept from each side.\n\n\
@@ -187,14 +229,8 @@ pub fn fixer_task(state: &RunState, c: &MergeConflict) -> String {
         c.ours,
         c.files.join(", ")
     );
-    let top = state
-        .workspace
-        .as_ref()
-        .and_then(|w| w.integration.as_ref())
-        .map(|i| i.path.clone());
     for f in &c.files {
         let text = top
-            .as_ref()
             .and_then(|p| std::fs::read_to_string(p.join(f)).ok())
             .unwrap_or_default();
         let cut: String = text.chars().take(HUNK_CHARS).collect();

@@ -1,66 +1,206 @@
-//! A downstream worker's worktree holds its upstreams' work: before each attempt of a
-//! worker with `after`, the branches of its completed upstreams are merged into its own
-//! branch, in its worktree, so a reviewer sees the code it reviews.
+//! A downstream worker's worktree holds its upstreams' work: before a worker with `after`
+//! starts, the branches of its completed upstreams are merged into its own branch, in its
+//! worktree, so a reviewer sees the code it reviews (the engine asks for this pass; see
+//! `engine::upstream_merge`).
 //!
-//! The merges are idempotent (an upstream merged before is "already up to date"), so a
-//! retry does not merge twice. When two upstreams conflict, the merge that conflicts is
-//! aborted and the worker is told which branch it does not have and which files conflict;
-//! the integration stage merges every branch later, where the merge-fixer resolves the
-//! conflict. Upstreams that did not complete (with `on_upstream_failure = "run"`) are not
-//! merged.
+//! What was merged is recorded in the worker's workspace (`upstreams`), so the pass is not
+//! repeated for a retry. A merge that conflicts either stops the pass with the conflicted
+//! merge left in the worktree for a merge-fixer (when one can be brought in), or is aborted
+//! and that upstream left out. The next pass after the fixer commits a resolved merge (no
+//! conflict marker left) and goes on; a merge the fixer left unresolved is aborted and left
+//! out. Upstreams that did not complete (with `on_upstream_failure = "run"`) are not merged.
 
-use super::commit::with_identity;
-use super::git::Git;
-use crate::domain::{RunState, WorkerState, WorkerStatus};
-use crate::error::Result;
+use super::commit::{commit_all, with_identity};
+use super::git::{first_lines, Git};
+use super::integrate::{conclude_merge, fixer_task_in, unmerged, unresolved};
+use crate::domain::{MergeConflict, RunState, UpstreamMerges, WorkerState, WorkerStatus};
+use crate::engine::upstream_merge::fixer_id;
+use crate::engine::IntegrationOutcome;
+use crate::error::{Error, Result};
 
-/// Merge the branches of `w`'s completed upstreams into `w`'s worktree; returns the lines
-/// to tell the worker (empty when it has no worktree or no upstream with one).
-///
-/// # Errors
-/// A git call other than the merge itself fails (the worktree is left as it was).
-pub fn merge_upstreams(state: &RunState, w: &WorkerState) -> Result<Vec<String>> {
-    let Some(ws) = state.workspace.as_ref() else {
-        return Ok(Vec::new());
+/// Merge the branches of `worker`'s completed upstreams into its worktree and record what
+/// became of each in its workspace. With `fixer`, a conflict stops the pass (the merge left
+/// in the worktree) and its merge-fixer's task is returned; without, it is aborted and that
+/// upstream left out. A worker without a worktree has nothing to merge (`Clean`).
+pub fn merge_upstreams(state: &mut RunState, worker: &str, fixer: bool) -> IntegrationOutcome {
+    match merge(state, worker, fixer) {
+        Ok(None) => IntegrationOutcome::Clean,
+        Ok(Some(conflict)) => {
+            let top = state
+                .workspace
+                .as_ref()
+                .and_then(|ws| ws.workers.get(worker))
+                .map(|w| w.path.clone());
+            let place = format!(
+                "the worktree of `{worker}`, which waits for its upstreams' work before it starts"
+            );
+            IntegrationOutcome::Conflict {
+                task: fixer_task_in(state, &conflict, top.as_deref(), &place),
+                conflict,
+            }
+        }
+        Err(e) => {
+            tracing::warn!(worker, "could not merge the upstreams' branches: {e}");
+            let msg = e.to_string();
+            if let Some(own) = state
+                .workspace
+                .as_mut()
+                .and_then(|ws| ws.workers.get_mut(worker))
+            {
+                own.upstreams.failed = Some(msg.clone());
+            }
+            IntegrationOutcome::Failed(msg)
+        }
+    }
+}
+
+fn merge(state: &mut RunState, worker: &str, fixer: bool) -> Result<Option<MergeConflict>> {
+    let run_id = state.run_id.clone();
+    let completed: Vec<String> = state
+        .worker(worker)
+        .map(|w| w.flow.after.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|id| {
+            state
+                .worker(id)
+                .is_some_and(|u| u.status == WorkerStatus::Completed)
+        })
+        .collect();
+    let Some(ws) = state.workspace.as_mut() else {
+        return Ok(None);
     };
-    let Some(own) = ws.workers.get(&w.id) else {
-        return Ok(Vec::new());
+    let Some(own) = ws.workers.get(worker).cloned() else {
+        return Ok(None);
     };
     let git = with_identity(Git::new(&own.path))?;
-    let mut merged = Vec::new();
-    let mut notes = Vec::new();
-    for id in &w.flow.after {
-        let completed = state
-            .worker(id)
-            .is_some_and(|u| u.status == WorkerStatus::Completed);
-        let Some(up) = ws.workers.get(id).filter(|_| completed) else {
+    let mut rec = own.upstreams.clone();
+    let save = |ws: &mut crate::domain::RunWorkspace, rec: &UpstreamMerges| {
+        if let Some(w) = ws.workers.get_mut(worker) {
+            w.upstreams = rec.clone();
+        }
+    };
+    if let Some(c) = rec.conflict.take() {
+        if unresolved(&git, &own.path)?.is_empty() {
+            let subject = format!(
+                "crewmux: {worker} takes {}'s work (conflicts resolved by its merge-fixer)",
+                c.theirs
+            );
+            commit_all(
+                &own.path,
+                ws,
+                &run_id,
+                &fixer_id(worker, &c.theirs),
+                &subject,
+            )?;
+            conclude_merge(&git, &subject)?;
+            rec.merged.push(c.theirs.clone());
+            rec.resolved.push(c);
+        } else {
+            abort(&git);
+            rec.left_out.push(c);
+        }
+        save(ws, &rec);
+    }
+    for id in completed {
+        let Some(up) = ws.workers.get(&id).cloned() else {
             continue;
         };
-        let message = format!("crewmux: {} takes {id}'s work", w.id);
-        let out = git.output(&["merge", "--no-ff", "--no-edit", "-m", &message, &up.branch])?;
-        if out.ok() {
-            merged.push(format!("{id} ({})", up.branch));
+        if rec.settled(&id) {
             continue;
         }
-        let files = git.run(&["diff", "--name-only", "--diff-filter=U"])?;
-        // Err: the merge state stays in the worktree; the conflicting files listed below
-        // are what is reported.
-        let _ = git.output(&["merge", "--abort"]);
-        let files: Vec<&str> = files.lines().collect();
+        let message = format!("crewmux: {worker} takes {id}'s work");
+        let out = git.output(&["merge", "--no-ff", "--no-edit", "-m", &message, &up.branch])?;
+        if out.ok() {
+            rec.merged.push(id);
+            save(ws, &rec);
+            continue;
+        }
+        let files = unmerged(&git)?;
+        if files.is_empty() {
+            abort(&git);
+            return Err(Error::Other(format!(
+                "git merge {} failed (exit {}): {}",
+                up.branch,
+                out.code,
+                first_lines(&format!("{}\n{}", out.stderr, out.stdout), 3)
+            )));
+        }
+        let c = MergeConflict {
+            files,
+            ours: if rec.merged.is_empty() {
+                worker.to_string()
+            } else {
+                rec.merged.join(", ")
+            },
+            theirs: id,
+        };
+        if fixer {
+            rec.conflict = Some(c.clone());
+            save(ws, &rec);
+            return Ok(Some(c));
+        }
+        abort(&git);
+        rec.left_out.push(c);
+        save(ws, &rec);
+    }
+    Ok(None)
+}
+
+/// `git merge --abort`: the worktree goes back to before the merge.
+fn abort(git: &Git) {
+    if let Err(e) = git.output(&["merge", "--abort"]) {
+        // The conflicted files then stay in the worktree; the worker's prompt says which
+        // upstream is left out.
+        tracing::warn!("git merge --abort failed: {e}");
+    }
+}
+
+/// What `w`'s worktree holds of its upstreams' work, for its prompt: the upstreams merged,
+/// the conflicts a merge-fixer resolved, the ones left out, a git failure (empty when there
+/// is nothing to say).
+pub fn notes(state: &RunState, w: &WorkerState) -> Vec<String> {
+    let Some(ws) = state.workspace.as_ref() else {
+        return Vec::new();
+    };
+    let Some(rec) = ws.workers.get(&w.id).map(|o| &o.upstreams) else {
+        return Vec::new();
+    };
+    let branch = |id: &str| {
+        ws.workers
+            .get(id)
+            .map(|u| format!("{id} ({})", u.branch))
+            .unwrap_or_else(|| id.to_string())
+    };
+    let mut notes = Vec::new();
+    if !rec.merged.is_empty() {
+        let merged: Vec<String> = rec.merged.iter().map(|id| branch(id)).collect();
         notes.push(format!(
-            "The work of {id} ({}) conflicts with the other upstreams in {} and is NOT in your worktree; the integration stage merges it later.",
-            up.branch,
-            if files.is_empty() { "some files".to_string() } else { files.join(", ") }
+            "Your worktree already holds the work of: {}.",
+            merged.join(", ")
         ));
     }
-    if !merged.is_empty() {
-        notes.insert(
-            0,
-            format!(
-                "Your worktree already holds the work of: {}.",
-                merged.join(", ")
-            ),
-        );
+    for c in &rec.resolved {
+        notes.push(format!(
+            "The work of {} conflicted with {} in {}; {} resolved it in your worktree (see its result).",
+            c.theirs,
+            c.ours,
+            c.files.join(", "),
+            fixer_id(&w.id, &c.theirs)
+        ));
     }
-    Ok(notes)
+    for c in &rec.left_out {
+        notes.push(format!(
+            "The work of {} conflicts with {} in {} and is NOT in your worktree; the integration stage merges it later.",
+            branch(&c.theirs),
+            c.ours,
+            c.files.join(", ")
+        ));
+    }
+    if let Some(e) = &rec.failed {
+        notes.push(format!(
+            "The upstreams' branches could not all be merged into your worktree: {e}"
+        ));
+    }
+    notes
 }

@@ -41,6 +41,7 @@ mod descendants;
 mod exit_meanings;
 mod flow;
 mod flow_limits;
+mod flow_merge;
 mod headless;
 mod home;
 mod layers;

@@ -58,6 +58,7 @@ mod tests {
                         files: i as u64 + 1,
                     }),
                     commits: 1,
+                    upstreams: Default::default(),
                 },
             );
         }
