@@ -123,6 +123,31 @@ fn dispatch_shows_each_workers_limits_with_the_run_flags() {
     }
 }
 
+/// The example pipeline's graph: which workers start together and whom the others wait
+/// for, with the upstream policy said.
+#[test]
+fn dispatch_prints_the_levels_of_the_teams_graph() {
+    let _g = serial();
+    let bin = Bin::new();
+    let project = crate::support::project();
+    let team = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/pipeline.toml");
+    let out = crewmux(&bin, project.path())
+        .args(["dispatch", "--team", team.to_str().unwrap()])
+        .args(["--allow-sim-fallback", "Split the parser"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.ends_with(
+            "\nflow (3 levels, parallel 2):\n  1. plan\n  2. backend (after plan), frontend (after plan)\n  3. review (after backend, frontend, runs if one fails)\n"
+        ),
+        "{text}"
+    );
+}
+
 #[test]
 fn dispatch_routes_to_the_installed_cli_with_role_models() {
     let _g = serial();
