@@ -224,6 +224,7 @@ fn retry(
 fn wait_again_downstream(state: &mut RunState, id: &str, fx: &mut Effects) {
     let (stage, round) = (work_stage(state), state.fix_round);
     let mut changed = vec![id.to_string()];
+    let mut again = vec![];
     while let Some(up) = changed.pop() {
         for w in state.workers.iter_mut() {
             let judge = matches!(w.kind, WorkerKind::Check | WorkerKind::Critic);
@@ -239,9 +240,13 @@ fn wait_again_downstream(state: &mut RunState, id: &str, fx: &mut Effects) {
                     "engine",
                     format!("attempt {} once {up} ends again", w.attempt + 1),
                 );
+                again.push((w.id.clone(), up.clone()));
                 changed.push(w.id.clone());
             }
         }
+    }
+    for (downstream, up) in again {
+        super::upstream_merge::merge_again(state, &downstream, &up);
     }
 }
 

@@ -42,6 +42,24 @@ pub(super) fn needed(state: &RunState, w: &WorkerState) -> bool {
     })
 }
 
+/// `downstream` waits again for `up` (a retried upstream): its next merge pass takes `up`'s
+/// branch again (what its worktree already holds merges as "already up to date", the new
+/// attempt's commits come in).
+pub(super) fn merge_again(state: &mut RunState, downstream: &str, up: &str) {
+    let Some(own) = state
+        .workspace
+        .as_mut()
+        .and_then(|ws| ws.workers.get_mut(downstream))
+    else {
+        return;
+    };
+    let r = &mut own.upstreams;
+    r.merged.retain(|m| m != up);
+    r.left_out.retain(|c| c.theirs != up);
+    r.resolved.retain(|c| c.theirs != up);
+    r.failed = None;
+}
+
 /// The merge-fixer `w` waits for: its worktree holds a conflicted merge and the fixer has
 /// not ended.
 pub fn waiting_for_fixer(state: &RunState, w: &WorkerState) -> Option<String> {

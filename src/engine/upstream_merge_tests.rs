@@ -290,3 +290,68 @@ fn a_worker_whose_upstream_failed_has_nothing_merged_and_a_run_without_worktrees
     finish(&mut s, &mut mem, "a");
     assert!(launches(&finish(&mut s, &mut mem, "b"), "review"));
 }
+
+#[test]
+fn a_downstream_that_waits_again_for_a_retried_upstream_merges_it_again() {
+    let (mut s, mut mem) = upstreams_done(true, UpstreamPolicy::Skip);
+    record(&mut s, |r| r.merged = vec!["a".into(), "b".into()]);
+    update(
+        &mut s,
+        &mut mem,
+        now(),
+        merged("review", IntegrationOutcome::Clean),
+    );
+    finish(&mut s, &mut mem, "review");
+    let retry = steer::Steer::Retry {
+        worker: "a".into(),
+        task: None,
+    };
+    update(&mut s, &mut mem, now(), Input::Steer(retry));
+    assert_eq!(s.worker("review").unwrap().status, WorkerStatus::Pending);
+    let ws = s.workspace.as_ref().unwrap();
+    assert_eq!(
+        ws.workers["review"].upstreams.merged,
+        ["b"],
+        "a is taken again"
+    );
+    let fx = finish(&mut s, &mut mem, "a");
+    assert!(
+        fx.contains(&Effect::MergeUpstreams {
+            worker: "review".into(),
+            fixer: true,
+        }),
+        "{fx:?}"
+    );
+    assert!(!launches(&fx, "review"));
+}
+
+#[test]
+fn a_run_reattached_while_the_merge_fixer_works_keeps_the_downstream_waiting_for_it() {
+    let (mut s, mut mem) = upstreams_done(true, UpstreamPolicy::Skip);
+    record(&mut s, |r| {
+        r.merged = vec!["a".into()];
+        r.conflict = Some(the_conflict());
+    });
+    let conflict = IntegrationOutcome::Conflict {
+        conflict: the_conflict(),
+        task: "resolve".into(),
+    };
+    update(&mut s, &mut mem, now(), merged("review", conflict));
+    // A new process: only the saved state is known.
+    let mut mem = RunMemory::default();
+    let fx = update(&mut s, &mut mem, now(), Input::Tick);
+    assert!(!launches(&fx, "review"), "{fx:?}");
+    assert!(!fx
+        .iter()
+        .any(|e| matches!(e, Effect::MergeUpstreams { .. })));
+    let review = s.worker("review").unwrap().clone();
+    assert_eq!(graph::blocked_on(&s, &review), [FIXER]);
+    let fx = finish(&mut s, &mut mem, FIXER);
+    assert!(
+        fx.contains(&Effect::MergeUpstreams {
+            worker: "review".into(),
+            fixer: true,
+        }),
+        "{fx:?}"
+    );
+}
