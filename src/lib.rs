@@ -17,6 +17,7 @@ pub mod domain;
 pub mod driver;
 pub mod engine;
 pub mod error;
+pub mod hosts;
 pub mod launch;
 pub mod logging;
 pub mod process;

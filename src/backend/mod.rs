@@ -30,6 +30,8 @@ pub struct SpawnSpec {
     pub env: Vec<(String, String)>,
     /// Secret environment (API keys): never on a command line, a file or a log line.
     pub secret_env: Vec<(String, String)>,
+    /// The SSH host (a `hosts.toml` name) it starts on; `None`: this machine.
+    pub host: Option<String>,
 }
 
 impl std::fmt::Debug for SpawnSpec {
@@ -42,6 +44,7 @@ impl std::fmt::Debug for SpawnSpec {
             .field("cwd", &self.cwd)
             .field("launch", &self.launch)
             .field("log", &self.log)
+            .field("host", &self.host)
             .field("env", &self.env)
             .field(
                 "secret_env",

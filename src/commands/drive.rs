@@ -16,6 +16,31 @@ use crate::tmux::TmuxBackend;
 /// # Errors
 /// A tmux run when tmux is no longer on PATH or is older than tmux 3.2.
 pub fn backend_for(state: &RunState, store: &RunStore) -> Result<Box<dyn Multiplexer>> {
+    let local = local_backend_for(state, store)?;
+    with_hosts(local, state, false)
+}
+
+/// `local`, or the backend across this machine and the run's SSH hosts when it has any
+/// (`control`: one control-mode channel per host, for the driving process).
+fn with_hosts(
+    local: Box<dyn Multiplexer>,
+    state: &RunState,
+    control: bool,
+) -> Result<Box<dyn Multiplexer>> {
+    let hosts = crate::hosts::run_hosts(&state.run_dir)?;
+    if hosts.is_empty() {
+        return Ok(local);
+    }
+    Ok(Box::new(crate::hosts::HostsBackend::new(
+        local,
+        &hosts,
+        &state.run_id,
+        &state.session,
+        control,
+    )?))
+}
+
+fn local_backend_for(state: &RunState, store: &RunStore) -> Result<Box<dyn Multiplexer>> {
     Ok(match state.backend {
         BackendKind::Tmux => {
             let tmux =
@@ -49,11 +74,17 @@ pub const CONTROL_ENV: &str = "CREWMUX_TMUX_CONTROL";
 pub fn driving_backend_for(state: &RunState, store: &RunStore) -> Result<Box<dyn Multiplexer>> {
     let off = std::env::var(CONTROL_ENV).is_ok_and(|v| v == "off");
     if state.backend != BackendKind::Tmux || !crate::tmux::tmux_available() || off {
-        return backend_for(state, store);
+        let local = local_backend_for(state, store)?;
+        return with_hosts(local, state, !off);
     }
-    Ok(Box::new(
-        TmuxBackend::new(&state.tmux_socket, &state.session, home_argv(store)).with_control_mode(),
-    ))
+    with_hosts(
+        Box::new(
+            TmuxBackend::new(&state.tmux_socket, &state.session, home_argv(store))
+                .with_control_mode(),
+        ),
+        state,
+        true,
+    )
 }
 
 /// What the run session's first window shows: the run's events as they come.

@@ -98,7 +98,7 @@ pub fn create_run(
 /// (a dirty tree, a project without git) go to stderr, one line each.
 ///
 /// # Errors
-/// An empty or too long problem, a bad `--parallel`, a refused workspace (`--base`
+/// An empty or too long problem, an unknown host, a bad `--parallel`, a refused workspace (`--base`
 /// not a commit, a bare repository: nothing is created), git or I/O.
 pub fn create_run_with(
     project: &Path,
@@ -133,6 +133,7 @@ pub fn create_run_with(
             "--parallel {parallel}: must be between 1 and 256"
         )));
     }
+    let hosts = hosts_of(project, team, backend)?;
     let workers = team
         .workers
         .iter()
@@ -155,6 +156,7 @@ pub fn create_run_with(
         None => None,
     };
     let store = RunStore::create(project, &run_id)?;
+    crate::hosts::save_run_hosts(store.dir(), &hosts)?;
     // For the home screen's `--all` list.
     crate::tui::home::index::remember(project);
     let now = Utc::now();
@@ -204,4 +206,27 @@ pub fn create_run_with(
     }))?;
     store.save_state(&state)?;
     Ok((store, state))
+}
+
+/// The SSH hosts `team`'s workers name, from `hosts.toml`.
+///
+/// # Errors
+/// An unknown host or a `hosts.toml` mistake; remote workers on the process backend.
+fn hosts_of(
+    project: &Path,
+    team: &ResolvedTeam,
+    backend: BackendKind,
+) -> Result<std::collections::BTreeMap<String, crate::hosts::HostSpec>> {
+    let hosts = crate::hosts::hosts_for(
+        project,
+        team.workers
+            .iter()
+            .map(|w| (w.id.as_str(), w.host.as_deref())),
+    )?;
+    if !hosts.is_empty() && backend != BackendKind::Tmux {
+        return Err(Error::Usage(
+            "workers on SSH hosts run in tmux there: drop `--backend process`, or run those workers on `local`".into(),
+        ));
+    }
+    Ok(hosts)
 }

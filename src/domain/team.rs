@@ -42,6 +42,10 @@ pub struct TeamSpec {
     /// `[workspace]`: worktree or shared, files to copy and a setup command.
     #[serde(default)]
     pub workspace: Option<super::WorkspaceSpec>,
+    /// The host every worker runs on unless it names its own (a `hosts.toml` name or
+    /// `local`); default `local`.
+    #[serde(default)]
+    pub host: Option<String>,
 }
 
 /// One `[[critic]]`: an agent that reviews the team's results; its verdict is the last
@@ -152,6 +156,9 @@ pub struct WorkerSpec {
     /// `worktree` or `shared`; default: the team's `[workspace] mode`.
     #[serde(default)]
     pub workspace: Option<super::WorkspaceMode>,
+    /// The host this worker runs on (a `hosts.toml` name or `local`); default: the team's.
+    #[serde(default)]
+    pub host: Option<String>,
 }
 
 /// One `[[check]]`: a council check command; exit 0 → pass, else fail.

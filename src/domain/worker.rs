@@ -160,6 +160,9 @@ pub struct WorkerState {
     pub cwd: Option<PathBuf>,
     #[serde(default)]
     pub order: u32,
+    /// The SSH host (a `hosts.toml` name) the worker runs on; `None` is this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// Dependencies, stall detection, retry back-off and the rate-limit mark.
     #[serde(default)]
     pub flow: super::FlowState,

@@ -84,30 +84,44 @@ pub fn prepare(
     let mut prompt = prompt_text(state, w, max_chars);
     prompt.push_str(&upstream_worktree_note(state, w));
     crate::store::write_replace(&paths.prompt, prompt.as_bytes())?;
+    // A worker on an SSH host: the wrapper names the attempt's files where they will be
+    // on the host (the backend ships them there).
+    let remote = crate::hosts::place(
+        &state.run_dir,
+        &state.run_id,
+        &w.id,
+        w.host.as_deref(),
+        &paths.dir,
+    )?;
+    let there = match &remote {
+        Some(r) => AttemptPaths {
+            launch: paths.launch.clone(),
+            ..AttemptPaths::new(r.attempt_dir.clone())
+        },
+        None => paths.clone(),
+    };
     let launch = registry.build_launch(
         &w.provider,
         &LaunchRequest {
-            prompt_file: &paths.prompt,
-            result_file: &paths.result,
+            prompt_file: &there.prompt,
+            result_file: &there.result,
             model: w.model.as_deref(),
             command: w.command.as_deref(),
             attempt: w.attempt,
             self_exe,
         },
     )?;
-    let argv = crate::workspace::setup::wrap_argv(state, w, &paths.dir, launch.argv.clone())?;
-    let cwd = match &w.cwd {
-        _ if crate::workspace::cwd_for(state, w).is_some() => {
-            crate::workspace::cwd_for(state, w).expect("checked")
-        }
-        Some(c) if c.is_absolute() => c.clone(),
-        Some(c) => state.project_dir.join(c),
-        None => state.project_dir.clone(),
+    let (argv, cwd) = match &remote {
+        Some(r) => (launch.argv.clone(), r.cwd.clone()),
+        None => (
+            crate::workspace::setup::wrap_argv(state, w, &paths.dir, launch.argv.clone())?,
+            local_cwd(state, w),
+        ),
     };
     let nonce = new_nonce();
-    let is_tmux = state.backend == crate::domain::BackendKind::Tmux;
+    let is_tmux = state.backend == crate::domain::BackendKind::Tmux || remote.is_some();
     write_wrapper(
-        &paths,
+        &there,
         &WrapperSpec {
             worker: &w.id,
             attempt: w.attempt,
@@ -116,7 +130,8 @@ pub fn prepare(
             cwd: &cwd,
             stdin_file: launch.stdin_file.as_deref(),
             wait_for_log: is_tmux,
-            render: launch.render.as_deref(),
+            // The pane-text filter is this machine's crewmux: a host shows the raw output.
+            render: launch.render.as_deref().filter(|_| remote.is_none()),
         },
     )?;
     if !is_tmux {
@@ -137,10 +152,23 @@ pub fn prepare(
             log: paths.output.clone(),
             env,
             secret_env: vec![],
+            host: w.host.clone(),
         },
         paths,
         nonce,
     })
+}
+
+/// A local worker's working directory: its worktree, its `cwd`, or the project.
+fn local_cwd(state: &RunState, w: &WorkerState) -> PathBuf {
+    match &w.cwd {
+        _ if crate::workspace::cwd_for(state, w).is_some() => {
+            crate::workspace::cwd_for(state, w).expect("checked")
+        }
+        Some(c) if c.is_absolute() => c.clone(),
+        Some(c) => state.project_dir.join(c),
+        None => state.project_dir.clone(),
+    }
 }
 
 /// Characters of each worker's result quoted into a critic's or fixer's task.

@@ -335,6 +335,7 @@ pub fn blank_worker(
         command: None,
         cwd: None,
         order: 100,
+        host: None,
         flow: Default::default(),
     }
 }

@@ -313,6 +313,7 @@ pub fn resolve(opts: &ResolveOptions) -> Result<ResolvedTeam> {
             cwd: w.cwd.clone(),
             command: w.command.clone(),
             workspace: w.workspace,
+            host: crate::hosts::worker_host(w.host.as_deref(), spec.host.as_deref()),
             reason,
             fallbacks,
             after: w.after.clone(),

@@ -34,6 +34,8 @@ pub struct ResolvedWorker {
     pub command: Option<Vec<String>>,
     /// `worktree` or `shared`; `None`: the team's `[workspace] mode`.
     pub workspace: Option<crate::domain::WorkspaceMode>,
+    /// The SSH host it runs on (a `hosts.toml` name); `None`: this machine.
+    pub host: Option<String>,
     /// Why this provider.
     pub reason: String,
     /// Other usable providers, best first.
@@ -75,6 +77,7 @@ impl ResolvedWorker {
             command: self.command.clone(),
             cwd: self.cwd.clone(),
             order: self.order,
+            host: self.host.clone(),
             flow: crate::domain::FlowState {
                 after: self.after.clone(),
                 on_upstream_failure: self.on_upstream_failure,

@@ -83,6 +83,8 @@ pub struct TmuxClient {
     socket: String,
     sep: String,
     control: Option<Arc<Channel>>,
+    /// Set for a server on another machine: every tmux process runs through ssh.
+    remote: Option<Arc<super::remote::RemoteShell>>,
 }
 
 impl std::fmt::Debug for TmuxClient {
@@ -155,6 +157,37 @@ impl TmuxClient {
                 &uuid::Uuid::new_v4().simple().to_string()[..12]
             ),
             control: None,
+            remote: None,
+        }
+    }
+
+    /// Reach the server on another machine through `shell` (see `tmux::remote`).
+    pub fn via(mut self, shell: super::remote::RemoteShell) -> Self {
+        self.remote = Some(Arc::new(shell));
+        self
+    }
+
+    /// True for a server on another machine.
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
+    }
+
+    /// Run a tmux client process (through ssh for a remote server, whose limit is at
+    /// least [`REMOTE_CALL_LIMIT`](super::remote::REMOTE_CALL_LIMIT)).
+    fn output(
+        &self,
+        cmd: Command,
+        stdin: Option<&[u8]>,
+        limit: Duration,
+    ) -> Result<std::process::Output> {
+        match &self.remote {
+            None => super::bounded::output_within(cmd, stdin, limit, &self.socket),
+            Some(shell) => super::bounded::output_within(
+                shell.wrap(&cmd)?,
+                stdin,
+                limit.max(super::remote::REMOTE_CALL_LIMIT),
+                &format!("{} on host {}", self.socket, shell.host),
+            ),
         }
     }
 
@@ -162,7 +195,11 @@ impl TmuxClient {
     /// (started at the first call, restarted after a back-off when it ends); clones share
     /// it. For a process that drives a run: a one-off command is cheaper without it.
     pub fn with_control(mut self, session: &str) -> Self {
-        self.control = Some(Arc::new(Channel::new(&self.socket, session)));
+        self.control = Some(Arc::new(Channel::new(
+            &self.socket,
+            session,
+            self.remote.clone(),
+        )));
         self
     }
 
@@ -244,8 +281,7 @@ impl TmuxClient {
         let tmux = tmux.socket_name(self.socket.as_str());
         let args = tmux_args(&tmux);
         let cmd = tmux.into_command();
-        let out =
-            super::bounded::output_within(cmd, None, super::bounded::CALL_LIMIT, &self.socket)?;
+        let out = self.output(cmd, None, super::bounded::CALL_LIMIT)?;
         if !out.status.success() {
             return Err(Error::Tmux {
                 args,
@@ -309,12 +345,7 @@ impl TmuxClient {
         count_call();
         let mut cmd = Command::new("tmux");
         cmd.args(["-L", &self.socket, "source-file", "-"]);
-        let out = super::bounded::output_within(
-            cmd,
-            Some(script.as_bytes()),
-            super::bounded::SCRIPT_LIMIT,
-            &self.socket,
-        )?;
+        let out = self.output(cmd, Some(script.as_bytes()), super::bounded::SCRIPT_LIMIT)?;
         if !out.status.success() {
             let mut err = String::from_utf8_lossy(&out.stderr).trim().to_string();
             for v in secrets.iter().filter(|v| !v.is_empty()) {
@@ -394,12 +425,7 @@ impl TmuxClient {
                     .build(),
             )
             .into_command();
-        let out = super::bounded::output_within(
-            cmd,
-            Some(text.as_bytes()),
-            super::bounded::CALL_LIMIT,
-            &self.socket,
-        )?;
+        let out = self.output(cmd, Some(text.as_bytes()), super::bounded::CALL_LIMIT)?;
         if !out.status.success() {
             return Err(Error::Tmux {
                 args: ["-L", &self.socket, "load-buffer", "-b", &buffer, "-"]
@@ -439,6 +465,17 @@ impl TmuxClient {
 
     /// Send SIGCHLD to the tmux server so it reaps a pane whose death it missed.
     pub fn kick_sigchld(&self, server_pid: u32) {
+        if self.is_remote() {
+            // A pid of that host: the kill runs there, from its tmux server.
+            let mut cmd = TmuxCommand::new();
+            cmd.name("run-shell");
+            cmd.push_flag("-b");
+            cmd.push_param(format!("kill -s CHLD {server_pid}"));
+            if let Err(e) = self.run(Tmux::new().add_command(cmd)) {
+                tracing::debug!("SIGCHLD to the tmux server on {}: {e}", self.socket);
+            }
+            return;
+        }
         if let Ok(pid) = i32::try_from(server_pid) {
             if pid > 1 {
                 // Err: the server is gone (ESRCH); the poll that follows finds that out.
@@ -465,12 +502,7 @@ impl TmuxClient {
             .socket_name(self.socket.as_str())
             .add_command(cmd);
         let args = tmux_args(&tmux);
-        let out = super::bounded::output_within(
-            tmux.into_command(),
-            None,
-            super::bounded::CALL_LIMIT,
-            &self.socket,
-        )?;
+        let out = self.output(tmux.into_command(), None, super::bounded::CALL_LIMIT)?;
         if !out.status.success() {
             return Err(Error::Tmux {
                 args,

@@ -68,6 +68,8 @@ pub struct ControlStats {
 pub struct Channel {
     socket: String,
     session: String,
+    /// Set for a server on another machine: the client runs through ssh.
+    remote: Option<Arc<super::remote::RemoteShell>>,
     conn: Mutex<Conn>,
     commands: AtomicU64,
     connects: AtomicU64,
@@ -117,10 +119,15 @@ impl Drop for Live {
 impl Channel {
     /// A channel to the server on `-L socket`, attached to `session` when it starts. None
     /// is started until the first [`send`](Self::send).
-    pub fn new(socket: &str, session: &str) -> Self {
+    pub fn new(
+        socket: &str,
+        session: &str,
+        remote: Option<Arc<super::remote::RemoteShell>>,
+    ) -> Self {
         Channel {
             socket: socket.to_string(),
             session: session.to_string(),
+            remote,
             conn: Mutex::new(Conn {
                 link: None,
                 retry_at: Instant::now(),
@@ -253,11 +260,20 @@ impl Channel {
     fn connect(&self) -> Option<Live> {
         super::client::count_call();
         self.connects.fetch_add(1, Ordering::Relaxed);
-        let mut child = Command::new("tmux")
-            .args(["-L", &self.socket, "-C", "attach-session", "-t"])
+        let mut cmd = Command::new("tmux");
+        cmd.args(["-L", &self.socket, "-C", "attach-session", "-t"])
             .arg(format!("={}", self.session))
             .args(["-f", "no-output,ignore-size"])
-            .env_remove("TMUX")
+            .env_remove("TMUX");
+        let mut probe_limit = super::bounded::CALL_LIMIT;
+        if let Some(shell) = &self.remote {
+            cmd = shell
+                .wrap(&cmd)
+                .map_err(|e| tracing::debug!("tmux -L {} -C: {e}", self.socket))
+                .ok()?;
+            probe_limit = super::remote::REMOTE_CALL_LIMIT;
+        }
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -285,7 +301,7 @@ impl Channel {
         // The probe: a client that cannot attach (no server, no session) ends at once.
         let probe = vec!["display-message -p crewmux-control".to_string()];
         let rx = write_lines(&mut live, &probe).ok()?.pop()?;
-        match rx.recv_timeout(super::bounded::CALL_LIMIT) {
+        match rx.recv_timeout(probe_limit) {
             Ok(reply) if reply.ok => Some(live),
             Ok(reply) => {
                 tracing::debug!("control channel probe: {}", reply.text().trim());

@@ -8,6 +8,7 @@ pub mod control;
 mod control_client;
 mod panes;
 mod poll;
+mod remote;
 mod spawn;
 
 use std::collections::HashMap;
@@ -16,9 +17,11 @@ use std::time::Instant;
 
 use tmux_interface::{DisplayMessage, Tmux};
 
+pub use bounded::output_within;
 pub use client::{client_calls, tmux_available, tmux_version, TmuxClient};
 pub use control_client::ControlStats;
 pub use panes::{parse_panes, same_server, split_pane_ref, PaneRow, PANE_FORMAT};
+pub use remote::{RemoteShell, REMOTE_CALL_LIMIT};
 pub use spawn::ENV_VALUE_MAX;
 
 use crate::backend::{Multiplexer, Poll, SpawnSpec, Spawned, Target};

@@ -55,6 +55,7 @@ pub fn worker(id: &str, role: &str, status: WorkerStatus) -> WorkerState {
         command: None,
         cwd: None,
         order: 0,
+        host: None,
         flow: Default::default(),
     }
 }

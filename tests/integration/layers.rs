@@ -5,7 +5,7 @@
 //! | --- | --- | --- |
 //! | 0 domain | `domain`, `error`, `text` | pure types of the field, the library's error, plain text |
 //! | 1 engine | `engine` | the pure state machine of a run |
-//! | 2 adapters | `backend`, `tmux`, `process`, `store`, `launch`, `providers`, `creds`, `team`, `clarification`, `council`, `logging`, `workspace` | files, processes, tmux, agent CLIs, team files, the clarification gate and waiting detection, the council's critics and report, git worktrees |
+//! | 2 adapters | `backend`, `tmux`, `process`, `store`, `launch`, `providers`, `creds`, `team`, `clarification`, `council`, `logging`, `workspace`, `hosts` | files, processes, tmux, agent CLIs, team files, the clarification gate and waiting detection, the council's critics and report, git worktrees, SSH hosts |
 //! | 3 driver | `driver` | the async loop joining engine and adapters |
 //! | 4 edge | `cli`, `commands`, `tui`, `sim` | what the binary runs: flags, commands, the dashboard, the simulated agent |
 //!
@@ -51,6 +51,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("council", 2),
     ("logging", 2),
     ("workspace", 2),
+    ("hosts", 2),
     ("driver", 3),
     ("cli", 4),
     ("cli_error", 4),
@@ -69,6 +70,8 @@ const SEALED_USERS: &[&str] = &[
     "src/tmux/",
     "src/process/",
     "src/backend/",
+    // Builds the backend of a run with workers on SSH hosts (tmux through ssh).
+    "src/hosts/",
     // Builds the backend the person chose.
     "src/commands/drive.rs",
     // Probes for tmux to pick the default backend.

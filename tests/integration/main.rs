@@ -44,6 +44,7 @@ mod flow_limits;
 mod flow_merge;
 mod headless;
 mod home;
+mod hosts;
 mod layers;
 mod lifecycle;
 mod pane_identity;

@@ -14,6 +14,7 @@ pub mod creds;
 pub mod events;
 pub mod model_server;
 pub mod run;
+pub mod sshd;
 pub mod standins;
 pub mod tmux;
 pub mod wait;

@@ -1,0 +1,424 @@
+//! The multiplexer of a run with workers on SSH hosts: this machine's backend for local
+//! workers, and per host a tmux backend whose calls run through ssh (`tmux::RemoteShell`,
+//! with the same control-mode channel as locally). An attempt is routed by its host: a
+//! spawn by [`SpawnSpec::host`], everything after by its pane reference, which carries
+//! the host as `<host>:%<pane>@<server>` — so a reattached driver routes without a map.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::config::HostSpec;
+use super::ssh::SshLink;
+use crate::backend::{Launcher, Liveness, Multiplexer, Poll, SpawnSpec, Spawned, Target};
+use crate::domain::BackendKind;
+use crate::error::{Error, Result};
+use crate::tmux::{RemoteShell, TmuxBackend};
+
+/// Where one host's attempts go: its link and the run's place on it.
+#[derive(Debug, Clone)]
+struct Place {
+    spec: HostSpec,
+    link: SshLink,
+    run_id: String,
+}
+
+struct Remote {
+    place: Place,
+    tmux: TmuxBackend,
+    /// Local attempt folders whose files came back after their pane ended.
+    fetched: HashSet<PathBuf>,
+}
+
+/// A run's backend across hosts (see the module docs).
+pub struct HostsBackend {
+    local: Box<dyn Multiplexer>,
+    remotes: BTreeMap<String, Remote>,
+}
+
+/// `<host>:<pane ref>`: a remote pane's reference as the run saves it.
+pub fn tag_pane(host: &str, pane_ref: &str) -> String {
+    format!("{host}:{pane_ref}")
+}
+
+/// The host of a saved pane reference (`None`: this machine) and the reference its tmux
+/// server knows.
+pub fn untag_pane(pane_ref: &str) -> (Option<&str>, &str) {
+    match pane_ref.split_once(':') {
+        Some((host, pane)) if pane.starts_with('%') && !host.is_empty() => (Some(host), pane),
+        _ => (None, pane_ref),
+    }
+}
+
+/// The host a target is on, from its pane reference.
+fn host_of(t: &Target) -> Option<&str> {
+    t.pane_id.as_deref().and_then(|p| untag_pane(p).0)
+}
+
+/// What the session's first window on a host shows.
+fn remote_home_argv(run_id: &str) -> Vec<String> {
+    vec![
+        "sh".into(),
+        "-c".into(),
+        format!("echo 'crewmux run {run_id}: the workers on this host are in the other windows'; exec tail -f /dev/null"),
+    ]
+}
+
+impl HostsBackend {
+    /// `local` for this machine's workers and a tmux backend on each of `hosts` for the
+    /// run `run_id` (session `session`); `control`: use a control-mode channel per host
+    /// (the process that drives the run).
+    ///
+    /// # Errors
+    /// The private directory of SSH control sockets cannot be made.
+    pub fn new(
+        local: Box<dyn Multiplexer>,
+        hosts: &BTreeMap<String, HostSpec>,
+        run_id: &str,
+        session: &str,
+        control: bool,
+    ) -> Result<Self> {
+        let mut remotes = BTreeMap::new();
+        for (name, spec) in hosts {
+            let link = SshLink::new(spec)?;
+            let shell = RemoteShell {
+                ssh: link.prefix(),
+                tmux: spec.tmux.clone(),
+                host: name.clone(),
+            };
+            let mut tmux =
+                TmuxBackend::over_ssh(&spec.tmux_socket, session, remote_home_argv(run_id), shell);
+            if control {
+                tmux = tmux.with_control_mode();
+            }
+            remotes.insert(
+                name.clone(),
+                Remote {
+                    place: Place {
+                        spec: spec.clone(),
+                        link,
+                        run_id: run_id.to_string(),
+                    },
+                    tmux,
+                    fetched: HashSet::new(),
+                },
+            );
+        }
+        Ok(HostsBackend { local, remotes })
+    }
+
+    fn remote(&mut self, host: &str) -> Result<&mut Remote> {
+        self.remotes
+            .get_mut(host)
+            .ok_or_else(|| Error::Other(format!("host {host} is not one of this run's hosts")))
+    }
+}
+
+impl Place {
+    /// Ship one attempt's files to the host and say how to start it there.
+    fn prepare(&self, spec: &SpawnSpec) -> Result<SpawnSpec> {
+        let local_dir = spec
+            .log
+            .parent()
+            .ok_or_else(|| Error::Other(format!("{} has no attempt folder", spec.worker)))?;
+        let remote_dir = super::remote_attempt_dir(&self.spec, &self.run_id, local_dir);
+        super::files::ship(&self.link, local_dir, &remote_dir, &spec.cwd)?;
+        let mut remote = spec.clone();
+        remote.launch = remote_dir.join("launch.sh");
+        remote.log = remote_dir.join("output.log");
+        remote.host = None;
+        Ok(remote)
+    }
+
+    /// The local attempt folder's remote twin.
+    fn remote_dir(&self, local_log: &Path) -> Option<PathBuf> {
+        let local_dir = local_log.parent()?;
+        Some(super::remote_attempt_dir(
+            &self.spec,
+            &self.run_id,
+            local_dir,
+        ))
+    }
+}
+
+/// One result per spec started, in order.
+type Started = Vec<Result<Spawned>>;
+
+/// Start `specs` where each belongs: this machine's through `local`, each host's through
+/// its launcher after its files are shipped. One result per spec, in order.
+fn route(
+    specs: &[SpawnSpec],
+    local: &mut dyn FnMut(&[SpawnSpec]) -> Vec<Result<Spawned>>,
+    remote: &mut dyn FnMut(&str, &[SpawnSpec]) -> Option<Started>,
+) -> Vec<Result<Spawned>> {
+    let mut out: Vec<Option<Result<Spawned>>> = specs.iter().map(|_| None).collect();
+    let mut groups: BTreeMap<Option<&str>, Vec<usize>> = BTreeMap::new();
+    for (i, s) in specs.iter().enumerate() {
+        groups.entry(s.host.as_deref()).or_default().push(i);
+    }
+    for (host, idx) in groups {
+        let group: Vec<SpawnSpec> = idx.iter().map(|&i| specs[i].clone()).collect();
+        let results = match host {
+            None => local(&group),
+            Some(h) => match remote(h, &group) {
+                Some(r) => r
+                    .into_iter()
+                    .map(|r| {
+                        r.map(|s| Spawned {
+                            pane_id: s.pane_id.map(|p| tag_pane(h, &p)),
+                            // A pid of that host: never signalled or looked up here.
+                            pid: None,
+                        })
+                    })
+                    .collect(),
+                None => group
+                    .iter()
+                    .map(|_| {
+                        Err(Error::Other(format!(
+                            "host {h} is not one of this run's hosts"
+                        )))
+                    })
+                    .collect(),
+            },
+        };
+        for (i, r) in idx.into_iter().zip(results) {
+            out[i] = Some(r);
+        }
+    }
+    out.into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(Error::Other("nothing was started".into()))))
+        .collect()
+}
+
+/// The specs of one host after their files were shipped: those ready to start (with
+/// their index) and those whose files did not get there.
+struct Shipped {
+    ready: Vec<(usize, SpawnSpec)>,
+    failed: Vec<(usize, Error)>,
+}
+
+/// Ship each spec's files.
+fn ship_all(place: &Place, specs: &[SpawnSpec]) -> Shipped {
+    let mut out = Shipped {
+        ready: vec![],
+        failed: vec![],
+    };
+    for (i, s) in specs.iter().enumerate() {
+        match place.prepare(s) {
+            Ok(r) => out.ready.push((i, r)),
+            Err(e) => out.failed.push((i, e)),
+        }
+    }
+    out
+}
+
+/// Start the shipped specs with `start`, putting each result back at its index.
+fn start_shipped(
+    n: usize,
+    Shipped { ready, failed }: Shipped,
+    start: &mut dyn FnMut(&[SpawnSpec]) -> Vec<Result<Spawned>>,
+) -> Vec<Result<Spawned>> {
+    let mut out: Vec<Option<Result<Spawned>>> = (0..n).map(|_| None).collect();
+    for (i, e) in failed {
+        out[i] = Some(Err(e));
+    }
+    let specs: Vec<SpawnSpec> = ready.iter().map(|(_, s)| s.clone()).collect();
+    for ((i, _), r) in ready.iter().zip(start(&specs)) {
+        out[*i] = Some(r);
+    }
+    out.into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(Error::Other("tmux started nothing".into()))))
+        .collect()
+}
+
+/// The launch thread's handle across hosts.
+struct HostsLauncher {
+    local: Option<Box<dyn Launcher>>,
+    remotes: BTreeMap<String, (Place, Box<dyn Launcher>)>,
+}
+
+impl Launcher for HostsLauncher {
+    fn spawn_many(&mut self, specs: &[SpawnSpec]) -> Vec<Result<Spawned>> {
+        let local = &mut self.local;
+        let remotes = &mut self.remotes;
+        route(
+            specs,
+            &mut |group| match local.as_mut() {
+                Some(l) => l.spawn_many(group),
+                None => group
+                    .iter()
+                    .map(|_| Err(Error::Other("no local launcher".into())))
+                    .collect(),
+            },
+            &mut |host, group| {
+                let (place, launcher) = remotes.get_mut(host)?;
+                let shipped = ship_all(place, group);
+                let r = start_shipped(group.len(), shipped, &mut |s| launcher.spawn_many(s));
+                Some(r)
+            },
+        )
+    }
+}
+
+impl Multiplexer for HostsBackend {
+    fn kind(&self) -> BackendKind {
+        self.local.kind()
+    }
+
+    fn spawn(&mut self, spec: &SpawnSpec) -> Result<Spawned> {
+        self.spawn_many(std::slice::from_ref(spec))
+            .pop()
+            .unwrap_or_else(|| Err(Error::Other("nothing was started".into())))
+    }
+
+    fn spawn_many(&mut self, specs: &[SpawnSpec]) -> Vec<Result<Spawned>> {
+        let local = &mut self.local;
+        let remotes = &mut self.remotes;
+        route(
+            specs,
+            &mut |group| local.spawn_many(group),
+            &mut |host, group| {
+                let r = remotes.get_mut(host)?;
+                let shipped = ship_all(&r.place, group);
+                let tmux = &mut r.tmux;
+                let res = start_shipped(group.len(), shipped, &mut |s| {
+                    Multiplexer::spawn_many(tmux, s)
+                });
+                Some(res)
+            },
+        )
+    }
+
+    fn launcher(&mut self) -> Option<Box<dyn Launcher>> {
+        let local = self.local.launcher();
+        let mut remotes = BTreeMap::new();
+        for (name, r) in &mut self.remotes {
+            remotes.insert(name.clone(), (r.place.clone(), r.tmux.launcher()?));
+        }
+        Some(Box::new(HostsLauncher { local, remotes }))
+    }
+
+    fn poll(&mut self, targets: &[Target], focus: Option<&Target>) -> Poll {
+        super::poll::poll(self, targets, focus)
+    }
+
+    fn send_text(&mut self, target: &Target, text: &str) -> Result<()> {
+        match host_of(target).map(str::to_string) {
+            None => self.local.send_text(target, text),
+            Some(h) => {
+                let t = untagged(target);
+                self.remote(&h)?.tmux.send_text(&t, text)
+            }
+        }
+    }
+
+    fn attach_command(&self, target: &Target) -> Option<Command> {
+        let Some(h) = host_of(target) else {
+            return self.local.attach_command(target);
+        };
+        let r = self.remotes.get(h)?;
+        let local = r.tmux.attach_command(&untagged(target))?;
+        let mut words = vec![r.place.spec.tmux.clone()];
+        words.extend(local.get_args().map(|a| a.to_string_lossy().into_owned()));
+        let line = super::ssh::remote_line(&words).ok()?;
+        Some(r.place.link.interactive(&line))
+    }
+
+    fn end_stale_attempt(&mut self, nonce: &str) -> Vec<u32> {
+        self.local.end_stale_attempt(nonce)
+    }
+
+    fn remove_run(&mut self) -> Result<Option<String>> {
+        let mut removed: Vec<String> = self.local.remove_run()?.into_iter().collect();
+        for (name, r) in &mut self.remotes {
+            match r.tmux.remove_run() {
+                Ok(Some(what)) => removed.push(format!("{what} on host {name}")),
+                Ok(None) => {}
+                Err(e) => tracing::warn!("host {name}: {e}"),
+            }
+        }
+        Ok((!removed.is_empty()).then(|| removed.join(", ")))
+    }
+
+    fn forget_screen(&mut self) {
+        self.local.forget_screen();
+        for r in self.remotes.values_mut() {
+            r.tmux.forget_screen();
+        }
+    }
+}
+
+/// `t` with the pane reference its host's tmux server knows.
+fn untagged(t: &Target) -> Target {
+    let mut t = t.clone();
+    t.pane_id = t.pane_id.as_deref().map(|p| untag_pane(p).1.to_string());
+    t
+}
+
+impl HostsBackend {
+    pub(super) fn local_mut(&mut self) -> &mut dyn Multiplexer {
+        self.local.as_mut()
+    }
+
+    /// Poll one host's targets; the files of every attempt whose pane ended come back
+    /// into its local folder before the poll is handed over, so the exit is settled
+    /// from the wrapper's own `exit.json` as for a local attempt.
+    pub(super) fn poll_host(
+        &mut self,
+        host: &str,
+        targets: &[Target],
+        focus: Option<&Target>,
+    ) -> Poll {
+        let Some(r) = self.remotes.get_mut(host) else {
+            return Poll {
+                liveness: targets.iter().map(|_| Liveness::Gone).collect(),
+                server_down: Some(format!("host {host} is not one of this run's hosts")),
+                ..Poll::default()
+            };
+        };
+        let untagged_targets: Vec<Target> = targets.iter().map(untagged).collect();
+        let focus = focus.map(untagged);
+        let poll = r.tmux.poll(&untagged_targets, focus.as_ref());
+        for (t, live) in targets.iter().zip(&poll.liveness) {
+            if matches!(live, Liveness::Dead { .. } | Liveness::Gone) {
+                fetch_once(r, t);
+            }
+        }
+        poll
+    }
+}
+
+/// Bring an ended attempt's files back (once it has its `exit.json`).
+fn fetch_once(r: &mut Remote, t: &Target) {
+    let Some(local_dir) = t.log.parent().map(Path::to_path_buf) else {
+        return;
+    };
+    if r.fetched.contains(&local_dir) {
+        return;
+    }
+    let Some(remote_dir) = r.place.remote_dir(&t.log) else {
+        return;
+    };
+    match super::files::fetch(&r.place.link, &remote_dir, &local_dir) {
+        Ok(()) => {
+            if local_dir.join("exit.json").exists() {
+                r.fetched.insert(local_dir);
+            }
+        }
+        Err(e) => tracing::warn!(worker = %t.worker, "host {}: {e}", r.place.spec.name),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_remote_pane_reference_carries_its_host() {
+        let tagged = tag_pane("box", "%3@123.456");
+        assert_eq!(tagged, "box:%3@123.456");
+        assert_eq!(untag_pane(&tagged), (Some("box"), "%3@123.456"));
+        assert_eq!(untag_pane("%3@123.456"), (None, "%3@123.456"));
+        assert_eq!(untag_pane("%3"), (None, "%3"));
+    }
+}

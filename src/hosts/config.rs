@@ -1,0 +1,261 @@
+//! `hosts.toml`: the machines workers may run on besides this one. Read from the user's
+//! config dir (`$CREWMUX_CONFIG_DIR`, else `$XDG_CONFIG_HOME/crewmux`, else
+//! `~/.config/crewmux`), then `<project>/.crewmux/hosts.toml`; a host named in both takes
+//! the project's table. A mistake is one `file:line:col` line.
+//!
+//! ```toml
+//! [hosts.box]
+//! ssh = "me@box.example"          # a destination for `ssh`: ~/.ssh/config, keys and agent apply
+//! ssh_args = ["-p", "2222"]       # optional, passed to ssh before the destination
+//! workdir = "/home/me/crewmux"    # absolute; crewmux keeps its runs and repositories here
+//! max_workers = 8                 # optional (default 8)
+//! tmux = "tmux"                   # optional: the tmux program on that host
+//! tmux_socket = "crewmux"         # optional: the `-L` socket name there
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::providers::spec::{line_col, toml_error};
+use crate::providers::EnvSnapshot;
+
+/// The host every run has: this machine.
+pub const LOCAL: &str = "local";
+/// Workers a host takes at once when `max_workers` is not set.
+pub const DEFAULT_MAX_WORKERS: u32 = 8;
+/// The file name, in the user's config dir and in `<project>/.crewmux/`.
+pub const HOSTS_FILE: &str = "hosts.toml";
+
+/// One SSH host.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct HostSpec {
+    pub name: String,
+    /// The destination given to `ssh` (`user@name`, or a `Host` of `~/.ssh/config`).
+    pub ssh: String,
+    /// Options passed to `ssh` before the destination.
+    pub ssh_args: Vec<String>,
+    /// Absolute directory on the host for crewmux's runs and repositories.
+    pub workdir: PathBuf,
+    pub max_workers: u32,
+    /// The tmux program on the host.
+    pub tmux: String,
+    /// The `-L` socket name of crewmux's tmux server on the host.
+    pub tmux_socket: String,
+    /// The file the table was read from.
+    pub source: PathBuf,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostsFile {
+    #[serde(default)]
+    hosts: BTreeMap<String, toml::Spanned<HostTable>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostTable {
+    ssh: String,
+    #[serde(default)]
+    ssh_args: Vec<String>,
+    workdir: String,
+    #[serde(default)]
+    max_workers: Option<u32>,
+    #[serde(default)]
+    tmux: Option<String>,
+    #[serde(default)]
+    tmux_socket: Option<String>,
+}
+
+/// The hosts a project can use, by name (`local` is implied and never listed).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Hosts {
+    pub hosts: BTreeMap<String, HostSpec>,
+}
+
+impl Hosts {
+    /// The user's file, then the project's (see the module docs); no file is no hosts.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] naming the file, line and column of a mistake.
+    pub fn load(project_dir: &Path, env: &EnvSnapshot) -> Result<Hosts> {
+        let mut files = vec![];
+        if let Some(dir) = crate::providers::spec::user_config_dir(env) {
+            files.push(dir.join(HOSTS_FILE));
+        }
+        files.push(project_dir.join(".crewmux").join(HOSTS_FILE));
+        let mut hosts = Hosts::default();
+        for path in files {
+            let text = match std::fs::read_to_string(&path) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    return Err(Error::Usage(format!(
+                        "{}: cannot read: {e}",
+                        path.display()
+                    )))
+                }
+            };
+            hosts.hosts.extend(parse(&path, &text)?);
+        }
+        Ok(hosts)
+    }
+
+    /// The host called `name` (`None` for `local`).
+    ///
+    /// # Errors
+    /// [`Error::Usage`] when no `hosts.toml` defines it, naming the hosts that exist.
+    pub fn get(&self, name: &str) -> Result<Option<&HostSpec>> {
+        if name == LOCAL {
+            return Ok(None);
+        }
+        self.hosts.get(name).map(Some).ok_or_else(|| {
+            let known: Vec<&str> = std::iter::once(LOCAL)
+                .chain(self.hosts.keys().map(String::as_str))
+                .collect();
+            Error::Usage(format!(
+                "unknown host `{name}`: the hosts are {}; add `[hosts.{name}]` to {HOSTS_FILE} \
+                 in your config dir or <project>/.crewmux/",
+                known.join(", ")
+            ))
+        })
+    }
+}
+
+/// Parse one `hosts.toml`.
+///
+/// # Errors
+/// [`Error::Usage`] `file:line:col: message` for TOML or a bad value.
+pub fn parse(path: &Path, text: &str) -> Result<BTreeMap<String, HostSpec>> {
+    let file: HostsFile = toml::from_str(text).map_err(|e| toml_error(path, text, &e))?;
+    let mut out = BTreeMap::new();
+    for (name, table) in file.hosts {
+        let (line, col) = line_col(text, table.span().start);
+        let at = |msg: String| Error::Usage(format!("{}:{line}:{col}: {msg}", path.display()));
+        let t = table.into_inner();
+        if name == LOCAL {
+            return Err(at(format!(
+                "`[hosts.{LOCAL}]`: `{LOCAL}` is this machine and always a host; give the SSH host another name"
+            )));
+        }
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(at(format!(
+                "host name `{name}`: use letters, digits, `-`, `_` or `.`"
+            )));
+        }
+        if t.ssh.trim().is_empty() || t.ssh.starts_with('-') {
+            return Err(at(format!(
+                "host `{name}`: `ssh` must be a destination such as `me@box` (options go in `ssh_args`)"
+            )));
+        }
+        let workdir = PathBuf::from(&t.workdir);
+        if !workdir.is_absolute() {
+            return Err(at(format!(
+                "host `{name}`: `workdir` {:?} must be an absolute path on that host",
+                t.workdir
+            )));
+        }
+        let max_workers = t.max_workers.unwrap_or(DEFAULT_MAX_WORKERS);
+        if max_workers == 0 {
+            return Err(at(format!(
+                "host `{name}`: `max_workers` must be at least 1"
+            )));
+        }
+        out.insert(
+            name.clone(),
+            HostSpec {
+                name,
+                ssh: t.ssh,
+                ssh_args: t.ssh_args,
+                workdir,
+                max_workers,
+                tmux: t.tmux.unwrap_or_else(|| "tmux".into()),
+                tmux_socket: t.tmux_socket.unwrap_or_else(|| "crewmux".into()),
+                source: path.to_path_buf(),
+            },
+        );
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_table_is_read_with_its_defaults() {
+        let hosts = parse(
+            Path::new("h.toml"),
+            "[hosts.box]\nssh = \"me@box\"\nworkdir = \"/srv/crew\"\n",
+        )
+        .unwrap();
+        let h = &hosts["box"];
+        assert_eq!(h.ssh, "me@box");
+        assert_eq!(h.workdir, PathBuf::from("/srv/crew"));
+        assert_eq!(h.max_workers, DEFAULT_MAX_WORKERS);
+        assert_eq!(h.tmux, "tmux");
+        assert_eq!(h.tmux_socket, "crewmux");
+    }
+
+    #[test]
+    fn mistakes_are_one_line_at_their_place() {
+        let e = parse(
+            Path::new("h.toml"),
+            "[hosts.box]\nssh = \"me@box\"\nworkdir = \"crew\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("h.toml:1:1: host `box`: `workdir`"), "{e}");
+        let e = parse(
+            Path::new("h.toml"),
+            "[hosts.local]\nssh = \"x\"\nworkdir = \"/w\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("`local` is this machine"), "{e}");
+        let e = parse(
+            Path::new("h.toml"),
+            "[hosts.b]\nssh = \"x\"\nworkdir = \"/w\"\nport = 2\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("h.toml:") && e.contains("port"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn the_project_file_overrides_the_users_and_unknown_names_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user");
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(&user).unwrap();
+        std::fs::create_dir_all(project.join(".crewmux")).unwrap();
+        std::fs::write(
+            user.join(HOSTS_FILE),
+            "[hosts.a]\nssh = \"u@a\"\nworkdir = \"/a\"\n[hosts.b]\nssh = \"u@b\"\nworkdir = \"/b\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            project.join(".crewmux").join(HOSTS_FILE),
+            "[hosts.b]\nssh = \"p@b\"\nworkdir = \"/pb\"\n",
+        )
+        .unwrap();
+        let env = EnvSnapshot::from_pairs([("CREWMUX_CONFIG_DIR", user.display().to_string())]);
+        let hosts = Hosts::load(&project, &env).unwrap();
+        assert_eq!(hosts.get("a").unwrap().unwrap().ssh, "u@a");
+        assert_eq!(hosts.get("b").unwrap().unwrap().ssh, "p@b");
+        assert_eq!(hosts.get(LOCAL).unwrap(), None);
+        let e = hosts.get("c").unwrap_err().to_string();
+        assert!(
+            e.contains("unknown host `c`") && e.contains("local, a, b"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,208 @@
+//! Workers on other machines over SSH. A host is a `[hosts.NAME]` table of `hosts.toml`
+//! ([`config`]); a worker or team says `host = "NAME"`, and `local` (this machine) is
+//! always a host.
+//!
+//! How a remote worker runs (docs/hosts.md):
+//! - One SSH connection per host ([`ssh`]: OpenSSH connection sharing in a private control
+//!   path) carries a tmux control-mode client on the host (`ssh <dest> tmux -L <socket> -C
+//!   attach-session …`, `crate::tmux`'s own client and reader, unchanged), over which the
+//!   host's windows are started and polled; the few other calls (copying an attempt's
+//!   files) ride on the same connection.
+//! - The attempt's files (`prompt.md`, `launch.sh`) are written under
+//!   `<workdir>/runs/<run>/workers/<id>/attempt-<n>/` on the host; the wrapper leaves
+//!   `output.log` and `exit.json` there, and they come back into the local attempt folder
+//!   when the pane ends, so status, report and resume read one place.
+//! - API keys reach the pane only as `new-window -e` over the channel, as locally.
+//! - The hosts a run uses are saved in its folder (`hosts.json`) when it is planned, so
+//!   a reattached driver reaches the same machines.
+
+pub mod backend;
+pub mod config;
+mod files;
+mod poll;
+pub mod ssh;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub use backend::HostsBackend;
+pub use config::{HostSpec, Hosts, LOCAL};
+
+use crate::error::{Error, Result};
+
+/// The file in a run's folder that keeps the hosts its workers use.
+pub const RUN_HOSTS_FILE: &str = "hosts.json";
+
+/// A worker's host from its own `host` and its team's: `None` for this machine.
+pub fn worker_host(own: Option<&str>, team: Option<&str>) -> Option<String> {
+    own.or(team).filter(|h| *h != LOCAL).map(str::to_string)
+}
+
+/// The hosts `workers` name, checked against `hosts.toml` (user's, then the project's).
+///
+/// # Errors
+/// A `hosts.toml` mistake, or a host no file defines (one line naming the worker).
+pub fn hosts_for<'a>(
+    project_dir: &Path,
+    workers: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+) -> Result<BTreeMap<String, HostSpec>> {
+    let mut used = BTreeMap::new();
+    let mut known: Option<Hosts> = None;
+    for (worker, host) in workers {
+        let Some(host) = host else { continue };
+        if used.contains_key(host) {
+            continue;
+        }
+        let hosts = match &mut known {
+            Some(h) => h,
+            None => known.insert(Hosts::load(
+                project_dir,
+                &crate::providers::EnvSnapshot::current(),
+            )?),
+        };
+        let spec = hosts
+            .get(host)
+            .map_err(|e| Error::Usage(format!("worker `{worker}`: {e}")))?;
+        if let Some(spec) = spec {
+            used.insert(host.to_string(), spec.clone());
+        }
+    }
+    Ok(used)
+}
+
+/// Save the hosts a run uses into its folder (nothing when it uses none).
+///
+/// # Errors
+/// I/O.
+pub fn save_run_hosts(run_dir: &Path, hosts: &BTreeMap<String, HostSpec>) -> Result<()> {
+    if hosts.is_empty() {
+        return Ok(());
+    }
+    let json =
+        serde_json::to_vec_pretty(hosts).map_err(|e| Error::Other(format!("hosts.json: {e}")))?;
+    crate::store::write_replace(&run_dir.join(RUN_HOSTS_FILE), &json)
+}
+
+/// The hosts a run saved when it was planned; none when it has no `hosts.json`.
+///
+/// # Errors
+/// [`Error::CorruptState`] for a file that is not what crewmux wrote.
+pub fn run_hosts(run_dir: &Path) -> Result<BTreeMap<String, HostSpec>> {
+    let path = run_dir.join(RUN_HOSTS_FILE);
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::CorruptState {
+            path,
+            reason: format!("not the hosts crewmux saved ({e}); the run cannot reach its hosts"),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
+        Err(e) => Err(Error::io(&path, e)),
+    }
+}
+
+/// Where an attempt's folder is on `host`: `<workdir>/runs/<run>/workers/<id>/attempt-<n>`
+/// for the local `<run dir>/workers/<id>/attempt-<n>`.
+pub fn remote_attempt_dir(host: &HostSpec, run_id: &str, local_dir: &Path) -> PathBuf {
+    let tail: Vec<_> = local_dir.components().rev().take(3).collect();
+    let mut dir = host.workdir.join("runs").join(run_id);
+    for c in tail.into_iter().rev() {
+        dir.push(c);
+    }
+    dir
+}
+
+/// The folder a remote worker works in on `host` until it has a worktree there.
+pub fn remote_work_dir(host: &HostSpec, run_id: &str, worker: &str) -> PathBuf {
+    host.workdir
+        .join("runs")
+        .join(run_id)
+        .join("work")
+        .join(worker)
+}
+
+/// Where a remote worker's attempt lives on its host.
+#[derive(Debug, Clone)]
+pub struct RemotePlace {
+    /// The attempt folder there (the wrapper's `dir`).
+    pub attempt_dir: PathBuf,
+    /// The working directory there.
+    pub cwd: PathBuf,
+}
+
+/// The place on its host of attempt folder `local_dir` of worker `worker` in the run
+/// `run_id` whose folder is `run_dir`; `None` for a worker of this machine.
+///
+/// # Errors
+/// The run's `hosts.json` is missing the host or cannot be read.
+pub fn place(
+    run_dir: &Path,
+    run_id: &str,
+    worker: &str,
+    host: Option<&str>,
+    local_dir: &Path,
+) -> Result<Option<RemotePlace>> {
+    let Some(host) = host else { return Ok(None) };
+    let hosts = run_hosts(run_dir)?;
+    let spec = hosts.get(host).ok_or_else(|| {
+        Error::Usage(format!(
+            "worker `{worker}` runs on host `{host}`, which {} does not name",
+            run_dir.join(RUN_HOSTS_FILE).display()
+        ))
+    })?;
+    Ok(Some(RemotePlace {
+        attempt_dir: remote_attempt_dir(spec, run_id, local_dir),
+        cwd: remote_work_dir(spec, run_id, worker),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host() -> HostSpec {
+        HostSpec {
+            name: "b".into(),
+            ssh: "me@b".into(),
+            ssh_args: vec![],
+            workdir: "/srv/crew".into(),
+            max_workers: 2,
+            tmux: "tmux".into(),
+            tmux_socket: "crewmux".into(),
+            source: "h.toml".into(),
+        }
+    }
+
+    #[test]
+    fn an_attempt_folder_keeps_its_place_under_the_hosts_workdir() {
+        assert_eq!(
+            remote_attempt_dir(
+                &host(),
+                "r1",
+                Path::new("/p/.crewmux/runs/r1/workers/alpha/attempt-2")
+            ),
+            PathBuf::from("/srv/crew/runs/r1/workers/alpha/attempt-2")
+        );
+    }
+
+    #[test]
+    fn local_is_no_host_and_a_workers_own_host_wins() {
+        assert_eq!(worker_host(None, None), None);
+        assert_eq!(worker_host(Some("local"), Some("b")), None);
+        assert_eq!(worker_host(None, Some("b")), Some("b".into()));
+        assert_eq!(worker_host(Some("c"), Some("b")), Some("c".into()));
+    }
+
+    #[test]
+    fn the_run_keeps_the_hosts_it_was_planned_with() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(run_hosts(dir.path()).unwrap().is_empty());
+        let hosts = BTreeMap::from([("b".to_string(), host())]);
+        save_run_hosts(dir.path(), &hosts).unwrap();
+        assert_eq!(run_hosts(dir.path()).unwrap(), hosts);
+        std::fs::write(dir.path().join(RUN_HOSTS_FILE), "{").unwrap();
+        let e = run_hosts(dir.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("hosts.json") && e.contains("not the hosts"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,215 @@
+//! The SSH side of a host: every call is `ssh` with OpenSSH connection sharing
+//! (`ControlMaster=auto`, `ControlPersist`, a control socket in a private directory of
+//! this user), so the first call opens the connection and later ones ride on it without a
+//! new handshake (ssh_config(5) "ControlMaster"). crewmux never handles credentials:
+//! the destination, `~/.ssh/config`, keys and agent are the user's. Every call has a
+//! time limit (`ConnectTimeout`, `ServerAliveInterval`, and a kill at the limit).
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use super::config::HostSpec;
+use crate::error::{Error, Result};
+
+/// Limit of one SSH call that copies a few files or runs a short command.
+pub const CALL_LIMIT: Duration = Duration::from_secs(20);
+/// How long the shared connection stays open after its last user, seconds.
+const PERSIST_S: u32 = 600;
+
+/// How to reach one host over SSH.
+#[derive(Debug, Clone)]
+pub struct SshLink {
+    pub host: String,
+    dest: String,
+    args: Vec<String>,
+    control_path: PathBuf,
+}
+
+/// The private directory of this user's control sockets (`$XDG_RUNTIME_DIR/crewmux-ssh`,
+/// else `/tmp/crewmux-ssh-<uid>`), mode 0700. Short, because a socket path is limited
+/// to ~104 bytes.
+///
+/// # Errors
+/// The directory cannot be made private (another user owns it, or I/O).
+pub fn control_dir() -> Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    let uid = nix::unistd::getuid().as_raw();
+    let dir = match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d).join("crewmux-ssh"),
+        _ => PathBuf::from(format!("/tmp/crewmux-ssh-{uid}")),
+    };
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(Error::io(&dir, e)),
+    }
+    let meta = std::fs::symlink_metadata(&dir).map_err(|e| Error::io(&dir, e))?;
+    if !meta.is_dir() || meta.uid() != uid {
+        return Err(Error::Usage(format!(
+            "{} is not a directory of this user: remove it so crewmux can keep its SSH control sockets there",
+            dir.display()
+        )));
+    }
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| Error::io(&dir, e))?;
+    }
+    Ok(dir)
+}
+
+/// Quote `words` as one command line for the remote shell (ssh joins its arguments
+/// with spaces and hands them to the login shell there).
+///
+/// # Errors
+/// A word with a NUL byte.
+pub fn remote_line<S: AsRef<str>>(words: &[S]) -> Result<String> {
+    shlex::try_join(words.iter().map(AsRef::as_ref))
+        .map_err(|_| Error::Usage("cannot pass an argument with a NUL byte over ssh".into()))
+}
+
+impl SshLink {
+    /// The link to `host`.
+    ///
+    /// # Errors
+    /// As [`control_dir`].
+    pub fn new(host: &HostSpec) -> Result<SshLink> {
+        Ok(SshLink {
+            host: host.name.clone(),
+            dest: host.ssh.clone(),
+            args: host.ssh_args.clone(),
+            control_path: control_dir()?.join("%C"),
+        })
+    }
+
+    /// `ssh` with its options up to the destination: a remote command line follows.
+    pub fn prefix(&self) -> Vec<String> {
+        let mut v = vec!["ssh".to_string()];
+        v.extend(self.options());
+        v.push("--".into());
+        v.push(self.dest.clone());
+        v
+    }
+
+    /// `ssh <options> <dest> -- <remote command>`, stdin null unless the caller sets it.
+    pub fn command(&self, remote: &str) -> Command {
+        let mut cmd = Command::new("ssh");
+        cmd.args(self.options());
+        cmd.arg("--").arg(&self.dest).arg(remote);
+        cmd
+    }
+
+    /// The options of every call: connection sharing, no questions, bounded waits.
+    fn options(&self) -> Vec<String> {
+        let mut o: Vec<String> = [
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "ControlMaster=auto",
+            "-o",
+            "ConnectTimeout=10",
+            "-o",
+            "ServerAliveInterval=5",
+            "-o",
+            "ServerAliveCountMax=3",
+            "-o",
+            "LogLevel=ERROR",
+        ]
+        .map(String::from)
+        .to_vec();
+        o.push("-o".into());
+        o.push(format!("ControlPersist={PERSIST_S}"));
+        o.push("-o".into());
+        o.push(format!("ControlPath={}", self.control_path.display()));
+        o.extend(self.args.iter().cloned());
+        o
+    }
+
+    /// `ssh -t …` for a person at a terminal (attach), sharing the same connection.
+    pub fn interactive(&self, remote: &str) -> Command {
+        let mut cmd = Command::new("ssh");
+        cmd.arg("-t").args(self.options());
+        cmd.arg("--").arg(&self.dest).arg(remote);
+        cmd
+    }
+
+    /// Run `remote` with `stdin` fed to it, within `limit`.
+    ///
+    /// # Errors
+    /// ssh cannot start or did not end in time; a non-zero exit is [`Error::Command`] with
+    /// its stderr (255 is ssh's own: the host cannot be reached).
+    pub fn run(&self, remote: &str, stdin: Option<&[u8]>, limit: Duration) -> Result<Output> {
+        let out = crate::tmux::output_within(self.command(remote), stdin, limit, &self.host)
+            .map_err(|e| match e {
+                Error::Timeout { secs, .. } => Error::Timeout {
+                    program: format!("ssh to host {}", self.host),
+                    secs,
+                    hint: "is the host reachable? (`crewmux doctor --hosts`)".into(),
+                },
+                other => other,
+            })?;
+        if !out.status.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            return Err(Error::Command {
+                program: format!("ssh {} ({})", self.dest, self.host),
+                message: if stderr.is_empty() {
+                    format!("exit {}", out.status.code().unwrap_or(-1))
+                } else {
+                    stderr
+                },
+            });
+        }
+        Ok(out)
+    }
+
+    /// End the shared connection (`ssh -O exit`); nothing to end is fine.
+    pub fn close(&self) {
+        let mut cmd = Command::new("ssh");
+        cmd.args(self.options())
+            .args(["-O", "exit", "--", &self.dest]);
+        match crate::tmux::output_within(cmd, None, Duration::from_secs(5), &self.host) {
+            Ok(_) => {}
+            Err(e) => tracing::debug!("ssh -O exit {}: {e}", self.host),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_lines_quote_every_word_for_the_shell_there() {
+        assert_eq!(
+            remote_line(&["tmux", "-L", "s", "display-message", "-p", "#{pid} x"]).unwrap(),
+            "tmux -L s display-message -p '#{pid} x'"
+        );
+        assert!(remote_line(&["a\0b"]).is_err());
+    }
+
+    #[test]
+    fn calls_share_one_connection_and_never_ask() {
+        let host = HostSpec {
+            name: "b".into(),
+            ssh: "me@b".into(),
+            ssh_args: vec!["-p".into(), "2222".into()],
+            workdir: "/w".into(),
+            max_workers: 1,
+            tmux: "tmux".into(),
+            tmux_socket: "s".into(),
+            source: "h.toml".into(),
+        };
+        let link = SshLink::new(&host).unwrap();
+        let cmd = link.command("true");
+        let args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(args.contains(&"ControlMaster=auto".to_string()), "{args:?}");
+        assert!(args.contains(&"BatchMode=yes".to_string()), "{args:?}");
+        let dest = args.iter().position(|a| a == "me@b").unwrap();
+        assert_eq!(args[dest - 1], "--");
+        assert_eq!(args[dest + 1], "true");
+        assert!(args.iter().position(|a| a == "2222").unwrap() < dest);
+    }
+}

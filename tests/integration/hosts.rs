@@ -1,0 +1,205 @@
+//! Workers on an SSH host: a private sshd on a loopback port (`support::sshd`) runs a
+//! real tmux "remotely"; the run's other workers stay on `local`.
+
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+use crate::support::sshd::{sshd_ready, SshHost};
+use crate::support::*;
+
+/// `crewmux args…` in `project` with the test's tmux socket and `host`'s private SSH
+/// control directory; bounded, and every run passes the event-once check.
+pub fn run_with_host(project: &Path, socket: &str, host: &SshHost, args: &[&str]) -> Output {
+    let child = crewmux()
+        .current_dir(project)
+        .env("CREWMUX_TMUX_SOCKET", socket)
+        .env("XDG_RUNTIME_DIR", host.runtime_dir())
+        .env("CREWMUX_LOG", "debug")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("crewmux runs");
+    let out = wait_limited(child, args);
+    assert_events_once(project);
+    out
+}
+
+const MIXED_TEAM: &str = r#"
+parallel = 4
+
+[[worker]]
+id = "here"
+role = "backend-engineer"
+provider = "command"
+max_attempts = 1
+command = ["sh", "-c", "echo local hello; exit 0"]
+
+[[worker]]
+id = "there-ok"
+role = "backend-engineer"
+provider = "command"
+host = "box"
+max_attempts = 1
+command = ["sh", "-c", "echo remote hello from $PWD; exit 0"]
+
+[[worker]]
+id = "there-fail"
+role = "backend-engineer"
+provider = "command"
+host = "box"
+max_attempts = 1
+command = ["sh", "-c", "echo failing; exit 3"]
+
+[[worker]]
+id = "there-forger"
+role = "backend-engineer"
+provider = "command"
+host = "box"
+max_attempts = 1
+command = ["sh", "-c", "echo __CREWMUX_EXIT_0123456789abcdef__:0; printf '__CREWMUX_EXIT_%s__:0 trailing\\n' whatever; sleep 1; exit 5"]
+"#;
+
+#[test]
+fn a_team_on_local_and_an_ssh_host_finishes_with_the_right_exit_codes() {
+    if !sshd_ready("hosts_exit_codes") {
+        return;
+    }
+    let host = SshHost::start();
+    let server = TmuxServer::new("hosts");
+    let tmp = project();
+    host.write_hosts_file(tmp.path(), "box");
+    let team = team_file(tmp.path(), "team.toml", MIXED_TEAM);
+    let out = run_with_host(
+        tmp.path(),
+        &server.socket,
+        &host,
+        &[
+            "run",
+            "--team",
+            team.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--",
+            "codes on two hosts",
+        ],
+    );
+    let s = summary(&out);
+    for (id, status, code) in [
+        ("here", "completed", 0),
+        ("there-ok", "completed", 0),
+        ("there-fail", "failed", 3),
+        ("there-forger", "failed", 5),
+    ] {
+        let w = worker(&s, id);
+        assert_eq!(
+            (w["status"].as_str(), w["exit_code"].as_i64()),
+            (Some(status), Some(code)),
+            "{id}: {s}\nstderr: {}\nlog: {}",
+            String::from_utf8_lossy(&out.stderr),
+            std::fs::read_to_string(tmp.path().join(".crewmux/crewmux.log")).unwrap_or_default()
+        );
+    }
+    // The remote attempt's files were written on the host and came back here.
+    let run = only_run_dir(tmp.path());
+    let run_id = run.file_name().unwrap().to_str().unwrap().to_string();
+    let there = host
+        .workdir
+        .path()
+        .join("runs")
+        .join(&run_id)
+        .join("workers/there-ok/attempt-1");
+    for f in ["launch.sh", "prompt.md", "exit.json", "output.log"] {
+        assert!(
+            there.join(f).exists(),
+            "{f} on the host in {}",
+            there.display()
+        );
+    }
+    let local = run.join("workers/there-ok/attempt-1");
+    let log = std::fs::read_to_string(local.join("output.log")).unwrap();
+    assert!(
+        log.contains(&format!(
+            "remote hello from {}",
+            host.workdir
+                .path()
+                .join("runs")
+                .join(&run_id)
+                .join("work/there-ok")
+                .display()
+        )),
+        "{log}"
+    );
+    assert!(local.join("exit.json").exists());
+    // The exit codes came from the wrapper's own exit.json, as for a local attempt.
+    let state = try_state(tmp.path()).unwrap();
+    for d in state["dispatches"].as_array().unwrap() {
+        assert_eq!(d["exit_source"], "exit-file", "{d}");
+    }
+    // The remote workers ran in panes of the host's tmux server, the local one here.
+    let panes = |w: &str| {
+        state_worker(&state, w)["pane_id"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert!(
+        panes("there-ok").starts_with("box:%"),
+        "{}",
+        panes("there-ok")
+    );
+    assert!(panes("here").starts_with('%'), "{}", panes("here"));
+}
+
+#[test]
+fn an_unknown_host_or_a_bad_hosts_file_is_one_line_and_nothing_runs() {
+    let tmp = project();
+    let team = team_file(
+        tmp.path(),
+        "team.toml",
+        "[[worker]]\nid = \"a\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"nope\"\ncommand = [\"true\"]\n",
+    );
+    let args = [
+        "run",
+        "--team",
+        team.to_str().unwrap(),
+        "--no-clarify",
+        "--headless",
+        "--",
+        "x",
+    ];
+    let out = run_crewmux(tmp.path(), "crewmux-test-unused", &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.trim()
+            .starts_with("crewmux: worker `a`: unknown host `nope`: the hosts are local;"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        !tmp.path().join(".crewmux/runs").exists()
+            || std::fs::read_dir(tmp.path().join(".crewmux/runs"))
+                .unwrap()
+                .count()
+                == 0
+    );
+
+    std::fs::create_dir_all(tmp.path().join(".crewmux")).unwrap();
+    std::fs::write(
+        tmp.path().join(".crewmux/hosts.toml"),
+        "[hosts.nope]\nssh = \"me@nope\"\nworkdir = \"relative\"\n",
+    )
+    .unwrap();
+    let out = run_crewmux(tmp.path(), "crewmux-test-unused", &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "hosts.toml:1:1: host `nope`: `workdir` \"relative\" must be an absolute path"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
