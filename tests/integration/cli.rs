@@ -93,22 +93,8 @@ fn clap_usage_errors_exit_2() {
 
 #[test]
 fn answering_without_a_question_or_a_waiting_worker_is_refused() {
-    let tmp = crate::support::project();
-    let team = team_file(tmp.path(), "t.toml", "[[worker]]\nid = \"a\"\nrole = \"architect\"\nprovider = \"sim\"\nprompt = \"{problem}\\nsim: lines=1\\nsim: delay-ms=10\"\n");
-    let out = run_crewmux(
-        tmp.path(),
-        "unused",
-        &[
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--backend",
-            "process",
-            "write the plan",
-        ],
-    );
+    let tmp = TeamProject::new("[[worker]]\nid = \"a\"\nrole = \"architect\"\nprovider = \"sim\"\nprompt = \"{problem}\\nsim: lines=1\\nsim: delay-ms=10\"\n");
+    let out = tmp.run("write the plan").process().output();
     assert_eq!(out.status.code(), Some(0), "{}", err_line(&out));
     let id = summary(&out)["run_id"].as_str().unwrap().to_string();
     let out = run_crewmux(tmp.path(), "unused", &["answer", &id, "hello"]);

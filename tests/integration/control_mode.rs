@@ -228,23 +228,12 @@ fn a_run_whose_control_client_is_killed_falls_back_reconnects_and_finishes_right
         return;
     }
     let server = TmuxServer::new("control-run");
-    let tmp = crate::support::project();
-    let t = team_file(tmp.path(), "team.toml", FOUR);
-    let child = spawn_crewmux(
-        tmp.path(),
-        &server.socket,
-        &[
-            "run",
-            "--team",
-            t.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--backend",
-            "tmux",
-            "--quiet",
-            "four sleepers",
-        ],
-    );
+    let tmp = TeamProject::new(FOUR);
+    let child = tmp
+        .run("four sleepers")
+        .tmux(&server)
+        .args(&["--quiet"])
+        .spawn();
     wait_running(tmp.path(), 4);
     // The driver's one control client comes up once the run's session exists.
     let mut first = vec![];

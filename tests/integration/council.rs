@@ -36,23 +36,12 @@ command = ["sh", "-c", "grep -q 'cargo test failed' \"$CREWMUX_PROMPT_FILE\" && 
 
 #[test]
 fn a_failing_check_goes_to_a_fixer_and_the_second_verify_passes() {
-    let tmp = crate::support::project();
+    let tmp = TeamProject::new(FIX_TEAM);
     std::fs::write(tmp.path().join("notes.txt"), "rate limits\n").unwrap();
-    let team = team_file(tmp.path(), "team.toml", FIX_TEAM);
-    let out = run_crewmux(
-        tmp.path(),
-        "unused",
-        &[
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--backend",
-            "process",
-            "Return 429 when a client's bucket is empty",
-        ],
-    );
+    let out = tmp
+        .run("Return 429 when a client's bucket is empty")
+        .process()
+        .output();
     let s = summary(&out);
     assert_eq!(
         s["status"],

@@ -210,7 +210,6 @@ fn the_dashboard_screen_and_the_log_file_never_show_a_key() {
         return;
     }
     let workers = TmuxServer::new("creds-dash-workers");
-    let viewer = TmuxServer::new("creds-dash-viewer");
     let root = crate::support::project();
     let config = store_with_two_sim_keys(root.path());
     let project = root.path().join("project");
@@ -224,29 +223,15 @@ fn the_dashboard_screen_and_the_log_file_never_show_a_key() {
         env!("CARGO_BIN_EXE_crewmux"),
         team.display()
     );
-    viewer.tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        "v",
-        "-x",
-        "160",
-        "-y",
-        "45",
-        &cmd,
-    ]);
+    let viewer = Viewer::start("creds-dash-viewer", (160, 45), &cmd);
     let mut screens = Vec::new();
     let end = std::time::Instant::now() + std::time::Duration::from_secs(90);
     loop {
-        let screen = viewer.tmux(&["capture-pane", "-p", "-t", "v"]).stdout;
-        let done = String::from_utf8_lossy(&screen).contains("done  council");
-        screens.extend_from_slice(&screen);
+        let screen = viewer.screen();
+        let done = screen.contains("done  council");
+        screens.extend_from_slice(screen.as_bytes());
         if done || std::time::Instant::now() > end {
-            assert!(
-                done,
-                "the run never finished:\n{}",
-                String::from_utf8_lossy(&screen)
-            );
+            assert!(done, "the run never finished:\n{screen}");
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(300));
@@ -257,5 +242,5 @@ fn the_dashboard_screen_and_the_log_file_never_show_a_key() {
     assert!(!log.is_empty(), "the log file is written");
     assert_no_key_bytes("crewmux.log", &log);
     assert!(assert_no_key_in_tree(&project.join(".crewmux")) > 0);
-    viewer.tmux(&["send-keys", "-t", "v", "q"]);
+    viewer.keys(&["q"]);
 }

@@ -5,67 +5,36 @@
 
 use std::time::Duration;
 
-use crate::dashboard::wait_screen;
 use crate::support::*;
-use crate::workspaces::{git, repo, worker};
 
 #[test]
 fn d_opens_the_diff_and_m_merges_the_result_into_the_users_branch() {
     if !tmux_ready("d_opens_the_diff_and_m_merges_the_result_into_the_users_branch") {
         return;
     }
-    let tmp = repo(&[("a.txt", "a\n"), ("b.txt", "b\n")]);
-    let d = tmp.path();
-    let teamdir = tempfile::tempdir().unwrap();
-    let team = team_file(
-        teamdir.path(),
-        "team.toml",
-        &worker(
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n"), ("b.txt", "b\n")],
+        &command_worker(
             "one",
             "echo A >> a.txt && echo B >> b.txt",
             "Changed a.txt and b.txt.",
         ),
     );
+    let d = t.path();
     let workers = TmuxServer::new("dm-workers");
-    let viewer = TmuxServer::new("dm-viewer");
-    let cmd = format!(
-        "cd {} && CREWMUX_TMUX_SOCKET={} {} run --team {} --no-clarify 'change the files'; echo EXITED $?; sleep 60",
-        d.display(),
-        workers.socket,
-        env!("CARGO_BIN_EXE_crewmux"),
-        team.display()
-    );
-    let out = viewer.tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        "v",
-        "-x",
-        "140",
-        "-y",
-        "42",
-        &cmd,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    wait_screen(&viewer, "q leaves the dashboard", Duration::from_secs(60));
+    let cmd = dashboard_cmd(d, &workers, "", t.team(), "change the files", "");
+    let viewer = Viewer::start("dm-viewer", (140, 42), &cmd);
+    viewer.wait_screen("q leaves the dashboard", Duration::from_secs(60));
 
-    viewer.tmux(&["send-keys", "-t", "v", "d"]);
-    let s = wait_screen(
-        &viewer,
-        "diff --git a/a.txt b/a.txt",
-        Duration::from_secs(15),
-    );
+    viewer.keys(&["d"]);
+    let s = viewer.wait_screen("diff --git a/a.txt b/a.txt", Duration::from_secs(15));
     assert!(s.contains("+A"), "{s}");
-    viewer.tmux(&["send-keys", "-t", "v", "}"]);
-    let s = wait_screen(&viewer, "file 2 of 2", Duration::from_secs(10));
+    viewer.keys(&["}"]);
+    let s = viewer.wait_screen("file 2 of 2", Duration::from_secs(10));
     assert!(s.contains("diff --git a/b.txt b/b.txt"), "{s}");
 
-    viewer.tmux(&["send-keys", "-t", "v", "m"]);
-    let s = wait_screen(&viewer, "Merge the run's result?", Duration::from_secs(15));
+    viewer.keys(&["m"]);
+    let s = viewer.wait_screen("Merge the run's result?", Duration::from_secs(15));
     assert!(s.contains("into your branch main"), "{s}");
     assert!(s.contains("2 files changed, 2 insertions(+)"), "{s}");
     assert_eq!(
@@ -73,8 +42,8 @@ fn d_opens_the_diff_and_m_merges_the_result_into_the_users_branch() {
         "a\n",
         "nothing merged before y"
     );
-    viewer.tmux(&["send-keys", "-t", "v", "y"]);
-    let s = wait_screen(&viewer, "merged crewmux/", Duration::from_secs(20));
+    viewer.keys(&["y"]);
+    let s = viewer.wait_screen("merged crewmux/", Duration::from_secs(20));
     assert!(s.contains("into main"), "{s}");
     assert_eq!(std::fs::read_to_string(d.join("a.txt")).unwrap(), "a\nA\n");
     assert_eq!(std::fs::read_to_string(d.join("b.txt")).unwrap(), "b\nB\n");
@@ -89,8 +58,8 @@ fn d_opens_the_diff_and_m_merges_the_result_into_the_users_branch() {
     );
 
     // Asked again, it says there is nothing left to take.
-    viewer.tmux(&["send-keys", "-t", "v", "m"]);
-    wait_screen(&viewer, "nothing to merge", Duration::from_secs(15));
-    viewer.tmux(&["send-keys", "-t", "v", "q"]);
-    wait_screen(&viewer, "EXITED 0", Duration::from_secs(20));
+    viewer.keys(&["m"]);
+    viewer.wait_screen("nothing to merge", Duration::from_secs(15));
+    viewer.keys(&["q"]);
+    viewer.wait_screen("EXITED 0", Duration::from_secs(20));
 }

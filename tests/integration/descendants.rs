@@ -47,31 +47,9 @@ command = ["sh", "-c", "setsid sh -c 'sleep 302 & sleep 303' >/dev/null 2>&1 & s
 
 #[test]
 fn children_that_left_the_group_end_with_their_attempt() {
-    let mut backends = vec![("process", None)];
-    if tmux_ready("descendants") {
-        backends.push(("tmux", Some(TmuxServer::new("desc"))));
-    }
-    for (backend, server) in backends {
-        let tmp = crate::support::project();
-        let t = team_file(tmp.path(), "team.toml", ESCAPERS);
-        let sock = server
-            .as_ref()
-            .map_or_else(|| "unused".to_string(), |s| s.socket.clone());
-        let out = run_crewmux(
-            tmp.path(),
-            &sock,
-            &[
-                "run",
-                "--team",
-                t.to_str().unwrap(),
-                "--no-clarify",
-                "--headless",
-                "--backend",
-                backend,
-                "--",
-                "leave",
-            ],
-        );
+    for backend in backends("desc") {
+        let tmp = TeamProject::new(ESCAPERS);
+        let out = tmp.run("leave").on(&backend).output();
         let s = summary(&out);
         assert_eq!(worker(&s, "hanger")["status"], "timeout", "{backend}: {s}");
         let id = s["run_id"].as_str().unwrap().to_string();

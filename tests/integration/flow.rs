@@ -49,20 +49,8 @@ fn a_downstream_prompt_holds_its_upstreams_results() {
         return;
     }
     let server = TmuxServer::new("flow");
-    let tmp = crate::support::project();
-    let team = team_file(tmp.path(), "team.toml", PIPELINE);
-    let out = run_crewmux(
-        tmp.path(),
-        &server.socket,
-        &[
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "Split the parser",
-        ],
-    );
+    let tmp = TeamProject::new(PIPELINE);
+    let out = tmp.run("Split the parser").socket(&server.socket).output();
     let s = summary(&out);
     for id in ["plan", "api", "review"] {
         assert_eq!(worker(&s, id)["status"], "completed", "{id}: {s}");
@@ -112,25 +100,15 @@ fn a_failed_upstream_skips_its_downstream_in_a_real_run() {
         return;
     }
     let server = TmuxServer::new("flowskip");
-    let tmp = crate::support::project();
     let body = PIPELINE
         .replace("echo 'PLAN-RESULT: split the parser in two'", "exit 4")
         .replace("parallel = 3", "parallel = 3\nmax_fix_rounds = 0");
-    let team = team_file(tmp.path(), "team.toml", &body);
-    let out = run_crewmux(
-        tmp.path(),
-        &server.socket,
-        &[
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--max-attempts",
-            "1",
-            "Split the parser",
-        ],
-    );
+    let tmp = TeamProject::new(&body);
+    let out = tmp
+        .run("Split the parser")
+        .socket(&server.socket)
+        .args(&["--max-attempts", "1"])
+        .output();
     let s = summary(&out);
     assert_eq!(worker(&s, "plan")["status"], "failed", "{s}");
     assert_eq!(worker(&s, "api")["status"], "skipped", "{s}");

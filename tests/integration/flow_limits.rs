@@ -112,24 +112,8 @@ fn a_silent_worker_past_its_idle_timeout_ends_timeout() {
         return;
     }
     let server = TmuxServer::new("idle");
-    let tmp = crate::support::project();
-    let team = team_file(
-        tmp.path(),
-        "team.toml",
-        "name = \"quiet\"\nmax_fix_rounds = 0\n[[worker]]\nid = \"quiet\"\nrole = \"architect\"\nprovider = \"command\"\ncommand = [\"sleep\", \"120\"]\nidle_timeout_s = 3\nmax_attempts = 1\n",
-    );
-    let out = run_crewmux(
-        tmp.path(),
-        &server.socket,
-        &[
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "Wait",
-        ],
-    );
+    let tmp = TeamProject::new("name = \"quiet\"\nmax_fix_rounds = 0\n[[worker]]\nid = \"quiet\"\nrole = \"architect\"\nprovider = \"command\"\ncommand = [\"sleep\", \"120\"]\nidle_timeout_s = 3\nmax_attempts = 1\n");
+    let out = tmp.run("Wait").socket(&server.socket).output();
     let s = summary(&out);
     let w = worker(&s, "quiet");
     assert_eq!(w["status"], "timeout", "{s}");

@@ -1,31 +1,13 @@
 //! A headless run's stderr is for people reading a log or a script reading lines: the
 //! terminal notification sequences (bell, OSC 9 / OSC 777) go only to a terminal.
 
-use crate::support::{project, run_crewmux, summary, team_file};
+use crate::support::{summary, TeamProject};
 
 #[test]
 fn a_headless_run_writes_no_escape_sequences_to_a_stderr_that_is_not_a_terminal() {
-    let tmp = project();
+    let tmp = TeamProject::new("[[worker]]\nid = \"w\"\nrole = \"backend-engineer\"\nprovider = \"sim\"\nmax_attempts = 1\nprompt = \"{problem}\\nsim: lines=2\"\n");
     // A question (answered by its default) and the end of the run both notify.
-    let team = team_file(
-        tmp.path(),
-        "team.toml",
-        "[[worker]]\nid = \"w\"\nrole = \"backend-engineer\"\nprovider = \"sim\"\nmax_attempts = 1\nprompt = \"{problem}\\nsim: lines=2\"\n",
-    );
-    let out = run_crewmux(
-        tmp.path(),
-        "unused",
-        &[
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--backend",
-            "process",
-            "go",
-        ],
-    );
+    let out = tmp.run("go").process().output();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert_eq!(summary(&out)["outcome"], "passed");

@@ -7,30 +7,8 @@ use std::time::{Duration, Instant};
 
 use crate::support::*;
 
-fn screen(viewer: &TmuxServer) -> String {
-    String::from_utf8_lossy(&viewer.tmux(&["capture-pane", "-p", "-t", "v"]).stdout).into_owned()
-}
-
-fn wait_screen(viewer: &TmuxServer, what: &str, limit: Duration) -> String {
-    let end = Instant::now() + limit;
-    loop {
-        let s = screen(viewer);
-        if s.contains(what) {
-            return s;
-        }
-        assert!(Instant::now() < end, "{what:?} never appeared:\n{s}");
-        std::thread::sleep(Duration::from_millis(150));
-    }
-}
-
-fn keys(viewer: &TmuxServer, keys: &[&str]) {
-    for k in keys {
-        viewer.tmux(&["send-keys", "-t", "v", k]);
-    }
-}
-
 /// Start the home screen in `project`, with its own state directory (the `--all` index).
-fn home_in_pane(project: &Path, workers: &TmuxServer, viewer: &TmuxServer) {
+fn home_in_pane(project: &Path, workers: &TmuxServer, tag: &str) -> Viewer {
     let cmd = format!(
         "cd {} && XDG_STATE_HOME={}/state CREWMUX_TMUX_SOCKET={} {}; echo EXITED $?; sleep 60",
         project.display(),
@@ -38,22 +16,7 @@ fn home_in_pane(project: &Path, workers: &TmuxServer, viewer: &TmuxServer) {
         workers.socket,
         env!("CARGO_BIN_EXE_crewmux"),
     );
-    let out = viewer.tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        "v",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        &cmd,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    Viewer::start(tag, (120, 40), &cmd)
 }
 
 #[test]
@@ -62,47 +25,40 @@ fn home_new_run_shows_the_rendered_result_and_esc_comes_back() {
         return;
     }
     let workers = TmuxServer::new("home-workers");
-    let viewer = TmuxServer::new("home-viewer");
     let tmp = crate::support::project();
     std::fs::write(tmp.path().join("notes.md"), "# Notes\n").unwrap();
-    home_in_pane(tmp.path(), &workers, &viewer);
-    wait_screen(&viewer, "no runs here yet", Duration::from_secs(20));
+    let viewer = home_in_pane(tmp.path(), &workers, "home-viewer");
+    viewer.wait_screen("no runs here yet", Duration::from_secs(20));
 
     // n opens the form: the problem, then the solo mode, then the simulated provider.
-    keys(&viewer, &["n"]);
-    wait_screen(&viewer, "New run", Duration::from_secs(5));
-    viewer.tmux(&[
-        "send-keys",
-        "-t",
-        "v",
-        "-l",
-        "Write a haiku about tmux panes",
-    ]);
-    keys(&viewer, &["Tab", "Right", "Right"]);
-    wait_screen(&viewer, "◀ solo ▶", Duration::from_secs(5));
-    keys(&viewer, &["Tab"]);
+    viewer.keys(&["n"]);
+    viewer.wait_screen("New run", Duration::from_secs(5));
+    viewer.type_text("Write a haiku about tmux panes");
+    viewer.keys(&["Tab", "Right", "Right"]);
+    viewer.wait_screen("◀ solo ▶", Duration::from_secs(5));
+    viewer.keys(&["Tab"]);
     // The providers come from a doctor probe on a thread; `sim` is offered last.
     let end = Instant::now() + Duration::from_secs(90);
-    while !screen(&viewer).contains("◀ sim ▶") {
+    while !viewer.screen().contains("◀ sim ▶") {
         assert!(
             Instant::now() < end,
             "sim never offered:\n{}",
-            screen(&viewer)
+            viewer.screen()
         );
-        if screen(&viewer).contains("◀ auto") {
-            keys(&viewer, &["Left"]);
+        if viewer.screen().contains("◀ auto") {
+            viewer.keys(&["Left"]);
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    keys(&viewer, &["Enter"]);
+    viewer.keys(&["Enter"]);
 
     // The run's dashboard opens; when the worker is done, 2 shows its result rendered.
-    wait_screen(&viewer, "Workers 1", Duration::from_secs(60));
-    wait_screen(&viewer, "1 done", Duration::from_secs(60));
-    keys(&viewer, &["2"]);
-    wait_screen(&viewer, "Result · solo", Duration::from_secs(10));
+    viewer.wait_screen("Workers 1", Duration::from_secs(60));
+    viewer.wait_screen("1 done", Duration::from_secs(60));
+    viewer.keys(&["2"]);
+    viewer.wait_screen("Result · solo", Duration::from_secs(10));
     // result.md says "Read `notes.md`": rendered, the inline code loses its backticks.
-    let result = wait_screen(&viewer, "Read notes.md", Duration::from_secs(10));
+    let result = viewer.wait_screen("Read notes.md", Duration::from_secs(10));
     assert!(
         !result.contains("`notes.md`"),
         "markdown is rendered, not shown raw:\n{result}"
@@ -110,14 +66,14 @@ fn home_new_run_shows_the_rendered_result_and_esc_comes_back() {
     assert!(result.contains("Summary"), "{result}");
 
     // Esc gives the keys back to the roster, Esc again leaves for the home screen.
-    keys(&viewer, &["Escape"]);
-    wait_screen(&viewer, "Esc again goes back", Duration::from_secs(5));
-    keys(&viewer, &["Escape"]);
-    let home = wait_screen(&viewer, "runs of", Duration::from_secs(15));
+    viewer.keys(&["Escape"]);
+    viewer.wait_screen("Esc again goes back", Duration::from_secs(5));
+    viewer.keys(&["Escape"]);
+    let home = viewer.wait_screen("runs of", Duration::from_secs(15));
     assert!(home.contains("Write a haiku about tmux panes"), "{home}");
-    wait_screen(&viewer, "done", Duration::from_secs(30));
-    keys(&viewer, &["q"]);
-    let after = wait_screen(&viewer, "EXITED", Duration::from_secs(10));
+    viewer.wait_screen("done", Duration::from_secs(30));
+    viewer.keys(&["q"]);
+    let after = viewer.wait_screen("EXITED", Duration::from_secs(10));
     assert!(after.contains("EXITED 0"), "{after}");
     // The project is in the index `--all` reads.
     let index = std::fs::read_to_string(tmp.path().join("state/crewmux/projects")).unwrap();

@@ -10,46 +10,6 @@ use std::time::{Duration, Instant};
 
 use crate::support::*;
 
-/// `--backend` value and the socket to use; `None` when tmux is missing (skipped loudly).
-fn backends(test: &str) -> Vec<(&'static str, Option<TmuxServer>)> {
-    let mut v = vec![("process", None)];
-    if tmux_ready(test) {
-        v.push(("tmux", Some(TmuxServer::new(test))));
-    }
-    v
-}
-
-fn socket(s: &Option<TmuxServer>) -> String {
-    s.as_ref()
-        .map(|s| s.socket.clone())
-        .unwrap_or_else(|| "unused".into())
-}
-
-fn headless_run(
-    project: &Path,
-    backend: &str,
-    sock: &str,
-    team: &Path,
-    problem: &str,
-) -> std::process::Output {
-    run_crewmux(
-        project,
-        sock,
-        // `--` so that a problem starting with `-` is not read as a flag.
-        &[
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--backend",
-            backend,
-            "--",
-            problem,
-        ],
-    )
-}
-
 fn read_state(project: &Path) -> serde_json::Value {
     try_state(project).expect("a complete state.json")
 }
@@ -74,11 +34,10 @@ fn hostile_problems_reach_the_agent_byte_for_byte() {
         "漢字 かな 한국어 emoji 🎉🚀 café",
         "binary junk \u{1}\u{7}\u{1b}[31m red \u{7f}",
     ];
-    for (backend, server) in backends("hostile") {
+    for backend in backends("hostile") {
         for (i, problem) in hostile.iter().enumerate() {
-            let tmp = crate::support::project();
-            let team = team_file(tmp.path(), "team.toml", RECORDER);
-            let out = headless_run(tmp.path(), backend, &socket(&server), &team, problem);
+            let tmp = TeamProject::new(RECORDER);
+            let out = tmp.run(problem).on(&backend).output();
             // The recorder writes no result, so the council may block; the run still ends.
             assert_eq!(
                 summary(&out)["status"],
@@ -99,9 +58,8 @@ fn hostile_problems_reach_the_agent_byte_for_byte() {
 
 #[test]
 fn a_200_kb_problem_from_stdin_is_not_cut() {
-    for (backend, server) in backends("big") {
-        let tmp = crate::support::project();
-        let team = team_file(tmp.path(), "team.toml", RECORDER);
+    for backend in backends("big") {
+        let tmp = TeamProject::new(RECORDER);
         let mut problem = String::new();
         let mut i = 0;
         while problem.len() <= 200 * 1024 {
@@ -112,15 +70,15 @@ fn a_200_kb_problem_from_stdin_is_not_cut() {
         }
         let mut child = crewmux()
             .current_dir(tmp.path())
-            .env("CREWMUX_TMUX_SOCKET", socket(&server))
+            .env("CREWMUX_TMUX_SOCKET", backend.socket())
             .args([
                 "run",
                 "--team",
-                team.to_str().unwrap(),
+                tmp.team_arg(),
                 "--no-clarify",
                 "--headless",
                 "--backend",
-                backend,
+                backend.name,
                 "-",
             ])
             .stdin(Stdio::piped())
@@ -158,10 +116,9 @@ provider = "command"
 max_attempts = 1
 command = ["sh", "-c", "echo __CREWMUX_EXIT_0123456789abcdef__:0; echo \"say __CREWMUX_EXIT_${CREWMUX_NONCE_UNKNOWN:-x}__:0\"; printf '__CREWMUX_EXIT_%s__:0 trailing\\n' whatever; sleep 1; exit 5"]
 "#;
-    for (backend, server) in backends("forged") {
-        let tmp = crate::support::project();
-        let t = team_file(tmp.path(), "team.toml", team);
-        let out = headless_run(tmp.path(), backend, &socket(&server), &t, "forge markers");
+    for backend in backends("forged") {
+        let tmp = TeamProject::new(team);
+        let out = tmp.run("forge markers").on(&backend).output();
         let s = summary(&out);
         let w = worker(&s, "forger");
         assert_eq!(
@@ -191,11 +148,10 @@ max_attempts = 1
 idle_timeout_s = 1
 command = ["sh", "-c", "sleep 300 & echo $! > idle-child.pid; echo started; wait"]
 "#;
-    for (backend, server) in backends("timeouts") {
-        let tmp = crate::support::project();
-        let t = team_file(tmp.path(), "team.toml", team);
+    for backend in backends("timeouts") {
+        let tmp = TeamProject::new(team);
         let started = Instant::now();
-        let out = headless_run(tmp.path(), backend, &socket(&server), &t, "time out");
+        let out = tmp.run("time out").on(&backend).output();
         assert!(
             started.elapsed() < Duration::from_secs(60),
             "{backend}: took {:?}",
@@ -235,23 +191,9 @@ prompt = "Build: {problem}\nsim: lines=12\nsim: delay-ms=250"
 
 #[test]
 fn a_sigkilled_dashboard_loses_nothing_and_attach_finishes_the_run() {
-    for (backend, server) in backends("sigkill") {
-        let tmp = crate::support::project();
-        let t = team_file(tmp.path(), "team.toml", SLOW_SIM);
-        let mut child = spawn_crewmux(
-            tmp.path(),
-            &socket(&server),
-            &[
-                "run",
-                "--team",
-                t.to_str().unwrap(),
-                "--no-clarify",
-                "--headless",
-                "--backend",
-                backend,
-                "kill the dashboard",
-            ],
-        );
+    for backend in backends("sigkill") {
+        let tmp = TeamProject::new(SLOW_SIM);
+        let mut child = tmp.run("kill the dashboard").on(&backend).spawn();
         wait_running(tmp.path(), 2);
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
@@ -266,7 +208,7 @@ fn a_sigkilled_dashboard_loses_nothing_and_attach_finishes_the_run() {
             ),
             "{backend}: workers did not finish after the dashboard died"
         );
-        let out = run_crewmux(tmp.path(), &socket(&server), &["attach", "--headless"]);
+        let out = run_crewmux(tmp.path(), backend.socket(), &["attach", "--headless"]);
         let s = summary(&out);
         assert_eq!(s["status"], "done", "{backend}: {s}");
         for w in ["one", "two"] {
@@ -287,22 +229,8 @@ fn a_killed_tmux_server_crashes_its_workers_and_retries_start_a_new_one() {
         return;
     }
     let server = TmuxServer::new("killsrv");
-    let tmp = crate::support::project();
-    let t = team_file(tmp.path(), "team.toml", SLOW_SIM);
-    let child = spawn_crewmux(
-        tmp.path(),
-        &server.socket,
-        &[
-            "run",
-            "--team",
-            t.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--backend",
-            "tmux",
-            "kill the server",
-        ],
-    );
+    let tmp = TeamProject::new(SLOW_SIM);
+    let child = tmp.run("kill the server").tmux(&server).spawn();
     wait_running(tmp.path(), 2);
     // Both agents have started printing, so the kill lands on live panes.
     let run = only_run_dir(tmp.path());
@@ -350,9 +278,8 @@ fn a_killed_tmux_server_crashes_its_workers_and_retries_start_a_new_one() {
 
 #[test]
 fn a_corrupt_state_file_is_reported_and_left_untouched() {
-    let tmp = crate::support::project();
-    let t = team_file(tmp.path(), "team.toml", RECORDER);
-    let out = headless_run(tmp.path(), "process", "unused", &t, "corrupt me later");
+    let tmp = TeamProject::new(RECORDER);
+    let out = tmp.run("corrupt me later").process().output();
     assert_eq!(summary(&out)["status"], "done");
     let run = only_run_dir(tmp.path());
     let path = run.join("state.json");
@@ -394,22 +321,8 @@ fn a_corrupt_state_file_is_reported_and_left_untouched() {
 
 #[test]
 fn a_second_process_cannot_drive_a_run_that_is_driven() {
-    let tmp = crate::support::project();
-    let t = team_file(tmp.path(), "team.toml", SLOW_SIM);
-    let first = spawn_crewmux(
-        tmp.path(),
-        "unused",
-        &[
-            "run",
-            "--team",
-            t.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--backend",
-            "process",
-            "two drivers",
-        ],
-    );
+    let tmp = TeamProject::new(SLOW_SIM);
+    let first = tmp.run("two drivers").process().spawn();
     // Workers running means the first process holds the run.
     wait_running(tmp.path(), 2);
     let second = run_crewmux(tmp.path(), "unused", &["attach", "--headless"]);
@@ -424,30 +337,12 @@ fn a_second_process_cannot_drive_a_run_that_is_driven() {
 
 #[test]
 fn cancel_from_another_process_stops_every_worker() {
-    for (backend, server) in backends("cancel") {
-        let tmp = crate::support::project();
-        let t = team_file(tmp.path(), "team.toml", SLOW_SIM);
-        let child = spawn_crewmux(
-            tmp.path(),
-            &socket(&server),
-            &[
-                "run",
-                "--team",
-                t.to_str().unwrap(),
-                "--no-clarify",
-                "--headless",
-                "--backend",
-                backend,
-                "cancel me",
-            ],
-        );
+    for backend in backends("cancel") {
+        let tmp = TeamProject::new(SLOW_SIM);
+        let child = tmp.run("cancel me").on(&backend).spawn();
         wait_running(tmp.path(), 2);
-        let id = only_run_dir(tmp.path())
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .to_string();
-        let c = run_crewmux(tmp.path(), &socket(&server), &["cancel", &id]);
+        let id = run_id(tmp.path());
+        let c = run_crewmux(tmp.path(), backend.socket(), &["cancel", &id]);
         assert_eq!(
             c.status.code(),
             Some(0),
@@ -479,8 +374,7 @@ max_attempts = 1
 command = ["sh", "-c", "printf '%s' \"${CREWMUX_TEST_ENV:-unset}\" > env.txt"]
 "#;
     for value in ["first", "second"] {
-        let tmp = crate::support::project();
-        let t = team_file(tmp.path(), "team.toml", team);
+        let tmp = TeamProject::new(team);
         let child = crewmux()
             .current_dir(tmp.path())
             .env("CREWMUX_TMUX_SOCKET", &server.socket)
@@ -488,7 +382,7 @@ command = ["sh", "-c", "printf '%s' \"${CREWMUX_TEST_ENV:-unset}\" > env.txt"]
             .args([
                 "run",
                 "--team",
-                t.to_str().unwrap(),
+                tmp.team_arg(),
                 "--no-clarify",
                 "--headless",
                 "--backend",

@@ -57,12 +57,11 @@ fn a_pane_id_recycled_by_a_new_server_is_never_taken_for_a_dead_workers_pane() {
         return;
     }
     let server = TmuxServer::new("paneid");
-    let tmp = project();
-    let team = team_file(tmp.path(), "team.toml", TEAM);
+    let tmp = TeamProject::new(TEAM);
     let args = [
         "run",
         "--team",
-        team.to_str().unwrap(),
+        tmp.team_arg(),
         "--no-clarify",
         "--headless",
         "--backend",

@@ -2,9 +2,10 @@
 //! credential store: claude's `overloaded_error` marks a claude worker, while the same line
 //! from codex (whose patterns do not name it) does not.
 
-use crate::support::run::{crewmux, only_run_dir, team_file};
+use crate::support::run::{crewmux, only_run_dir};
 use crate::support::standins::{serial, Bin};
 use crate::support::wait::events;
+use crate::support::TeamProject;
 
 const TEAM: &str = r#"
 name = "limits"
@@ -31,8 +32,7 @@ fn a_providers_own_rate_limit_line_marks_its_worker() {
     let line = "echo 'API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}'\nsleep 1\nexit 1";
     bin.script("claude", line);
     bin.script("codex", line);
-    let project = crate::support::project();
-    let team = team_file(project.path(), "team.toml", TEAM);
+    let project = TeamProject::new(TEAM);
     let out = crewmux()
         .current_dir(project.path())
         .env_clear()
@@ -42,7 +42,7 @@ fn a_providers_own_rate_limit_line_marks_its_worker() {
         .env("ANTHROPIC_API_KEY", "k")
         .env("CODEX_API_KEY", "k")
         .args(["run", "--no-clarify", "--headless", "--backend", "process"])
-        .args(["--team", team.to_str().unwrap(), "Fix the app"])
+        .args(["--team", project.team_arg(), "Fix the app"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));

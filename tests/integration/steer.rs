@@ -5,7 +5,7 @@
 //! that had finished is reopened by each and finishes again.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -23,28 +23,6 @@ prompt = "Plan: {problem}\nsim: lines=3"
 
 /// The editor `e` opens: it appends a line to the task file it is given.
 const EDITOR: &str = "#!/bin/sh\nprintf '%s\\n' 'Also: EDITED-BY-SCRIPT' >> \"$1\"\n";
-
-fn screen(viewer: &TmuxServer) -> String {
-    String::from_utf8_lossy(&viewer.tmux(&["capture-pane", "-p", "-t", "v"]).stdout).into_owned()
-}
-
-fn wait_screen(viewer: &TmuxServer, what: &str, limit: Duration) -> String {
-    let end = Instant::now() + limit;
-    loop {
-        let s = screen(viewer);
-        if s.contains(what) {
-            return s;
-        }
-        assert!(Instant::now() < end, "{what:?} never appeared:\n{s}");
-        std::thread::sleep(Duration::from_millis(150));
-    }
-}
-
-fn keys(viewer: &TmuxServer, keys: &[&str]) {
-    for k in keys {
-        viewer.tmux(&["send-keys", "-t", "v", k]);
-    }
-}
 
 fn worker_is(s: &Value, id: &str, attempt: u64, status: &str) -> bool {
     let w = state_worker(s, id);
@@ -84,54 +62,25 @@ fn plus_adds_a_worker_r_retries_and_e_retries_with_the_edited_task() {
         return;
     }
     let workers = TmuxServer::new("steer-workers");
-    let viewer = TmuxServer::new("steer-viewer");
-    let tmp = tempfile::tempdir().unwrap();
-    let project = tmp.path();
-    let team = team_file(project, "team.toml", TEAM);
+    let t = TeamProject::new(TEAM);
+    let project = t.path();
     let editor = project.join("editor.sh");
     std::fs::write(&editor, EDITOR).unwrap();
     std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let cmd = format!(
-        "cd {} && EDITOR={} CREWMUX_TMUX_SOCKET={} {} run --team {} --no-clarify 'Plan the badge'; echo EXITED $?; sleep 60",
-        project.display(),
-        editor.display(),
-        workers.socket,
-        env!("CARGO_BIN_EXE_crewmux"),
-        team.display()
-    );
-    let out = viewer.tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        "v",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        &cmd,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let env = format!("EDITOR={}", editor.display());
+    let cmd = dashboard_cmd(project, &workers, &env, t.team(), "Plan the badge", "");
+    let viewer = Viewer::start("steer-viewer", (120, 40), &cmd);
     done_with(project, "the first pass", |s| {
         worker_is(s, "first", 1, "completed")
     });
-    wait_screen(&viewer, "run done", Duration::from_secs(20));
+    viewer.wait_screen("run done", Duration::from_secs(20));
 
     // `+`: the form takes the task (letters are text there), C-s adds the worker; the
     // finished run reopens and finishes again with it.
-    keys(&viewer, &["+"]);
-    wait_screen(&viewer, "Add a worker", Duration::from_secs(10));
-    viewer.tmux(&[
-        "send-keys",
-        "-t",
-        "v",
-        "-l",
-        "Say hello from the added worker",
-    ]);
-    keys(&viewer, &["C-s"]);
+    viewer.keys(&["+"]);
+    viewer.wait_screen("Add a worker", Duration::from_secs(10));
+    viewer.type_text("Say hello from the added worker");
+    viewer.keys(&["C-s"]);
     let s = done_with(project, "the added worker completes", |s| {
         worker_is(s, "added-1", 1, "completed")
     });
@@ -141,10 +90,10 @@ fn plus_adds_a_worker_r_retries_and_e_retries_with_the_edited_task() {
     );
     let run = only_run_dir(project);
     assert!(run.join("workers/added-1/attempt-1/result.md").is_file());
-    wait_screen(&viewer, "added-1", Duration::from_secs(10));
+    viewer.wait_screen("added-1", Duration::from_secs(10));
 
     // `r` on the first worker: attempt 2, the same task.
-    keys(&viewer, &["g", "r"]);
+    viewer.keys(&["g", "r"]);
     done_with(project, "the retry completes", |s| {
         worker_is(s, "first", 2, "completed")
     });
@@ -152,7 +101,7 @@ fn plus_adds_a_worker_r_retries_and_e_retries_with_the_edited_task() {
     assert!(prompt2.contains("Plan: Plan the badge"), "{prompt2}");
 
     // `e`: the editor script appends a line; attempt 3 is told the edited task.
-    keys(&viewer, &["e"]);
+    viewer.keys(&["e"]);
     let s = done_with(project, "the edited retry completes", |s| {
         worker_is(s, "first", 3, "completed")
     });
@@ -164,14 +113,14 @@ fn plus_adds_a_worker_r_retries_and_e_retries_with_the_edited_task() {
         .unwrap()
         .ends_with("Also: EDITED-BY-SCRIPT"));
     // The dashboard came back from the editor and still takes keys.
-    wait_screen(&viewer, "Workers 2", Duration::from_secs(10));
+    viewer.wait_screen("Workers 2", Duration::from_secs(10));
     assert!(
         count_events(&run, "run-reopened") >= 3,
         "each steer reopened the run"
     );
     assert_each_attempt_once(&run);
 
-    keys(&viewer, &["q"]);
-    let after = wait_screen(&viewer, "EXITED", Duration::from_secs(15));
+    viewer.keys(&["q"]);
+    let after = viewer.wait_screen("EXITED", Duration::from_secs(15));
     assert!(after.contains("EXITED 0"), "{after}");
 }

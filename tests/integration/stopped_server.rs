@@ -40,22 +40,8 @@ fn status_and_cancel_answer_within_seconds_when_the_tmux_server_is_stopped() {
         return;
     }
     let server = TmuxServer::new("stopped");
-    let tmp = crate::support::project();
-    let t = team_file(tmp.path(), "team.toml", SLEEPERS);
-    let mut child = spawn_crewmux(
-        tmp.path(),
-        &server.socket,
-        &[
-            "run",
-            "--team",
-            t.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--backend",
-            "tmux",
-            "sleep",
-        ],
-    );
+    let tmp = TeamProject::new(SLEEPERS);
+    let mut child = tmp.run("sleep").tmux(&server).spawn();
     wait_running(tmp.path(), 2);
     child.kill().unwrap(); // nobody drives the run now
     child.wait().unwrap();
@@ -63,11 +49,7 @@ fn status_and_cancel_answer_within_seconds_when_the_tmux_server_is_stopped() {
         .trim()
         .parse()
         .expect("the server's pid");
-    let id = only_run_dir(tmp.path())
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+    let id = run_id(tmp.path());
     assert!(std::process::Command::new("kill")
         .args(["-STOP", &pid.to_string()])
         .status()
@@ -108,22 +90,8 @@ fn a_killed_session_is_told_apart_from_a_gone_server() {
         return;
     }
     let server = TmuxServer::new("killsess");
-    let tmp = crate::support::project();
-    let t = team_file(tmp.path(), "team.toml", SLEEPERS);
-    let mut child = spawn_crewmux(
-        tmp.path(),
-        &server.socket,
-        &[
-            "run",
-            "--team",
-            t.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--backend",
-            "tmux",
-            "sleep",
-        ],
-    );
+    let tmp = TeamProject::new(SLEEPERS);
+    let mut child = tmp.run("sleep").tmux(&server).spawn();
     wait_running(tmp.path(), 2);
     child.kill().unwrap();
     child.wait().unwrap();

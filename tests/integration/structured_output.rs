@@ -3,8 +3,9 @@
 //! and cost reach the summary JSON, `status` and `report.md`; a text CLI's known noise is
 //! dropped from its result but kept in `output.log`.
 
-use crate::support::run::{crewmux, only_run_dir, summary, team_file, worker};
+use crate::support::run::{crewmux, only_run_dir, summary, worker};
 use crate::support::standins::{serial, Bin};
+use crate::support::TeamProject;
 
 const TEAM: &str = r#"
 name = "structured"
@@ -55,8 +56,7 @@ echo '{"type":"result","status":"success","stats":{"input_tokens":3000,"output_t
 fn answers_tokens_and_cost_from_structured_output_and_no_noise() {
     let _g = serial();
     let bin = clis();
-    let project = crate::support::project();
-    let team = team_file(project.path(), "team.toml", TEAM);
+    let project = TeamProject::new(TEAM);
     let base = |c: &mut std::process::Command| {
         c.current_dir(project.path())
             .env_clear()
@@ -71,7 +71,7 @@ fn answers_tokens_and_cost_from_structured_output_and_no_noise() {
     base(&mut c);
     let out = c
         .args(["run", "--no-clarify", "--headless", "--backend", "process"])
-        .args(["--team", team.to_str().unwrap(), "Fix the app"])
+        .args(["--team", project.team_arg(), "Fix the app"])
         .output()
         .unwrap();
     let s = summary(&out);

@@ -81,22 +81,12 @@ fn three_sim_workers_in_tmux_panes() {
         return;
     }
     let server = TmuxServer::new("team");
-    let tmp = crate::support::project();
-    let team = team_file(tmp.path(), "team.toml", THREE_SIM_WORKERS);
-    let out = run_crewmux(
-        tmp.path(),
-        &server.socket,
-        &[
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--provider",
-            "sim",
-            "--no-clarify",
-            "--headless",
-            "Add a health endpoint to the API",
-        ],
-    );
+    let tmp = TeamProject::new(THREE_SIM_WORKERS);
+    let out = tmp
+        .run("Add a health endpoint to the API")
+        .socket(&server.socket)
+        .args(&["--provider", "sim"])
+        .output();
     assert_three_worker_run(tmp.path(), &out, "tmux");
     // Every attempt had its own pane; each dead pane's status agrees with exit.json.
     let panes = server.tmux(&[
@@ -113,24 +103,12 @@ fn three_sim_workers_in_tmux_panes() {
 
 #[test]
 fn three_sim_workers_as_child_processes() {
-    let tmp = crate::support::project();
-    let team = team_file(tmp.path(), "team.toml", THREE_SIM_WORKERS);
-    let out = run_crewmux(
-        tmp.path(),
-        "unused",
-        &[
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--provider",
-            "sim",
-            "--no-clarify",
-            "--headless",
-            "--backend",
-            "process",
-            "Add a health endpoint to the API",
-        ],
-    );
+    let tmp = TeamProject::new(THREE_SIM_WORKERS);
+    let out = tmp
+        .run("Add a health endpoint to the API")
+        .process()
+        .args(&["--provider", "sim"])
+        .output();
     assert_three_worker_run(tmp.path(), &out, "process");
 }
 
@@ -145,31 +123,9 @@ fn more_workers_than_one_launch_batch_all_run() {
             "\n[[worker]]\nid = \"w{i}\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nmax_attempts = 1\ncommand = [\"sh\", \"-c\", \"sleep 0.3; echo done {i}\"]\n"
         ));
     }
-    let mut backends = vec![("process", None)];
-    if tmux_ready("more_workers_than_one_launch_batch_all_run") {
-        backends.push(("tmux", Some(TmuxServer::new("batch"))));
-    }
-    for (backend, server) in backends {
-        let tmp = crate::support::project();
-        let t = team_file(tmp.path(), "team.toml", &team);
-        let socket = server
-            .as_ref()
-            .map(|s| s.socket.clone())
-            .unwrap_or_else(|| "unused".into());
-        let out = run_crewmux(
-            tmp.path(),
-            &socket,
-            &[
-                "run",
-                "--team",
-                t.to_str().unwrap(),
-                "--no-clarify",
-                "--headless",
-                "--backend",
-                backend,
-                "many at once",
-            ],
-        );
+    for backend in backends("batch") {
+        let tmp = TeamProject::new(&team);
+        let out = tmp.run("many at once").on(&backend).output();
         let s = summary(&out);
         let done = s["workers"]
             .as_array()

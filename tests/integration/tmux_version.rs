@@ -5,7 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use crate::support::{crewmux, summary, team_file, wait_limited};
+use crate::support::{crewmux, summary, wait_limited, TeamProject};
 
 const ONE_SIM: &str = "[[worker]]\nid = \"w\"\nrole = \"backend-engineer\"\nprovider = \"sim\"\nmax_attempts = 1\nprompt = \"{problem}\\nsim: lines=2\"\n";
 
@@ -47,10 +47,9 @@ fn run_with(project: &Path, path: &str, args: &[&str]) -> std::process::Output {
 
 #[test]
 fn an_old_tmux_means_the_process_backend_for_run_and_doctor_alike() {
-    let tmp = crate::support::project();
+    let tmp = TeamProject::new(ONE_SIM);
     let path = fake_tmux(tmp.path(), "tmux 2.9a");
-    let team = team_file(tmp.path(), "team.toml", ONE_SIM);
-    let team = team.to_str().unwrap();
+    let team = tmp.team_arg();
 
     let out = run_with(
         tmp.path(),

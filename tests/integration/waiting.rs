@@ -26,31 +26,9 @@ command = ["sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19
 
 #[test]
 fn a_prompt_on_screen_makes_the_worker_wait_and_the_answer_reaches_it() {
-    let mut backends: Vec<(&str, Option<TmuxServer>)> = vec![("process", None)];
-    if tmux_ready("waiting") {
-        backends.push(("tmux", Some(TmuxServer::new("waiting"))));
-    }
-    for (backend, server) in backends {
-        let sock = server
-            .as_ref()
-            .map(|s| s.socket.clone())
-            .unwrap_or_else(|| "unused".into());
-        let tmp = crate::support::project();
-        let team = team_file(tmp.path(), "team.toml", TEAM);
-        let child = spawn_crewmux(
-            tmp.path(),
-            &sock,
-            &[
-                "run",
-                "--team",
-                team.to_str().unwrap(),
-                "--no-clarify",
-                "--headless",
-                "--backend",
-                backend,
-                "trust prompt",
-            ],
-        );
+    for backend in backends("waiting") {
+        let tmp = TeamProject::new(TEAM);
+        let child = tmp.run("trust prompt").on(&backend).spawn();
         let mut spinner_waited = false;
         let s = wait_state(
             tmp.path(),
@@ -66,14 +44,10 @@ fn a_prompt_on_screen_makes_the_worker_wait_and_the_answer_reaches_it() {
             .unwrap_or_default()
             .to_string();
         assert!(q.contains("trust the files"), "{backend}: question {q:?}");
-        let id = only_run_dir(tmp.path())
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .to_string();
+        let id = run_id(tmp.path());
         let ans = run_crewmux(
             tmp.path(),
-            &sock,
+            backend.socket(),
             &["answer", &id, "--worker", "asker", "y"],
         );
         assert_eq!(

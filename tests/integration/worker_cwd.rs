@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::support::{run_crewmux, summary, team_file, tmux_ready, worker, TmuxServer};
+use crate::support::{backends, run_crewmux, summary, team_file, worker, Backend, TeamProject};
 
 /// A one-worker team running `true` in `cwd` (shared workspace: the project directory).
 fn one_worker(cwd: &str) -> String {
@@ -15,19 +15,12 @@ fn one_worker(cwd: &str) -> String {
 
 /// `crewmux run` of `team` in `project`: exit code and stderr.
 fn run_refused(project: &Path, team: &Path) -> (Option<i32>, String) {
+    let team = team.to_str().unwrap();
+    let args = ["run", "--team", team, "--no-clarify", "--headless"];
     let out = run_crewmux(
         project,
         "unused",
-        &[
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--backend",
-            "process",
-            "go",
-        ],
+        &[&args[..], &["--backend", "process", "go"]].concat(),
     );
     (
         out.status.code(),
@@ -37,16 +30,15 @@ fn run_refused(project: &Path, team: &Path) -> (Option<i32>, String) {
 
 #[test]
 fn a_missing_cwd_is_refused_at_load_with_its_place() {
-    let tmp = crate::support::project();
-    let team = team_file(tmp.path(), "team.toml", &one_worker("does/not/exist"));
-    let (code, err) = run_refused(tmp.path(), &team);
+    let tmp = TeamProject::new(&one_worker("does/not/exist"));
+    let (code, err) = run_refused(tmp.path(), tmp.team());
     assert_eq!(code, Some(2), "{err}");
     let line = err.trim();
     assert!(!line.contains('\n'), "one line: {line}");
     // Line 12 is `cwd = "does/not/exist"`; the value starts at column 7.
     let want = format!(
         "{}:11:7: worker `w`: `cwd` `does/not/exist` does not exist",
-        team.display()
+        tmp.team().display()
     );
     assert!(line.contains(&want), "{want}\nin: {line}");
     assert!(line.contains("create it"), "says the fix: {line}");
@@ -77,43 +69,18 @@ fn a_cwd_that_leaves_the_project_is_refused_at_load() {
 /// retried.
 #[test]
 fn a_cwd_gone_at_launch_fails_the_worker_before_it_starts() {
-    let mut backends = vec![("process", None)];
-    if tmux_ready("a_cwd_gone_at_launch_fails_the_worker_before_it_starts") {
-        backends.push(("tmux", Some(TmuxServer::new("cwd"))));
-    }
-    for (backend, server) in backends {
-        let socket = server
-            .as_ref()
-            .map(|s| s.socket.clone())
-            .unwrap_or_else(|| "unused".into());
-        gone_at_launch(backend, &socket);
-        if let Some(s) = server {
-            s.kill();
-        }
+    for backend in backends("cwd") {
+        gone_at_launch(&backend);
     }
 }
 
-fn gone_at_launch(backend: &str, socket: &str) {
-    let tmp = crate::support::project();
-    std::fs::create_dir_all(tmp.path().join("sub")).unwrap();
+fn gone_at_launch(backend: &Backend) {
     let body = "max_fix_rounds = 0\n\n[workspace]\nmode = \"shared\"\n\n\
         [[worker]]\nid = \"first\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nmax_attempts = 1\ncommand = [\"rm\", \"-r\", \"sub\"]\n\n\
         [[worker]]\nid = \"second\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nmax_attempts = 2\nafter = [\"first\"]\ncwd = \"sub\"\ncommand = [\"sh\", \"-c\", \"touch ran\"]\n";
-    let team = team_file(tmp.path(), "team.toml", body);
-    let out = run_crewmux(
-        tmp.path(),
-        socket,
-        &[
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--backend",
-            backend,
-            "go",
-        ],
-    );
+    let tmp = TeamProject::new(body);
+    std::fs::create_dir_all(tmp.path().join("sub")).unwrap();
+    let out = tmp.run("go").on(backend).output();
     assert_eq!(
         out.status.code(),
         Some(1),

@@ -4,41 +4,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use crate::support::*;
 
-pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
-}
-
-/// A repository with `files` committed on `main`.
-pub(crate) fn repo(files: &[(&str, &str)]) -> crate::support::Project {
-    let tmp = crate::support::project();
-    let d = tmp.path();
-    git(d, &["init", "-q", "-b", "main"]);
-    git(d, &["config", "user.email", "user@example.com"]);
-    git(d, &["config", "user.name", "User"]);
-    for (name, text) in files {
-        let p = d.join(name);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-    git(d, &["add", "-A"]);
-    git(d, &["commit", "-qm", "start"]);
-    tmp
-}
+/// The problem every run here is given.
+const PROBLEM: &str = "change the files";
 
 /// Every file of the user's tree (crewmux's folder and .git aside) with its content, then
 /// `git status --porcelain=v2` and HEAD: what a run must never change.
@@ -69,75 +39,24 @@ fn user_view(d: &Path) -> (BTreeMap<PathBuf, Vec<u8>>, String, String) {
     )
 }
 
-/// A `command` worker that runs `script` in its working directory and writes `result`.
-pub(crate) fn worker(id: &str, script: &str, result: &str) -> String {
-    format!(
-        "[[worker]]\nid = \"{id}\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nmax_attempts = 1\ncommand = [\"sh\", \"-c\", '''{script}; printf '%s\\n' \"{result}\" > \"$CREWMUX_RESULT_FILE\"''']\n\n"
-    )
-}
-
-pub(crate) fn run(
-    project: &Path,
-    socket: &str,
-    backend: &str,
-    team: &Path,
-    extra: &[&str],
-) -> Output {
-    let mut args = vec![
-        "run",
-        "--headless",
-        "--no-clarify",
-        "--backend",
-        backend,
-        "--team",
-        team.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    args.push("change the files");
-    run_crewmux(project, socket, &args)
-}
-
-pub(crate) fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn backend_for(test: &str) -> &'static str {
-    if tmux_ready(test) {
-        "tmux"
-    } else {
-        "process"
-    }
-}
-
-pub(crate) fn run_id(project: &Path) -> String {
-    only_run_dir(project)
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned()
-}
-
 #[test]
 fn three_workers_merge_cleanly_a_check_passes_and_merge_brings_it_home() {
-    let tmp = repo(&[("a.txt", "a\n"), ("b.txt", "b\n"), ("README", "x\n")]);
-    let d = tmp.path();
-    let teamdir = crate::support::project();
-    let team = team_file(
-        teamdir.path(),
-        "team.toml",
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n"), ("b.txt", "b\n"), ("README", "x\n")],
         &format!(
             "name = \"three\"\nparallel = 3\n\n{}{}{}[[check]]\nid = \"all\"\ncommand = [\"sh\", \"-c\", \"grep -q A a.txt && grep -q B b.txt && test -f c.txt\"]\n",
-            worker("one", "echo A >> a.txt", "Changed a.txt: appended A."),
-            worker("two", "echo B >> b.txt", "Changed b.txt: appended B."),
-            worker("three", "echo C > c.txt", "Added c.txt with C."),
+            command_worker("one", "echo A >> a.txt", "Changed a.txt: appended A."),
+            command_worker("two", "echo B >> b.txt", "Changed b.txt: appended B."),
+            command_worker("three", "echo C > c.txt", "Added c.txt with C."),
         ),
     );
+    let d = t.path();
     let before = user_view(d);
-    let server = TmuxServer::new("ws-a");
-    let out = run(d, &server.socket, backend_for("three_workers"), &team, &[]);
+    let backend = tmux_or_process("ws-a");
+    let out = t.run(PROBLEM).on(&backend).output();
     let s = summary(&out);
     assert_eq!(s["status"], "done", "{s}\n{}", stderr(&out));
-    let check = worker_of(&s, "check-all");
+    let check = worker(&s, "check-all");
     assert_eq!(
         check["status"], "completed",
         "the check passed on the merged tree: {s}"
@@ -146,7 +65,7 @@ fn three_workers_merge_cleanly_a_check_passes_and_merge_brings_it_home() {
 
     let id = run_id(d);
     assert_eq!(
-        worker_of(&s, "one")["diff"],
+        worker(&s, "one")["diff"],
         serde_json::json!({"added": 1, "removed": 0, "files": 1})
     );
     assert_eq!(
@@ -166,7 +85,7 @@ fn three_workers_merge_cleanly_a_check_passes_and_merge_brings_it_home() {
         )),
         "{report}"
     );
-    let status = run_crewmux(d, &server.socket, &["status", &id]);
+    let status = run_crewmux(d, backend.socket(), &["status", &id]);
     let text = String::from_utf8_lossy(&status.stdout);
     assert!(
         text.contains(&format!("crewmux/{id}/three · +1 −0 · 1 file")),
@@ -193,12 +112,12 @@ fn three_workers_merge_cleanly_a_check_passes_and_merge_brings_it_home() {
     );
     assert!(!d.join(".gitignore").exists());
 
-    let dry = run_crewmux(d, &server.socket, &["merge", &id, "--dry-run"]);
+    let dry = run_crewmux(d, backend.socket(), &["merge", &id, "--dry-run"]);
     assert!(dry.status.success(), "{}", stderr(&dry));
     assert!(String::from_utf8_lossy(&dry.stdout).contains("3 files changed"));
     assert_eq!(user_view(d), before, "--dry-run changes nothing");
 
-    let merged = run_crewmux(d, &server.socket, &["merge", &id]);
+    let merged = run_crewmux(d, backend.socket(), &["merge", &id]);
     assert!(merged.status.success(), "{}", stderr(&merged));
     assert_eq!(std::fs::read_to_string(d.join("a.txt")).unwrap(), "a\nA\n");
     assert_eq!(std::fs::read_to_string(d.join("c.txt")).unwrap(), "C\n");
@@ -206,43 +125,35 @@ fn three_workers_merge_cleanly_a_check_passes_and_merge_brings_it_home() {
     assert!(git(d, &["log", "-1", "--format=%s"]).contains(&id));
 }
 
-pub(crate) fn worker_of<'a>(s: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
-    crate::support::worker(s, id)
-}
-
 const SAME_LINE: &str = "fn answer() -> u32 {\n    0\n}\n";
 
-fn conflicting_team(dir: &Path, fixer: bool) -> PathBuf {
+fn conflicting_team(fixer: bool) -> TeamProject {
     let fixer = if fixer {
         // The scripted merge-fixer keeps both sides' intent: the sum.
         "[fixer]\nprovider = \"command\"\ncommand = [\"sh\", \"-c\", \"printf 'fn answer() -> u32 {\\\\n    1 + 2\\\\n}\\\\n' > lib.rs; echo 'Resolved lib.rs: kept 1 + 2.' > \\\"$CREWMUX_RESULT_FILE\\\"\"]\n\n"
     } else {
         ""
     };
-    team_file(
-        dir,
-        "team.toml",
+    TeamProject::in_repo(
+        &[("lib.rs", SAME_LINE)],
         &format!(
             "name = \"pair\"\nparallel = 2\n\n{}{}{fixer}[[check]]\nid = \"built\"\ncommand = [\"sh\", \"-c\", \"! grep -q '<<<<<<<' lib.rs && grep -q 'u32' lib.rs\"]\n",
-            worker("one", "sed -i 's/    0/    1/' lib.rs", "Changed lib.rs: answer is 1."),
-            worker("two", "sed -i 's/    0/    2/' lib.rs", "Changed lib.rs: answer is 2."),
+            command_worker("one", "sed -i 's/    0/    1/' lib.rs", "Changed lib.rs: answer is 1."),
+            command_worker("two", "sed -i 's/    0/    2/' lib.rs", "Changed lib.rs: answer is 2."),
         ),
     )
 }
 
 #[test]
 fn a_conflict_is_resolved_by_the_merge_fixer_and_the_check_passes() {
-    let tmp = repo(&[("lib.rs", SAME_LINE)]);
-    let d = tmp.path();
-    let teamdir = crate::support::project();
-    let team = conflicting_team(teamdir.path(), true);
-    let server = TmuxServer::new("ws-b");
-    let out = run(d, &server.socket, backend_for("merge_fixer"), &team, &[]);
+    let t = conflicting_team(true);
+    let d = t.path();
+    let out = t.run(PROBLEM).on(&tmux_or_process("ws-b")).output();
     let s = summary(&out);
-    let fixer = worker_of(&s, "merge-fixer-two");
+    let fixer = worker(&s, "merge-fixer-two");
     assert_eq!(fixer["status"], "completed", "{s}");
     assert_eq!(fixer["role"], "fixer");
-    assert_eq!(worker_of(&s, "check-built")["status"], "completed", "{s}");
+    assert_eq!(worker(&s, "check-built")["status"], "completed", "{s}");
     let id = run_id(d);
     let merged = git(d, &["show", &format!("crewmux/{id}/integration:lib.rs")]);
     assert_eq!(merged, "fn answer() -> u32 {\n    1 + 2\n}");
@@ -263,11 +174,9 @@ fn a_conflict_is_resolved_by_the_merge_fixer_and_the_check_passes() {
 
 #[test]
 fn a_conflict_without_an_agent_blocks_the_council_with_the_finding() {
-    let tmp = repo(&[("lib.rs", SAME_LINE)]);
-    let d = tmp.path();
-    let teamdir = crate::support::project();
-    let team = conflicting_team(teamdir.path(), false);
-    let out = run(d, "unused", "process", &team, &[]);
+    let t = conflicting_team(false);
+    let d = t.path();
+    let out = t.run(PROBLEM).process().output();
     let s = summary(&out);
     assert_eq!(s["council"]["status"], "blocked", "{s}");
     let findings = s["council"]["verdicts"].to_string();
@@ -306,15 +215,12 @@ fn a_conflict_without_an_agent_blocks_the_council_with_the_finding() {
 
 #[test]
 fn clean_keeps_unmerged_work_and_says_so_and_force_removes_it() {
-    let tmp = repo(&[("a.txt", "a\n")]);
-    let d = tmp.path();
-    let teamdir = crate::support::project();
-    let team = team_file(
-        teamdir.path(),
-        "team.toml",
-        &worker("one", "echo A >> a.txt", "Changed a.txt."),
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n")],
+        &command_worker("one", "echo A >> a.txt", "Changed a.txt."),
     );
-    let out = run(d, "unused", "process", &team, &[]);
+    let d = t.path();
+    let out = t.run(PROBLEM).process().output();
     assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
     let id = run_id(d);
     let tree = d.join(".crewmux/worktrees").join(&id).join("one");
@@ -352,15 +258,12 @@ fn clean_keeps_unmerged_work_and_says_so_and_force_removes_it() {
 
 #[test]
 fn clean_removes_worktrees_whose_branches_are_merged() {
-    let tmp = repo(&[("a.txt", "a\n")]);
-    let d = tmp.path();
-    let teamdir = crate::support::project();
-    let team = team_file(
-        teamdir.path(),
-        "team.toml",
-        &worker("one", "echo A >> a.txt", "Changed a.txt."),
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n")],
+        &command_worker("one", "echo A >> a.txt", "Changed a.txt."),
     );
-    let out = run(d, "unused", "process", &team, &[]);
+    let d = t.path();
+    let out = t.run(PROBLEM).process().output();
     assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
     let id = run_id(d);
     assert!(run_crewmux(d, "unused", &["merge", &id]).status.success());
@@ -372,20 +275,21 @@ fn clean_removes_worktrees_whose_branches_are_merged() {
 
 #[test]
 fn include_uncommitted_shows_the_dirty_tree_to_workers_and_leaves_it_alone() {
-    let tmp = repo(&[("a.txt", "committed\n")]);
-    let d = tmp.path();
+    let t = TeamProject::in_repo(
+        &[("a.txt", "committed\n")],
+        &command_worker("one", "cat a.txt new.txt > seen.txt", "Added seen.txt."),
+    );
+    let d = t.path();
     std::fs::write(d.join("a.txt"), "uncommitted edit\n").unwrap();
     std::fs::write(d.join("new.txt"), "untracked\n").unwrap();
     git(d, &["add", "new.txt"]);
-    let teamdir = crate::support::project();
-    let team = team_file(
-        teamdir.path(),
-        "team.toml",
-        &worker("one", "cat a.txt new.txt > seen.txt", "Added seen.txt."),
-    );
     let before = user_view(d);
     let stash_before = git(d, &["stash", "list"]);
-    let out = run(d, "unused", "process", &team, &["--include-uncommitted"]);
+    let out = t
+        .run(PROBLEM)
+        .process()
+        .args(&["--include-uncommitted"])
+        .output();
     assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
     let id = run_id(d);
     let seen = git(d, &["show", &format!("crewmux/{id}/one:seen.txt")]);
@@ -394,7 +298,7 @@ fn include_uncommitted_shows_the_dirty_tree_to_workers_and_leaves_it_alone() {
     assert_eq!(git(d, &["stash", "list"]), stash_before);
 
     // Without the flag the dirty tree gets a one-line notice.
-    let out = run(d, "unused", "process", &team, &[]);
+    let out = t.run(PROBLEM).process().output();
     assert!(
         stderr(&out).contains("uncommitted changes: they are not in the workers' trees"),
         "{}",
@@ -404,15 +308,13 @@ fn include_uncommitted_shows_the_dirty_tree_to_workers_and_leaves_it_alone() {
 
 #[test]
 fn a_project_without_git_runs_shared_with_a_notice() {
-    let tmp = crate::support::project();
-    let d = tmp.path();
-    let teamdir = crate::support::project();
-    let team = team_file(
-        teamdir.path(),
-        "team.toml",
-        &worker("one", "echo here > made.txt", "Added made.txt."),
-    );
-    let out = run(d, "unused", "process", &team, &[]);
+    let t = TeamProject::new(&command_worker(
+        "one",
+        "echo here > made.txt",
+        "Added made.txt.",
+    ));
+    let d = t.path();
+    let out = t.run(PROBLEM).process().output();
     assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
     assert!(
         stderr(&out).contains("is not a git repository: workers share the project directory"),
@@ -428,11 +330,13 @@ fn a_project_without_git_runs_shared_with_a_notice() {
 
 #[test]
 fn bad_workspace_input_is_one_line_exit_2_and_creates_nothing() {
-    let tmp = repo(&[("a.txt", "a\n")]);
-    let d = tmp.path();
-    let teamdir = crate::support::project();
-    let team = team_file(teamdir.path(), "team.toml", &worker("one", "true", "ok"));
-    let out = run(d, "unused", "process", &team, &["--base", "no-such-ref"]);
+    let t = TeamProject::in_repo(&[("a.txt", "a\n")], &command_worker("one", "true", "ok"));
+    let d = t.path();
+    let out = t
+        .run(PROBLEM)
+        .process()
+        .args(&["--base", "no-such-ref"])
+        .output();
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
@@ -442,7 +346,7 @@ fn bad_workspace_input_is_one_line_exit_2_and_creates_nothing() {
 
     let bare = crate::support::project();
     git(bare.path(), &["init", "-q", "--bare"]);
-    let out = run(bare.path(), "unused", "process", &team, &[]);
+    let out = t.run(PROBLEM).process().in_dir(bare.path()).output();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("bare git repository"),
@@ -453,7 +357,7 @@ fn bad_workspace_input_is_one_line_exit_2_and_creates_nothing() {
     // A detached HEAD is allowed: the base is that commit.
     let head = git(d, &["rev-parse", "HEAD"]);
     git(d, &["checkout", "-q", "--detach"]);
-    let out = run(d, "unused", "process", &team, &[]);
+    let out = t.run(PROBLEM).process().output();
     assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(only_run_dir(d).join("manifest.json")).unwrap())
@@ -463,35 +367,20 @@ fn bad_workspace_input_is_one_line_exit_2_and_creates_nothing() {
 
 #[test]
 fn a_run_halted_at_the_clarification_gate_makes_no_worktree_until_resumed() {
-    let tmp = repo(&[("a.txt", "a\n")]);
-    let d = tmp.path();
-    let teamdir = crate::support::project();
-    let team = team_file(
-        teamdir.path(),
-        "team.toml",
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n")],
         &format!(
             "{}{}",
-            worker("one", "echo A >> a.txt", "Changed a.txt."),
-            worker("two", "echo B > b.txt", "Added b.txt.")
+            command_worker("one", "echo A >> a.txt", "Changed a.txt."),
+            command_worker("two", "echo B > b.txt", "Added b.txt.")
         ),
     );
+    let d = t.path();
     let (trees, branches) = (
         git(d, &["worktree", "list"]),
         git(d, &["branch", "--list", "crewmux/*"]),
     );
-    let halted = run_crewmux(
-        d,
-        "unused",
-        &[
-            "run",
-            "--headless",
-            "--backend",
-            "process",
-            "--team",
-            team.to_str().unwrap(),
-            "fix it",
-        ],
-    );
+    let halted = t.run("fix it").process().clarify().output();
     assert_eq!(halted.status.code(), Some(3), "{}", stderr(&halted));
     assert_eq!(git(d, &["worktree", "list"]), trees);
     assert_eq!(git(d, &["branch", "--list", "crewmux/*"]), branches);

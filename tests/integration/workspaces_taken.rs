@@ -3,23 +3,22 @@
 //! worktree is neither committed nor "work" that keeps a worktree.
 
 use crate::support::*;
-use crate::workspaces::{git, repo, run, run_id, stderr, worker};
+
+/// The problem every run here is given.
+const PROBLEM: &str = "change the files";
 
 #[test]
 fn after_merge_squash_clean_removes_the_run_and_build_output_stays_out() {
-    let tmp = repo(&[("a.txt", "a\n")]);
-    let d = tmp.path();
-    let teamdir = crate::support::project();
     // The check builds into target/, which this repository does not ignore.
-    let team = team_file(
-        teamdir.path(),
-        "team.toml",
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n")],
         &format!(
             "{}[[check]]\nid = \"build\"\ncommand = [\"sh\", \"-c\", \"mkdir -p target/debug && echo bin > target/debug/app\"]\n",
-            worker("one", "echo A >> a.txt", "Changed a.txt.")
+            command_worker("one", "echo A >> a.txt", "Changed a.txt.")
         ),
     );
-    let out = run(d, "unused", "process", &team, &[]);
+    let d = t.path();
+    let out = t.run(PROBLEM).process().output();
     assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
     let id = run_id(d);
     let integ = d.join(".crewmux/worktrees").join(&id).join("integration");
@@ -34,15 +33,8 @@ fn after_merge_squash_clean_removes_the_run_and_build_output_stays_out() {
     let merged = run_crewmux(d, "unused", &["merge", &id, "--squash"]);
     assert!(merged.status.success(), "{}", stderr(&merged));
     assert_eq!(std::fs::read_to_string(d.join("a.txt")).unwrap(), "a\nA\n");
-    let ancestor = std::process::Command::new("git")
-        .arg("-C")
-        .arg(d)
-        .args(["merge-base", "--is-ancestor", &branch, "HEAD"])
-        .status()
-        .unwrap();
-    assert_eq!(
-        ancestor.code(),
-        Some(1),
+    assert!(
+        !git_ok(d, &["merge-base", "--is-ancestor", &branch, "HEAD"]),
         "a squash merge leaves the branch a non-ancestor (what clean must see past)"
     );
     let record =
@@ -58,15 +50,12 @@ fn after_merge_squash_clean_removes_the_run_and_build_output_stays_out() {
 
 #[test]
 fn a_squash_merge_undone_by_a_reset_keeps_the_run() {
-    let tmp = repo(&[("a.txt", "a\n")]);
-    let d = tmp.path();
-    let teamdir = crate::support::project();
-    let team = team_file(
-        teamdir.path(),
-        "team.toml",
-        &worker("one", "echo A >> a.txt", "Changed a.txt."),
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n")],
+        &command_worker("one", "echo A >> a.txt", "Changed a.txt."),
     );
-    let out = run(d, "unused", "process", &team, &[]);
+    let d = t.path();
+    let out = t.run(PROBLEM).process().output();
     assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
     let id = run_id(d);
     let merged = run_crewmux(d, "unused", &["merge", &id, "--squash"]);
@@ -86,15 +75,12 @@ fn a_squash_merge_undone_by_a_reset_keeps_the_run() {
 /// flags included.
 #[test]
 fn a_dirty_tree_allows_a_dry_run_and_the_refusal_names_the_same_command() {
-    let tmp = repo(&[("a.txt", "a\n"), ("b.txt", "b\n")]);
-    let d = tmp.path();
-    let teamdir = crate::support::project();
-    let team = team_file(
-        teamdir.path(),
-        "team.toml",
-        &worker("one", "echo A >> a.txt", "Changed a.txt."),
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n"), ("b.txt", "b\n")],
+        &command_worker("one", "echo A >> a.txt", "Changed a.txt."),
     );
-    let out = run(d, "unused", "process", &team, &[]);
+    let d = t.path();
+    let out = t.run(PROBLEM).process().output();
     assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
     let id = run_id(d);
     std::fs::write(d.join("b.txt"), "b, edited by hand\n").unwrap();

@@ -3,6 +3,10 @@
 //! - [`tmux`]: a private tmux server per test and the skip contract (loud skip without
 //!   tmux, failure under `CREWMUX_REQUIRE_TMUX=1`).
 //! - [`run`]: the crewmux binary (bounded runs, background runs, summaries, team files).
+//! - [`team`]: [`TeamProject`], a temporary project with a team file, and a headless run
+//!   of it on a chosen [`Backend`] — the set-up most tests share.
+//! - [`git`]: real git repositories in temporary folders.
+//! - [`viewer`]: the dashboard in a tmux pane, read with `capture-pane`.
 //! - [`wait`]: waits on parsed state, events and conditions, never on fixed sleeps.
 //! - [`standins`]: stand-in agent CLIs on a private PATH.
 //! - [`creds`]: a private credential store for the `creds` commands.
@@ -12,14 +16,20 @@
 
 pub mod creds;
 pub mod events;
+pub mod git;
 pub mod model_server;
 pub mod run;
 pub mod sshd;
 pub mod standins;
+pub mod team;
 pub mod tmux;
+pub mod viewer;
 pub mod wait;
 
 pub use events::{assert_events_once, project, Project};
+pub use git::*;
 pub use run::*;
+pub use team::*;
 pub use tmux::*;
+pub use viewer::*;
 pub use wait::*;
