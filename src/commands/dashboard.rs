@@ -40,7 +40,7 @@ pub fn drive_dashboard(store: RunStore, state: RunState, opts: DriverOptions) ->
         );
         return Ok(0);
     }
-    super::write_err(&super::manage::status_text(&outcome.state, false));
+    super::write_err(&super::status::status_text(&outcome.state, false));
     Ok(super::summary::exit_code(&outcome.state))
 }
 

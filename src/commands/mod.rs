@@ -12,6 +12,7 @@ pub mod pane_text;
 pub mod plan;
 pub mod run;
 pub mod shell;
+pub mod status;
 pub mod summary;
 pub mod workspace;
 
@@ -102,7 +103,7 @@ pub fn execute(cli: Cli) -> Result<i32> {
         Command::Demo(args) => run::demo(args),
         Command::SimAgent(args) => crate::sim::run(&args),
         Command::PaneText(args) => pane_text::run(&args),
-        Command::Status(args) => manage::status(args),
+        Command::Status(args) => status::status(args),
         Command::Answer(args) => manage::answer(args),
         Command::Cancel(args) => manage::cancel(args),
         Command::Attach(args) => manage::attach(args, false),

@@ -1,0 +1,194 @@
+//! `crewmux status`: one run's state as text (reconciled first when nobody drives it), or
+//! the list of the project's runs, as a table or JSON.
+
+use crate::cli::StatusArgs;
+use crate::domain::{RunState, RunStatus};
+use crate::error::{Error, Result};
+use crate::store::{list_run_ids, RunStore};
+
+use super::manage::reconcile;
+use super::plan::project_dir;
+
+/// `crewmux status [<run>] [--json]`.
+///
+/// # Errors
+/// [`Error::Usage`] for an unknown or ambiguous run; as [`reconcile`] for a run that is not
+/// driven.
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "a command handler owns the flags clap parsed for it"
+)]
+pub fn status(args: StatusArgs) -> Result<i32> {
+    let project = project_dir(args.common.project.as_deref())?;
+    let Some(run) = args.run.as_deref() else {
+        return list_runs(&project, args.json);
+    };
+    let store = RunStore::open(&project, Some(run))?;
+    let state = reconcile(&store)?;
+    if args.json {
+        crate::outln!(
+            "{}",
+            serde_json::to_string_pretty(&super::summary::summary(&state))
+                .map_err(|e| Error::Other(e.to_string()))?
+        );
+        return Ok(0);
+    }
+    crate::out!("{}", status_text(&state, store.is_driven()?));
+    Ok(0)
+}
+
+/// One screen of text about a run.
+pub fn status_text(state: &RunState, driven: bool) -> String {
+    let mut s = format!(
+        "run {}  {}  stage {}  council {}{}\nproblem: {}\nteam: {}  backend: {}  dir: {}\n",
+        state.run_id,
+        state.status.as_str(),
+        state.stage,
+        state.council.status.as_str(),
+        if driven { "  (being driven)" } else { "" },
+        state.problem,
+        state.team,
+        state.backend.as_str(),
+        state.run_dir.display()
+    );
+    if let Some(r) = &state.reason {
+        s.push_str(&format!("reason: {r}\n"));
+    }
+    let (usage, total) = crate::providers::output::run_usage(state);
+    if let Some(t) = total {
+        s.push_str(&format!("usage: {}\n", t.short()));
+    }
+    if !driven && matches!(state.status, RunStatus::Detached | RunStatus::Running) {
+        s.push_str(&format!(
+            "no crewmux process drives this run: continue it with crewmux attach {} (or resume for headless)\n",
+            state.run_id
+        ));
+    }
+    if state.clarification.pending {
+        s.push_str(&format!(
+            "question: {}\n  answer: crewmux answer {} \"<text>\"\n",
+            state.clarification.prompt.as_deref().unwrap_or(""),
+            state.run_id
+        ));
+    }
+    s.push_str(&format!(
+        "\n{:<18} {:<20} {:<9} {:<10} {:>7} {:>5}\n",
+        "WORKER", "ROLE", "PROVIDER", "STATUS", "ATTEMPT", "EXIT"
+    ));
+    for w in &state.workers {
+        s.push_str(&format!(
+            "{:<18} {:<20} {:<9} {:<10} {:>7} {:>5}\n",
+            w.id,
+            w.role,
+            w.provider,
+            w.status.as_str(),
+            format!("{}/{}", w.attempt, w.max_attempts),
+            w.exit_code
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "-".into())
+        ));
+        if let Some(u) = usage.get(&w.id) {
+            s.push_str(&format!("  usage: {}\n", u.short()));
+        }
+        if let Some(r) = w.reason.as_deref().filter(|_| !w.status.is_live()) {
+            s.push_str(&format!("  {r}\n"));
+        }
+        if let Some(x) = state
+            .workspace
+            .as_ref()
+            .and_then(|ws| ws.workers.get(&w.id))
+        {
+            s.push_str(&format!(
+                "  {} · {}\n",
+                x.branch,
+                x.diff
+                    .map(|d| d.to_string())
+                    .unwrap_or_else(|| "no change yet".into())
+            ));
+        }
+        if let Some(q) = &w.question {
+            s.push_str(&format!(
+                "  asks: {q}\n  answer: crewmux answer {} --worker {} \"<text>\"\n",
+                state.run_id, w.id
+            ));
+        }
+    }
+    for v in &state.council.verdicts {
+        s.push_str(&format!(
+            "\ncritic {}: {} ({:.2}) {}",
+            v.critic,
+            v.verdict.as_str(),
+            v.confidence,
+            v.findings.first().cloned().unwrap_or_default()
+        ));
+    }
+    if !state.council.verdicts.is_empty() {
+        s.push('\n');
+    }
+    if let Some(r) = &state.report {
+        s.push_str(&format!("\nreport: {}\n", r.display()));
+    }
+    s
+}
+
+fn list_runs(project: &std::path::Path, json: bool) -> Result<i32> {
+    let mut ids = list_run_ids(project)?;
+    ids.sort();
+    let mut rows: Vec<std::result::Result<RunState, (String, String)>> = vec![];
+    for id in ids.iter().rev() {
+        let store = RunStore::at(crate::store::runs_root(project).join(id));
+        match store.load_state() {
+            Ok(s) => rows.push(Ok(s)),
+            Err(e) => rows.push(Err((id.clone(), e.to_string()))),
+        }
+    }
+    if json {
+        let list: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|r| match r {
+                Ok(s) => super::summary::summary(s),
+                Err((id, e)) => serde_json::json!({"run_id": id, "error": e}),
+            })
+            .collect();
+        crate::outln!(
+            "{}",
+            serde_json::to_string_pretty(&list).unwrap_or_default()
+        );
+        return Ok(0);
+    }
+    if rows.is_empty() {
+        crate::outln!(
+            "no runs under {}",
+            crate::store::runs_root(project).display()
+        );
+        return Ok(0);
+    }
+    crate::outln!(
+        "{:<22} {:<10} {:<12} {:<10} PROBLEM",
+        "RUN",
+        "STATUS",
+        "STAGE",
+        "COUNCIL"
+    );
+    for r in rows {
+        match r {
+            Ok(mut s) => {
+                let driven = RunStore::at(s.run_dir.clone()).is_driven().unwrap_or(false);
+                if s.status == RunStatus::Running && !driven {
+                    s.status = RunStatus::Detached;
+                }
+                let problem: String = s.problem.chars().take(60).collect();
+                crate::outln!(
+                    "{:<22} {:<10} {:<12} {:<10} {}",
+                    s.run_id,
+                    s.status.as_str(),
+                    s.stage.as_str(),
+                    s.council.status.as_str(),
+                    problem
+                );
+            }
+            Err((id, e)) => crate::outln!("{id:<22} unreadable: {e}"),
+        }
+    }
+    Ok(0)
+}
