@@ -33,7 +33,8 @@ use toml::Spanned;
 
 use crate::driver::NotifyWays;
 use crate::error::{Error, Result};
-use crate::providers::spec::{line_col, toml_error, user_config_dir};
+use crate::providers::spec::{line_col, toml_error};
+use crate::providers::user_config_dir;
 use crate::providers::EnvSnapshot;
 use crate::tui::keys::{action_named, parse_key, Keys};
 use crate::tui::theme::{parse_colour, Theme};

@@ -83,7 +83,7 @@ impl Hosts {
     /// [`Error::Usage`] naming the file, line and column of a mistake.
     pub fn load(project_dir: &Path, env: &EnvSnapshot) -> Result<Hosts> {
         let mut files = vec![];
-        if let Some(dir) = crate::providers::spec::user_config_dir(env) {
+        if let Some(dir) = crate::providers::user_config_dir(env) {
             files.push(dir.join(HOSTS_FILE));
         }
         files.push(project_dir.join(".crewmux").join(HOSTS_FILE));

@@ -14,8 +14,9 @@ use serde::Serialize;
 
 pub use super::auth::classify_probe;
 pub use super::run::{run_with_timeout, ProbeOutput};
-use super::spec::{ProviderKind, ProviderSpec, Registry};
+use super::spec::{ProviderKind, ProviderSpec};
 use super::EnvSnapshot;
+use super::Registry;
 
 /// Default auth probe timeout, ms.
 pub const DEFAULT_AUTH_TIMEOUT_MS: u64 = 10_000;

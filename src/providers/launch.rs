@@ -1,7 +1,8 @@
 //! Building one attempt's launch command (argv, environment, stdin) from a provider spec.
 
 use super::output::OutputFormat;
-use super::spec::{PromptVia, ProviderKind, ProviderSpec, Registry};
+use super::spec::{PromptVia, ProviderKind, ProviderSpec};
+use super::Registry;
 use super::{LaunchCommand, LaunchRequest};
 use crate::error::{Error, Result};
 

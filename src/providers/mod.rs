@@ -17,12 +17,14 @@ pub mod output;
 pub mod pane_text;
 pub mod prompt;
 pub mod rate_limits;
+pub mod registry;
 pub mod run;
 pub mod spec;
 pub mod usable;
 
 pub use health::{AuthState, ProbeOptions, ProviderHealth, TmuxHealth};
-pub use spec::{PromptVia, ProviderKind, ProviderSpec, Registry, MODEL_ROLES};
+pub use registry::{user_config_dir, Registry};
+pub use spec::{PromptVia, ProviderKind, ProviderSpec, MODEL_ROLES};
 
 /// What a launch needs to know about an attempt.
 #[derive(Debug, Clone)]

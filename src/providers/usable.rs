@@ -66,7 +66,7 @@ pub fn key_source(
             return Some((AuthState::Authenticated, format!("${var} is set")));
         }
     }
-    let dir = super::spec::user_config_dir(env)?;
+    let dir = super::user_config_dir(env)?;
     let index = CredentialIndex::read(&dir)?;
     let entry = index.get(name)?;
     let today = chrono::Local::now().date_naive();
