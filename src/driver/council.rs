@@ -10,9 +10,13 @@ use crate::domain::{CriticVerdict, RunState, WorkerKind};
 use crate::error::Result;
 use crate::store::RunStore;
 
+/// The start of a result file, at most [`crate::launch::tail::DOCUMENT_BYTES`].
 fn read(path: Option<&Path>) -> Option<String> {
-    path.and_then(|p| std::fs::read_to_string(p).ok())
+    path.and_then(|p| crate::launch::tail::read_document(p).ok())
 }
+
+/// The most of the end of a check's or critic's output read for its verdict, bytes.
+pub const VERDICT_LOG_BYTES: usize = 1 << 20;
 
 /// The council of the current round: the three critics over the team's workers and fixers,
 /// then one verdict per check of this round (exit 0 → pass, else fail with the log tail).
@@ -46,8 +50,13 @@ pub fn run_council(state: &RunState, store: &RunStore) -> Vec<CriticVerdict> {
     for w in state.workers.iter().filter(|w| {
         matches!(w.kind, WorkerKind::Check | WorkerKind::Critic) && w.round == state.fix_round
     }) {
-        let log = std::fs::read_to_string(store.attempt_dir(&w.id, w.attempt).join("output.log"))
-            .unwrap_or_default();
+        let log = crate::launch::tail::tail_of_file(
+            &store.attempt_dir(&w.id, w.attempt).join("output.log"),
+            VERDICT_LOG_BYTES,
+            64 << 10,
+        )
+        .map(|t| t.text)
+        .unwrap_or_default();
         verdicts.push(match w.kind {
             WorkerKind::Check => check_verdict(&w.id, w.exit_code, &log),
             _ => parse_critic_output(&w.id, &log),

@@ -20,6 +20,7 @@ mod offline;
 pub mod once;
 mod prepare;
 mod reap;
+mod result;
 mod saver;
 pub mod settle;
 mod upstream;

@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use super::result::{collect_output, events_text, log_text};
 use super::settle::{settle, Settled};
 use super::{Control, Driver, Update, Wake, Watch};
 use crate::backend::{Liveness, Poll, Target};
@@ -415,51 +416,4 @@ pub(super) fn without_protocol_lines(screen: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// An attempt's `output.log` with ANSI and protocol lines removed ("" when unreadable).
-fn log_text(log: &std::path::Path) -> String {
-    let Ok(bytes) = std::fs::read(log) else {
-        return String::new();
-    };
-    without_protocol_lines(&crate::launch::strip_ansi(&String::from_utf8_lossy(&bytes)))
-}
-
-/// The raw stdout of an attempt whose CLI was rendered for its pane (its `cli-events.jsonl`,
-/// `providers::pane_text`); "" when there is none.
-fn events_text(dir: &std::path::Path) -> String {
-    std::fs::read(dir.join(crate::providers::pane_text::EVENTS_FILE))
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default()
-}
-
-/// After an attempt ends: record the usage its CLI reported, and when `want_result`, write
-/// `result.md` from the CLI's final answer or its output's last [`RESULT_FROM_LOG_LINES`]
-/// lines without noise (`providers::output`); nothing when there is no text. The output is
-/// the CLI's raw `cli-events.jsonl` when it was rendered for its pane, else `output.log`.
-fn collect_output(
-    dir: &std::path::Path,
-    spec: Option<&crate::providers::ProviderSpec>,
-    want_result: bool,
-) {
-    use crate::providers::output::{record_usage, result_text, OutputFormat};
-    let events = events_text(dir);
-    let text = if events.is_empty() {
-        log_text(&dir.join("output.log"))
-    } else {
-        events
-    };
-    let format = spec.map_or(OutputFormat::Text, |s| s.output);
-    record_usage(format, &text, dir);
-    let result = dir.join("result.md");
-    if !want_result || result.exists() {
-        return;
-    }
-    let noise = spec.map(|s| s.noise_regexes()).unwrap_or_default();
-    let Some(body) = result_text(format, &noise, &text) else {
-        return;
-    };
-    if let Err(e) = crate::store::write_atomic(&result, body.as_bytes()) {
-        tracing::warn!("could not keep the output as {}: {e}", result.display());
-    }
 }

@@ -196,7 +196,7 @@ fn results_digest(state: &RunState) -> String {
         match w
             .result
             .as_deref()
-            .and_then(|p| std::fs::read_to_string(p).ok())
+            .and_then(|p| crate::launch::tail::read_document(p).ok())
         {
             Some(text) => {
                 let cut: String = text.chars().take(RESULT_EXCERPT_CHARS).collect();

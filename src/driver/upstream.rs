@@ -42,7 +42,7 @@ pub fn upstream_results(
             continue;
         };
         out.push_str(&format!("Result: {}\n", path.display()));
-        match std::fs::read_to_string(path) {
+        match crate::launch::tail::read_document(path) {
             Ok(text) => out.push_str(&excerpt(&text, each)),
             Err(e) => out.push_str(&format!("(the result file cannot be read: {e})\n")),
         }

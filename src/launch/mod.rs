@@ -3,6 +3,7 @@
 //! evidence", docs/tmux.md "Exit detection").
 
 mod marker;
+pub mod tail;
 
 use std::path::{Path, PathBuf};
 

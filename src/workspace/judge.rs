@@ -37,7 +37,7 @@ pub fn amend_verdicts(state: &RunState, verdicts: &mut [CriticVerdict]) {
             result_text: w
                 .result
                 .as_deref()
-                .and_then(|p| std::fs::read_to_string(p).ok()),
+                .and_then(|p| crate::launch::tail::read_document(p).ok()),
             change: ws.workers.get(&w.id).and_then(|x| {
                 let mut text = git
                     .run(&[
