@@ -26,6 +26,7 @@ pub fn output_within(
     limit: Duration,
     socket: &str,
 ) -> Result<Output> {
+    super::locale::give_utf8(&mut cmd);
     cmd.stdin(if stdin.is_some() {
         Stdio::piped()
     } else {

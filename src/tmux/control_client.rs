@@ -261,6 +261,7 @@ impl Channel {
         super::client::count_call();
         self.connects.fetch_add(1, Ordering::Relaxed);
         let mut cmd = Command::new("tmux");
+        super::locale::give_utf8(&mut cmd);
         cmd.args(["-L", &self.socket, "-C", "attach-session", "-t"])
             .arg(format!("={}", self.session))
             .args(["-f", "no-output,ignore-size"])

@@ -6,6 +6,7 @@ mod bounded;
 mod client;
 pub mod control;
 mod control_client;
+pub mod locale;
 mod panes;
 mod poll;
 mod remote;

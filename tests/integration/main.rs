@@ -47,6 +47,7 @@ mod home;
 mod hosts;
 mod layers;
 mod lifecycle;
+mod locale;
 mod pane_identity;
 mod providers_standins;
 mod rate_limit_lines;
