@@ -63,6 +63,10 @@ pub fn run(args: RunArgs) -> Result<i32> {
     opts.max_fix_rounds = args.options.max_fix_rounds;
     opts.max_attempts = args.options.max_attempts;
     opts.limits = args.options.limits.into();
+    opts.cwd_base = crate::team::cwd::CwdBase {
+        base: args.base.clone(),
+        include_uncommitted: args.include_uncommitted,
+    };
     let team = resolve(&opts)?;
     let backend = choose_backend(args.options.backend)?;
     let (store, state) = create_run_with(

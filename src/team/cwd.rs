@@ -1,9 +1,10 @@
 //! A worker's `cwd`, checked when the team is loaded: it must stay inside the project
 //! (neither `..` nor a symlink may lead out) and, where the worker runs in the project
 //! directory itself (a shared workspace, or a project that is not a git repository), it
-//! must exist. A worker in a worktree gets its directory from the base commit, which the
-//! worktree does not yet show; its wrapper refuses to start the agent when `cd` fails
-//! (`launch::write_wrapper`).
+//! must exist. A worker in a worktree gets its directory from the base commit, so its
+//! relative `cwd` is checked there (`cwd_base`), or in the working tree with
+//! `--include-uncommitted`. When a `cwd` cannot be checked at load, the wrapper still
+//! refuses to start the agent when `cd` fails (`launch::write_wrapper`).
 
 use std::path::{Component, Path};
 
@@ -15,13 +16,22 @@ use crate::domain::WorkspaceMode;
 use crate::error::{Error, Result};
 use crate::providers::spec::line_col;
 
+/// Where worktree workers start from: `--base` (else `HEAD`), or the working tree with
+/// `--include-uncommitted`.
+#[derive(Debug, Clone, Default)]
+pub struct CwdBase {
+    pub base: Option<String>,
+    pub include_uncommitted: bool,
+}
+
 /// Check every worker's `cwd` of `loaded` against `project` (see the module doc).
 ///
 /// # Errors
 /// Usage errors, exit 2: one line `FILE:LINE:COL: worker `id`: `cwd` `…` …` naming the
-/// fix: a relative `cwd` that leaves the project through `..` or a symlink, or a `cwd`
-/// (absolute or relative) of a worker in the project directory that does not exist.
-pub fn check_cwds(loaded: &LoadedTeam, project: &Path) -> Result<()> {
+/// fix: a relative `cwd` that leaves the project through `..` or a symlink, a `cwd`
+/// (absolute or relative) of a worker in the project directory that does not exist, or a
+/// worktree worker's relative `cwd` that its base commit lacks, has as a file, or leaves.
+pub fn check_cwds(loaded: &LoadedTeam, project: &Path, from: &CwdBase) -> Result<()> {
     let spec = &loaded.spec;
     let team_mode = spec
         .workspace
@@ -29,6 +39,7 @@ pub fn check_cwds(loaded: &LoadedTeam, project: &Path) -> Result<()> {
         .and_then(|w| w.mode)
         .unwrap_or_default();
     let mut in_git: Option<bool> = None;
+    let mut commit: Option<Option<(String, String)>> = None;
     for w in &spec.workers {
         let Some(cwd) = &w.cwd else { continue };
         let fail = |what: String| Err(at_cwd(loaded, &w.id, cwd, &what));
@@ -40,8 +51,15 @@ pub fn check_cwds(loaded: &LoadedTeam, project: &Path) -> Result<()> {
         }
         let shared = w.workspace.unwrap_or(team_mode) == WorkspaceMode::Shared
             || !*in_git.get_or_insert_with(|| is_git_work_tree(project));
-        if !shared && cwd.is_relative() {
-            // Relative to the worker's worktree, which does not exist yet.
+        if !shared && cwd.is_relative() && !from.include_uncommitted {
+            // Relative to the worker's worktree, which does not exist yet: its base does.
+            let at = commit
+                .get_or_insert_with(|| super::cwd_base::base_commit(project, from.base.as_deref()));
+            if let Some((id, prefix)) = at {
+                if let Err(wrong) = super::cwd_base::check_in_commit(project, id, prefix, cwd) {
+                    return fail(wrong.message(id, from.base.as_deref().unwrap_or("HEAD")));
+                }
+            }
             continue;
         }
         let full = project.join(cwd);

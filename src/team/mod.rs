@@ -2,6 +2,7 @@
 //! providers and models, and the resolved team a run launches.
 
 pub mod cwd;
+pub mod cwd_base;
 pub mod file;
 pub mod limits;
 mod missing;

@@ -49,6 +49,9 @@ pub struct ResolveOptions {
     /// PATH, HOME, key variables and CREWMUX_CONFIG_DIR are read from here.
     pub env: EnvSnapshot,
     pub probe: ProbeOptions,
+    /// Where worktree workers start from, to check their `cwd` in (`--base`,
+    /// `--include-uncommitted`).
+    pub cwd_base: super::cwd::CwdBase,
 }
 
 impl ResolveOptions {
@@ -72,6 +75,7 @@ impl ResolveOptions {
                 skip_version: true,
                 ..ProbeOptions::default()
             },
+            cwd_base: super::cwd::CwdBase::default(),
         }
     }
 }
@@ -133,7 +137,7 @@ pub fn resolve(opts: &ResolveOptions) -> Result<ResolvedTeam> {
             &registry,
         )?,
     };
-    super::cwd::check_cwds(&loaded, &opts.project_dir)?;
+    super::cwd::check_cwds(&loaded, &opts.project_dir, &opts.cwd_base)?;
     let spec = &loaded.spec;
     let parallel = opts.parallel.or(spec.parallel).unwrap_or(DEFAULT_PARALLEL);
     if !(1..=256).contains(&parallel) {

@@ -108,3 +108,66 @@ fn gone_at_launch(backend: &Backend) {
     let attempt = crate::support::only_run_dir(tmp.path()).join("workers/second/attempt-1");
     assert!(!attempt.join("ran").exists(), "{backend}");
 }
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+#[test]
+fn a_worktree_workers_cwd_is_checked_in_the_base_commit_at_load() {
+    let tmp = crate::support::project();
+    let project = tmp.path().join("repo");
+    std::fs::create_dir_all(project.join("app")).unwrap();
+    std::fs::write(project.join("app/main.txt"), "x\n").unwrap();
+    git(&project, &["init", "-q", "-b", "main"]);
+    git(&project, &["config", "user.email", "t@example.com"]);
+    git(&project, &["config", "user.name", "t"]);
+    git(&project, &["add", "-A"]);
+    git(&project, &["commit", "-q", "-m", "base"]);
+    // In the working tree but not in HEAD: the worker's worktree would not have it.
+    std::fs::create_dir_all(project.join("later")).unwrap();
+    let team = |cwd: &str| {
+        let body = one_worker(cwd).replace("mode = \"shared\"", "mode = \"worktree\"");
+        team_file(tmp.path(), &format!("team-{cwd}.toml"), &body)
+    };
+    let t = team("later");
+    let (code, err) = run_refused(&project, &t);
+    assert_eq!(code, Some(2), "{err}");
+    let line = err.trim();
+    assert!(!line.contains('\n'), "one line: {line}");
+    let want = format!(
+        "{}:11:7: worker `w`: `cwd` `later` does not exist in the base commit HEAD (",
+        t.display()
+    );
+    assert!(line.contains(&want), "{want}\nin: {line}");
+    assert!(line.contains("commit it"), "says the fix: {line}");
+    assert!(
+        !project.join(".crewmux").join("runs").exists(),
+        "nothing was created"
+    );
+
+    // A folder the commit has passes the check, and the worker runs there.
+    let t = team("app");
+    let out = run_crewmux(
+        &project,
+        "unused",
+        &[
+            "run",
+            "--team",
+            t.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--backend",
+            "process",
+            "go",
+        ],
+    );
+    let s = summary(&out);
+    assert_eq!(worker(&s, "w")["status"], "completed", "{s}");
+}
