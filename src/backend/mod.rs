@@ -172,6 +172,12 @@ pub trait Multiplexer: Send {
     /// Forget what was last captured, so the next poll hands over the focused screen even
     /// if it did not change (after the dashboard switches workers).
     fn forget_screen(&mut self) {}
+
+    /// SSH hosts found lost since the last call (`(host, why)`): gone longer than their
+    /// limit, so their workers are to be ended and retried elsewhere. Default: none.
+    fn take_lost_hosts(&mut self) -> Vec<(String, String)> {
+        vec![]
+    }
 }
 
 /// Starts attempts on a thread of its own (see [`Multiplexer::launcher`]).

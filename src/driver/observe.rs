@@ -119,6 +119,10 @@ impl Driver {
         if poll_backend {
             self.report_server(&poll, !targets.is_empty(), emit);
         }
+        // A lost SSH host ends its workers before anything else of this poll is decided.
+        for (host, detail) in self.backend.take_lost_hosts() {
+            inputs.push(Input::HostLost { host, detail });
+        }
         for (i, t) in targets.iter().enumerate() {
             let live = poll.liveness.get(i).copied().unwrap_or(Liveness::Unknown);
             let tail = poll.tails.get(i).cloned().flatten();

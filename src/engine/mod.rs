@@ -9,6 +9,7 @@ mod exits_tests;
 pub mod graph;
 #[cfg(test)]
 mod graph_tests;
+mod hosts;
 mod integrate;
 #[cfg(test)]
 mod integrate_tests;
@@ -159,6 +160,8 @@ pub enum Input {
     Steer(steer::Steer),
     /// The attempt's pane is not there any more (see `panes`).
     PaneGone { worker: String, attempt: u32 },
+    /// An SSH host did not answer for longer than its limit (see `hosts`).
+    HostLost { host: String, detail: String },
 }
 
 /// What the driver must do.
@@ -285,6 +288,10 @@ pub fn update(
         }
         Input::Cancel { worker } => {
             kills::cancel(state, mem, worker.as_deref(), &mut fx);
+            stages::advance(state, mem, &mut fx);
+        }
+        Input::HostLost { host, detail } => {
+            hosts::on_host_lost(state, mem, &host, &detail, &mut fx);
             stages::advance(state, mem, &mut fx);
         }
         other => {

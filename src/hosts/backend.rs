@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::config::HostSpec;
+use super::reach::Reach;
 use super::ssh::SshLink;
 use crate::backend::{Launcher, Liveness, Multiplexer, Poll, SpawnSpec, Spawned, Target};
 use crate::domain::BackendKind;
@@ -26,6 +27,7 @@ struct Place {
 struct Remote {
     place: Place,
     tmux: TmuxBackend,
+    reach: super::reach::Reach,
     /// Local attempt folders whose files came back after their pane ended.
     fetched: HashSet<PathBuf>,
 }
@@ -34,6 +36,8 @@ struct Remote {
 pub struct HostsBackend {
     local: Box<dyn Multiplexer>,
     remotes: BTreeMap<String, Remote>,
+    /// Hosts found lost and not yet handed to the driver.
+    lost: Vec<(String, String)>,
 }
 
 /// `<host>:<pane ref>`: a remote pane's reference as the run saves it.
@@ -100,11 +104,16 @@ impl HostsBackend {
                         run_id: run_id.to_string(),
                     },
                     tmux,
+                    reach: super::reach::Reach::Up,
                     fetched: HashSet::new(),
                 },
             );
         }
-        Ok(HostsBackend { local, remotes })
+        Ok(HostsBackend {
+            local,
+            remotes,
+            lost: vec![],
+        })
     }
 
     fn remote(&mut self, host: &str) -> Result<&mut Remote> {
@@ -340,6 +349,10 @@ impl Multiplexer for HostsBackend {
         Ok((!removed.is_empty()).then(|| removed.join(", ")))
     }
 
+    fn take_lost_hosts(&mut self) -> Vec<(String, String)> {
+        std::mem::take(&mut self.lost)
+    }
+
     fn forget_screen(&mut self) {
         self.local.forget_screen();
         for r in self.remotes.values_mut() {
@@ -362,7 +375,8 @@ impl HostsBackend {
 
     /// Poll one host's targets; the files of every attempt whose pane ended come back
     /// into its local folder before the poll is handed over, so the exit is settled
-    /// from the wrapper's own `exit.json` as for a local attempt.
+    /// from the wrapper's own `exit.json` as for a local attempt. A host that does not
+    /// answer leaves its targets `Unknown` (see `reach`).
     pub(super) fn poll_host(
         &mut self,
         host: &str,
@@ -376,15 +390,64 @@ impl HostsBackend {
                 ..Poll::default()
             };
         };
+        let now = std::time::Instant::now();
+        if !r.reach.may_try(now) || (r.reach != Reach::Up && !r.probe(now)) {
+            return self.unreachable(host, targets, now);
+        }
         let untagged_targets: Vec<Target> = targets.iter().map(untagged).collect();
         let focus = focus.map(untagged);
         let poll = r.tmux.poll(&untagged_targets, focus.as_ref());
+        if (poll.unanswered || poll.server_down.is_some()) && !r.probe(now) {
+            return self.unreachable(host, targets, now);
+        }
         for (t, live) in targets.iter().zip(&poll.liveness) {
             if matches!(live, Liveness::Dead { .. } | Liveness::Gone) {
                 fetch_once(r, t);
             }
         }
         poll
+    }
+
+    /// The poll of a host that does not answer: its targets `Unknown`; once it has been
+    /// gone longer than its `lost_after_s` it is reported lost (once).
+    fn unreachable(&mut self, host: &str, targets: &[Target], now: std::time::Instant) -> Poll {
+        let mut down =
+            format!("host {host} does not answer; its workers' state is unknown until it does");
+        if let Some(r) = self.remotes.get_mut(host) {
+            let limit = std::time::Duration::from_secs(r.place.spec.lost_after_s);
+            if let Some(why) = r.reach.lose_after(now, limit) {
+                tracing::warn!("host {host} lost: {why}");
+                self.lost.push((host.to_string(), why));
+            }
+            if let Reach::Down { why, .. } = &r.reach {
+                down = format!("host {host} does not answer ({why}); its workers' state is unknown until it does");
+            }
+        }
+        Poll {
+            liveness: targets.iter().map(|_| Liveness::Unknown).collect(),
+            server_down: Some(down),
+            unanswered: true,
+            ..Poll::default()
+        }
+    }
+}
+
+impl Remote {
+    /// Ask the host whether it answers (`true`); a failure marks it down.
+    fn probe(&mut self, now: std::time::Instant) -> bool {
+        match self.place.link.run("true", None, super::reach::PROBE_LIMIT) {
+            Ok(_) => {
+                if self.reach != Reach::Up {
+                    tracing::info!("host {} answers again", self.place.spec.name);
+                }
+                self.reach = Reach::Up;
+                true
+            }
+            Err(e) => {
+                self.reach.failed(now, e.to_string());
+                false
+            }
+        }
     }
 }
 

@@ -11,6 +11,7 @@
 //! max_workers = 8                 # optional (default 8)
 //! tmux = "tmux"                   # optional: the tmux program on that host
 //! tmux_socket = "crewmux"         # optional: the `-L` socket name there
+//! lost_after_s = 120              # optional: unreachable this long → its workers are retried here
 //! ```
 
 use std::collections::BTreeMap;
@@ -26,6 +27,8 @@ use crate::providers::EnvSnapshot;
 pub const LOCAL: &str = "local";
 /// Workers a host takes at once when `max_workers` is not set.
 pub const DEFAULT_MAX_WORKERS: u32 = 8;
+/// Seconds a host may not answer before it is lost, when `lost_after_s` is not set.
+pub const DEFAULT_LOST_AFTER_S: u64 = 120;
 /// The file name, in the user's config dir and in `<project>/.crewmux/`.
 pub const HOSTS_FILE: &str = "hosts.toml";
 
@@ -44,6 +47,10 @@ pub struct HostSpec {
     pub tmux: String,
     /// The `-L` socket name of crewmux's tmux server on the host.
     pub tmux_socket: String,
+    /// Seconds a host may not answer before its workers are marked `crashed (host lost)`
+    /// and retried on this machine.
+    #[serde(default = "default_lost_after")]
+    pub lost_after_s: u64,
     /// The file the table was read from.
     pub source: PathBuf,
 }
@@ -68,6 +75,12 @@ struct HostTable {
     tmux: Option<String>,
     #[serde(default)]
     tmux_socket: Option<String>,
+    #[serde(default)]
+    lost_after_s: Option<u64>,
+}
+
+fn default_lost_after() -> u64 {
+    DEFAULT_LOST_AFTER_S
 }
 
 /// The hosts a project can use, by name (`local` is implied and never listed).
@@ -178,6 +191,7 @@ pub fn parse(path: &Path, text: &str) -> Result<BTreeMap<String, HostSpec>> {
                 max_workers,
                 tmux: t.tmux.unwrap_or_else(|| "tmux".into()),
                 tmux_socket: t.tmux_socket.unwrap_or_else(|| "crewmux".into()),
+                lost_after_s: t.lost_after_s.unwrap_or(DEFAULT_LOST_AFTER_S),
                 source: path.to_path_buf(),
             },
         );

@@ -20,6 +20,7 @@ pub mod backend;
 pub mod config;
 mod files;
 mod poll;
+pub mod reach;
 pub mod ssh;
 
 use std::collections::BTreeMap;
@@ -167,6 +168,7 @@ mod tests {
             max_workers: 2,
             tmux: "tmux".into(),
             tmux_socket: "crewmux".into(),
+            lost_after_s: 120,
             source: "h.toml".into(),
         }
     }

@@ -10,6 +10,12 @@ use crate::backend::{Liveness, Poll, Target};
 pub(super) fn poll(b: &mut HostsBackend, targets: &[Target], focus: Option<&Target>) -> Poll {
     let mut groups: BTreeMap<Option<String>, Vec<usize>> = BTreeMap::new();
     for (i, t) in targets.iter().enumerate() {
+        // Nothing to look at yet (its launch is under way): `Unknown`. Asking this
+        // machine's tmux about it would say `Gone`, and a listing can start a tmux server
+        // that races the first `new-session` of a run whose workers were all remote.
+        if t.pane_id.is_none() && t.pid.is_none() {
+            continue;
+        }
         let host = t
             .pane_id
             .as_deref()

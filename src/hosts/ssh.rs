@@ -197,6 +197,7 @@ mod tests {
             max_workers: 1,
             tmux: "tmux".into(),
             tmux_socket: "s".into(),
+            lost_after_s: 120,
             source: "h.toml".into(),
         };
         let link = SshLink::new(&host).unwrap();

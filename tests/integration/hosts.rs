@@ -203,3 +203,139 @@ fn an_unknown_host_or_a_bad_hosts_file_is_one_line_and_nothing_runs() {
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// Start `crewmux run --headless` on `team` in the background with `host`'s private SSH
+/// control directory.
+fn spawn_with_host(
+    project: &Path,
+    socket: &str,
+    host: &SshHost,
+    team: &Path,
+) -> std::process::Child {
+    crewmux()
+        .current_dir(project)
+        .env("CREWMUX_TMUX_SOCKET", socket)
+        .env("XDG_RUNTIME_DIR", host.runtime_dir())
+        .env("CREWMUX_LOG", "debug")
+        .args([
+            "run",
+            "--team",
+            team.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--",
+            "hosts come and go",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("crewmux runs")
+}
+
+/// Wait until `worker` runs in a pane of host `box`.
+fn wait_running_on_box(project: &Path, worker: &str) {
+    let ok = wait_for(
+        || {
+            try_state(project).is_some_and(|s| {
+                let w = state_worker(&s, worker);
+                w["status"] == "running"
+                    && w["pane_id"].as_str().is_some_and(|p| p.starts_with("box:"))
+            })
+        },
+        std::time::Duration::from_secs(60),
+    );
+    assert!(ok, "{worker} never ran on box: {:?}", try_state(project));
+}
+
+#[test]
+fn killing_the_ssh_connection_mid_run_reconnects_and_loses_nothing() {
+    if !sshd_ready("hosts_ssh_killed") {
+        return;
+    }
+    let host = SshHost::start();
+    let server = TmuxServer::new("hosts-killed");
+    let tmp = project();
+    host.write_hosts_file(tmp.path(), "box");
+    let team = team_file(
+        tmp.path(),
+        "team.toml",
+        "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
+         command = [\"sh\", \"-c\", \"echo started; sleep 4; echo finished; exit 7\"]\n",
+    );
+    let child = spawn_with_host(tmp.path(), &server.socket, &host, &team);
+    wait_running_on_box(tmp.path(), "far");
+    assert!(
+        host.kill_ssh_clients() > 0,
+        "no ssh client of crewmux to kill"
+    );
+    let out = wait_limited(child, &["run"]);
+    assert_events_once(tmp.path());
+    let s = summary(&out);
+    let w = worker(&s, "far");
+    // The attempt kept running on the host; its own exit code came back.
+    assert_eq!(
+        (
+            w["status"].as_str(),
+            w["exit_code"].as_i64(),
+            w["attempts"].as_i64()
+        ),
+        (Some("failed"), Some(7), Some(1)),
+        "{s}"
+    );
+    let run = only_run_dir(tmp.path());
+    let log = std::fs::read_to_string(run.join("workers/far/attempt-1/output.log")).unwrap();
+    assert!(log.contains("started") && log.contains("finished"), "{log}");
+}
+
+#[test]
+fn a_host_gone_for_good_crashes_its_worker_as_host_lost_and_the_retry_runs_on_local() {
+    if !sshd_ready("hosts_lost") {
+        return;
+    }
+    let mut host = SshHost::start();
+    let server = TmuxServer::new("hosts-lost");
+    let tmp = project();
+    host.write_hosts_file(tmp.path(), "box");
+    let workdir = host.workdir.path().display().to_string();
+    let team = team_file(
+        tmp.path(),
+        "team.toml",
+        &format!(
+            "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 2\n\
+             command = [\"sh\", \"-c\", \"case $PWD in {workdir}*) echo on the host; sleep 120;; esac; echo ran here; exit 0\"]\n"
+        ),
+    );
+    let child = spawn_with_host(tmp.path(), &server.socket, &host, &team);
+    wait_running_on_box(tmp.path(), "far");
+    host.stop_sshd();
+    host.kill_ssh_clients();
+    let out = wait_limited(child, &["run"]);
+    assert_events_once(tmp.path());
+    let s = summary(&out);
+    let w = worker(&s, "far");
+    assert_eq!(
+        (
+            w["status"].as_str(),
+            w["exit_code"].as_i64(),
+            w["attempts"].as_i64()
+        ),
+        (Some("completed"), Some(0), Some(2)),
+        "{s}\n{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        std::fs::read_to_string(tmp.path().join(".crewmux/crewmux.log")).unwrap_or_default()
+    );
+    let state = try_state(tmp.path()).unwrap();
+    let first = &state["dispatches"][0];
+    assert_eq!(first["status"], "crashed", "{first}");
+    assert!(
+        first["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("host lost: box")),
+        "{first}"
+    );
+    assert!(state_worker(&state, "far")["host"].is_null());
+    let run = only_run_dir(tmp.path());
+    let log = std::fs::read_to_string(run.join("workers/far/attempt-2/output.log")).unwrap();
+    assert!(log.contains("ran here"), "{log}");
+}

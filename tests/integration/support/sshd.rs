@@ -178,10 +178,10 @@ impl SshHost {
             .expect("ssh runs")
     }
 
-    /// The `[hosts.NAME]` table of this host.
+    /// The `[hosts.NAME]` table of this host (lost after 3 s without an answer).
     pub fn hosts_toml(&self, name: &str) -> String {
         format!(
-            "[hosts.{name}]\nssh = \"{SSH_DEST}\"\nssh_args = [\"-F\", \"{}\"]\nworkdir = \"{}\"\ntmux_socket = \"{}\"\nmax_workers = 4\n",
+            "[hosts.{name}]\nssh = \"{SSH_DEST}\"\nssh_args = [\"-F\", \"{}\"]\nworkdir = \"{}\"\ntmux_socket = \"{}\"\nmax_workers = 4\nlost_after_s = 3\n",
             self.ssh_config().display(),
             self.workdir.path().display(),
             self.tmux_socket
@@ -204,6 +204,28 @@ impl SshHost {
         let p = self.dir.path().join("rt");
         std::fs::create_dir_all(&p).unwrap();
         p
+    }
+
+    /// Kill every ssh client crewmux started for this test (the control-mode channel and
+    /// the shared connection): they are the ones whose command line names the test's
+    /// private control directory.
+    pub fn kill_ssh_clients(&self) -> usize {
+        let needle = self.runtime_dir().display().to_string();
+        let mut killed = 0;
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+                continue;
+            };
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.starts_with("ssh") && cmd.contains(&needle) {
+                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+                killed += 1;
+            }
+        }
+        killed
     }
 
     /// End the shared SSH connections crewmux left open (ControlPersist).

@@ -1,0 +1,82 @@
+//! An SSH host lost for good (gone longer than its `lost_after_s`): its live workers end
+//! `crashed (host lost)`, and they — with every worker of that host that has not started
+//! yet — run on this machine from then on, so a retry (when attempts remain) starts here.
+
+use super::{ending, Effects, RunMemory};
+use crate::domain::RunState;
+
+/// `host` is lost (`detail`: since when, what ssh said).
+pub(super) fn on_host_lost(
+    state: &mut RunState,
+    mem: &mut RunMemory,
+    host: &str,
+    detail: &str,
+    fx: &mut Effects,
+) {
+    let mut live = vec![];
+    for w in state
+        .workers
+        .iter_mut()
+        .filter(|w| w.host.as_deref() == Some(host) && !w.status.is_terminal())
+    {
+        if w.status.is_live() {
+            live.push((w.id.clone(), w.attempt));
+        }
+        w.host = None;
+    }
+    for (worker, attempt) in live {
+        ending::on_vanished(
+            state,
+            mem,
+            &worker,
+            attempt,
+            &format!("host lost: {host} {detail}; a retry runs on local"),
+            fx,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::domain::WorkerStatus;
+    use crate::engine::tests::{run, t0};
+    use crate::engine::{update, Input, RunMemory};
+
+    #[test]
+    fn a_lost_hosts_workers_crash_and_run_on_local_from_then_on() {
+        let mut s = run(3, 3);
+        let mut mem = RunMemory::default();
+        s.workers[0].host = Some("box".into());
+        s.workers[0].attempt = 1;
+        s.workers[0].max_attempts = 2;
+        s.workers[0].status = WorkerStatus::Running;
+        s.workers[0].pane_id = Some("box:%1@42.1700000000".into());
+        s.workers[1].host = Some("box".into());
+        s.workers[2].host = Some("other".into());
+        let fx = update(
+            &mut s,
+            &mut mem,
+            t0(),
+            Input::HostLost {
+                host: "box".into(),
+                detail: "unreachable for 120 s".into(),
+            },
+        );
+        let w = &s.workers[0];
+        let said = format!("{fx:?}");
+        assert!(
+            said.contains("crashed: vanished with no exit code: host lost: box unreachable"),
+            "{said}"
+        );
+        assert_eq!(
+            (w.status, w.reason.as_deref()),
+            (WorkerStatus::Pending, Some("retry 2 of 2 after crashed"))
+        );
+        assert_eq!(w.host, None, "the retry runs here");
+        assert_eq!(
+            s.workers[1].host, None,
+            "a pending worker of that host runs here"
+        );
+        assert_eq!(s.workers[2].host.as_deref(), Some("other"));
+    }
+}

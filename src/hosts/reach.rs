@@ -1,0 +1,115 @@
+//! Whether a host answers, and when it counts as lost. A host whose poll fails is probed
+//! (`ssh <dest> true` on the shared connection, or a new one); while it does not answer
+//! its workers' liveness is `Unknown` (tmux on the host keeps them running) and it is
+//! tried again with back-off (1 s, doubling to 30 s). Once it has not answered for the
+//! host's `lost_after_s`, it is lost: the driver marks its workers `crashed (host lost)`
+//! and their retries run on this machine.
+
+use std::time::{Duration, Instant};
+
+/// First wait before a host that did not answer is tried again.
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+/// Longest wait between two tries.
+const RETRY_MAX: Duration = Duration::from_secs(30);
+/// Limit of one probe.
+pub const PROBE_LIMIT: Duration = Duration::from_secs(5);
+
+/// A host's reachability as the backend last saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reach {
+    Up,
+    /// Not answering since `since`; the next try is at `retry_at`.
+    Down {
+        since: Instant,
+        retry_at: Instant,
+        backoff: Duration,
+        why: String,
+    },
+    /// Gone for longer than its limit: its workers were handed over.
+    Lost,
+}
+
+impl Reach {
+    /// The host did not answer at `now` (`why`: what ssh or tmux said).
+    pub fn failed(&mut self, now: Instant, why: String) {
+        *self = match std::mem::replace(self, Reach::Up) {
+            Reach::Up => Reach::Down {
+                since: now,
+                retry_at: now + RETRY_FIRST,
+                backoff: RETRY_FIRST * 2,
+                why,
+            },
+            Reach::Down { since, backoff, .. } => Reach::Down {
+                since,
+                retry_at: now + backoff,
+                backoff: (backoff * 2).min(RETRY_MAX),
+                why,
+            },
+            Reach::Lost => Reach::Lost,
+        };
+    }
+
+    /// True when a down host may be tried at `now`.
+    pub fn may_try(&self, now: Instant) -> bool {
+        match self {
+            Reach::Up => true,
+            Reach::Down { retry_at, .. } => now >= *retry_at,
+            Reach::Lost => false,
+        }
+    }
+
+    /// `Some(reason)` once a down host has been gone longer than `limit` (it becomes
+    /// `Lost`); `None` otherwise.
+    pub fn lose_after(&mut self, now: Instant, limit: Duration) -> Option<String> {
+        let Reach::Down { since, why, .. } = self else {
+            return None;
+        };
+        let gone = now.saturating_duration_since(*since);
+        if gone < limit {
+            return None;
+        }
+        let reason = format!("unreachable for {} s ({why})", gone.as_secs());
+        *self = Reach::Lost;
+        Some(reason)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_is_tried_with_back_off_and_lost_after_its_limit() {
+        let t0 = Instant::now();
+        let mut r = Reach::Up;
+        r.failed(t0, "refused".into());
+        assert!(!r.may_try(t0));
+        assert!(r.may_try(t0 + Duration::from_secs(1)));
+        r.failed(t0 + Duration::from_secs(1), "refused".into());
+        assert!(!r.may_try(t0 + Duration::from_secs(2)));
+        assert!(r.may_try(t0 + Duration::from_secs(3)));
+        assert_eq!(
+            r.lose_after(t0 + Duration::from_secs(9), Duration::from_secs(10)),
+            None
+        );
+        let why = r
+            .lose_after(t0 + Duration::from_secs(10), Duration::from_secs(10))
+            .unwrap();
+        assert_eq!(why, "unreachable for 10 s (refused)");
+        assert_eq!(r, Reach::Lost);
+        assert!(!r.may_try(t0 + Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn the_back_off_stops_growing_at_30_s() {
+        let t0 = Instant::now();
+        let mut r = Reach::Up;
+        for _ in 0..10 {
+            r.failed(t0, "x".into());
+        }
+        let Reach::Down { backoff, .. } = r else {
+            panic!("{r:?}")
+        };
+        assert_eq!(backoff, RETRY_MAX);
+    }
+}
