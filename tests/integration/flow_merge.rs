@@ -4,48 +4,13 @@
 //! and one nobody resolves skips it (or, when it runs anyway, its prompt says what it
 //! lacks); a worktree that cannot be made fails only its own worker.
 
-use std::path::{Path, PathBuf};
-
 use crate::support::*;
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
-}
-
-/// A git project with one commit.
-fn repo() -> Project {
-    let tmp = crate::support::project();
-    let d = tmp.path();
-    git(d, &["init", "-q", "-b", "main"]);
-    git(d, &["config", "user.email", "user@example.com"]);
-    git(d, &["config", "user.name", "User"]);
-    std::fs::write(d.join("README"), "base\n").unwrap();
-    git(d, &["add", "-A"]);
-    git(d, &["commit", "-qm", "start"]);
-    tmp
-}
-
-/// `a` and `b` write `A-WORK` and `B-WORK` into their files; `review` waits for both and
-/// prints the `*.txt` its worktree holds, then its prompt. `extra` goes into `review`'s
-/// table, `fixer` is the `[fixer]` command (none: no agent can fix).
-fn git_pipeline(
-    tmp: &Project,
-    a_file: &str,
-    b_file: &str,
-    extra: &str,
-    fixer: Option<&str>,
-) -> PathBuf {
+/// A git repository with one commit and a team: `a` and `b` write `A-WORK` and `B-WORK`
+/// into their files; `review` waits for both and prints the `*.txt` its worktree holds,
+/// then its prompt. `extra` goes into `review`'s table, `fixer` is the `[fixer]` command
+/// (none: no agent can fix).
+fn git_pipeline(a_file: &str, b_file: &str, extra: &str, fixer: Option<&str>) -> TeamProject {
     let fixer = fixer
         .map(|c| format!("[fixer]\nprovider = \"command\"\ncommand = [\"sh\", \"-c\", {c:?}]\n"))
         .unwrap_or_default();
@@ -75,34 +40,21 @@ after = ["a", "b"]
 {extra}
 "#
     );
-    let team = tmp.path().join("team.toml");
-    std::fs::write(&team, body).unwrap();
-    team
+    TeamProject::in_repo(&[("README", "base\n")], &body)
 }
 
-fn run_team(tmp: &Project, tag: &str, team: &Path) -> (std::process::Output, serde_json::Value) {
-    let server = TmuxServer::new(tag);
-    let out = run_crewmux(
-        tmp.path(),
-        &server.socket,
-        &[
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--backend",
-            "tmux",
-            "--max-attempts",
-            "1",
-            "Review a and b",
-        ],
-    );
+/// One headless run of the team, one attempt per worker, on `backend`.
+fn run_team(tp: &TeamProject, backend: &Backend) -> (std::process::Output, serde_json::Value) {
+    let out = tp
+        .run("Review a and b")
+        .on(backend)
+        .args(&["--max-attempts", "1"])
+        .output();
     let s = summary(&out);
     (out, s)
 }
 
-fn state_of(tmp: &Project) -> serde_json::Value {
+fn state_of(tmp: &TeamProject) -> serde_json::Value {
     let text = std::fs::read_to_string(only_run_dir(tmp.path()).join("state.json")).unwrap();
     serde_json::from_str(&text).unwrap()
 }
@@ -119,7 +71,7 @@ fn field(state: &serde_json::Value, id: &str, key: &str) -> String {
         .to_string()
 }
 
-fn review_result(tmp: &Project) -> String {
+fn review_result(tmp: &TeamProject) -> String {
     let run = only_run_dir(tmp.path());
     std::fs::read_to_string(run.join("workers/review/attempt-1/result.md")).unwrap()
 }
@@ -129,9 +81,8 @@ fn a_downstream_worktree_holds_its_upstreams_changes() {
     if !tmux_ready("a_downstream_worktree_holds_its_upstreams_changes") {
         return;
     }
-    let tmp = repo();
-    let team = git_pipeline(&tmp, "a.txt", "b.txt", "", None);
-    let (_, s) = run_team(&tmp, "flowgit", &team);
+    let tmp = git_pipeline("a.txt", "b.txt", "", None);
+    let (_, s) = run_team(&tmp, &Backend::tmux("flowgit"));
     assert_eq!(worker(&s, "review")["status"], "completed", "{s}");
     let result = review_result(&tmp);
     assert!(
@@ -157,9 +108,8 @@ fn a_conflict_between_upstreams_is_resolved_by_the_merge_fixer_before_the_downst
     ) {
         return;
     }
-    let tmp = repo();
-    let team = git_pipeline(&tmp, "same.txt", "same.txt", "", Some(KEEP_BOTH));
-    let (out, s) = run_team(&tmp, "flowfix", &team);
+    let tmp = git_pipeline("same.txt", "same.txt", "", Some(KEEP_BOTH));
+    let (out, s) = run_team(&tmp, &Backend::tmux("flowfix"));
     let fixer = worker(&s, "merge-fixer-b-into-review");
     assert_eq!(fixer["status"], "completed", "{s}");
     assert_eq!(fixer["role"], "fixer", "{s}");
@@ -227,9 +177,8 @@ fn a_merge_fixer_that_fails_skips_the_downstream_with_the_conflict_as_its_reason
     {
         return;
     }
-    let tmp = repo();
-    let team = git_pipeline(&tmp, "same.txt", "same.txt", "", Some("exit 3"));
-    let (out, s) = run_team(&tmp, "flowfixfail", &team);
+    let tmp = git_pipeline("same.txt", "same.txt", "", Some("exit 3"));
+    let (out, s) = run_team(&tmp, &Backend::tmux("flowfixfail"));
     assert_eq!(
         worker(&s, "merge-fixer-b-into-review")["status"],
         "failed",
@@ -255,10 +204,9 @@ fn with_no_merge_fixer_a_downstream_that_runs_anyway_is_told_what_it_lacks() {
     if !tmux_ready("with_no_merge_fixer_a_downstream_that_runs_anyway_is_told_what_it_lacks") {
         return;
     }
-    let tmp = repo();
     let extra = "on_upstream_failure = \"run\"";
-    let team = git_pipeline(&tmp, "same.txt", "same.txt", extra, None);
-    let (_, s) = run_team(&tmp, "flowgitc", &team);
+    let tmp = git_pipeline("same.txt", "same.txt", extra, None);
+    let (_, s) = run_team(&tmp, &Backend::tmux("flowgitc"));
     assert_eq!(worker(&s, "review")["status"], "completed", "{s}");
     let result = review_result(&tmp);
     assert!(result.starts_with("A-WORK"), "a's work is there: {result}");
@@ -269,12 +217,16 @@ fn with_no_merge_fixer_a_downstream_that_runs_anyway_is_told_what_it_lacks() {
     );
 }
 
+/// Worktrees are backend-independent: this one runs on the process backend.
 #[test]
 fn a_worktree_that_cannot_be_made_fails_only_its_own_worker() {
-    if !tmux_ready("a_worktree_that_cannot_be_made_fails_only_its_own_worker") {
-        return;
+    let mut body = String::from("name = \"three\"\nparallel = 3\nmax_fix_rounds = 0\n");
+    for id in ["one", "two", "three"] {
+        body.push_str(&format!(
+            "\n[[worker]]\nid = \"{id}\"\nrole = \"backend-engineer\"\nprovider = \"command\"\ncommand = [\"sh\", \"-c\", \"echo {id} > {id}.txt\"]\n"
+        ));
     }
-    let tmp = repo();
+    let tmp = TeamProject::in_repo(&[("README", "base\n")], &body);
     // `git worktree add` runs the post-checkout hook in the new worktree and fails with it.
     let hook = tmp.path().join(".git/hooks/post-checkout");
     std::fs::write(
@@ -283,14 +235,7 @@ fn a_worktree_that_cannot_be_made_fails_only_its_own_worker() {
     )
     .unwrap();
     std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let mut body = String::from("name = \"three\"\nparallel = 3\nmax_fix_rounds = 0\n");
-    for id in ["one", "two", "three"] {
-        body.push_str(&format!(
-            "\n[[worker]]\nid = \"{id}\"\nrole = \"backend-engineer\"\nprovider = \"command\"\ncommand = [\"sh\", \"-c\", \"echo {id} > {id}.txt\"]\n"
-        ));
-    }
-    let team = team_file(tmp.path(), "team.toml", &body);
-    let (_, s) = run_team(&tmp, "flowwt", &team);
+    let (_, s) = run_team(&tmp, &Backend::process());
     for id in ["one", "three"] {
         assert_eq!(worker(&s, id)["status"], "completed", "{id}: {s}");
     }
