@@ -273,8 +273,7 @@ pub const OUTPUT: &[Binding] = &[
 /// The main area on the Council tab: Enter goes to what the selected finding names.
 pub const COUNCIL_VIEW: &[Binding] = &[key(K::Enter, "Enter", A::Jump, true)];
 
-/// The main area on the Diff tab: jump between the diff's files (the footer shows them;
-/// the help overlay has no room left at 80×24).
+/// The main area on the Diff tab: jump between the diff's files.
 pub const DIFF_VIEW: &[Binding] = &[
     key(K::Char('}'), "}", A::NextFile, true),
     key(K::Char('{'), "{", A::PrevFile, false),

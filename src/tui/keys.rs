@@ -8,8 +8,8 @@ use std::borrow::Cow;
 use crossterm::event::{KeyCode, KeyModifiers};
 
 use super::action::{
-    Action, Binding, CONFIRM, COUNCIL_VIEW, FORM, GLOBAL, HELP, INPUT, OUTPUT, ROSTER, SCROLL,
-    WORKER,
+    Action, Binding, CONFIRM, COUNCIL_VIEW, DIFF_VIEW, FORM, GLOBAL, HELP, INPUT, OUTPUT, ROSTER,
+    SCROLL, WORKER,
 };
 
 /// One key as the config names it, e.g. `r`, `+`, `C-r`, `M-x`, `Enter`, `F5`, `S-Tab`.
@@ -33,6 +33,7 @@ const STACKS: &[&[&[Binding]]] = &[
     &[ROSTER, WORKER, GLOBAL],
     &[COUNCIL_VIEW, SCROLL, GLOBAL],
     &[OUTPUT, WORKER, SCROLL, GLOBAL],
+    &[DIFF_VIEW, WORKER, SCROLL, GLOBAL],
     &[WORKER, SCROLL, GLOBAL],
     &[SCROLL, GLOBAL],
     &[INPUT],

@@ -8,7 +8,9 @@ use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::truncate;
-use crate::tui::action::{Action, Binding, CONFIRM, GLOBAL, INPUT, OUTPUT, ROSTER, SCROLL, WORKER};
+use crate::tui::action::{
+    Action, Binding, CONFIRM, DIFF_VIEW, GLOBAL, INPUT, OUTPUT, ROSTER, SCROLL, WORKER,
+};
 use crate::tui::keys::Keys;
 use crate::tui::state::{Confirm, View};
 
@@ -18,7 +20,7 @@ const KEY_WIDTH: usize = 10;
 /// The help's sections: heading and the bindings it lists (one row per action, keys merged).
 fn sections(keys: &Keys) -> [(&'static str, Vec<Binding>); 5] {
     let movement = keys.apply(SCROLL);
-    let workers: Vec<Binding> = [ROSTER, OUTPUT, WORKER]
+    let workers: Vec<Binding> = [ROSTER, OUTPUT, WORKER, DIFF_VIEW]
         .iter()
         .flat_map(|m| keys.apply(m))
         .filter(|b| !movement.iter().any(|s| s.action == b.action))
@@ -46,6 +48,7 @@ fn paired(a: Action) -> Action {
         Action::DeleteForward => Action::DeleteBack,
         Action::CursorRight => Action::CursorLeft,
         Action::CursorEnd => Action::CursorHome,
+        Action::PrevFile => Action::NextFile,
         a => a,
     }
 }
@@ -111,6 +114,7 @@ fn section_lines(heading: &'static str, bindings: &[Binding], width: usize) -> V
                     Action::DeleteBack => "delete back / forward",
                     Action::CursorLeft => "cursor left / right",
                     Action::CursorHome => "cursor to the start / end",
+                    Action::NextFile => "next / previous diff file",
                     a => a.description(),
                 },
                 width.saturating_sub(KEY_WIDTH + 1),
@@ -129,6 +133,17 @@ pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
         y: area.y + (area.height - height) / 2,
         width,
         height,
+    }
+}
+
+/// Remove blank separator lines from the end of `column` backwards until it has at most
+/// `rows` lines (or no blank line is left).
+fn drop_blank_lines_to_fit(column: &mut Vec<Line<'static>>, rows: usize) {
+    while column.len() > rows {
+        let Some(i) = column.iter().rposition(|l| l.width() == 0) else {
+            return;
+        };
+        column.remove(i);
     }
 }
 
@@ -157,6 +172,12 @@ pub fn render_help(frame: &mut Frame, area: Rect, view: &View) {
         Style::default().fg(Color::Yellow).bold(),
     )));
     right.push(Line::from(truncate(" prefix d (C-b d) comes back here", w)));
+    // A screen too short for every row loses the blank lines between sections first
+    // (the bold headings still part them), so the last rows are never cut off.
+    let rows = area.height.saturating_sub(2) as usize;
+    for column in [&mut left, &mut right] {
+        drop_blank_lines_to_fit(column, rows);
+    }
     let (width, body_height) = if two_columns {
         (2 * column_width + 3, left.len().max(right.len()) as u16)
     } else {
@@ -241,4 +262,44 @@ pub fn render_confirm(frame: &mut Frame, area: Rect, view: &View) {
             .block(block.padding(ratatui::widgets::Padding::horizontal(1))),
         popup,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::tui::{fixtures, UiState};
+
+    fn help_text(width: u16, height: u16) -> String {
+        let run = fixtures::crazy_run();
+        let ui = UiState {
+            help: true,
+            ..UiState::default()
+        };
+        let mut terminal =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)).unwrap();
+        terminal
+            .draw(|f| crate::tui::draw(f, &fixtures::view(&run, &ui, &[])))
+            .unwrap();
+        let buffer = terminal.backend().buffer().clone();
+        (0..height)
+            .map(|y| {
+                (0..width)
+                    .map(|x| buffer[(x, y)].symbol().to_string())
+                    .collect::<String>()
+                    + "\n"
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_help_lists_the_diff_file_keys_and_still_ends_with_the_way_back_at_80x24() {
+        for (w, h) in [(80, 24), (120, 40)] {
+            let text = help_text(w, h);
+            assert!(
+                text.contains("}/{") && text.contains("next / previous diff file"),
+                "{w}×{h}:\n{text}"
+            );
+            assert!(text.contains("prefix d (C-b d) comes back here"), "{w}×{h}:\n{text}");
+            assert!(text.contains("yes, do it"), "{w}×{h}:\n{text}");
+        }
+    }
 }
