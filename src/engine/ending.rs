@@ -130,6 +130,10 @@ fn killed_status(reason: KillReason, w: &WorkerState) -> (WorkerStatus, String) 
             WorkerStatus::Failed,
             w.reason.clone().unwrap_or_else(|| "stalled".into()),
         ),
+        KillReason::Rejudge => (
+            WorkerStatus::Cancelled,
+            "stopped: the work it judged has changed".to_string(),
+        ),
     }
 }
 
@@ -230,7 +234,7 @@ pub(super) fn finish(state: &mut RunState, mem: &mut RunMemory, end: Ending, fx:
         reason,
         source,
     } = end;
-    mem.kills.remove(id);
+    let rejudge = matches!(mem.kills.remove(id), Some((KillReason::Rejudge, _)));
     let answered = mem.answered.remove(id).is_some();
     let cancelled_run = mem.cancelled;
     let now = fx.now;
@@ -276,6 +280,26 @@ pub(super) fn finish(state: &mut RunState, mem: &mut RunMemory, end: Ending, fx:
     if retry {
         schedule_retry(state, id, attempt, status, fx);
     }
+    if rejudge && !cancelled_run {
+        judge_again(state, id, attempt, fx);
+    }
+}
+
+/// A judge stopped because the work changed under it (see [`KillReason::Rejudge`]): back
+/// to pending for a new attempt, which the verify stage launches once the work is done.
+fn judge_again(state: &mut RunState, id: &str, attempt: u32, fx: &mut Effects) {
+    let Some(w) = state.worker_mut(id) else {
+        return;
+    };
+    w.status = WorkerStatus::Pending;
+    w.max_attempts = w.max_attempts.max(attempt + 1);
+    w.reason = Some("judges again: the work changed".into());
+    fx.event(
+        EventKind::WorkerRetried,
+        Some((id, attempt)),
+        "engine",
+        format!("attempt {} judges the new work", attempt + 1),
+    );
 }
 
 /// Put the worker back to pending for its next attempt, after the back-off if any.

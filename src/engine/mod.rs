@@ -54,6 +54,9 @@ pub enum KillReason {
     Cancel,
     /// Output has been only the provider's stall lines for `stall_after_s`.
     Stalled,
+    /// A check or critic was still judging work that a steer has since changed (a worker
+    /// added or retried): it ends, then judges the new work as a new attempt.
+    Rejudge,
 }
 
 /// Something that happened, fed to [`update`].

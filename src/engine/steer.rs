@@ -9,6 +9,10 @@
 //!
 //! [`check`] says why a request does not apply (one line for the person); [`on_steer`]
 //! ignores such a request, so a stale one from the inbox changes nothing.
+//!
+//! A check or critic of the round still judging when the run goes back to work is stopped
+//! (SIGTERM, grace, SIGKILL) and judges again as a new attempt: its verdict would be on
+//! work that has changed.
 
 use serde::{Deserialize, Serialize};
 
@@ -112,6 +116,15 @@ pub fn check(state: &RunState, steer: &Steer) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// The first `added-N` id no worker of `state` has: what an added worker is called when
+/// the person names none.
+pub fn next_added_id(state: &RunState) -> String {
+    (1..)
+        .map(|n| format!("added-{n}"))
+        .find(|id| state.worker(id).is_none())
+        .unwrap_or_default()
 }
 
 fn known<'a>(state: &'a RunState, id: &str) -> Result<&'a WorkerState, String> {
@@ -304,6 +317,22 @@ fn reopen(state: &mut RunState, mem: &mut RunMemory, why: &str, fx: &mut Effects
             w.status = WorkerStatus::Pending;
             w.reason = Some(format!("judges again: {why}"));
             w.max_attempts = w.max_attempts.max(w.attempt + 1);
+        }
+        // One still judging the old work ends now and judges again once it has ended.
+        if judges && w.round == round && w.status.is_live() && !mem.kills.contains_key(&w.id) {
+            mem.kills
+                .insert(w.id.clone(), (super::KillReason::Rejudge, fx.now));
+            fx.push(Effect::Kill {
+                worker: w.id.clone(),
+                attempt: w.attempt,
+                reason: super::KillReason::Rejudge,
+            });
+            fx.event(
+                EventKind::WorkerCancelRequested,
+                Some((&w.id, w.attempt)),
+                "engine",
+                format!("judges again once it has ended: {why}"),
+            );
         }
     }
     if state.council.round == Some(round) {

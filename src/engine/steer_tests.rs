@@ -301,6 +301,50 @@ fn checks_of_the_round_judge_again_after_a_retry() {
 }
 
 #[test]
+fn a_check_still_running_when_the_run_reopens_is_stopped_and_judges_again() {
+    let (mut s, mut mem) = (run(1, 2), RunMemory::default());
+    s.checks = vec![CheckSpec {
+        id: "test".into(),
+        command: vec!["true".into()],
+        cwd: None,
+        timeout_s: None,
+    }];
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    exited(&mut s, &mut mem, "w0", 1, 0);
+    launched(&mut s, &mut mem, "check-test", 1, t0());
+    assert_eq!(s.worker("check-test").unwrap().status, WorkerStatus::Running);
+
+    // A worker is added while the check judges w0's work: the check is stopped.
+    let fx = update(&mut s, &mut mem, t0(), add("tests"));
+    let kills: Vec<(&str, u32, KillReason)> = fx
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Kill {
+                worker,
+                attempt,
+                reason,
+            } => Some((worker.as_str(), *attempt, *reason)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kills, vec![("check-test", 1, KillReason::Rejudge)]);
+    assert_eq!(launches(&fx), vec![("tests".into(), 1)]);
+
+    // Its end (SIGTERM) is not a verdict: it waits to judge the new work, and is launched
+    // as a new attempt once the added worker is done.
+    let fx = exited(&mut s, &mut mem, "check-test", 1, 143);
+    assert!(launches(&fx).is_empty(), "{fx:?}");
+    let check = s.worker("check-test").unwrap();
+    assert_eq!(check.status, WorkerStatus::Pending);
+    assert!(check.max_attempts >= 2);
+    assert!(kinds(&fx).contains(&"worker-retried".to_string()), "{fx:?}");
+    launched(&mut s, &mut mem, "tests", 1, t0());
+    let fx = exited(&mut s, &mut mem, "tests", 1, 0);
+    assert_eq!(launches(&fx), vec![("check-test".into(), 2)]);
+}
+
+#[test]
 fn a_downstream_worker_waits_again_for_a_retried_upstream() {
     let (mut s, mut mem) = (run(2, 2), RunMemory::default());
     s.workers[1].flow.after = vec!["w0".into()];
