@@ -44,6 +44,9 @@ pub enum Command {
     Resume(AttachArgs),
     /// Stop every worker of a run (SIGTERM, grace, SIGKILL) and mark it cancelled.
     Cancel(CancelArgs),
+    /// Steer a run: add a worker, retry one (optionally with a new task), or type a line
+    /// into a running worker's pane; a run another crewmux process drives gets the request.
+    Steer(SteerArgs),
     /// Check tmux and every provider: installed, version, auth state, install hint.
     Doctor(DoctorArgs),
     /// Print the routing decision for a problem without launching anything.
@@ -263,6 +266,54 @@ pub struct AnswerArgs {
     pub worker: Option<String>,
     /// The answer.
     pub text: String,
+}
+
+#[derive(Debug, Args)]
+pub struct SteerArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Run id (or a unique prefix).
+    pub run: String,
+    #[command(subcommand)]
+    pub what: SteerCommand,
+}
+
+/// What `crewmux steer <run>` asks of the run.
+#[derive(Debug, Subcommand)]
+pub enum SteerCommand {
+    /// Add a worker to the run; it joins the current round's work (a finished run reopens).
+    Add {
+        /// What the worker should do.
+        task: String,
+        /// Worker id: lowercase letters, digits and `-` [default: the first free `added-N`].
+        #[arg(long)]
+        id: Option<String>,
+        /// The role its prompt is packaged for [default: the team's first worker's].
+        #[arg(long)]
+        role: Option<String>,
+        /// Provider it runs on [default: the team's first worker's].
+        #[arg(long)]
+        provider: Option<String>,
+    },
+    /// Start a new attempt of a worker that has ended.
+    Retry {
+        /// The worker to retry.
+        worker: String,
+        /// Replace what the worker was told with this text.
+        #[arg(long, conflicts_with = "task_file")]
+        task: Option<String>,
+        /// Replace what the worker was told with this file's text.
+        #[arg(long)]
+        task_file: Option<PathBuf>,
+    },
+    /// Type a line of text into a running worker's pane, then Enter (a waiting worker
+    /// takes it as its answer).
+    Send {
+        /// The running worker.
+        worker: String,
+        /// The text to type.
+        text: String,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,21 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
+/// The target of run events the dashboard replays into its log panel when it opens: their
+/// message starts with the event's own local time (`HH:MM:SS `), which the panel shows.
+pub const HISTORY_TARGET: &str = "crewmux::history";
+
+/// The directive that keeps the log panel's replayed events out of the log file.
+#[allow(
+    clippy::expect_used,
+    reason = "a constant target and `off` always parse"
+)]
+fn history_off() -> tracing_subscriber::filter::Directive {
+    format!("{HISTORY_TARGET}=off")
+        .parse()
+        .expect("a valid directive")
+}
+
 /// Install the subscriber once per process; later calls do nothing. A log file that cannot
 /// be opened is skipped (logging never stops a run).
 pub fn init(project: &Path, dashboard: bool) {
@@ -26,7 +41,8 @@ pub fn init(project: &Path, dashboard: bool) {
         tracing_subscriber::fmt::layer()
             .with_ansi(false)
             .with_writer(Mutex::new(f))
-            .with_filter(filter())
+            // Events the dashboard replays into its log panel are in the file already.
+            .with_filter(filter().add_directive(history_off()))
     });
     let tui_layer = dashboard.then(|| tui_logger::TuiTracingSubscriberLayer.with_filter(filter()));
     if dashboard {

@@ -32,7 +32,12 @@ pub fn drive_dashboard(store: RunStore, state: RunState, opts: DriverOptions) ->
         theme: config.theme,
         providers: agent_providers(&project),
     };
-    let outcome = crate::tui::app::run(store, driver, viewer, look)?;
+    let outcome = crate::tui::app::run(
+        store,
+        crate::tui::app::Source::Drive(Box::new(driver)),
+        viewer,
+        look,
+    )?;
     if outcome.detached {
         let why = outcome.signal.map(|s| format!("{s}: ")).unwrap_or_default();
         crate::errln!(
@@ -42,6 +47,40 @@ pub fn drive_dashboard(store: RunStore, state: RunState, opts: DriverOptions) ->
     }
     super::write_err(&super::status::status_text(&outcome.state, false));
     Ok(super::summary::exit_code(&outcome.state))
+}
+
+/// Show `state`, a run another crewmux process drives, with the dashboard: its keys send
+/// that process requests through the run's inbox. Returns 0.
+///
+/// # Errors
+/// As [`super::drive::backend_for`] and loading the config; the terminal cannot be set up.
+pub fn follow_dashboard(store: RunStore, state: RunState) -> Result<i32> {
+    let config = crate::config::load()?;
+    crate::logging::init(&state.project_dir, true);
+    let run_id = state.run_id.clone();
+    let project = state.project_dir.clone();
+    let viewer = super::drive::backend_for(&state, &store)?;
+    let capture = super::drive::backend_for(&state, &store)?;
+    let follower = crate::driver::follow::Follower::new(store.clone(), state, capture);
+    let look = crate::tui::app::Look {
+        keys: config.keys,
+        theme: config.theme,
+        providers: agent_providers(&project),
+    };
+    let outcome = crate::tui::app::run(
+        store,
+        crate::tui::app::Source::Follow(Box::new(follower)),
+        viewer,
+        look,
+    )?;
+    if outcome.detached {
+        crate::errln!(
+            "crewmux: left the dashboard; run {run_id} goes on in the process that drives it"
+        );
+        return Ok(0);
+    }
+    super::write_err(&super::manage::status_text(&outcome.state, false));
+    Ok(0)
 }
 
 /// The agent providers the project knows (built-ins and overrides), for the add-worker form;

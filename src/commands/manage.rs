@@ -189,11 +189,12 @@ pub fn cancel(args: CancelArgs) -> Result<i32> {
 }
 
 /// `crewmux attach [<run>]` and `crewmux resume [<run>]`: continue driving a run, with the
-/// dashboard on a terminal, headless otherwise.
+/// dashboard on a terminal, headless otherwise. `attach` on a terminal opens the dashboard
+/// on a run another process drives too; its keys send that process requests.
 ///
 /// # Errors
-/// [`Error::Usage`]: an unknown run, one another process drives, or (for `resume`) one that
-/// cannot continue; the errors of driving the run.
+/// [`Error::Usage`]: an unknown run, one another process drives (headless, or `resume`), or
+/// (for `resume`) one that cannot continue; the errors of driving the run.
 #[allow(
     clippy::needless_pass_by_value,
     reason = "a command handler owns the flags clap parsed for it"
@@ -203,9 +204,13 @@ pub fn attach(args: AttachArgs, resume: bool) -> Result<i32> {
     let project = project_dir(args.common.project.as_deref())?;
     let store = RunStore::open(&project, args.run.as_deref())?;
     let state = store.load_state()?;
+    let on_terminal = !args.headless && !resume && std::io::stdout().is_terminal();
     if store.is_driven()? {
+        if on_terminal {
+            return super::dashboard::follow_dashboard(store, state);
+        }
         return Err(Error::Usage(format!(
-            "run {} is already being driven by another crewmux process; `crewmux status {}` shows it",
+            "run {} is already being driven by another crewmux process; `crewmux status {}` shows it, `crewmux steer` and `crewmux answer` send it requests",
             state.run_id, state.run_id
         )));
     }

@@ -13,6 +13,7 @@ pub mod plan;
 pub mod run;
 pub mod shell;
 pub mod status;
+pub mod steer;
 pub mod summary;
 pub mod workspace;
 
@@ -106,6 +107,7 @@ pub fn execute(cli: Cli) -> Result<i32> {
         Command::Status(args) => status::status(args),
         Command::Answer(args) => manage::answer(args),
         Command::Cancel(args) => manage::cancel(args),
+        Command::Steer(args) => steer::run(args),
         Command::Attach(args) => manage::attach(args, false),
         Command::Resume(args) => manage::attach(args, true),
         Command::Clean(args) => manage::clean(args),

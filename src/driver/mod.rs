@@ -11,6 +11,7 @@
 mod apply;
 mod council;
 mod creds;
+pub mod follow;
 mod launch;
 mod launch_thread;
 mod lines;

@@ -21,7 +21,7 @@ impl Driver {
     fn begin_offline(&mut self) -> Result<crate::store::DriverLock> {
         let lock = self.store.try_driver_lock()?.ok_or_else(|| {
             Error::Usage(format!(
-                "another crewmux process drives run {}; send it requests with `crewmux answer` or `crewmux cancel`",
+                "another crewmux process drives run {}; send it requests with `crewmux answer`, `crewmux steer` or `crewmux cancel`",
                 self.state.run_id
             ))
         })?;
@@ -130,6 +130,29 @@ impl Driver {
             Some(worker) => Input::AnswerWorker { worker, text },
         };
         self.apply(vec![input], &mut |u| {
+            if let Update::Notice(n) = u {
+                notices.push(n);
+            }
+        });
+        self.save(&mut |_| {});
+        match notices.into_iter().next() {
+            Some(n) => Err(Error::Usage(n)),
+            None => Ok(self.state),
+        }
+    }
+
+    /// Steer a run no process drives: an added or retried worker is saved (pending; the
+    /// next `attach` or `resume` launches it, a finished run is reopened), text is typed
+    /// into the worker's pane through the backend.
+    ///
+    /// # Errors
+    /// Another process drives the run; the engine refuses the request (the message says
+    /// why); the text cannot be delivered (tmux refused the paste).
+    pub fn steer_now(mut self, steer: crate::engine::steer::Steer) -> Result<RunState> {
+        let _lock = self.begin_offline()?;
+        crate::engine::steer::check(&self.state, &steer).map_err(Error::Usage)?;
+        let mut notices = vec![];
+        self.apply(vec![Input::Steer(steer)], &mut |u| {
             if let Update::Notice(n) = u {
                 notices.push(n);
             }

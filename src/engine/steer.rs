@@ -89,7 +89,7 @@ pub fn check(state: &RunState, steer: &Steer) -> Result<(), String> {
             if !w.status.is_terminal() {
                 return Err(match w.status {
                     WorkerStatus::Pending => format!("{worker} has not started yet"),
-                    s => format!("{worker} is still {s}: cancel it first (c), then retry"),
+                    s => format!("{worker} is still {s}: cancel it first (c, or crewmux cancel --worker {worker}), then retry"),
                 });
             }
             if task.as_deref().is_some_and(|t| t.trim().is_empty()) {

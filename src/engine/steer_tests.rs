@@ -313,7 +313,10 @@ fn a_check_still_running_when_the_run_reopens_is_stopped_and_judges_again() {
     launched(&mut s, &mut mem, "w0", 1, t0());
     exited(&mut s, &mut mem, "w0", 1, 0);
     launched(&mut s, &mut mem, "check-test", 1, t0());
-    assert_eq!(s.worker("check-test").unwrap().status, WorkerStatus::Running);
+    assert_eq!(
+        s.worker("check-test").unwrap().status,
+        WorkerStatus::Running
+    );
 
     // A worker is added while the check judges w0's work: the check is stopped.
     let fx = update(&mut s, &mut mem, t0(), add("tests"));

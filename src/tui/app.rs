@@ -24,6 +24,9 @@ use crate::store::RunStore;
 /// Events of `events.jsonl` replayed into the log panel when the dashboard opens.
 pub const LOG_HISTORY_EVENTS: usize = 200;
 
+/// Lines the log panel keeps (tui-logger's buffer; its own default).
+pub const LOG_BUFFER_LINES: usize = 10_000;
+
 /// Set by the home screen: Esc on the roster (nothing open) leaves the dashboard as `q`
 /// does, back to the home screen.
 pub static ESC_LEAVES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -41,6 +44,34 @@ pub struct Look {
     pub providers: Vec<String>,
 }
 
+/// Who keeps the run going while the dashboard shows it.
+pub enum Source {
+    /// This process drives the run.
+    Drive(Box<Driver>),
+    /// Another process drives it; requests go to its inbox.
+    Follow(Box<crate::driver::follow::Follower>),
+}
+
+impl Source {
+    fn state(&self) -> &RunState {
+        match self {
+            Source::Drive(d) => d.state(),
+            Source::Follow(f) => f.state(),
+        }
+    }
+
+    fn run(
+        self,
+        control: std_mpsc::Receiver<Control>,
+        emit: impl FnMut(crate::driver::Update),
+    ) -> Result<RunState> {
+        match self {
+            Source::Drive(d) => (*d).run(control, emit),
+            Source::Follow(f) => Ok(f.run(&control, emit)),
+        }
+    }
+}
+
 /// How the dashboard ended.
 #[derive(Debug, Clone)]
 pub struct Outcome {
@@ -52,15 +83,16 @@ pub struct Outcome {
     pub signal: Option<&'static str>,
 }
 
-/// Run the dashboard on this terminal while `driver` drives the run on a thread of its own.
-/// `viewer` is a multiplexer of the run's backend used only to attach to panes. Returns
-/// when the person quits (`q`) or a signal ends it: the driver stops, workers keep running.
+/// Run the dashboard on this terminal while `driver` drives (or follows) the run on a
+/// thread of its own. `viewer` is a multiplexer of the run's backend used only to attach to
+/// panes. Returns when the person quits (`q`) or a signal ends it: the driver stops,
+/// workers keep running.
 ///
 /// # Errors
 /// The terminal cannot be set up, or the driver fails.
 pub fn run(
     store: RunStore,
-    driver: Driver,
+    driver: Source,
     viewer: Box<dyn Multiplexer>,
     look: Look,
 ) -> Result<Outcome> {
@@ -73,7 +105,7 @@ pub fn run(
 
 async fn run_async(
     store: RunStore,
-    driver: Driver,
+    driver: Source,
     viewer: Box<dyn Multiplexer>,
     look: Look,
 ) -> Result<Outcome> {
@@ -269,17 +301,19 @@ fn spawn_clock(tx: mpsc::UnboundedSender<Msg>) {
     });
 }
 
-/// The log panel starts with the run's recent history (after `attach` too).
+/// The log panel starts with this run's recent history (after `attach` too), each event at
+/// its own time; lines of a dashboard opened before in this process (another run, from the
+/// home screen) are dropped first.
 fn replay_history(store: &RunStore) {
+    tui_logger::move_events();
+    tui_logger::set_buffer_depth(LOG_BUFFER_LINES);
     if let Ok(events) = store.read_events() {
         let skip = events.len().saturating_sub(LOG_HISTORY_EVENTS);
         for e in events.into_iter().skip(skip) {
             tracing::info!(
-                target: "crewmux::run",
-                "{}{} {}",
-                e.worker.as_deref().map(|w| format!("{w}: ")).unwrap_or_default(),
-                e.kind,
-                e.message
+                target: super::panels::log::HISTORY_TARGET,
+                "{}",
+                super::panels::log::history_line(&e)
             );
         }
     }

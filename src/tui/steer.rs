@@ -66,10 +66,7 @@ pub fn open_add(ui: &mut UiState, run: &RunState) {
             providers.push(p);
         }
     }
-    let id = (1..)
-        .map(|n| format!("added-{n}"))
-        .find(|id| run.worker(id).is_none())
-        .unwrap_or_default();
+    let id = crate::engine::steer::next_added_id(run);
     ui.form = Some(SteerForm::Add(AddForm {
         id,
         roles,

@@ -124,3 +124,207 @@ fn plus_adds_a_worker_r_retries_and_e_retries_with_the_edited_task() {
     let after = viewer.wait_screen("EXITED", Duration::from_secs(15));
     assert!(after.contains("EXITED 0"), "{after}");
 }
+
+/// Workers that wait for one line on their terminal and write it into their result.
+const READERS: &str = r##"
+name = "readers"
+
+[[worker]]
+id = "one"
+role = "architect"
+provider = "command"
+max_attempts = 1
+command = ["sh", "-c", 'read line; printf "# got\n\ngot: %s\n" "$line" > "$CREWMUX_RESULT_FILE"']
+
+[[worker]]
+id = "two"
+role = "architect"
+provider = "command"
+max_attempts = 1
+command = ["sh", "-c", 'read line; printf "# got\n\ngot: %s\n" "$line" > "$CREWMUX_RESULT_FILE"']
+"##;
+
+fn result_of(run: &Path, worker: &str) -> String {
+    std::fs::read_to_string(run.join(format!("workers/{worker}/attempt-1/result.md")))
+        .unwrap_or_default()
+}
+
+fn open_in_viewer(viewer: &TmuxServer, project: &Path, workers: &TmuxServer, command: &str) {
+    let cmd = format!(
+        "cd {} && XDG_STATE_HOME={} CREWMUX_TMUX_SOCKET={} {} {command}; echo EXITED $?; sleep 60",
+        project.display(),
+        state_home().display(),
+        workers.socket,
+        env!("CARGO_BIN_EXE_crewmux"),
+    );
+    let out = viewer.tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "v",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        &cmd,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn s_types_a_line_into_a_running_worker_that_asked_nothing() {
+    if !tmux_ready("s_types_a_line_into_a_running_worker_that_asked_nothing") {
+        return;
+    }
+    let workers = TmuxServer::new("send-workers");
+    let viewer = TmuxServer::new("send-viewer");
+    let tmp = crate::support::project();
+    let project = tmp.path();
+    let team = team_file(project, "team.toml", READERS);
+    open_in_viewer(
+        &viewer,
+        project,
+        &workers,
+        &format!("run --team {} --no-clarify 'Echo a line'", team.display()),
+    );
+    wait_state(project, "both running", Duration::from_secs(60), |s| {
+        count_status(s, "running") == 2
+    });
+    wait_screen(&viewer, "Workers 2", Duration::from_secs(20));
+
+    // `s` on the selected (first) worker opens the line; Enter types it into its pane.
+    keys(&viewer, &["s"]);
+    wait_screen(&viewer, "one", Duration::from_secs(10));
+    viewer.tmux(&["send-keys", "-t", "v", "-l", "hello from s"]);
+    keys(&viewer, &["Enter"]);
+    let s = wait_state(project, "one completes", Duration::from_secs(60), |s| {
+        state_worker(s, "one")["status"] == "completed"
+    });
+    assert_eq!(state_worker(&s, "two")["status"], "running");
+    let run = only_run_dir(project);
+    assert!(result_of(&run, "one").contains("got: hello from s"));
+    assert_eq!(count_events(&run, "text-sent"), 1);
+
+    // `s` on a worker that has ended says why on the screen and types nothing.
+    keys(&viewer, &["s"]);
+    wait_screen(
+        &viewer,
+        "text goes only to a running worker",
+        Duration::from_secs(10),
+    );
+    keys(&viewer, &["j", "s"]);
+    viewer.tmux(&["send-keys", "-t", "v", "-l", "and to two"]);
+    keys(&viewer, &["Enter"]);
+    wait_state(project, "two completes", Duration::from_secs(60), |s| {
+        s["status"] == "done"
+    });
+    assert!(result_of(&run, "two").contains("got: and to two"));
+    keys(&viewer, &["q"]);
+    let after = wait_screen(&viewer, "EXITED", Duration::from_secs(15));
+    assert!(after.contains("EXITED 0"), "{after}");
+}
+
+#[test]
+fn a_headless_run_is_steered_from_the_cli_and_from_a_dashboard_opened_on_it() {
+    if !tmux_ready("a_headless_run_is_steered_from_the_cli_and_from_a_dashboard_opened_on_it") {
+        return;
+    }
+    let workers = TmuxServer::new("inbox-workers");
+    let viewer = TmuxServer::new("inbox-viewer");
+    let tmp = crate::support::project();
+    let project = tmp.path();
+    let team = team_file(project, "team.toml", READERS);
+    let team = team.display().to_string();
+    let headless = spawn_crewmux(
+        project,
+        &workers.socket,
+        &[
+            "run",
+            "--headless",
+            "--team",
+            &team,
+            "--no-clarify",
+            "Echo lines",
+        ],
+    );
+    wait_state(project, "both running", Duration::from_secs(60), |s| {
+        count_status(s, "running") == 2
+    });
+    let run = only_run_dir(project);
+    let id = run.file_name().unwrap().to_str().unwrap().to_string();
+
+    // The command line: refusals are one line and exit 2; text goes through the inbox.
+    let bad = run_crewmux(
+        project,
+        &workers.socket,
+        &["steer", &id, "add", "x", "--role", "poet"],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("--role poet: no such role") && err.lines().count() == 1,
+        "{err}"
+    );
+    let bad = run_crewmux(project, &workers.socket, &["steer", &id, "retry", "one"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("one is still running"));
+    let sent = run_crewmux(
+        project,
+        &workers.socket,
+        &["steer", &id, "send", "one", "from the cli"],
+    );
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    assert!(String::from_utf8_lossy(&sent.stderr).contains("sent to the process driving run"));
+    wait_state(project, "one completes", Duration::from_secs(60), |s| {
+        state_worker(s, "one")["status"] == "completed"
+    });
+    assert!(result_of(&run, "one").contains("got: from the cli"));
+
+    // A dashboard opened on the run follows it; `+` adds a sim worker through the inbox.
+    open_in_viewer(&viewer, project, &workers, &format!("attach {id}"));
+    wait_screen(
+        &viewer,
+        "another crewmux process drives run",
+        Duration::from_secs(30),
+    );
+    keys(&viewer, &["+"]);
+    wait_screen(&viewer, "Add a worker", Duration::from_secs(10));
+    viewer.tmux(&["send-keys", "-t", "v", "-l", "Say hello from the inbox"]);
+    // Back to the provider field; the simulated agent is offered last.
+    keys(&viewer, &["BTab", "Left", "C-s"]);
+    let s = wait_state(
+        project,
+        "the added worker completes",
+        Duration::from_secs(60),
+        |s| state_worker(s, "added-1")["status"] == "completed",
+    );
+    assert_eq!(state_worker(&s, "added-1")["provider"], "sim");
+    wait_screen(&viewer, "added-1", Duration::from_secs(15));
+
+    // `s` on `two` (second in the roster) types into its pane through the inbox too.
+    keys(&viewer, &["g", "j", "s"]);
+    wait_screen(&viewer, "two", Duration::from_secs(10));
+    viewer.tmux(&["send-keys", "-t", "v", "-l", "from the dashboard"]);
+    keys(&viewer, &["Enter"]);
+    let out = wait_limited(headless, &["run", "--headless"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(result_of(&run, "two").contains("got: from the dashboard"));
+    wait_screen(&viewer, "run done", Duration::from_secs(20));
+    keys(&viewer, &["q"]);
+    let after = wait_screen(&viewer, "EXITED", Duration::from_secs(15));
+    assert!(after.contains("EXITED 0"), "{after}");
+    assert_events_once(project);
+}

@@ -298,7 +298,10 @@ mod tests {
                 text.contains("}/{") && text.contains("next / previous diff file"),
                 "{w}×{h}:\n{text}"
             );
-            assert!(text.contains("prefix d (C-b d) comes back here"), "{w}×{h}:\n{text}");
+            assert!(
+                text.contains("prefix d (C-b d) comes back here"),
+                "{w}×{h}:\n{text}"
+            );
             assert!(text.contains("yes, do it"), "{w}×{h}:\n{text}");
         }
     }

@@ -1,0 +1,152 @@
+//! `crewmux steer <run> add|retry|send …`: steer a run from the command line. A run another
+//! crewmux process drives (its dashboard, a headless run) gets the request through its
+//! inbox, checked first against the saved state with the engine's own rules so a refusal is
+//! said here; a run nobody drives is changed on the spot (an added or retried worker waits
+//! for `attach`/`resume`, text is typed into the pane).
+
+use std::path::Path;
+
+use crate::cli::{SteerArgs, SteerCommand};
+use crate::domain::{RunState, WorkerKind};
+use crate::engine::steer::{check, next_added_id, Steer};
+use crate::error::{Error, IoContext, Result};
+use crate::store::{InboxCommand, RunStore};
+
+use super::plan::project_dir;
+
+/// `crewmux steer <run> add|retry|send …`.
+///
+/// # Errors
+/// [`Error::Usage`] (exit 2) for an unknown run, role or provider, an unreadable task file,
+/// or a request the engine refuses (a live worker retried, text for a worker that is not
+/// running…), each as one line; as [`RunStore::send_command`] or saving the state.
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "a command handler owns the flags clap parsed for it"
+)]
+pub fn run(args: SteerArgs) -> Result<i32> {
+    let project = project_dir(args.common.project.as_deref())?;
+    let store = RunStore::open(&project, Some(&args.run))?;
+    let state = store.load_state()?;
+    let steer = request(&state, &project, &args.what)?;
+    check(&state, &steer).map_err(Error::Usage)?;
+    let what = describe(&steer);
+    if store.is_driven()? {
+        store.send_command(&InboxCommand::Steer(steer))?;
+        crate::errln!(
+            "crewmux: {what}: sent to the process driving run {}",
+            state.run_id
+        );
+        return Ok(0);
+    }
+    let run_id = state.run_id.clone();
+    let backend = super::drive::backend_for(&state, &store)?;
+    let driver = crate::driver::Driver::new(
+        store.clone(),
+        state,
+        backend,
+        crate::driver::DriverOptions::default(),
+    );
+    let typed = match &steer {
+        Steer::SendText { worker, text } => {
+            Some(format!("typed {} bytes into {worker}'s pane", text.len()))
+        }
+        _ => None,
+    };
+    driver.steer_now(steer)?;
+    if let Some(typed) = typed {
+        crate::errln!("crewmux: {typed}");
+    } else {
+        crate::errln!(
+            "crewmux: {what}: saved; no crewmux process drives run {run_id}, continue it with crewmux attach {run_id} (or resume for headless)"
+        );
+    }
+    Ok(0)
+}
+
+/// The engine request `what` asks for, with the defaults filled in from `state`.
+fn request(state: &RunState, project: &Path, what: &SteerCommand) -> Result<Steer> {
+    Ok(match what {
+        SteerCommand::Add {
+            task,
+            id,
+            role,
+            provider,
+        } => {
+            let first = state.workers.iter().find(|w| w.kind == WorkerKind::Worker);
+            let role = role
+                .clone()
+                .or_else(|| first.map(|w| w.role.clone()))
+                .unwrap_or_else(|| "backend-engineer".into());
+            known_role(&role)?;
+            let provider = provider
+                .clone()
+                .or_else(|| first.map(|w| w.provider.clone()))
+                .unwrap_or_else(|| "sim".into());
+            known_provider(&provider, project)?;
+            Steer::AddWorker {
+                id: id.clone().unwrap_or_else(|| next_added_id(state)),
+                role,
+                provider,
+                task: task.clone(),
+            }
+        }
+        SteerCommand::Retry {
+            worker,
+            task,
+            task_file,
+        } => Steer::Retry {
+            worker: worker.clone(),
+            task: match (task, task_file) {
+                (Some(t), _) => Some(t.clone()),
+                (None, Some(path)) => Some(std::fs::read_to_string(path).at(path)?),
+                (None, None) => None,
+            },
+        },
+        SteerCommand::Send { worker, text } => Steer::SendText {
+            worker: worker.clone(),
+            text: text.clone(),
+        },
+    })
+}
+
+fn known_role(role: &str) -> Result<()> {
+    if crate::providers::agents::roles().any(|r| r == role) {
+        return Ok(());
+    }
+    let roles: Vec<&str> = crate::providers::agents::roles().collect();
+    Err(Error::Usage(format!(
+        "--role {role}: no such role; use one of {}",
+        roles.join(", ")
+    )))
+}
+
+/// An agent provider the project knows (a built-in or one of its overrides); `command`
+/// runs a team file's argv and cannot be added this way.
+fn known_provider(provider: &str, project: &Path) -> Result<()> {
+    let env = crate::providers::EnvSnapshot::current();
+    let registry = crate::providers::Registry::load(Some(project), &env)?;
+    let agents: Vec<&str> = registry.agents().map(|(n, _)| n).collect();
+    if agents.contains(&provider) {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "--provider {provider}: not an agent provider here; use one of {}",
+        agents.join(", ")
+    )))
+}
+
+/// The request in a few words for the person.
+fn describe(steer: &Steer) -> String {
+    match steer {
+        Steer::AddWorker {
+            id, role, provider, ..
+        } => format!("add worker {id} ({role} on {provider})"),
+        Steer::Retry { worker, task: None } => format!("retry {worker}"),
+        Steer::Retry {
+            worker,
+            task: Some(_),
+        } => format!("retry {worker} with a new task"),
+        Steer::SendText { worker, text } => format!("send {} bytes to {worker}", text.len()),
+    }
+}

@@ -1,0 +1,194 @@
+//! Following a run another crewmux process drives (a dashboard opened on a headless run,
+//! or a second dashboard): the saved state, new events and the focused worker's screen are
+//! read as they change and handed over as [`Update`]s, the same messages a [`super::Driver`]
+//! sends; the person's requests (answers, cancels, steering) go to the driving process
+//! through the run's inbox, checked first with the engine's own rules. Nothing is launched,
+//! killed or saved here.
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant, SystemTime};
+
+use super::{Control, Update};
+use crate::backend::{Multiplexer, Target};
+use crate::domain::RunState;
+use crate::store::{InboxCommand, RunStore};
+
+/// How often the run's files and the focused pane are looked at.
+pub const FOLLOW_TICK: Duration = Duration::from_millis(250);
+
+/// How often the follower checks that some process still drives the run.
+const DRIVEN_CHECK: Duration = Duration::from_secs(2);
+
+/// Shows a run without driving it.
+pub struct Follower {
+    store: RunStore,
+    state: RunState,
+    backend: Box<dyn Multiplexer>,
+    focus: Option<String>,
+    /// `state.json`'s modification time and size when last read.
+    state_stamp: Option<(SystemTime, u64)>,
+    /// Events of `events.jsonl` already handed over (the dashboard replays the ones before).
+    events_seen: usize,
+    events_len: u64,
+    /// The driving process was seen gone (said once).
+    driver_gone: bool,
+}
+
+impl Follower {
+    /// Follow `state` (as just loaded from `store`); `backend` only captures the focused
+    /// worker's pane.
+    pub fn new(store: RunStore, state: RunState, backend: Box<dyn Multiplexer>) -> Follower {
+        let events_seen = store.read_events().map(|e| e.len()).unwrap_or(0);
+        let events_len = file_len(&store.events_path());
+        let state_stamp = stamp(&store.state_path());
+        Follower {
+            store,
+            state,
+            backend,
+            focus: None,
+            state_stamp,
+            events_seen,
+            events_len,
+            driver_gone: false,
+        }
+    }
+
+    /// The run as last read.
+    pub fn state(&self) -> &RunState {
+        &self.state
+    }
+
+    /// Follow until `control` says [`Control::Quit`] (or its sender is gone); returns the
+    /// run as last read. An unreadable state file is said once as a notice and the last
+    /// good state is kept.
+    pub fn run(mut self, control: &Receiver<Control>, mut emit: impl FnMut(Update)) -> RunState {
+        emit(Update::Notice(format!(
+            "another crewmux process drives run {}: your keys send it requests",
+            self.state.run_id
+        )));
+        let mut next_driven_check = Instant::now() + DRIVEN_CHECK;
+        let mut state_error: Option<String> = None;
+        loop {
+            match control.recv_timeout(FOLLOW_TICK) {
+                Ok(Control::Quit) | Err(RecvTimeoutError::Disconnected) => return self.state,
+                Ok(c) => self.forward(c, &mut emit),
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            let changed = match self.reload_state() {
+                Ok(changed) => changed,
+                Err(e) => {
+                    if state_error.as_deref() != Some(e.as_str()) {
+                        emit(Update::Notice(e.clone()));
+                        state_error = Some(e);
+                    }
+                    false
+                }
+            };
+            self.new_events(&mut emit);
+            let screen = self.screen();
+            if changed || screen.is_some() {
+                emit(Update::Snapshot {
+                    state: Box::new(self.state.clone()),
+                    screen,
+                });
+            }
+            if Instant::now() >= next_driven_check {
+                next_driven_check = Instant::now() + DRIVEN_CHECK;
+                self.check_driven(&mut emit);
+            }
+        }
+    }
+
+    /// Carry out one request of the person: a focus change here, the rest through the inbox.
+    fn forward(&mut self, c: Control, emit: &mut impl FnMut(Update)) {
+        let cmd = match c {
+            Control::Focus(w) => {
+                self.focus = w;
+                self.backend.forget_screen();
+                return;
+            }
+            Control::Quit => return,
+            Control::Answer { worker: None, text } => InboxCommand::AnswerRun { text },
+            Control::Answer {
+                worker: Some(worker),
+                text,
+            } => InboxCommand::AnswerWorker { worker, text },
+            Control::Cancel { worker } => InboxCommand::Cancel { worker },
+            Control::Steer(s) => match crate::engine::steer::check(&self.state, &s) {
+                Ok(()) => InboxCommand::Steer(s),
+                Err(why) => return emit(Update::Notice(why)),
+            },
+        };
+        emit(Update::Notice(match self.store.send_command(&cmd) {
+            Ok(()) => format!("sent to the process driving run {}", self.state.run_id),
+            Err(e) => format!("the request was not sent: {e}"),
+        }));
+    }
+
+    /// Read `state.json` again when it changed; true when it did.
+    fn reload_state(&mut self) -> std::result::Result<bool, String> {
+        let now = stamp(&self.store.state_path());
+        if now.is_none() || now == self.state_stamp {
+            return Ok(false);
+        }
+        let state = self.store.load_state().map_err(|e| e.to_string())?;
+        self.state_stamp = now;
+        self.state = state;
+        Ok(true)
+    }
+
+    /// Hand over the events appended since the last look.
+    fn new_events(&mut self, emit: &mut impl FnMut(Update)) {
+        let len = file_len(&self.store.events_path());
+        if len == self.events_len {
+            return;
+        }
+        self.events_len = len;
+        let Ok(events) = self.store.read_events() else {
+            return;
+        };
+        for e in events.into_iter().skip(self.events_seen) {
+            self.events_seen += 1;
+            emit(Update::Event(e));
+        }
+    }
+
+    /// The focused worker's screen when it changed since the last look.
+    fn screen(&mut self) -> Option<String> {
+        let w = self.state.worker(self.focus.as_deref()?)?;
+        let target = Target {
+            worker: w.id.clone(),
+            attempt: w.attempt,
+            pane_id: w.pane_id.clone(),
+            pid: w.pid,
+            log: self.store.attempt_dir(&w.id, w.attempt).join("output.log"),
+            watch_screen: false,
+        };
+        let poll = self
+            .backend
+            .poll(std::slice::from_ref(&target), Some(&target));
+        poll.screen
+            .map(|s| super::observe::without_protocol_lines(&s))
+    }
+
+    /// Say once when no process drives the run any more.
+    fn check_driven(&mut self, emit: &mut impl FnMut(Update)) {
+        let driven = self.store.is_driven().unwrap_or(true);
+        if !driven && !self.driver_gone {
+            emit(Update::Notice(format!(
+                "no crewmux process drives run {id} any more: q, then crewmux attach {id} drives it here",
+                id = self.state.run_id
+            )));
+        }
+        self.driver_gone = !driven;
+    }
+}
+
+fn stamp(path: &std::path::Path) -> Option<(SystemTime, u64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+fn file_len(path: &std::path::Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
