@@ -13,6 +13,21 @@ use tracing_subscriber::{EnvFilter, Layer};
 /// message starts with the event's own local time (`HH:MM:SS `), which the panel shows.
 pub const HISTORY_TARGET: &str = "crewmux::history";
 
+/// The message of a run event replayed into the log panel under [`HISTORY_TARGET`]: its
+/// local time, then `worker: kind message` as the driver logs a live one.
+pub fn history_line(e: &crate::domain::RunEvent) -> String {
+    format!(
+        "{} {}{} {}",
+        e.ts.with_timezone(&chrono::Local).format("%H:%M:%S"),
+        e.worker
+            .as_deref()
+            .map(|w| format!("{w}: "))
+            .unwrap_or_default(),
+        e.kind,
+        e.message
+    )
+}
+
 /// The directive that keeps the log panel's replayed events out of the log file.
 #[allow(
     clippy::expect_used,

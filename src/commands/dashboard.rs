@@ -4,6 +4,7 @@ use crate::domain::RunState;
 use crate::driver::{Driver, DriverOptions};
 use crate::error::Result;
 use crate::store::RunStore;
+use crate::tui::app::{Source, Start};
 
 /// Drive `state` with the dashboard; on quit, say how to come back. Returns the exit code of
 /// exit code of the run as last seen (0 when the person left it running).
@@ -20,24 +21,24 @@ pub fn drive_dashboard(store: RunStore, state: RunState, opts: DriverOptions) ->
         ..opts
     };
     crate::logging::init(&state.project_dir, true);
-    let backend = super::drive::driving_backend_for(&state, &store)?;
     let run_id = state.run_id.clone();
-    let project = state.project_dir.clone();
     // Before the dashboard takes the terminal: the passphrase may be asked there.
     let creds = crate::creds::Store::open_default()?;
     let viewer = super::drive::backend_for(&state, &store)?;
-    let driver = Driver::new(store.clone(), state, backend, opts).with_credentials(creds);
+    let (driven_store, driven_state) = (store.clone(), state.clone());
+    // Built on the driver's thread once the dashboard has drawn the saved state.
+    let start: Start = Box::new(move || {
+        let backend = super::drive::driving_backend_for(&driven_state, &driven_store)?;
+        let providers = agent_providers(&driven_state.project_dir);
+        let driver = Driver::new(driven_store, driven_state, backend, opts).with_credentials(creds);
+        Ok((Source::Drive(Box::new(driver)), providers))
+    });
     let look = crate::tui::app::Look {
         keys: config.keys,
         theme: config.theme,
-        providers: agent_providers(&project),
+        providers: Vec::new(),
     };
-    let outcome = crate::tui::app::run(
-        store,
-        crate::tui::app::Source::Drive(Box::new(driver)),
-        viewer,
-        look,
-    )?;
+    let outcome = crate::tui::app::run(store, state, start, viewer, look)?;
     if outcome.detached {
         let why = outcome.signal.map(|s| format!("{s}: ")).unwrap_or_default();
         crate::errln!(
@@ -58,21 +59,21 @@ pub fn follow_dashboard(store: RunStore, state: RunState) -> Result<i32> {
     let config = crate::config::load()?;
     crate::logging::init(&state.project_dir, true);
     let run_id = state.run_id.clone();
-    let project = state.project_dir.clone();
     let viewer = super::drive::backend_for(&state, &store)?;
-    let capture = super::drive::backend_for(&state, &store)?;
-    let follower = crate::driver::follow::Follower::new(store.clone(), state, capture);
+    let (followed_store, followed_state) = (store.clone(), state.clone());
+    let start: Start = Box::new(move || {
+        let capture = super::drive::backend_for(&followed_state, &followed_store)?;
+        let providers = agent_providers(&followed_state.project_dir);
+        let follower =
+            crate::driver::follow::Follower::new(followed_store, followed_state, capture);
+        Ok((Source::Follow(Box::new(follower)), providers))
+    });
     let look = crate::tui::app::Look {
         keys: config.keys,
         theme: config.theme,
-        providers: agent_providers(&project),
+        providers: Vec::new(),
     };
-    let outcome = crate::tui::app::run(
-        store,
-        crate::tui::app::Source::Follow(Box::new(follower)),
-        viewer,
-        look,
-    )?;
+    let outcome = crate::tui::app::run(store, state, start, viewer, look)?;
     if outcome.detached {
         crate::errln!(
             "crewmux: left the dashboard; run {run_id} goes on in the process that drives it"

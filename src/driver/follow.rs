@@ -149,6 +149,13 @@ impl Follower {
         };
         for e in events.into_iter().skip(self.events_seen) {
             self.events_seen += 1;
+            // The log panel shows it as the driving process logged it (its own log file
+            // has it already; this target stays out of the file).
+            tracing::info!(
+                target: crate::logging::HISTORY_TARGET,
+                "{}",
+                crate::logging::history_line(&e)
+            );
             emit(Update::Event(e));
         }
     }
@@ -171,10 +178,10 @@ impl Follower {
             .map(|s| super::observe::without_protocol_lines(&s))
     }
 
-    /// Say once when no process drives the run any more.
+    /// Say once when no process drives the run any more and it has not finished.
     fn check_driven(&mut self, emit: &mut impl FnMut(Update)) {
         let driven = self.store.is_driven().unwrap_or(true);
-        if !driven && !self.driver_gone {
+        if !driven && !self.driver_gone && !self.state.status.is_final() {
             emit(Update::Notice(format!(
                 "no crewmux process drives run {id} any more: q, then crewmux attach {id} drives it here",
                 id = self.state.run_id

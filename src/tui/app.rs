@@ -52,14 +52,13 @@ pub enum Source {
     Follow(Box<crate::driver::follow::Follower>),
 }
 
-impl Source {
-    fn state(&self) -> &RunState {
-        match self {
-            Source::Drive(d) => d.state(),
-            Source::Follow(f) => f.state(),
-        }
-    }
+/// Builds the [`Source`] and the agent providers the add-worker form offers. It runs on
+/// the driver's thread once the first frame is drawn: a driver reads the providers' files
+/// and the run's events first, which can take seconds on a busy machine, and the screen is
+/// never blank meanwhile.
+pub type Start = Box<dyn FnOnce() -> Result<(Source, Vec<String>)> + Send>;
 
+impl Source {
     fn run(
         self,
         control: std_mpsc::Receiver<Control>,
@@ -83,16 +82,17 @@ pub struct Outcome {
     pub signal: Option<&'static str>,
 }
 
-/// Run the dashboard on this terminal while `driver` drives (or follows) the run on a
-/// thread of its own. `viewer` is a multiplexer of the run's backend used only to attach to
-/// panes. Returns when the person quits (`q`) or a signal ends it: the driver stops,
-/// workers keep running.
+/// Run the dashboard on this terminal, showing `state` (as saved) at once, while the
+/// [`Source`] that `start` builds drives (or follows) the run on a thread of its own.
+/// `viewer` is a multiplexer of the run's backend used only to attach to panes. Returns
+/// when the person quits (`q`) or a signal ends it: the driver stops, workers keep running.
 ///
 /// # Errors
-/// The terminal cannot be set up, or the driver fails.
+/// The terminal cannot be set up, `start` fails, or the driver fails.
 pub fn run(
     store: RunStore,
-    driver: Source,
+    state: RunState,
+    start: Start,
     viewer: Box<dyn Multiplexer>,
     look: Look,
 ) -> Result<Outcome> {
@@ -100,24 +100,35 @@ pub fn run(
         .enable_all()
         .build()
         .on("cannot start the dashboard's runtime")?;
-    rt.block_on(run_async(store, driver, viewer, look))
+    rt.block_on(run_async(store, state, start, viewer, look))
 }
 
 async fn run_async(
     store: RunStore,
-    driver: Source,
+    state: RunState,
+    start: Start,
     viewer: Box<dyn Multiplexer>,
     look: Look,
 ) -> Result<Outcome> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
     let (ctl_tx, ctl_rx) = std_mpsc::channel::<Control>();
-    let state = driver.state().clone();
     let dtx = tx.clone();
     let driver_thread = std::thread::Builder::new()
         .name("crewmux-driver".into())
         .spawn(move || {
-            driver.run(ctl_rx, move |u| {
-                // Err: the dashboard has left; the driver is being told to stop.
+            let (source, providers) = match start() {
+                Ok(built) => built,
+                Err(e) => {
+                    // Err: the dashboard has left already; nothing is left to tell.
+                    let _ = dtx.send(Msg::Driver(crate::driver::Update::Stopped {
+                        finished: false,
+                    }));
+                    return Err(e);
+                }
+            };
+            // Err (here and below): the dashboard has left; the driver is told to stop.
+            let _ = dtx.send(Msg::Providers(providers));
+            source.run(ctl_rx, move |u| {
                 let _ = dtx.send(Msg::Driver(u));
             })
         })
@@ -130,7 +141,9 @@ async fn run_async(
     model.ui.esc_leaves = ESC_LEAVES.load(std::sync::atomic::Ordering::SeqCst);
     model.ui.keys = look.keys;
     model.ui.theme = look.theme;
-    model.ui.providers = look.providers;
+    if !look.providers.is_empty() {
+        model.ui.providers = look.providers;
+    }
     if let Some(first) = model.run.workers.first() {
         send(&ctl_tx, Control::Focus(Some(first.id.clone())));
     }

@@ -32,6 +32,8 @@ pub enum Msg {
     Driver(Update),
     /// The one-second clock: elapsed times move.
     Clock,
+    /// The agent providers the add-worker form offers, known once the driver is built.
+    Providers(Vec<String>),
     /// A signal asked the dashboard to end (`SIGTERM`, `SIGINT`, `SIGHUP`, `SIGQUIT`): it
     /// leaves as after `q`, the run detached and resumable.
     Signal(&'static str),
@@ -199,6 +201,10 @@ impl Model {
                 }
             }
             Msg::Driver(u) => self.driver(u),
+            Msg::Providers(p) => {
+                self.ui.providers = p;
+                Step::default()
+            }
             Msg::Signal(name) => {
                 self.signal = Some(name);
                 self.quitting = true;

@@ -6,7 +6,6 @@
 //! replayed into it under [`HISTORY_TARGET`]; each keeps the time it happened at, which
 //! tui-logger cannot stamp on a record, so the line carries it (see [`history_line`]).
 
-use chrono::{DateTime, Local, Utc};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::Line;
@@ -14,10 +13,9 @@ use ratatui::Frame;
 use tui_logger::{ExtLogRecord, LevelFilter, LogFormatter, TuiLoggerWidget};
 
 use super::panel;
-use crate::domain::RunEvent;
 use crate::tui::state::{Focus, View};
 
-pub use crate::logging::HISTORY_TARGET;
+pub use crate::logging::{history_line, HISTORY_TARGET};
 
 /// Draw the log. The events come from tui-logger's process-wide buffer; nothing is read
 /// from disk. The scroll position lives in `UiState::log`.
@@ -28,25 +26,6 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
         .style(Style::default().fg(Color::Gray))
         .state(&view.ui.log);
     frame.render_widget(widget, area);
-}
-
-/// The message of a replayed event: its local time, then `worker: kind message` as the
-/// driver logs a live one.
-pub fn history_line(e: &RunEvent) -> String {
-    format!(
-        "{} {}{} {}",
-        local_time(e.ts),
-        e.worker
-            .as_deref()
-            .map(|w| format!("{w}: "))
-            .unwrap_or_default(),
-        e.kind,
-        e.message
-    )
-}
-
-fn local_time(t: DateTime<Utc>) -> String {
-    t.with_timezone(&Local).format("%H:%M:%S").to_string()
 }
 
 /// Formats one record as `HH:MM:SS L message`, wrapped to the panel with the message's
@@ -115,7 +94,7 @@ mod tests {
 
     #[test]
     fn a_replayed_event_shows_the_time_it_happened_at() {
-        let e = RunEvent {
+        let e = crate::domain::RunEvent {
             ts: "2026-11-30T06:00:05Z".parse().unwrap(),
             kind: crate::domain::EventKind::WorkerStarted,
             worker: Some("alpha".into()),
@@ -124,7 +103,10 @@ mod tests {
             message: "pane %3".into(),
         };
         let line = history_line(&e);
-        let own = local_time(e.ts);
+        let own =
+            e.ts.with_timezone(&chrono::Local)
+                .format("%H:%M:%S")
+                .to_string();
         assert_eq!(line, format!("{own} alpha: worker-started pane %3"));
         assert_eq!(
             time_and_text(HISTORY_TARGET, &line, "19:59:59"),
