@@ -211,6 +211,30 @@ fn diff_tab_screens() {
 }
 
 #[test]
+fn a_diff_scrolled_to_its_end_shows_its_last_page_not_only_the_last_new_file() {
+    let mut m = model();
+    m.handle(key(KeyCode::Char('3')));
+    let mut text = DIFF.to_string();
+    text.push_str("new file, not yet committed: notes.txt\n");
+    let lines = super::diff::colour(&text);
+    m.ui.doc_len = lines.len();
+    m.doc = Some(Doc {
+        path: PathBuf::from("/p/wt"),
+        stamp: None,
+        lines,
+        diff_of: Some("backend#1#running".into()),
+    });
+    // End (as on the Output tab, where it follows the newest line).
+    m.handle(key(KeyCode::End));
+    let shown = format!("{:?}", screen(&m, 120, 40).buffer());
+    assert!(shown.contains("notes.txt"), "{shown}");
+    assert!(
+        shown.contains("+        self.refill();"),
+        "the changes above the last file stay on the page:\n{shown}"
+    );
+}
+
+#[test]
 fn a_too_small_screen_asks_for_a_bigger_window() {
     let m = model();
     insta::assert_snapshot!("too_small_50x12", screen(&m, 50, 12));

@@ -81,7 +81,14 @@ fn document(frame: &mut Frame, area: Rect, view: &View) {
         frame.render_widget(Paragraph::new(note).dark_gray().italic().block(block), area);
         return;
     };
-    let scroll = view.ui.doc_scroll.min(doc.lines.len().saturating_sub(1));
+    // Scrolled to (or past) the end, the last page is shown full: a scroll position kept
+    // from before (End, `}` to the last file, a longer document) never leaves the panel
+    // showing only the last line, e.g. a diff's last new file without the changes above it.
+    let rows = block.inner(area).height as usize;
+    let scroll = view
+        .ui
+        .doc_scroll
+        .min(doc.lines.len().saturating_sub(rows.max(1)));
     if scroll > 0 {
         block = block.title_bottom(
             Line::from(format!(
