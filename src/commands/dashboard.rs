@@ -80,7 +80,7 @@ pub fn follow_dashboard(store: RunStore, state: RunState) -> Result<i32> {
         );
         return Ok(0);
     }
-    super::write_err(&super::manage::status_text(&outcome.state, false));
+    super::write_err(&super::status::status_text(&outcome.state, false));
     Ok(0)
 }
 

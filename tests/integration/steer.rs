@@ -149,7 +149,8 @@ fn result_of(run: &Path, worker: &str) -> String {
         .unwrap_or_default()
 }
 
-fn open_in_viewer(viewer: &TmuxServer, project: &Path, workers: &TmuxServer, command: &str) {
+/// The viewer runs `crewmux <command>` in `project` with its workers on `workers`.
+fn open_in_viewer(tag: &str, project: &Path, workers: &TmuxServer, command: &str) -> Viewer {
     let cmd = format!(
         "cd {} && XDG_STATE_HOME={} CREWMUX_TMUX_SOCKET={} {} {command}; echo EXITED $?; sleep 60",
         project.display(),
@@ -157,22 +158,7 @@ fn open_in_viewer(viewer: &TmuxServer, project: &Path, workers: &TmuxServer, com
         workers.socket,
         env!("CARGO_BIN_EXE_crewmux"),
     );
-    let out = viewer.tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        "v",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        &cmd,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    Viewer::start(tag, (120, 40), &cmd)
 }
 
 #[test]
@@ -181,26 +167,27 @@ fn s_types_a_line_into_a_running_worker_that_asked_nothing() {
         return;
     }
     let workers = TmuxServer::new("send-workers");
-    let viewer = TmuxServer::new("send-viewer");
-    let tmp = crate::support::project();
-    let project = tmp.path();
-    let team = team_file(project, "team.toml", READERS);
-    open_in_viewer(
-        &viewer,
+    let t = TeamProject::new(READERS);
+    let project = t.path();
+    let viewer = open_in_viewer(
+        "send-viewer",
         project,
         &workers,
-        &format!("run --team {} --no-clarify 'Echo a line'", team.display()),
+        &format!(
+            "run --team {} --no-clarify 'Echo a line'",
+            t.team().display()
+        ),
     );
     wait_state(project, "both running", Duration::from_secs(60), |s| {
         count_status(s, "running") == 2
     });
-    wait_screen(&viewer, "Workers 2", Duration::from_secs(20));
+    viewer.wait_screen("Workers 2", Duration::from_secs(20));
 
     // `s` on the selected (first) worker opens the line; Enter types it into its pane.
-    keys(&viewer, &["s"]);
-    wait_screen(&viewer, "one", Duration::from_secs(10));
-    viewer.tmux(&["send-keys", "-t", "v", "-l", "hello from s"]);
-    keys(&viewer, &["Enter"]);
+    viewer.keys(&["s"]);
+    viewer.wait_screen("one", Duration::from_secs(10));
+    viewer.type_text("hello from s");
+    viewer.keys(&["Enter"]);
     let s = wait_state(project, "one completes", Duration::from_secs(60), |s| {
         state_worker(s, "one")["status"] == "completed"
     });
@@ -210,21 +197,20 @@ fn s_types_a_line_into_a_running_worker_that_asked_nothing() {
     assert_eq!(count_events(&run, "text-sent"), 1);
 
     // `s` on a worker that has ended says why on the screen and types nothing.
-    keys(&viewer, &["s"]);
-    wait_screen(
-        &viewer,
+    viewer.keys(&["s"]);
+    viewer.wait_screen(
         "text goes only to a running worker",
         Duration::from_secs(10),
     );
-    keys(&viewer, &["j", "s"]);
-    viewer.tmux(&["send-keys", "-t", "v", "-l", "and to two"]);
-    keys(&viewer, &["Enter"]);
+    viewer.keys(&["j", "s"]);
+    viewer.type_text("and to two");
+    viewer.keys(&["Enter"]);
     wait_state(project, "two completes", Duration::from_secs(60), |s| {
         s["status"] == "done"
     });
     assert!(result_of(&run, "two").contains("got: and to two"));
-    keys(&viewer, &["q"]);
-    let after = wait_screen(&viewer, "EXITED", Duration::from_secs(15));
+    viewer.keys(&["q"]);
+    let after = viewer.wait_screen("EXITED", Duration::from_secs(15));
     assert!(after.contains("EXITED 0"), "{after}");
 }
 
@@ -234,11 +220,9 @@ fn a_headless_run_is_steered_from_the_cli_and_from_a_dashboard_opened_on_it() {
         return;
     }
     let workers = TmuxServer::new("inbox-workers");
-    let viewer = TmuxServer::new("inbox-viewer");
-    let tmp = crate::support::project();
-    let project = tmp.path();
-    let team = team_file(project, "team.toml", READERS);
-    let team = team.display().to_string();
+    let t = TeamProject::new(READERS);
+    let project = t.path();
+    let team = t.team().display().to_string();
     let headless = spawn_crewmux(
         project,
         &workers.socket,
@@ -289,17 +273,16 @@ fn a_headless_run_is_steered_from_the_cli_and_from_a_dashboard_opened_on_it() {
     assert!(result_of(&run, "one").contains("got: from the cli"));
 
     // A dashboard opened on the run follows it; `+` adds a sim worker through the inbox.
-    open_in_viewer(&viewer, project, &workers, &format!("attach {id}"));
-    wait_screen(
-        &viewer,
+    let viewer = open_in_viewer("inbox-viewer", project, &workers, &format!("attach {id}"));
+    viewer.wait_screen(
         "another crewmux process drives run",
         Duration::from_secs(30),
     );
-    keys(&viewer, &["+"]);
-    wait_screen(&viewer, "Add a worker", Duration::from_secs(10));
-    viewer.tmux(&["send-keys", "-t", "v", "-l", "Say hello from the inbox"]);
+    viewer.keys(&["+"]);
+    viewer.wait_screen("Add a worker", Duration::from_secs(10));
+    viewer.type_text("Say hello from the inbox");
     // Back to the provider field; the simulated agent is offered last.
-    keys(&viewer, &["BTab", "Left", "C-s"]);
+    viewer.keys(&["BTab", "Left", "C-s"]);
     let s = wait_state(
         project,
         "the added worker completes",
@@ -307,13 +290,13 @@ fn a_headless_run_is_steered_from_the_cli_and_from_a_dashboard_opened_on_it() {
         |s| state_worker(s, "added-1")["status"] == "completed",
     );
     assert_eq!(state_worker(&s, "added-1")["provider"], "sim");
-    wait_screen(&viewer, "added-1", Duration::from_secs(15));
+    viewer.wait_screen("added-1", Duration::from_secs(15));
 
     // `s` on `two` (second in the roster) types into its pane through the inbox too.
-    keys(&viewer, &["g", "j", "s"]);
-    wait_screen(&viewer, "two", Duration::from_secs(10));
-    viewer.tmux(&["send-keys", "-t", "v", "-l", "from the dashboard"]);
-    keys(&viewer, &["Enter"]);
+    viewer.keys(&["g", "j", "s"]);
+    viewer.wait_screen("two", Duration::from_secs(10));
+    viewer.type_text("from the dashboard");
+    viewer.keys(&["Enter"]);
     let out = wait_limited(headless, &["run", "--headless"]);
     assert_eq!(
         out.status.code(),
@@ -322,9 +305,9 @@ fn a_headless_run_is_steered_from_the_cli_and_from_a_dashboard_opened_on_it() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(result_of(&run, "two").contains("got: from the dashboard"));
-    wait_screen(&viewer, "run done", Duration::from_secs(20));
-    keys(&viewer, &["q"]);
-    let after = wait_screen(&viewer, "EXITED", Duration::from_secs(15));
+    viewer.wait_screen("run done", Duration::from_secs(20));
+    viewer.keys(&["q"]);
+    let after = viewer.wait_screen("EXITED", Duration::from_secs(15));
     assert!(after.contains("EXITED 0"), "{after}");
     assert_events_once(project);
 }
