@@ -3,6 +3,7 @@
 //! finds children that left the process group (`setsid`, a daemon's double fork, `nohup`).
 //! Linux only; elsewhere the scan finds nothing and only process groups are signalled.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
@@ -26,6 +27,40 @@ pub fn attempt_pids(nonce: &str) -> Vec<u32> {
                 .unwrap_or(false)
         })
         .collect()
+}
+
+/// The live processes (not zombies) of each attempt in `nonces`, from one pass over `/proc`
+/// (as [`attempt_pids`] for many attempts at once: the pass reads every process's
+/// environment, which is the cost, whatever the number of attempts). Attempts with no
+/// process are absent from the map.
+pub fn attempts_pids(nonces: &[&str]) -> HashMap<String, Vec<u32>> {
+    let mut found: HashMap<String, Vec<u32>> = HashMap::new();
+    if nonces.is_empty() {
+        return found;
+    }
+    let prefix = format!("{ATTEMPT_ENV}=");
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for pid in dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
+        if pid == me {
+            continue;
+        }
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let nonce = env
+            .split(|&b| b == 0)
+            .find_map(|kv| kv.strip_prefix(prefix.as_bytes()))
+            .and_then(|v| std::str::from_utf8(v).ok());
+        if let Some(n) = nonce.filter(|n| nonces.contains(n)) {
+            if crate::backend::pid_alive(pid) {
+                found.entry(n.to_string()).or_default().push(pid);
+            }
+        }
+    }
+    found
 }
 
 /// Send `sig` to every process of the attempt; returns the pids signalled.
@@ -133,6 +168,13 @@ mod tests {
             attempt_pids(&nonce).len() >= 2,
             "the detached sleeps are found"
         );
+        let both = attempts_pids(&[&nonce, "0000000000000000"]);
+        assert_eq!(
+            both.get(&nonce).map(Vec::len),
+            Some(attempt_pids(&nonce).len()),
+            "one pass finds what the one-attempt scan finds"
+        );
+        assert!(!both.contains_key("0000000000000000"), "{both:?}");
         let left = end_attempt(&nonce, Duration::from_millis(500));
         assert!(left.is_empty(), "survivors: {left:?}");
         assert!(attempt_pids(&nonce).is_empty());

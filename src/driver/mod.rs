@@ -48,7 +48,7 @@ pub use watch::{Watch, OUTPUT_RING_LINES};
 use crate::backend::Multiplexer;
 use crate::domain::{RunEvent, RunState, RunStatus};
 use crate::engine::{Input, RunMemory};
-use crate::error::{IoContext, Result};
+use crate::error::Result;
 use crate::store::RunStore;
 
 /// How the driver behaves.
@@ -147,8 +147,9 @@ pub struct Driver {
     opts: DriverOptions,
     watches: HashMap<String, Watch>,
     kills: Vec<PendingKill>,
-    /// Processes left behind by ended attempts, on their way out.
-    reaps: Vec<reap::Reap>,
+    /// Processes left behind by ended attempts, on their way out (on the reaper thread
+    /// while the loop runs).
+    reaps: reap::Reaps,
     inbox_offset: u64,
     focus: Option<String>,
     finished: bool,
@@ -196,6 +197,10 @@ pub struct Driver {
 /// for 16 windows here) never holds up for long the exits the loop should see.
 pub const LAUNCH_BATCH: usize = 16;
 
+/// Longest time without a backend poll while launch batches keep the server busy (the
+/// panes' liveness, a question on a screen).
+pub const POLL_DURING_LAUNCH: Duration = Duration::from_secs(1);
+
 /// Least time between two rewrites of `state.json` while a run is busy.
 pub const SAVE_EVERY: Duration = Duration::from_millis(250);
 
@@ -222,7 +227,7 @@ impl Driver {
             opts,
             watches: HashMap::new(),
             kills: vec![],
-            reaps: vec![],
+            reaps: reap::Reaps::default(),
             inbox_offset,
             focus: None,
             finished: false,
@@ -325,6 +330,7 @@ impl Driver {
             ))
         })?;
         self.saves.start_thread(&self.store)?;
+        self.reaps.start_thread()?;
         let mut first = std::mem::take(&mut self.startup);
         first.push(Input::Start);
         self.apply(first, &mut emit);
@@ -336,20 +342,7 @@ impl Driver {
         // `exit.json` appears (inotify through `notify`), so an exit is seen in
         // milliseconds instead of at the next tick.
         let (wake_tx, wake) = std::sync::mpsc::channel::<Wake>();
-        let forward = wake_tx.clone();
-        std::thread::Builder::new()
-            .name("crewmux-control".into())
-            .spawn(move || {
-                for c in control {
-                    if forward.send(Wake::Control(c)).is_err() {
-                        return;
-                    }
-                }
-                // The sender is gone: whoever showed the run quit. A failed send means the
-                // loop ended first, which is what Quit asks for anyway.
-                let _ = forward.send(Wake::Control(Control::Quit));
-            })
-            .on("cannot start the control thread")?;
+        observe::forward_controls(control, wake_tx.clone())?;
         if let Some(launcher) = self.backend.launcher() {
             self.launch_thread = Some(launch_thread::LaunchThread::start(
                 launcher,
@@ -432,9 +425,17 @@ impl Driver {
     fn turn(&mut self, turns: &mut Turns, emit: &mut impl FnMut(Update)) {
         turns.last_tick = Instant::now();
         // An exit wake-up between ticks reads the files only; the backend is polled at
-        // least once a tick however often exits wake the loop.
-        let poll =
-            !std::mem::take(&mut turns.exit_wake) || turns.last_poll.elapsed() >= self.opts.tick;
+        // least once a tick however often exits wake the loop. While a launch batch is in
+        // flight the server answers a poll only after the batch (one server, and in control
+        // mode one client): the loop does not wait for that, exits are seen from their
+        // files meanwhile, and a poll goes out once a [`POLL_DURING_LAUNCH`] at most.
+        let since = turns.last_poll.elapsed();
+        let poll = if self.in_flight.is_some() {
+            turns.exit_wake = false;
+            since >= POLL_DURING_LAUNCH
+        } else {
+            !std::mem::take(&mut turns.exit_wake) || since >= self.opts.tick
+        };
         if poll {
             turns.last_poll = Instant::now();
         }

@@ -353,6 +353,32 @@ impl Driver {
     }
 }
 
+/// Hand every control message to the loop's queue, on a thread of its own; `Quit` when the
+/// sender is gone.
+///
+/// # Errors
+/// The thread cannot start.
+pub(super) fn forward_controls(
+    control: std::sync::mpsc::Receiver<Control>,
+    wake: std::sync::mpsc::Sender<Wake>,
+) -> crate::error::Result<()> {
+    use crate::error::IoContext;
+    std::thread::Builder::new()
+        .name("crewmux-control".into())
+        .spawn(move || {
+            for c in control {
+                if wake.send(Wake::Control(c)).is_err() {
+                    return;
+                }
+            }
+            // The sender is gone: whoever showed the run quit. A failed send means the
+            // loop ended first, which is what Quit asks for anyway.
+            let _ = wake.send(Wake::Control(Control::Quit));
+        })
+        .on("cannot start the control thread")?;
+    Ok(())
+}
+
 /// Watch `workers/` (recursively) for `exit.json` files; `None` (polling only) when inotify
 /// is not available.
 pub(super) fn exit_file_watcher(
