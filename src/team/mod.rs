@@ -16,3 +16,5 @@ pub use routing::{choose, infer_target, Choice, TargetChoice};
 
 #[cfg(test)]
 mod after_tests;
+#[cfg(test)]
+mod probe_tests;

@@ -145,13 +145,17 @@ pub fn resolve(opts: &ResolveOptions) -> Result<ResolvedTeam> {
     }
     let single = spec.workers.len() == 1;
 
-    // Probe what routing may need, all in parallel.
-    let needs_probe = opts.provider.is_none()
-        || opts
-            .provider
-            .as_deref()
-            .and_then(|p| registry.get(p))
-            .is_some_and(|s| s.is_agent());
+    // Probe what routing may need, all in parallel: nothing when every worker names a
+    // provider that is not an agent CLI (a team of commands starts without waiting for the
+    // auth probes of the CLIs installed, seconds for Node CLIs).
+    let is_agent = |p: &str| registry.get(p).is_none_or(|s| s.is_agent());
+    let needs_probe = match opts.provider.as_deref() {
+        Some(p) => registry.get(p).is_some_and(|s| s.is_agent()),
+        None => spec
+            .workers
+            .iter()
+            .any(|w| w.provider.as_deref().is_none_or(is_agent)),
+    };
     let health: Vec<ProviderHealth> = if needs_probe {
         let names: Vec<&str> = registry.agents().map(|(n, _)| n).collect();
         probe_many(&registry, &names, &opts.env, &opts.probe)
