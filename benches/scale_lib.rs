@@ -35,6 +35,12 @@ pub struct Config {
     pub many_workers: usize,
     /// The crewmux binary (for the subprocess scenarios).
     pub exe: PathBuf,
+    /// An earlier crewmux binary run beside `exe` in the subprocess scenarios
+    /// (`CREWMUX_BENCH_BEFORE`): a change's before and after in one run.
+    pub before: Option<PathBuf>,
+    /// How the driver talks to tmux in the subprocess scenarios (`CREWMUX_BENCH_MODES`, a
+    /// comma list of `control` and `processes`; unset: both).
+    pub modes: Vec<Mode>,
 }
 
 impl Config {
@@ -55,6 +61,8 @@ impl Config {
             headless_parallel: 64,
             many_workers: env("CREWMUX_BENCH_MANY", 256),
             exe,
+            before: std::env::var_os("CREWMUX_BENCH_BEFORE").map(PathBuf::from),
+            modes: modes_from_env(),
         }
     }
 
@@ -69,8 +77,52 @@ impl Config {
             headless_parallel: 3,
             many_workers: 8,
             exe,
+            before: None,
+            modes: vec![Mode::Control, Mode::Processes],
         }
     }
+
+    /// Every (mode, binary) pair the subprocess scenarios run, the earlier binary right
+    /// after this one in each mode.
+    fn variants(&self) -> Vec<(Mode, Build)> {
+        let mut v = vec![];
+        for &mode in &self.modes {
+            v.push((
+                mode,
+                Build {
+                    exe: self.exe.clone(),
+                    tag: "",
+                },
+            ));
+            if let Some(before) = &self.before {
+                v.push((
+                    mode,
+                    Build {
+                        exe: before.clone(),
+                        tag: "before",
+                    },
+                ));
+            }
+        }
+        v
+    }
+}
+
+/// `CREWMUX_BENCH_MODES` (see [`Config::modes`]).
+fn modes_from_env() -> Vec<Mode> {
+    let Ok(v) = std::env::var("CREWMUX_BENCH_MODES") else {
+        return vec![Mode::Control, Mode::Processes];
+    };
+    v.split(',')
+        .filter_map(|m| match m.trim() {
+            "control" => Some(Mode::Control),
+            "processes" => Some(Mode::Processes),
+            other => {
+                eprintln!("CREWMUX_BENCH_MODES: unknown mode {other:?} (control, processes)");
+                None
+            }
+        })
+        .collect()
 }
 
 /// One printed figure.
@@ -304,6 +356,38 @@ impl Mode {
     }
 }
 
+/// A crewmux binary the subprocess scenarios run: this build, or an earlier one
+/// (`CREWMUX_BENCH_BEFORE`) measured side by side with it in the same run.
+#[derive(Debug, Clone)]
+pub struct Build {
+    pub exe: PathBuf,
+    /// "" for this build, "before" for the earlier one.
+    pub tag: &'static str,
+}
+
+impl Build {
+    fn label(&self, mode: Mode) -> String {
+        match self.tag {
+            "" => mode.label().to_string(),
+            tag => format!("{}, {tag}", mode.label()),
+        }
+    }
+
+    /// `exe` in `project` on `socket`, talking to tmux as `mode` says, with its own state
+    /// directory (the person's project index is left alone).
+    fn command(&self, project: &Path, socket: &str, mode: Mode) -> Command {
+        let mut c = Command::new(&self.exe);
+        c.current_dir(project)
+            .env("CREWMUX_TMUX_SOCKET", socket)
+            .env("XDG_STATE_HOME", project.join(".bench-state"))
+            .env(
+                "CREWMUX_TMUX_CONTROL",
+                if mode == Mode::Control { "on" } else { "off" },
+            );
+        c
+    }
+}
+
 fn start_driver(store: RunStore, state: RunState, exe: &Path, mode: Mode) -> Running {
     let home = vec!["sleep".to_string(), "100000".to_string()];
     let backend = TmuxBackend::new(&state.tmux_socket, &state.session, home);
@@ -513,11 +597,15 @@ fn cpu_scenario(
     ));
 }
 
-/// Exit detection: `cfg.exits` workers end at staggered times with codes 0..3; latency is
-/// from the agent's last instruction (it writes its clock to a file) to the engine's
-/// status event.
-fn exit_scenario(cfg: &Config, figs: &mut Vec<Figure>, mode: Mode) {
-    let socket = format!("crewmux-bench-{}-exits-{mode:?}", std::process::id());
+/// Exit detection through the real binary (`run --headless`): `cfg.exits` workers end at
+/// staggered times with codes 0..3, at most 64 at once; latency is from the agent's last
+/// instruction (it writes its clock to a file) to the status event in `events.jsonl`.
+fn exit_scenario(cfg: &Config, figs: &mut Vec<Figure>, mode: Mode, build: &Build) {
+    let socket = format!(
+        "crewmux-bench-{}-exits-{mode:?}-{}",
+        std::process::id(),
+        build.tag
+    );
     let tmp = tempfile::tempdir().unwrap();
     let cmd = |i: usize| {
         format!(
@@ -527,60 +615,29 @@ fn exit_scenario(cfg: &Config, figs: &mut Vec<Figure>, mode: Mode) {
         )
     };
     let team = team_file(tmp.path(), cfg.exits, &cmd);
-    let (store, state) = plan(tmp.path(), &socket, &team, cfg.workers.min(64));
-    let dir = store.dir().to_path_buf();
-    let running = start_driver(store, state, &cfg.exe, mode);
-    let mut seen = std::collections::HashMap::new();
-    let end = Instant::now() + Duration::from_secs(60 + cfg.exits as u64 / 4);
-    while seen.len() < cfg.exits && Instant::now() < end {
-        if let Ok(Update::Event(e)) = running.updates.recv_timeout(Duration::from_millis(200)) {
-            if std::env::var("CREWMUX_BENCH_DEBUG").is_ok() {
-                eprintln!("{} {:?} {}", e.kind, e.worker, e.message);
-            }
-            if matches!(
-                e.kind.as_str(),
-                "worker-completed" | "worker-failed" | "worker-crashed"
-            ) {
-                if let Some(w) = e.worker.clone() {
-                    seen.insert(w, e.ts);
-                }
-            }
-        }
-    }
-    let state = running.stop();
+    let started = Instant::now();
+    let limit = Duration::from_secs(60 + cfg.exits as u64 / 4);
+    let ended = headless_run(
+        build,
+        tmp.path(),
+        &socket,
+        mode,
+        &team,
+        cfg.workers.min(64),
+        limit,
+    );
+    let wall = started.elapsed().as_secs_f64();
+    // The run ended (or was killed): its panes go; a server already gone is fine.
     let _ = TmuxClient::new(&socket).kill_server();
-    let mut lat = vec![];
-    let (mut missed, mut wrong) = (0, 0);
-    for (i, w) in state
-        .workers
-        .iter()
-        .enumerate()
-        .filter(|(_, w)| w.id.starts_with('w'))
-    {
-        let done = matches!(w.status, WorkerStatus::Completed | WorkerStatus::Failed);
-        if !done || !seen.contains_key(&w.id) {
-            missed += 1;
-            continue;
-        }
-        if w.exit_code != Some((i % 4) as i32) {
-            wrong += 1;
-        }
-        let t_exit =
-            std::fs::read_to_string(dir.join(format!("workers/{}/attempt-1/t_exit", w.id)))
-                .ok()
-                .and_then(|s| s.trim().parse::<i64>().ok());
-        if let (Some(t), Some(ts)) = (t_exit, seen.get(&w.id)) {
-            let ms = (ts.timestamp_nanos_opt().unwrap_or(0) - t) as f64 / 1e6;
-            lat.push(ms.max(0.0));
-        }
-    }
+    let store = RunStore::at(run_dir(tmp.path()).expect("the bench run has a directory"));
+    let (mut lat, missed, wrong) = exit_latencies(&store);
     lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let pct = |p: f64| {
         lat.get(((lat.len() as f64 * p).ceil() as usize).saturating_sub(1))
             .copied()
             .unwrap_or(f64::NAN)
     };
-    let m = mode.label();
+    let m = build.label(mode);
     figs.push(Figure::new(
         &format!("worker exit → status, p95 ({} exits, {m})", cfg.exits),
         "≤ 20 ms",
@@ -609,6 +666,116 @@ fn exit_scenario(cfg: &Config, figs: &mut Vec<Figure>, mode: Mode) {
         "",
         wrong == 0,
     ));
+    figs.push(Figure::new(
+        &format!(
+            "{} workers of 0.1–0.9 s, 64 at once, wall time ({m})",
+            cfg.exits
+        ),
+        "-",
+        wall,
+        " s",
+        ended,
+    ));
+}
+
+/// Each finished worker's exit → status latency (ms) from its `t_exit` file and the first
+/// status event in `events.jsonl`, and the workers missed or ended with a wrong code (the
+/// team's `wN` exits with `N % 4`).
+fn exit_latencies(store: &RunStore) -> (Vec<f64>, usize, usize) {
+    let state = store.load_state().expect("bench state");
+    let mut seen = std::collections::HashMap::new();
+    for e in store.read_events().expect("bench events") {
+        if matches!(
+            e.kind.as_str(),
+            "worker-completed" | "worker-failed" | "worker-crashed"
+        ) {
+            if let Some(w) = e.worker.clone() {
+                seen.entry(w).or_insert(e.ts);
+            }
+        }
+    }
+    let mut lat = vec![];
+    let (mut missed, mut wrong) = (0, 0);
+    for (i, w) in state
+        .workers
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| w.id.starts_with('w'))
+    {
+        let done = matches!(w.status, WorkerStatus::Completed | WorkerStatus::Failed);
+        if !done || !seen.contains_key(&w.id) {
+            missed += 1;
+            continue;
+        }
+        if w.exit_code != Some((i % 4) as i32) {
+            wrong += 1;
+        }
+        let t_exit = std::fs::read_to_string(
+            store
+                .dir()
+                .join(format!("workers/{}/attempt-1/t_exit", w.id)),
+        )
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok());
+        if let (Some(t), Some(ts)) = (t_exit, seen.get(&w.id)) {
+            let ms = (ts.timestamp_nanos_opt().unwrap_or(0) - t) as f64 / 1e6;
+            lat.push(ms.max(0.0));
+        }
+    }
+    (lat, missed, wrong)
+}
+
+/// The run directory of the only run under `project`.
+fn run_dir(project: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(project.join(".crewmux/runs"))
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+}
+
+/// `build`'s `run --headless` of `team` in `project` on `socket`, waited for up to `limit`
+/// (then killed); true when it ended by itself.
+fn headless_run(
+    build: &Build,
+    project: &Path,
+    socket: &str,
+    mode: Mode,
+    team: &Path,
+    parallel: usize,
+    limit: Duration,
+) -> bool {
+    let mut child = build
+        .command(project, socket, mode)
+        .args([
+            "run",
+            "--team",
+            team.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--backend",
+            "tmux",
+            "--quiet",
+            "--parallel",
+            &parallel.to_string(),
+            "benchmark the exits",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if child.try_wait().unwrap().is_some() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Past the limit: the run is ended however it can be; the figures say it did not end.
+    let _ = child.kill();
+    let _ = child.wait();
+    false
 }
 
 /// Keypress → answer pasted: `load-buffer` + `paste-buffer` into a live pane (the Enter that
@@ -829,9 +996,13 @@ fn headless_scenario(cfg: &Config, figs: &mut Vec<Figure>) {
 /// Many workers through the real binary (`run --headless`, `many` idle panes, as many in
 /// parallel): time from the command to every pane running (read from `state.json`), then
 /// crewmux's CPU over the tmux-only floor and its RSS while they idle.
-fn many_scenario(cfg: &Config, figs: &mut Vec<Figure>, mode: Mode) {
+fn many_scenario(cfg: &Config, figs: &mut Vec<Figure>, mode: Mode, build: &Build) {
     let n = cfg.many_workers;
-    let socket = format!("crewmux-bench-{}-many-{mode:?}", std::process::id());
+    let socket = format!(
+        "crewmux-bench-{}-many-{mode:?}-{}",
+        std::process::id(),
+        build.tag
+    );
     let tmp = tempfile::tempdir().unwrap();
     let mut t = format!("name = \"many\"\nparallel = {n}\nmax_fix_rounds = 0\n");
     for i in 0..n {
@@ -842,13 +1013,8 @@ fn many_scenario(cfg: &Config, figs: &mut Vec<Figure>, mode: Mode) {
     let team = tmp.path().join("many.toml");
     std::fs::write(&team, t).unwrap();
     let started = Instant::now();
-    let mut child = Command::new(&cfg.exe)
-        .current_dir(tmp.path())
-        .env("CREWMUX_TMUX_SOCKET", &socket)
-        .env(
-            "CREWMUX_TMUX_CONTROL",
-            if mode == Mode::Control { "on" } else { "off" },
-        )
+    let mut child = build
+        .command(tmp.path(), &socket, mode)
         .args([
             "run",
             "--team",
@@ -909,7 +1075,7 @@ fn many_scenario(cfg: &Config, figs: &mut Vec<Figure>, mode: Mode) {
     let server_alone = server_only(pid, cfg.window_s);
     let _ = TmuxClient::new(&socket).kill_server();
     let idle = own + (server_watched - server_alone).max(0.0);
-    let m = mode.label();
+    let m = build.label(mode);
     figs.push(Figure::new(
         &format!("{n} workers started, command → all running ({m})"),
         "≤ 1.5 s",
@@ -956,15 +1122,19 @@ pub fn run_all(cfg: &Config) -> Vec<Figure> {
         cpu_scenario(cfg, "printing 10 lines/s", 1.0, &printing, &mut figs, false);
     }
     if wanted("exits") {
-        for mode in [Mode::Control, Mode::Processes] {
-            eprintln!("scenario: exits, {}", mode.label());
-            exit_scenario(cfg, &mut figs, mode);
+        for (mode, build) in cfg.variants() {
+            eprintln!("scenario: exits, {}", build.label(mode));
+            exit_scenario(cfg, &mut figs, mode, &build);
         }
     }
     if wanted("many") {
-        for mode in [Mode::Control, Mode::Processes] {
-            eprintln!("scenario: {} workers, {}", cfg.many_workers, mode.label());
-            many_scenario(cfg, &mut figs, mode);
+        for (mode, build) in cfg.variants() {
+            eprintln!(
+                "scenario: {} workers, {}",
+                cfg.many_workers,
+                build.label(mode)
+            );
+            many_scenario(cfg, &mut figs, mode, &build);
         }
     }
     if wanted("paste") {

@@ -10,7 +10,7 @@ fn every_benchmark_scenario_runs_at_small_size() {
     let cfg = scale_lib::Config::smoke(env!("CARGO_BIN_EXE_crewmux").into());
     let figs = scale_lib::run_all(&cfg);
     let names: Vec<&str> = figs.iter().map(|f| f.name.as_str()).collect();
-    assert_eq!(figs.len(), 29, "{names:?}");
+    assert_eq!(figs.len(), 31, "{names:?}");
     for f in &figs {
         assert!(f.value.is_finite(), "{} measured nothing", f.name);
     }
