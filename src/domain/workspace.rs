@@ -145,6 +145,11 @@ pub struct Integration {
     /// The merge waiting for a merge-fixer, if any.
     #[serde(default)]
     pub conflict: Option<MergeConflict>,
+    /// Conflicts nobody could resolve (no agent to fix, or the merge-fixer left markers):
+    /// the merge was aborted, that worker's branch is not in integration, and the workers
+    /// after it were merged still.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<MergeConflict>,
     /// The change of the integration branch against the base.
     #[serde(default)]
     pub diff: Option<DiffStat>,

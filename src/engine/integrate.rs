@@ -45,7 +45,8 @@ pub(super) fn pending(state: &RunState, mem: &mut RunMemory, fx: &mut Effects) -
 
 /// The agent a merge-fixer runs on: the `[fixer]` table, else the first team worker's
 /// provider when it is an agent (a `command` worker's argv cannot resolve anything).
-pub(super) fn fixer_agent(state: &RunState) -> Option<(String, Option<Vec<String>>)> {
+#[must_use]
+pub fn fixer_agent(state: &RunState) -> Option<(String, Option<Vec<String>>)> {
     let spec = state.fixer.clone().unwrap_or_default();
     let first = state.workers.iter().find(|w| w.kind == WorkerKind::Worker);
     match (&spec.provider, first) {
@@ -82,6 +83,30 @@ pub(super) fn new_fixer(
     Some(w)
 }
 
+/// The council's finding for conflicts the pass aborted and left out (the other branches
+/// are merged): `merge conflict in a.rs between one and two; two left out`. A conflict whose
+/// merge-fixer already ran was reported when it stopped; one nobody could fix is reported
+/// here, once.
+fn left_out_finding(state: &RunState, left_out: &[MergeConflict], fx: &mut Effects) -> String {
+    let mut parts = Vec::new();
+    for c in left_out {
+        let mut finding = format!(
+            "merge conflict in {} between {} and {}",
+            c.files.join(", "),
+            c.ours,
+            c.theirs
+        );
+        if state.worker(&format!("merge-fixer-{}", c.theirs)).is_some() {
+            finding.push_str(" (the merge-fixer left it unresolved)");
+        } else {
+            fx.event(EventKind::MergeConflict, None, "engine", finding.clone());
+            finding.push_str(" (no agent to fix it: add a [fixer] table)");
+        }
+        parts.push(format!("{finding}; {} left out", c.theirs));
+    }
+    parts.join("; ")
+}
+
 /// Apply the integration pass's outcome. Returns true when the stage may go on to verify.
 pub(super) fn on_outcome(
     state: &mut RunState,
@@ -92,11 +117,11 @@ pub(super) fn on_outcome(
     mem.integrate_requested = false;
     let finding = match outcome {
         IntegrationOutcome::Clean => {
-            let merged = state
+            let (merged, left_out) = state
                 .workspace
                 .as_ref()
                 .and_then(|w| w.integration.as_ref())
-                .map(|i| i.merged.join(", "))
+                .map(|i| (i.merged.join(", "), i.left_out.clone()))
                 .unwrap_or_default();
             if let Some(ws) = state.workspace.as_mut() {
                 ws.integrated_round = Some(state.fix_round);
@@ -111,7 +136,10 @@ pub(super) fn on_outcome(
                     format!("merged {merged}")
                 },
             );
-            return true;
+            if left_out.is_empty() {
+                return true;
+            }
+            left_out_finding(state, &left_out, fx)
         }
         IntegrationOutcome::Failed(msg) => {
             fx.event(EventKind::IntegrationFailed, None, "engine", msg.clone());

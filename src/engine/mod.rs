@@ -36,7 +36,7 @@ use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 
-pub use integrate::{IntegrationOutcome, INTEGRATION_CRITIC};
+pub use integrate::{fixer_agent, IntegrationOutcome, INTEGRATION_CRITIC};
 
 use crate::domain::{
     ClarificationGate, CriticVerdict, EventKind, ExitSource, RunEvent, RunState, RunStatus,

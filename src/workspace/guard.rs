@@ -59,8 +59,16 @@ pub fn shortfall(state: &RunState, ws: &RunWorkspace) -> Shortfall {
         conflict: ws
             .integration
             .as_ref()
-            .and_then(|i| i.conflict.as_ref())
-            .map(|c| c.files.clone())
+            .map(|i| {
+                let mut files: Vec<String> = i
+                    .conflict
+                    .iter()
+                    .chain(&i.left_out)
+                    .flat_map(|c| c.files.clone())
+                    .collect();
+                files.dedup();
+                files
+            })
             .unwrap_or_default(),
     }
 }

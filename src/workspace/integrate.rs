@@ -19,16 +19,46 @@ pub const HUNK_CHARS: usize = 4000;
 pub enum Outcome {
     /// Every completed worker's branch is merged.
     Clean,
-    /// A merge stopped on conflicts; the integration worktree holds the conflicted merge.
+    /// A merge stopped on conflicts that a merge-fixer can resolve; the integration
+    /// worktree holds the conflicted merge.
     Conflict(MergeConflict),
+}
+
+/// Which conflicts go to a merge-fixer: an agent can fix ([`crate::engine::fixer_agent`])
+/// and the merging worker's merge-fixer has not been tried yet.
+struct Fixable {
+    agent: bool,
+    tried: Vec<String>,
+}
+
+impl Fixable {
+    fn of(state: &RunState) -> Self {
+        Self {
+            agent: crate::engine::fixer_agent(state).is_some(),
+            tried: state.workers.iter().map(|w| w.id.clone()).collect(),
+        }
+    }
+
+    fn conflict_merging(&self, theirs: &str) -> bool {
+        self.agent && !self.tried.contains(&format!("merge-fixer-{theirs}"))
+    }
+}
+
+/// Give up on a conflicted merge: abort it (the worktree is as before the merge, with no
+/// merge in progress and no conflict markers) and record it in `left_out`.
+fn leave_out(git: &Git, integ: &mut Integration, c: MergeConflict) -> Result<()> {
+    git.run(&["merge", "--abort"])?;
+    integ.conflict = None;
+    integ.left_out.push(c);
+    Ok(())
 }
 
 /// Merge the branches of the run's completed workers (in team order) that are not merged
 /// yet into the integration branch, creating its worktree on the first pass. A merge the
-/// merge-fixer resolved is committed first, as is anything a fixer left in the tree.
-///
-/// # Errors
-/// Git fails other than by a conflict (the message carries git's stderr).
+/// merge-fixer resolved is committed first, as is anything a fixer left in the tree. A
+/// conflict no merge-fixer can take (none configured, or its fixer left markers) is aborted
+/// and recorded in `left_out`, and the remaining branches are merged still: one conflict
+/// never keeps an unrelated worker's work out of integration.
 ///
 /// # Errors
 /// A git call that fails other than by a conflict ([`Error::Command`] with git's stderr), or a
@@ -39,6 +69,7 @@ pub enum Outcome {
 )]
 pub fn integrate(state: &mut RunState) -> Result<Outcome> {
     let run_id = state.run_id.clone();
+    let fixable = Fixable::of(state);
     let Some(ws) = state.workspace.as_mut() else {
         return Ok(Outcome::Clean);
     };
@@ -51,6 +82,7 @@ pub fn integrate(state: &mut RunState) -> Result<Outcome> {
             branch: w.branch,
             merged: vec![],
             conflict: None,
+            left_out: vec![],
             diff: None,
         });
     }
@@ -63,16 +95,20 @@ pub fn integrate(state: &mut RunState) -> Result<Outcome> {
                 files: left,
                 ..c.clone()
             };
-            ws.integration.as_mut().expect("set").conflict = Some(c.clone());
-            return Ok(Outcome::Conflict(c));
+            if fixable.conflict_merging(&c.theirs) {
+                ws.integration.as_mut().expect("set").conflict = Some(c.clone());
+                return Ok(Outcome::Conflict(c));
+            }
+            leave_out(&git, ws.integration.as_mut().expect("set"), c)?;
+        } else {
+            let theirs = c.theirs.clone();
+            let subject = format!("crewmux: merge {theirs} (conflicts resolved)");
+            commit_all(&integ.path, ws, &run_id, "merge-fixer", &subject)?;
+            conclude_merge(&git, &subject)?;
+            let i = ws.integration.as_mut().expect("set");
+            i.conflict = None;
+            i.merged.push(theirs);
         }
-        let theirs = c.theirs.clone();
-        let subject = format!("crewmux: merge {theirs} (conflicts resolved)");
-        commit_all(&integ.path, ws, &run_id, "merge-fixer", &subject)?;
-        conclude_merge(&git, &subject)?;
-        let i = ws.integration.as_mut().expect("set");
-        i.conflict = None;
-        i.merged.push(theirs);
     } else {
         commit_all(
             &integ.path,
@@ -100,7 +136,7 @@ pub fn integrate(state: &mut RunState) -> Result<Outcome> {
         let (Some(w), Some(i)) = (ws.workers.get(&id).cloned(), ws.integration.clone()) else {
             continue;
         };
-        if i.merged.contains(&id) {
+        if i.merged.contains(&id) || i.left_out.iter().any(|c| c.theirs == id) {
             continue;
         }
         let out = git.output(&[
@@ -139,6 +175,10 @@ pub fn integrate(state: &mut RunState) -> Result<Outcome> {
             ours,
             theirs: id,
         };
+        if !fixable.conflict_merging(&c.theirs) {
+            leave_out(&git, i, c)?;
+            continue;
+        }
         i.conflict = Some(c.clone());
         return Ok(Outcome::Conflict(c));
     }

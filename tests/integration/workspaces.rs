@@ -137,9 +137,11 @@ fn conflicting_team(fixer: bool) -> TeamProject {
     TeamProject::in_repo(
         &[("lib.rs", SAME_LINE)],
         &format!(
-            "name = \"pair\"\nparallel = 2\n\n{}{}{fixer}[[check]]\nid = \"built\"\ncommand = [\"sh\", \"-c\", \"! grep -q '<<<<<<<' lib.rs && grep -q 'u32' lib.rs\"]\n",
+            "name = \"pair\"\nparallel = 3\n\n{}{}{}{fixer}[[check]]\nid = \"built\"\ncommand = [\"sh\", \"-c\", \"! grep -q '<<<<<<<' lib.rs && grep -q 'u32' lib.rs\"]\n",
             command_worker("one", "sed -i 's/    0/    1/' lib.rs", "Changed lib.rs: answer is 1."),
             command_worker("two", "sed -i 's/    0/    2/' lib.rs", "Changed lib.rs: answer is 2."),
+            // Touches nothing the others do: its work belongs in integration whatever they do.
+            command_worker("three", "echo docs > notes.md", "Wrote notes.md."),
         ),
     )
 }
@@ -184,10 +186,19 @@ fn a_conflict_without_an_agent_blocks_the_council_with_the_finding() {
         findings.contains("merge conflict in lib.rs between one and two"),
         "{findings}"
     );
+    assert!(findings.contains("two left out"), "{findings}");
     assert_eq!(out.status.code(), Some(1));
 
-    // Taking integration would lose `two`'s change: merge (and its dry run) refuse it.
+    // The conflicted merge was aborted, and the worker that conflicted with nobody is in.
     let id = run_id(d);
+    let integration = d.join(".crewmux/worktrees").join(&id).join("integration");
+    assert_eq!(git(&integration, &["status", "--porcelain"]), "");
+    assert_eq!(
+        git(d, &["show", &format!("crewmux/{id}/integration:notes.md")]),
+        "docs"
+    );
+
+    // Taking integration would lose `two`'s change: merge (and its dry run) refuse it.
     for args in [vec!["merge", &id, "--dry-run"], vec!["merge", &id]] {
         let refused = run_crewmux(d, "unused", &args);
         let text = stderr(&refused);
