@@ -6,15 +6,14 @@
     reason = "stdout and stderr are piped just before they are taken"
 )]
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use tmux_interface::{
-    AttachSession, LoadBuffer, PasteBuffer, SelectWindow, SendKeys, Tmux, TmuxCommand,
-};
+use tmux_interface::{AttachSession, SelectWindow, Tmux, TmuxCommand};
 
 use std::sync::Arc;
 
+use super::command_line::{channel_lines, command_line, is_read_only, tmux_args};
 use super::control_client::{Channel, ControlStats, Sent};
 use crate::error::{Error, Result};
 
@@ -30,51 +29,6 @@ pub(super) fn count_call() {
     CLIENT_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// One tmux command as a line of tmux's command language, with `-e NAME=value` options
-/// added right after the command name (for `new-window`/`new-session`); every argument
-/// quoted with [`tmux_quote`].
-///
-/// # Errors
-/// A name or value with control characters (they cannot be quoted safely).
-#[allow(
-    clippy::needless_pass_by_value,
-    reason = "tmux_interface builds commands by value"
-)]
-pub fn command_line(cmd: TmuxCommand<'_>, env: &[(String, String)]) -> Result<String> {
-    let mut args: Vec<String> = cmd.to_vec().into_iter().map(|c| c.into_owned()).collect();
-    if args.is_empty() {
-        return Err(Error::Other("empty tmux command".into()));
-    }
-    let name = args.remove(0);
-    let mut line = vec![name];
-    for (k, v) in env {
-        if v.chars().any(|c| c.is_control()) || k.chars().any(|c| c.is_control()) {
-            return Err(Error::Other(format!(
-                "the value for {k} has control characters; re-add it with `crewmux creds add`"
-            )));
-        }
-        line.push("-e".into());
-        line.push(tmux_quote(&format!("{k}={v}")));
-    }
-    line.extend(args.iter().map(|a| tmux_quote(a)));
-    Ok(line.join(" "))
-}
-
-/// The arguments of a tmux invocation after `tmux` itself, for an error.
-fn tmux_args(tmux: &Tmux<'_>) -> Vec<String> {
-    let mut args: Vec<String> = tmux
-        .clone()
-        .build()
-        .to_vec()
-        .into_iter()
-        .map(std::borrow::Cow::into_owned)
-        .collect();
-    if args.first().is_some_and(|a| a == "tmux") {
-        args.remove(0);
-    }
-    args
-}
-
 /// A tmux server on a private socket. Calls go through its control-mode channel when the
 /// client has one ([`with_control`](Self::with_control)) and it is up, otherwise through
 /// one tmux process each.
@@ -82,7 +36,7 @@ fn tmux_args(tmux: &Tmux<'_>) -> Vec<String> {
 pub struct TmuxClient {
     socket: String,
     sep: String,
-    control: Option<Arc<Channel>>,
+    pub(super) control: Option<Arc<Channel>>,
     /// Set for a server on another machine: every tmux process runs through ssh.
     remote: Option<Arc<super::remote::RemoteShell>>,
 }
@@ -93,58 +47,6 @@ impl std::fmt::Debug for TmuxClient {
             .field("socket", &self.socket)
             .field("control", &self.control.is_some())
             .finish()
-    }
-}
-
-/// True when a `tmux` binary is on PATH.
-pub fn tmux_available() -> bool {
-    which::which("tmux").is_ok()
-}
-
-/// `(major, minor)` from `tmux -V` (e.g. `tmux 3.3a` → `(3, 3)`, `tmux next-3.6` → `(3, 6)`).
-///
-/// # Errors
-/// Tmux missing or its output unrecognised.
-pub fn tmux_version() -> Result<(u32, u32)> {
-    let out = Command::new("tmux")
-        .arg("-V")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| Error::Other(format!("tmux -V: {e}")))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    parse_version(&text).ok_or_else(|| Error::Other(format!("tmux -V printed {text:?}")))
-}
-
-fn parse_version(text: &str) -> Option<(u32, u32)> {
-    let v = text.split_whitespace().nth(1)?;
-    let v = v.trim_start_matches(|c: char| !c.is_ascii_digit());
-    let mut parts = v.split('.');
-    let major = parts.next()?.parse().ok()?;
-    let minor: String = parts
-        .next()
-        .unwrap_or("0")
-        .chars()
-        .take_while(|c| c.is_ascii_digit())
-        .collect();
-    Some((major, minor.parse().unwrap_or(0)))
-}
-
-/// Quote one argument for tmux's command language (used with `source-file -`): single
-/// quotes when possible; otherwise double quotes with `\`, `"`, `$` and `~` escaped
-/// (tmux(1) "PARSING SYNTAX").
-pub fn tmux_quote(arg: &str) -> String {
-    if !arg.contains('\'') {
-        format!("'{arg}'")
-    } else {
-        let mut s = String::from("\"");
-        for c in arg.chars() {
-            if matches!(c, '\\' | '"' | '$' | '~') {
-                s.push('\\');
-            }
-            s.push(c);
-        }
-        s.push('"');
-        s
     }
 }
 
@@ -174,7 +76,7 @@ impl TmuxClient {
 
     /// Run a tmux client process (through ssh for a remote server, whose limit is at
     /// least [`REMOTE_CALL_LIMIT`](super::remote::REMOTE_CALL_LIMIT)).
-    fn output(
+    pub(super) fn output(
         &self,
         cmd: Command,
         stdin: Option<&[u8]>,
@@ -212,7 +114,7 @@ impl TmuxClient {
     /// none or it is down (the caller runs a tmux process). A channel that ended before
     /// answering is retried as a process only when every command is `read_only` (running
     /// the others twice could, say, type an answer twice).
-    fn over_channel(
+    pub(super) fn over_channel(
         &self,
         lines: &[String],
         limit: Duration,
@@ -361,92 +263,6 @@ impl TmuxClient {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
-    /// Paste `text` into `pane` as one bracketed paste, then Enter as a separate key a
-    /// moment later (docs/tmux.md "Input to a pane": no 16 KiB command limit, no swallowed
-    /// Enter). The buffer is deleted after pasting.
-    ///
-    /// # Errors
-    /// As [`paste_text`](Self::paste_text) and [`run`](Self::run) for the Enter key.
-    pub fn paste(&self, pane: &str, text: &str) -> Result<()> {
-        self.paste_text(pane, text)?;
-        std::thread::sleep(Duration::from_millis(50));
-        self.run(Tmux::new().add_command(SendKeys::new().target_pane(pane).key("Enter").build()))?;
-        Ok(())
-    }
-
-    /// The text part of [`paste`](Self::paste): `load-buffer -` then `paste-buffer -d -p`,
-    /// without the Enter.
-    ///
-    /// # Errors
-    /// [`Error::Tmux`] when `load-buffer` or `paste-buffer` fails (no such pane),
-    /// [`Error::Timeout`] when the server does not answer, [`Error::Other`] when tmux cannot start.
-    pub fn paste_text(&self, pane: &str, text: &str) -> Result<()> {
-        let buffer = format!(
-            "crewmux-{}",
-            &uuid::Uuid::new_v4().simple().to_string()[..8]
-        );
-        if self.control.is_some() {
-            // No stdin to load from on the channel: the text goes on the command line,
-            // escaped so it stays one line (`set-buffer` has no 16 KiB limit here: the
-            // line does not travel as a client message).
-            let text_arg = super::control::quote_line_arg(text).map_err(Error::Other)?;
-            let lines = vec![
-                format!("set-buffer -b {} -- {text_arg}", tmux_quote(&buffer)),
-                format!(
-                    "paste-buffer -d -p -b {} -t {}",
-                    tmux_quote(&buffer),
-                    tmux_quote(pane)
-                ),
-            ];
-            let args = [
-                "set-buffer",
-                "-b",
-                &buffer,
-                "…",
-                ";",
-                "paste-buffer",
-                "-t",
-                pane,
-            ]
-            .map(String::from)
-            .to_vec();
-            if let Some(done) = self.over_channel(&lines, super::bounded::CALL_LIMIT, false, &args)
-            {
-                return done.map(|_| ());
-            }
-        }
-        count_call();
-        let cmd = Tmux::new()
-            .socket_name(self.socket.as_str())
-            .add_command(
-                LoadBuffer::new()
-                    .buffer_name(buffer.as_str())
-                    .path("-")
-                    .build(),
-            )
-            .into_command();
-        let out = self.output(cmd, Some(text.as_bytes()), super::bounded::CALL_LIMIT)?;
-        if !out.status.success() {
-            return Err(Error::Tmux {
-                args: ["-L", &self.socket, "load-buffer", "-b", &buffer, "-"]
-                    .map(String::from)
-                    .to_vec(),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
-        }
-        self.run(
-            Tmux::new().add_command(
-                PasteBuffer::new()
-                    .delete()
-                    .bracket_codes()
-                    .buffer_name(buffer.as_str())
-                    .target_pane(pane)
-                    .build(),
-            ),
-        )?;
-        Ok(())
-    }
-
     /// `tmux -L <socket> select-window -t <pane> ; attach-session -t =<session>` with
     /// `$TMUX` removed so it works from inside another tmux too; run it with the terminal.
     pub fn attach_command(&self, session: &str, pane: &str) -> Command {
@@ -513,41 +329,6 @@ impl TmuxClient {
     }
 }
 
-/// The commands of one tmux invocation (`a … ; b …`) as control-mode lines, one command
-/// a line (a line that holds several gets one `%error` block when any fails to parse, so
-/// replies could no longer be counted).
-///
-/// # Errors
-/// An argument with a NUL byte.
-fn channel_lines(commands: &[String]) -> Result<Vec<String>> {
-    let mut lines = vec![];
-    for cmd in commands.split(|a| a == ";").filter(|c| !c.is_empty()) {
-        let words: std::result::Result<Vec<String>, String> = cmd
-            .iter()
-            .map(|a| super::control::quote_line_arg(a))
-            .collect();
-        lines.push(words.map_err(Error::Other)?.join(" "));
-    }
-    Ok(lines)
-}
-
-/// Commands that change nothing in the server: safe to run again as a process when the
-/// channel ended before answering.
-fn is_read_only(line: &str) -> bool {
-    let name = line.split(' ').next().unwrap_or("").trim_matches('\'');
-    matches!(
-        name,
-        "list-panes"
-            | "list-sessions"
-            | "list-windows"
-            | "capture-pane"
-            | "display-message"
-            | "has-session"
-            | "show-options"
-            | "show-buffer"
-    )
-}
-
 /// `e` with every secret value replaced by `<redacted>` (tmux may quote the failing line).
 fn redact(e: Error, secrets: &[&str]) -> Error {
     match e {
@@ -558,50 +339,5 @@ fn redact(e: Error, secrets: &[&str]) -> Error {
             Error::Tmux { args, stderr }
         }
         other => other,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_batch_becomes_one_line_per_command() {
-        let args: Vec<String> = [
-            "list-panes",
-            "-F",
-            "#{pane_id}\t",
-            ";",
-            "capture-pane",
-            "-p",
-            "-t",
-            "%1",
-        ]
-        .map(String::from)
-        .to_vec();
-        let lines = channel_lines(&args).unwrap();
-        assert_eq!(
-            lines,
-            vec![
-                "'list-panes' '-F' \"#{pane_id}\\t\"",
-                "'capture-pane' '-p' '-t' '%1'"
-            ]
-        );
-        assert!(lines.iter().all(|l| is_read_only(l)));
-        assert!(!is_read_only("'paste-buffer' '-t' '%1'"));
-    }
-
-    #[test]
-    fn versions_parse() {
-        assert_eq!(parse_version("tmux 3.3a\n"), Some((3, 3)));
-        assert_eq!(parse_version("tmux 3.4"), Some((3, 4)));
-        assert_eq!(parse_version("tmux next-3.6"), Some((3, 6)));
-        assert_eq!(parse_version("garbage"), None);
-    }
-
-    #[test]
-    fn quoting_keeps_quotes_and_dollars_literal() {
-        assert_eq!(tmux_quote("a b"), "'a b'");
-        assert_eq!(tmux_quote("it's $HOME"), "\"it's \\$HOME\"");
     }
 }

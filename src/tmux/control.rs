@@ -235,7 +235,7 @@ impl PaneText {
     }
 }
 
-/// Quote one argument for a control-mode command line: like [`super::client::tmux_quote`],
+/// Quote one argument for a control-mode command line: like [`super::command_line::tmux_quote`],
 /// but any control character (a newline would end the line) is written as an escape inside
 /// double quotes (`\n`, `\t`, `\r`, else `\ooo` octal: tmux(1) "PARSING SYNTAX"), so any
 /// text without NUL fits on one line.
@@ -247,7 +247,7 @@ pub fn quote_line_arg(arg: &str) -> Result<String, String> {
         return Err("a NUL byte cannot be sent to tmux".into());
     }
     if !arg.chars().any(char::is_control) {
-        return Ok(super::client::tmux_quote(arg));
+        return Ok(super::command_line::tmux_quote(arg));
     }
     let mut s = String::from("\"");
     for c in arg.chars() {

@@ -4,13 +4,16 @@
 
 mod bounded;
 mod client;
+mod command_line;
 pub mod control;
 mod control_client;
 pub mod locale;
 mod panes;
+mod paste;
 mod poll;
 mod remote;
 mod spawn;
+mod version;
 
 use std::collections::HashMap;
 use std::process::Command;
@@ -19,11 +22,12 @@ use std::time::Instant;
 use tmux_interface::{DisplayMessage, Tmux};
 
 pub use bounded::output_within;
-pub use client::{client_calls, tmux_available, tmux_version, TmuxClient};
+pub use client::{client_calls, TmuxClient};
 pub use control_client::ControlStats;
 pub use panes::{parse_panes, same_server, split_pane_ref, PaneRow, PANE_FORMAT};
 pub use remote::{RemoteShell, REMOTE_CALL_LIMIT};
 pub use spawn::ENV_VALUE_MAX;
+pub use version::{tmux_available, tmux_version};
 
 use crate::backend::{Multiplexer, Poll, SpawnSpec, Spawned, Target};
 use crate::domain::BackendKind;

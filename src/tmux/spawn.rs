@@ -5,7 +5,7 @@
 
 use tmux_interface::{KillSession, NewSession, PipePane, SetOption, Tmux, TmuxCommand};
 
-use super::{client, TmuxBackend, HISTORY_LIMIT, PANE_COLS, PANE_ROWS};
+use super::{command_line, TmuxBackend, HISTORY_LIMIT, PANE_COLS, PANE_ROWS};
 use crate::backend::{SpawnSpec, Spawned};
 use crate::error::{Error, Result};
 
@@ -122,8 +122,8 @@ impl TmuxBackend {
             .build();
         Ok(format!(
             "{}\n{}\n",
-            client::command_line(new_window, &env)?,
-            client::command_line(pipe, &[])?
+            command_line::command_line(new_window, &env)?,
+            command_line::command_line(pipe, &[])?
         ))
     }
 
@@ -138,9 +138,9 @@ impl TmuxBackend {
         for (k, v) in inherited_env() {
             script.push_str(&format!(
                 "set-environment -t {} {} {}\n",
-                client::tmux_quote(&self.target_session()),
-                client::tmux_quote(&k),
-                client::tmux_quote(&v)
+                command_line::tmux_quote(&self.target_session()),
+                command_line::tmux_quote(&k),
+                command_line::tmux_quote(&v)
             ));
         }
         self.client.run_script(&script, &[])?;
