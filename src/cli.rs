@@ -207,7 +207,7 @@ pub struct RunArgs {
     /// Allow falling back to the simulated agent when no real provider is available.
     #[arg(long)]
     pub allow_sim_fallback: bool,
-    /// Model role: smol, slow, plan, commit.
+    /// Model role: default, smol, slow, plan, commit.
     #[arg(long, env = "CREWMUX_ROLE")]
     pub role: Option<String>,
     /// Cap on a packaged prompt, characters (the task itself is never cut).
@@ -358,7 +358,7 @@ pub struct DispatchArgs {
     /// Allow falling back to the simulated agent when no real provider is available.
     #[arg(long)]
     pub allow_sim_fallback: bool,
-    /// Model role: smol, slow, plan, commit.
+    /// Model role: default, smol, slow, plan, commit.
     #[arg(long, env = "CREWMUX_ROLE")]
     pub role: Option<String>,
     /// Print the decision as JSON.

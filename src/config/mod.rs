@@ -130,6 +130,8 @@ pub fn parse(path: &Path, text: &str, registry: &crate::providers::Registry) -> 
         path: Some(path.to_path_buf()),
         ..Config::default()
     };
+    let mut bindings = Vec::new();
+    let mut spans = Vec::new();
     for (name, value) in &file.keys {
         let action = action_named(name.get_ref()).map_err(|m| at(name.span(), m))?;
         let texts = match value.get_ref() {
@@ -147,11 +149,17 @@ pub fn parse(path: &Path, text: &str, registry: &crate::providers::Registry) -> 
             .map(|k| parse_key(k))
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|m| at(value.span(), m))?;
-        config
-            .keys
-            .bind(action, keys)
-            .map_err(|m| at(value.span(), m))?;
+        bindings.push((action, keys));
+        spans.push((action, value.span()));
     }
+    // All at once: a swap of two actions' keys holds in either order of the file.
+    config.keys.bind_all(bindings).map_err(|(action, m)| {
+        let span = spans
+            .iter()
+            .find(|(a, _)| *a == action)
+            .map_or(0..0, |(_, s)| s.clone());
+        at(span, m)
+    })?;
     for (role, colour) in &file.theme {
         let c = parse_colour(colour.get_ref()).map_err(|m| at(colour.span(), m))?;
         config

@@ -138,16 +138,30 @@ impl Keys {
     /// A key already means another action where `action` works (the message names both and
     /// how to free it); nothing is bound then.
     pub fn bind(&mut self, action: Action, keys: Vec<Key>) -> Result<(), String> {
+        self.bind_all(vec![(action, keys)]).map_err(|(_, m)| m)
+    }
+
+    /// Bind every action of a config file at once, each replacing its default keys, and
+    /// only then look for clashes: a swap (`retry = "R"` with `add-worker = ["+", "r"]`)
+    /// holds whatever order the file lists it in.
+    ///
+    /// # Errors
+    /// The action whose key means another action where it works, with the message; nothing
+    /// is bound then.
+    pub fn bind_all(&mut self, bindings: Vec<(Action, Vec<Key>)>) -> Result<(), (Action, String)> {
         let mut next = self.clone();
-        next.bound.retain(|(a, _)| *a != action);
-        next.bound.push((action, keys));
+        for (action, keys) in bindings {
+            next.bound.retain(|(a, _)| *a != action);
+            next.bound.push((action, keys));
+        }
         next.clashes()?;
         *self = next;
         Ok(())
     }
 
-    /// The first key that means two actions in one stack of keymaps, as a message.
-    fn clashes(&self) -> Result<(), String> {
+    /// The first key that means two actions in one stack of keymaps: the rebound action it
+    /// belongs to and a message.
+    fn clashes(&self) -> Result<(), (Action, String)> {
         for stack in STACKS {
             let maps: Vec<Vec<Binding>> = stack.iter().map(|m| self.apply(m)).collect();
             let all: Vec<&Binding> = maps.iter().flatten().collect();
@@ -161,13 +175,16 @@ impl Keys {
                     } else {
                         (b, a)
                     };
-                    return Err(format!(
-                        "`{}` is already {}'s key where {} works: bind {} to another key too, \
-                         or pick another",
-                        mine.label,
-                        name(theirs.action),
-                        name(mine.action),
-                        name(theirs.action)
+                    return Err((
+                        mine.action,
+                        format!(
+                            "`{}` is already {}'s key where {} works: bind {} to another key \
+                             too, or pick another",
+                            mine.label,
+                            name(theirs.action),
+                            name(mine.action),
+                            name(theirs.action)
+                        ),
                     ));
                 }
             }
@@ -271,6 +288,30 @@ mod tests {
             .unwrap();
         keys.bind(Action::Retry, vec![parse_key("q").unwrap()])
             .unwrap();
+    }
+
+    #[test]
+    fn a_swap_of_keys_holds_whatever_order_it_is_given_in() {
+        for order in [[0, 1], [1, 0]] {
+            let pairs = [
+                (Action::Retry, vec![parse_key("R").unwrap()]),
+                (
+                    Action::AddWorker,
+                    vec![parse_key("+").unwrap(), parse_key("r").unwrap()],
+                ),
+            ];
+            let mut keys = Keys::default();
+            keys.bind_all(order.iter().map(|&i| pairs[i].clone()).collect())
+                .unwrap();
+            let r = |map: &[Binding]| {
+                keys.apply(map)
+                    .into_iter()
+                    .find(|b| b.code == KeyCode::Char('r'))
+                    .map(|b| b.action)
+            };
+            assert_eq!(r(GLOBAL), Some(Action::AddWorker), "{order:?}");
+            assert_eq!(r(WORKER), None, "{order:?}: retry is on R now");
+        }
     }
 
     #[test]

@@ -359,7 +359,7 @@ fn merge_into(
             format!("git merge {branch} failed: {}", first_lines(&out.stderr, 2))
         } else {
             format!(
-                "merging {branch} into {into} conflicts in {} (your branch moved since the run's base); nothing was changed: run git merge {branch} and resolve by hand",
+                "merging {branch} into {into} conflicts in {} with commits your branch gained since the run's base (a worker taken before with --worker counts); nothing was changed: run git merge {branch} and resolve by hand",
                 files.join(", ")
             )
         }));
