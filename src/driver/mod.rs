@@ -24,6 +24,7 @@ mod reap;
 mod result;
 mod saver;
 pub mod settle;
+mod start;
 mod upstream;
 mod watch;
 
@@ -205,103 +206,6 @@ pub const POLL_DURING_LAUNCH: Duration = Duration::from_secs(1);
 pub const SAVE_EVERY: Duration = Duration::from_millis(250);
 
 impl Driver {
-    /// A driver for a run whose `state.json` is `state`. Live workers of a saved state are
-    /// watched again (reattach): their exits while nobody watched are collected from the
-    /// files, and a pane that is gone with no evidence becomes `crashed`. A worker saved as
-    /// `starting` with no dispatch record was being launched by a process that ended: its
-    /// attempt is failed (and retried when attempts remain) when the driver first applies
-    /// inputs, never here, so every effect of that is carried out.
-    pub fn new(
-        store: RunStore,
-        state: RunState,
-        backend: Box<dyn Multiplexer>,
-        opts: DriverOptions,
-    ) -> Self {
-        let inbox_offset = store.inbox_len();
-        let saves = saver::Saves::here(store.clone());
-        let mut d = Driver {
-            store,
-            state,
-            mem: RunMemory::default(),
-            backend,
-            opts,
-            watches: HashMap::new(),
-            kills: vec![],
-            reaps: reap::Reaps::default(),
-            inbox_offset,
-            focus: None,
-            finished: false,
-            server_down_reported: false,
-            creds: None,
-            rate_limits: Default::default(),
-            credential_labels: HashMap::new(),
-            rate_limited: HashSet::new(),
-            started: Instant::now(),
-            registry: crate::providers::Registry::builtin(),
-            lines: lines::LineSorter::default(),
-            pending_launches: VecDeque::new(),
-            live_diff: Default::default(),
-            startup: vec![],
-            recorded: once::Recorded::default(),
-            applied: 0,
-            saves,
-            launch_thread: None,
-            in_flight: None,
-            in_flight_at: Instant::now(),
-            #[cfg(test)]
-            crash_after: None,
-        };
-        match crate::providers::Registry::load(
-            Some(&d.state.project_dir),
-            &crate::providers::EnvSnapshot::current(),
-        ) {
-            Ok(r) => d.registry = r,
-            Err(e) => tracing::warn!("providers.toml: {e}; using the built-in providers"),
-        }
-        d.rate_limits = crate::providers::rate_limits::RateLimits::of(&d.registry);
-        match d.store.read_events() {
-            Ok(events) => d.recorded = once::Recorded::from_events(&events),
-            Err(e) => tracing::warn!("events.jsonl: {e}; repeated transitions are not left out"),
-        }
-        d.startup = d.reattach();
-        d
-    }
-
-    /// Watch the live workers of the saved state again; returns the inputs for those that
-    /// cannot be watched.
-    fn reattach(&mut self) -> Vec<Input> {
-        let now = Utc::now();
-        let mut inputs = vec![];
-        for w in self.state.workers.clone() {
-            if !w.status.is_live() {
-                continue;
-            }
-            let nonce = self
-                .state
-                .dispatches
-                .iter()
-                .rev()
-                .find(|r| r.worker_id == w.id && r.attempt == w.attempt)
-                .map(|r| r.nonce.clone());
-            match nonce {
-                Some(nonce) => {
-                    let dir = self.store.attempt_dir(&w.id, w.attempt);
-                    self.watches.insert(
-                        w.id.clone(),
-                        Watch::new(&w.id, w.attempt, &nonce, &dir, true),
-                    );
-                    self.mem.last_output.insert(w.id.clone(), now);
-                }
-                None => inputs.push(Input::LaunchFailed {
-                    worker: w.id.clone(),
-                    attempt: w.attempt,
-                    error: "the launching process ended before the attempt started".into(),
-                }),
-            }
-        }
-        inputs
-    }
-
     /// Hand launches keys from `store` (`None`: workers use their own login).
     pub fn with_credentials(mut self, store: Option<crate::creds::Store>) -> Self {
         self.creds = store;
