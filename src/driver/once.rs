@@ -5,18 +5,18 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::domain::RunEvent;
+use crate::domain::{EventKind, RunEvent};
 
 /// Kinds that happen at most once per worker and attempt.
-const ONCE_PER_ATTEMPT: &[&str] = &[
-    "worker-started",
-    "worker-completed",
-    "worker-failed",
-    "worker-crashed",
-    "worker-timeout",
-    "worker-cancelled",
-    "worker-retry-scheduled",
-    "worker-cancel-requested",
+const ONCE_PER_ATTEMPT: &[EventKind] = &[
+    EventKind::WorkerStarted,
+    EventKind::WorkerCompleted,
+    EventKind::WorkerFailed,
+    EventKind::WorkerCrashed,
+    EventKind::WorkerTimeout,
+    EventKind::WorkerCancelled,
+    EventKind::WorkerRetryScheduled,
+    EventKind::WorkerCancelRequested,
 ];
 
 /// What is known of the log so far: the once-keys and each worker's count of answers.
@@ -43,30 +43,32 @@ impl Recorded {
             e.worker.as_deref().unwrap_or(""),
             e.attempt.unwrap_or(0)
         );
-        let key = if ONCE_PER_ATTEMPT.contains(&e.kind.as_str()) {
+        let key = if ONCE_PER_ATTEMPT.contains(&e.kind) {
             format!("{} {who}", e.kind)
         } else {
-            match e.kind.as_str() {
-                "worker-answered" => {
+            match e.kind {
+                EventKind::WorkerAnswered => {
                     *self.answers.entry(who).or_default() += 1;
                     return true;
                 }
                 // The same question asked again after an answer is a new one: the count
                 // of answers the attempt had tells them apart.
-                "worker-waiting" => format!(
+                EventKind::WorkerWaiting => format!(
                     "{} {who} {} {}",
                     e.kind,
                     self.answers.get(&who).copied().unwrap_or(0),
                     e.message
                 ),
-                "run-done" | "run-failed" | "run-cancelled" => e.kind.to_string(),
+                EventKind::RunDone | EventKind::RunFailed | EventKind::RunCancelled => {
+                    e.kind.to_string()
+                }
                 // A reopened run goes through its stages and ends again: new transitions.
-                "run-reopened" => {
+                EventKind::RunReopened => {
                     self.keys
                         .retain(|k| !k.starts_with("run-") && !k.starts_with("stage-changed"));
                     return true;
                 }
-                "stage-changed" => format!("{} {}", e.kind, e.message),
+                EventKind::StageChanged => format!("{} {}", e.kind, e.message),
                 _ => return true,
             }
         };
@@ -75,16 +77,20 @@ impl Recorded {
 }
 
 /// Kinds that end an attempt.
-const FINAL: &[&str] = &[
-    "worker-completed",
-    "worker-failed",
-    "worker-crashed",
-    "worker-timeout",
-    "worker-cancelled",
+const FINAL: &[EventKind] = &[
+    EventKind::WorkerCompleted,
+    EventKind::WorkerFailed,
+    EventKind::WorkerCrashed,
+    EventKind::WorkerTimeout,
+    EventKind::WorkerCancelled,
 ];
 
 /// Kinds that end a run.
-const RUN_FINAL: &[&str] = &["run-done", "run-failed", "run-cancelled"];
+const RUN_FINAL: &[EventKind] = &[
+    EventKind::RunDone,
+    EventKind::RunFailed,
+    EventKind::RunCancelled,
+];
 
 /// What breaks "every transition once" in a run's `events` (in log order), one sentence
 /// each; empty when nothing does. Per worker and attempt: at most one `worker-started`,
@@ -100,21 +106,21 @@ pub fn violations(events: &[RunEvent]) -> Vec<String> {
     let mut started: Vec<String> = vec![];
     let mut ended = false;
     for e in events {
-        let kind = e.kind.as_str();
-        ended |= RUN_FINAL.contains(&kind);
+        let kind = &e.kind;
+        ended |= RUN_FINAL.contains(kind);
         let Some(w) = &e.worker else { continue };
         let who = format!("{w}#{}", e.attempt.unwrap_or(0));
         let class = match kind {
-            "worker-started" => {
+            EventKind::WorkerStarted => {
                 started.push(who.clone());
                 "started"
             }
-            k if FINAL.contains(&k) => "final status",
-            "worker-answered" => {
+            k if FINAL.contains(k) => "final status",
+            EventKind::WorkerAnswered => {
                 *answers.entry(who).or_default() += 1;
                 continue;
             }
-            "worker-waiting" => {
+            EventKind::WorkerWaiting => {
                 let n = answers.get(&who).copied().unwrap_or(0);
                 if !questions.insert(format!("{who} {n} {}", e.message)) {
                     out.push(format!(
