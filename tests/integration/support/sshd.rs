@@ -249,6 +249,14 @@ impl Drop for SshHost {
     fn drop(&mut self) {
         self.drop_connections();
         self.stop_sshd();
+        // A control-mode client the "remote" side started outlives sshd when the connection
+        // died with it, and the server it holds then refuses `kill-server` ("server exited
+        // unexpectedly"): end every process that names this test's socket first. The
+        // trailing space keeps `…-1` from matching `…-10`.
+        let _ = Command::new("pkill")
+            .args(["-f", &format!("-L {} ", self.tmux_socket)])
+            .stderr(Stdio::null())
+            .status();
         let _ = Command::new("tmux")
             .args(["-L", &self.tmux_socket, "kill-server"])
             .stderr(Stdio::null())
