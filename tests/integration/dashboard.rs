@@ -155,7 +155,7 @@ fn dashboard_pid(viewer: &Viewer) -> u32 {
 }
 
 /// Start the dashboard on a slow run in a viewer pane (`tag`) whose shell afterwards
-/// prints the exit code and the terminal modes crewmux left (`stty -a`).
+/// prints the exit code and the terminal modes crewmux left (`stty -a`), then `MODES-END`.
 fn dashboard_in_pane(t: &TeamProject, workers: &TmuxServer, tag: &str, env: &str) -> Viewer {
     let cmd = dashboard_cmd(
         t.path(),
@@ -163,7 +163,8 @@ fn dashboard_in_pane(t: &TeamProject, workers: &TmuxServer, tag: &str, env: &str
         env,
         t.team(),
         "Plan the badge",
-        "stty -a;",
+        // The marker tells the screen is whole: `EXITED` shows before `stty` has printed.
+        "stty -a; echo MODES-END;",
     );
     Viewer::start(tag, (120, 40), &cmd)
 }
@@ -199,7 +200,7 @@ fn every_ending_signal_gives_the_terminal_back_and_leaves_the_run_resumable() {
 
         let pid = nix::unistd::Pid::from_raw(dashboard_pid(&viewer) as i32);
         nix::sys::signal::kill(pid, signal).unwrap();
-        let after = viewer.wait_screen("EXITED", Duration::from_secs(15));
+        let after = viewer.wait_screen("MODES-END", Duration::from_secs(15));
         wait_flags(&viewer, "0 1", Duration::from_secs(5));
         assert!(after.contains("EXITED 0"), "{signal}:\n{after}");
         assert!(
@@ -229,7 +230,7 @@ fn a_panic_gives_the_terminal_back_before_the_report() {
         "dash-panic-viewer",
         "RUST_BACKTRACE=0 CREWMUX_DEBUG_PANIC=dashboard",
     );
-    let after = viewer.wait_screen("EXITED", Duration::from_secs(20));
+    let after = viewer.wait_screen("MODES-END", Duration::from_secs(20));
     wait_flags(&viewer, "0 1", Duration::from_secs(5));
     // color-eyre's report, printed on the normal screen after the restore.
     assert!(after.contains("The application panicked"), "{after}");
