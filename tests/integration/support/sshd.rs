@@ -254,7 +254,7 @@ impl Drop for SshHost {
         // unexpectedly"): end every process that names this test's socket first. The
         // trailing space keeps `…-1` from matching `…-10`.
         let _ = Command::new("pkill")
-            .args(["-f", &format!("-L {} ", self.tmux_socket)])
+            .args(["-f", "--", &format!("-L {} ", self.tmux_socket)])
             .stderr(Stdio::null())
             .status();
         let _ = Command::new("tmux")
