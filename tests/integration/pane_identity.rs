@@ -44,6 +44,16 @@ fn recycle(server: &TmuxServer, session: &str, id: &str) {
             .lines()
             .any(|l| l == id)
         {
+            // The impostor's shell prints a moment after the window exists: wait for it,
+            // so the screen read below is the impostor's and not an empty pane.
+            let shown = wait_for(
+                || {
+                    let out = server.tmux(&["capture-pane", "-p", "-t", id]);
+                    String::from_utf8_lossy(&out.stdout).contains("IMPOSTOR")
+                },
+                Duration::from_secs(10),
+            );
+            assert!(shown, "pane {id} never showed IMPOSTOR");
             return;
         }
         server.tmux(&["new-window", "-d", "-t", &format!("={session}:"), impostor]);
