@@ -98,6 +98,17 @@ fn a_pane_id_recycled_by_a_new_server_is_never_taken_for_a_dead_workers_pane() {
     assert!(instance.contains('.'), "{pane_ref}");
     let session = state["session"].as_str().unwrap().to_string();
     let run_id = state["run_id"].as_str().unwrap().to_string();
+    // `running` is saved once the window exists; the worker prints a moment later (its
+    // wrapper first waits for `pipe-pane`). Kill nothing before its line is in output.log.
+    let output_log = only_run_dir(tmp.path()).join("workers/w/attempt-1/output.log");
+    assert!(
+        wait_for(
+            || std::fs::read_to_string(&output_log).is_ok_and(|o| o.contains("ORIGINAL")),
+            Duration::from_secs(60),
+        ),
+        "w never printed ORIGINAL into {}",
+        output_log.display()
+    );
 
     // The driver and the whole server die; a new server on the same socket hands the same
     // pane id to another program, in a session of the run's name.
@@ -149,7 +160,7 @@ fn a_pane_id_recycled_by_a_new_server_is_never_taken_for_a_dead_workers_pane() {
     let state = try_state(tmp.path()).unwrap();
     assert!(state_worker(&state, "w")["pane_id"].is_null(), "{state}");
     let run = only_run_dir(tmp.path());
-    let output = std::fs::read_to_string(run.join("workers/w/attempt-1/output.log")).unwrap();
+    let output = std::fs::read_to_string(&output_log).unwrap();
     assert!(
         output.contains("ORIGINAL") && !output.contains("IMPOSTOR"),
         "{output}"
