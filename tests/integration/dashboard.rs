@@ -2,7 +2,7 @@
 //! workers on a second private server), keys are typed with `send-keys`, and the screen is
 //! read with `capture-pane`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support::*;
 
@@ -39,18 +39,18 @@ fn a_waiting_worker_is_answered_from_the_dashboard() {
 
     viewer.wait_screen(
         "Which colour should the rejected-requests badge be?",
-        Duration::from_secs(20),
+        Duration::from_secs(60),
     );
-    viewer.wait_screen("asker is waiting for your answer", Duration::from_secs(30));
+    viewer.wait_screen("asker is waiting for your answer", Duration::from_secs(60));
     // n jumps to the waiting worker, a opens the input, the text goes in, Enter sends it.
     viewer.keys(&["n"]);
     viewer.keys(&["a"]);
     viewer.type_text("Amber, with the count");
-    let typed = viewer.wait_screen("Amber, with the count", Duration::from_secs(30));
+    let typed = viewer.wait_screen("Amber, with the count", Duration::from_secs(60));
     assert!(typed.contains("› Amber"), "{typed}");
     viewer.keys(&["Enter"]);
 
-    let done = viewer.wait_screen("Workers 2 · 2 done", Duration::from_secs(30));
+    let done = viewer.wait_screen("Workers 2 · 2 done", Duration::from_secs(60));
     assert!(done.contains("asker"), "{done}");
     // The header says the run is done once the council sat and report.md is written.
     viewer.wait_screen("done  council", Duration::from_secs(60));
@@ -65,7 +65,7 @@ fn a_waiting_worker_is_answered_from_the_dashboard() {
     assert!(events.contains("\"worker-answered\""), "{events}");
 
     viewer.keys(&["q"]);
-    let after = viewer.wait_screen("EXITED", Duration::from_secs(30));
+    let after = viewer.wait_screen("EXITED", Duration::from_secs(60));
     assert!(after.contains("EXITED 0"), "{after}");
 }
 
@@ -79,9 +79,9 @@ fn quitting_leaves_workers_running_and_attach_comes_back() {
     let tmp = t.path();
     let cmd = dashboard_cmd(tmp, &workers, "", t.team(), BADGE, "");
     let viewer = Viewer::start("dash-q-viewer", (140, 42), &cmd);
-    viewer.wait_screen("asker is waiting for your answer", Duration::from_secs(20));
+    viewer.wait_screen("asker is waiting for your answer", Duration::from_secs(60));
     viewer.keys(&["q"]);
-    let after = viewer.wait_screen("EXITED", Duration::from_secs(30));
+    let after = viewer.wait_screen("EXITED", Duration::from_secs(60));
     assert!(
         after.contains("crewmux attach"),
         "the person is told how to come back:\n{after}"
@@ -130,16 +130,12 @@ fn terminal_flags(viewer: &Viewer) -> String {
 }
 
 fn wait_flags(viewer: &Viewer, want: &str, limit: Duration) {
-    let end = Instant::now() + limit;
-    while terminal_flags(viewer) != want {
-        assert!(
-            Instant::now() < end,
-            "the pane never reached alternate_on cursor_flag = {want} (now {}):\n{}",
-            terminal_flags(viewer),
-            viewer.screen()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    assert!(
+        wait_for(|| terminal_flags(viewer) == want, limit),
+        "the pane never reached alternate_on cursor_flag = {want} (now {}):\n{}",
+        terminal_flags(viewer),
+        viewer.screen()
+    );
 }
 
 /// The pid of the crewmux process the pane's shell started.
@@ -195,13 +191,18 @@ fn every_ending_signal_gives_the_terminal_back_and_leaves_the_run_resumable() {
         let t = TeamProject::new(SLOW_TEAM);
         let tmp = t.path();
         let viewer = dashboard_in_pane(&t, &workers, "dash-sig-viewer", "");
-        viewer.wait_screen("Workers", Duration::from_secs(20));
-        wait_flags(&viewer, "1 0", Duration::from_secs(10));
+        viewer.wait_screen("Workers", Duration::from_secs(60));
+        wait_flags(&viewer, "1 0", Duration::from_secs(30));
+        // The roster shows before the worker has started: signal only a run whose worker
+        // runs, or `status` below would read it still starting.
+        wait_state(tmp, "slow running", Duration::from_secs(90), |s| {
+            state_worker(s, "slow")["status"] == "running"
+        });
 
         let pid = nix::unistd::Pid::from_raw(dashboard_pid(&viewer) as i32);
         nix::sys::signal::kill(pid, signal).unwrap();
-        let after = viewer.wait_screen("MODES-END", Duration::from_secs(15));
-        wait_flags(&viewer, "0 1", Duration::from_secs(5));
+        let after = viewer.wait_screen("MODES-END", Duration::from_secs(45));
+        wait_flags(&viewer, "0 1", Duration::from_secs(20));
         assert!(after.contains("EXITED 0"), "{signal}:\n{after}");
         assert!(
             after.contains(&format!("{signal}: left the dashboard"))
@@ -230,8 +231,8 @@ fn a_panic_gives_the_terminal_back_before_the_report() {
         "dash-panic-viewer",
         "RUST_BACKTRACE=0 CREWMUX_DEBUG_PANIC=dashboard",
     );
-    let after = viewer.wait_screen("MODES-END", Duration::from_secs(20));
-    wait_flags(&viewer, "0 1", Duration::from_secs(5));
+    let after = viewer.wait_screen("MODES-END", Duration::from_secs(60));
+    wait_flags(&viewer, "0 1", Duration::from_secs(20));
     // color-eyre's report, printed on the normal screen after the restore.
     assert!(after.contains("The application panicked"), "{after}");
     assert!(after.contains("asked the dashboard to panic"), "{after}");

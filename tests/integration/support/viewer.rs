@@ -3,12 +3,9 @@
 //! `send-keys`, and the screen is read with `capture-pane`.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::TmuxServer;
-
-/// How often a screen wait reads the pane again.
-const POLL: Duration = Duration::from_millis(150);
+use super::{wait_for, TmuxServer};
 
 /// A viewer server whose session `v` runs one shell command in a pane of a fixed size.
 pub struct Viewer {
@@ -39,15 +36,16 @@ impl Viewer {
     /// Wait until the screen shows `what`; returns that screen. Panics after `limit` with
     /// the last screen.
     pub fn wait_screen(&self, what: &str, limit: Duration) -> String {
-        let end = Instant::now() + limit;
-        loop {
-            let s = self.screen();
-            if s.contains(what) {
-                return s;
-            }
-            assert!(Instant::now() < end, "{what:?} never appeared:\n{s}");
-            std::thread::sleep(POLL);
-        }
+        let mut last = String::new();
+        let shown = wait_for(
+            || {
+                last = self.screen();
+                last.contains(what)
+            },
+            limit,
+        );
+        assert!(shown, "{what:?} never appeared within {limit:?}:\n{last}");
+        last
     }
 
     /// Press `keys` one after the other (tmux key names: `Enter`, `C-s`, `q`…).
