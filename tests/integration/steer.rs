@@ -30,7 +30,7 @@ fn worker_is(s: &Value, id: &str, attempt: u64, status: &str) -> bool {
 }
 
 fn done_with(project: &Path, what: &str, cond: impl Fn(&Value) -> bool) -> Value {
-    wait_state(project, what, Duration::from_secs(60), |s| {
+    wait_state(project, what, Duration::from_secs(180), |s| {
         s["status"] == "done" && cond(s)
     })
 }
@@ -73,12 +73,12 @@ fn plus_adds_a_worker_r_retries_and_e_retries_with_the_edited_task() {
     done_with(project, "the first pass", |s| {
         worker_is(s, "first", 1, "completed")
     });
-    viewer.wait_screen("run done", Duration::from_secs(20));
+    viewer.wait_screen("run done", Duration::from_secs(60));
 
     // `+`: the form takes the task (letters are text there), C-s adds the worker; the
     // finished run reopens and finishes again with it.
     viewer.keys(&["+"]);
-    viewer.wait_screen("Add a worker", Duration::from_secs(10));
+    viewer.wait_screen("Add a worker", Duration::from_secs(30));
     viewer.type_text("Say hello from the added worker");
     viewer.keys(&["C-s"]);
     let s = done_with(project, "the added worker completes", |s| {
@@ -90,7 +90,7 @@ fn plus_adds_a_worker_r_retries_and_e_retries_with_the_edited_task() {
     );
     let run = only_run_dir(project);
     assert!(run.join("workers/added-1/attempt-1/result.md").is_file());
-    viewer.wait_screen("added-1", Duration::from_secs(10));
+    viewer.wait_screen("added-1", Duration::from_secs(30));
 
     // `r` on the first worker: attempt 2, the same task.
     viewer.keys(&["g", "r"]);
@@ -113,7 +113,7 @@ fn plus_adds_a_worker_r_retries_and_e_retries_with_the_edited_task() {
         .unwrap()
         .ends_with("Also: EDITED-BY-SCRIPT"));
     // The dashboard came back from the editor and still takes keys.
-    viewer.wait_screen("Workers 2", Duration::from_secs(10));
+    viewer.wait_screen("Workers 2", Duration::from_secs(30));
     assert!(
         count_events(&run, "run-reopened") >= 3,
         "each steer reopened the run"
@@ -121,7 +121,7 @@ fn plus_adds_a_worker_r_retries_and_e_retries_with_the_edited_task() {
     assert_each_attempt_once(&run);
 
     viewer.keys(&["q"]);
-    let after = viewer.wait_screen("EXITED", Duration::from_secs(15));
+    let after = viewer.wait_screen("EXITED", Duration::from_secs(45));
     assert!(after.contains("EXITED 0"), "{after}");
 }
 
@@ -178,17 +178,17 @@ fn s_types_a_line_into_a_running_worker_that_asked_nothing() {
             t.team().display()
         ),
     );
-    wait_state(project, "both running", Duration::from_secs(60), |s| {
+    wait_state(project, "both running", Duration::from_secs(180), |s| {
         count_status(s, "running") == 2
     });
-    viewer.wait_screen("Workers 2", Duration::from_secs(20));
+    viewer.wait_screen("Workers 2", Duration::from_secs(60));
 
     // `s` on the selected (first) worker opens the line; Enter types it into its pane.
     viewer.keys(&["s"]);
-    viewer.wait_screen("one", Duration::from_secs(10));
+    viewer.wait_screen("one", Duration::from_secs(30));
     viewer.type_text("hello from s");
     viewer.keys(&["Enter"]);
-    let s = wait_state(project, "one completes", Duration::from_secs(60), |s| {
+    let s = wait_state(project, "one completes", Duration::from_secs(180), |s| {
         state_worker(s, "one")["status"] == "completed"
     });
     assert_eq!(state_worker(&s, "two")["status"], "running");
@@ -200,17 +200,17 @@ fn s_types_a_line_into_a_running_worker_that_asked_nothing() {
     viewer.keys(&["s"]);
     viewer.wait_screen(
         "text goes only to a running worker",
-        Duration::from_secs(10),
+        Duration::from_secs(30),
     );
     viewer.keys(&["j", "s"]);
     viewer.type_text("and to two");
     viewer.keys(&["Enter"]);
-    wait_state(project, "two completes", Duration::from_secs(60), |s| {
+    wait_state(project, "two completes", Duration::from_secs(180), |s| {
         s["status"] == "done"
     });
     assert!(result_of(&run, "two").contains("got: and to two"));
     viewer.keys(&["q"]);
-    let after = viewer.wait_screen("EXITED", Duration::from_secs(15));
+    let after = viewer.wait_screen("EXITED", Duration::from_secs(45));
     assert!(after.contains("EXITED 0"), "{after}");
 }
 
@@ -235,7 +235,7 @@ fn a_headless_run_is_steered_from_the_cli_and_from_a_dashboard_opened_on_it() {
             "Echo lines",
         ],
     );
-    wait_state(project, "both running", Duration::from_secs(60), |s| {
+    wait_state(project, "both running", Duration::from_secs(180), |s| {
         count_status(s, "running") == 2
     });
     let run = only_run_dir(project);
@@ -267,7 +267,7 @@ fn a_headless_run_is_steered_from_the_cli_and_from_a_dashboard_opened_on_it() {
         String::from_utf8_lossy(&sent.stderr)
     );
     assert!(String::from_utf8_lossy(&sent.stderr).contains("sent to the process driving run"));
-    wait_state(project, "one completes", Duration::from_secs(60), |s| {
+    wait_state(project, "one completes", Duration::from_secs(180), |s| {
         state_worker(s, "one")["status"] == "completed"
     });
     assert!(result_of(&run, "one").contains("got: from the cli"));
@@ -276,25 +276,25 @@ fn a_headless_run_is_steered_from_the_cli_and_from_a_dashboard_opened_on_it() {
     let viewer = open_in_viewer("inbox-viewer", project, &workers, &format!("attach {id}"));
     viewer.wait_screen(
         "another crewmux process drives run",
-        Duration::from_secs(30),
+        Duration::from_secs(60),
     );
     viewer.keys(&["+"]);
-    viewer.wait_screen("Add a worker", Duration::from_secs(10));
+    viewer.wait_screen("Add a worker", Duration::from_secs(30));
     viewer.type_text("Say hello from the inbox");
     // Back to the provider field; the simulated agent is offered last.
     viewer.keys(&["BTab", "Left", "C-s"]);
     let s = wait_state(
         project,
         "the added worker completes",
-        Duration::from_secs(60),
+        Duration::from_secs(180),
         |s| state_worker(s, "added-1")["status"] == "completed",
     );
     assert_eq!(state_worker(&s, "added-1")["provider"], "sim");
-    viewer.wait_screen("added-1", Duration::from_secs(15));
+    viewer.wait_screen("added-1", Duration::from_secs(45));
 
     // `s` on `two` (second in the roster) types into its pane through the inbox too.
     viewer.keys(&["g", "j", "s"]);
-    viewer.wait_screen("two", Duration::from_secs(10));
+    viewer.wait_screen("two", Duration::from_secs(30));
     viewer.type_text("from the dashboard");
     viewer.keys(&["Enter"]);
     let out = wait_limited(headless, &["run", "--headless"]);
@@ -305,9 +305,9 @@ fn a_headless_run_is_steered_from_the_cli_and_from_a_dashboard_opened_on_it() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(result_of(&run, "two").contains("got: from the dashboard"));
-    viewer.wait_screen("run done", Duration::from_secs(20));
+    viewer.wait_screen("run done", Duration::from_secs(60));
     viewer.keys(&["q"]);
-    let after = viewer.wait_screen("EXITED", Duration::from_secs(15));
+    let after = viewer.wait_screen("EXITED", Duration::from_secs(45));
     assert!(after.contains("EXITED 0"), "{after}");
     assert_events_once(project);
 }

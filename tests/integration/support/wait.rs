@@ -76,12 +76,13 @@ pub fn wait_state(
     last
 }
 
-/// Wait (up to 30 s) until `n` workers of the only run under `project` are running at once.
+/// Wait (up to 90 s: launches are slow under the load of other builds) until `n` workers
+/// of the only run under `project` are running at once.
 pub fn wait_running(project: &Path, n: usize) -> Value {
     wait_state(
         project,
         &format!("{n} workers running"),
-        Duration::from_secs(30),
+        Duration::from_secs(90),
         |s| count_status(s, "running") >= n,
     )
 }
