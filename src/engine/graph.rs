@@ -104,17 +104,7 @@ pub(super) fn launchable(state: &mut RunState, fx: &mut Effects) -> Vec<usize> {
             break;
         }
         for (i, reason) in skips {
-            let w = &mut state.workers[i];
-            w.status = WorkerStatus::Skipped;
-            w.reason = Some(reason.clone());
-            w.ended_at = Some(fx.now);
-            w.flow.retry_at = None;
-            fx.event(
-                EventKind::WorkerSkipped,
-                Some((&w.id, w.attempt)),
-                "engine",
-                reason,
-            );
+            skip(&mut state.workers[i], reason, fx);
         }
     }
     let mut ready: Vec<usize> = state
@@ -126,6 +116,22 @@ pub(super) fn launchable(state: &mut RunState, fx: &mut Effects) -> Vec<usize> {
         .collect();
     ready.sort_by_key(|&i| (state.workers[i].order, i));
     ready
+}
+
+/// Skip a pending worker that will not start: `skipped` with `reason`, ended now, no retry
+/// left waiting, and a `worker-skipped` event. The one place a worker becomes `skipped`
+/// (a failed upstream here, an upstream conflict nobody resolved in `upstream_merge`).
+pub(super) fn skip(w: &mut WorkerState, reason: String, fx: &mut Effects) {
+    w.status = WorkerStatus::Skipped;
+    w.reason = Some(reason.clone());
+    w.ended_at = Some(fx.now);
+    w.flow.retry_at = None;
+    fx.event(
+        EventKind::WorkerSkipped,
+        Some((&w.id, w.attempt)),
+        "engine",
+        reason,
+    );
 }
 
 /// A critic's `after` as worker ids of this verify round: a critic's id becomes its worker's

@@ -182,17 +182,7 @@ fn skip_if_left_out(state: &mut RunState, w: &WorkerState, fx: &mut Effects) {
         c.ours,
         c.files.join(", ")
     );
-    let Some(w) = state.workers.iter_mut().find(|x| x.id == w.id) else {
-        return;
-    };
-    w.status = WorkerStatus::Skipped;
-    w.reason = Some(reason.clone());
-    w.ended_at = Some(fx.now);
-    w.flow.retry_at = None;
-    fx.event(
-        EventKind::WorkerSkipped,
-        Some((&w.id, w.attempt)),
-        "engine",
-        reason,
-    );
+    if let Some(w) = state.workers.iter_mut().find(|x| x.id == w.id) {
+        super::graph::skip(w, reason, fx);
+    }
 }
