@@ -20,7 +20,7 @@ pub use flow::{FlowState, StallWindow, UpstreamPolicy};
 pub use run::{BackendKind, RunEvent, RunState, RunStatus, SCHEMA_VERSION};
 pub use stage::Stage;
 pub use team::{AgentSpec, CheckSpec, CriticSpec, TeamSpec, WorkerSpec};
-pub use worker::{DispatchRecord, ExitSource, WorkerKind, WorkerState, WorkerStatus};
+pub use worker::{pane_label, DispatchRecord, ExitSource, WorkerKind, WorkerState, WorkerStatus};
 pub use workspace::{
     DiffStat, Integration, MergeConflict, RunWorkspace, UpstreamMerges, WorkerWorkspace,
     WorkspaceMode, WorkspaceSpec,

@@ -128,7 +128,8 @@ pub struct WorkerState {
     pub started_at: Option<DateTime<Utc>>,
     #[serde(default)]
     pub ended_at: Option<DateTime<Utc>>,
-    /// tmux `#{pane_id}` (e.g. `%3`) of the current attempt.
+    /// The current attempt's pane: tmux `#{pane_id}` with the server instance it belongs to
+    /// (`%3@<server pid>.<server start time>`, `box:%3@…` on an SSH host); see [`pane_label`].
     #[serde(default)]
     pub pane_id: Option<String>,
     /// Pid of the current attempt's wrapper (the process group leader).
@@ -193,4 +194,23 @@ pub struct DispatchRecord {
     /// Label (never the key) of the credential this attempt was given.
     #[serde(default)]
     pub credential_label: Option<String>,
+}
+
+/// The part of a stored pane reference a person reads: `%3` of `%3@4242.1796074715`,
+/// `box:%3` of a pane on the SSH host `box`. The server instance after `@` tells panes of a
+/// restarted tmux server apart; it means nothing to a reader.
+pub fn pane_label(pane_ref: &str) -> &str {
+    pane_ref.split_once('@').map_or(pane_ref, |(id, _)| id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pane_label;
+
+    #[test]
+    fn a_pane_label_drops_the_server_instance_and_keeps_the_host() {
+        assert_eq!(pane_label("%6@3002.1796074715"), "%6");
+        assert_eq!(pane_label("box:%6@3002.1796074715"), "box:%6");
+        assert_eq!(pane_label("%6"), "%6");
+    }
 }

@@ -130,7 +130,7 @@ fn on_launched(
     let where_ = launch
         .pane_id
         .as_deref()
-        .map(|p| format!("pane {p}"))
+        .map(|p| format!("pane {}", crate::domain::pane_label(p)))
         .or_else(|| launch.pid.map(|p| format!("pid {p}")))
         .unwrap_or_default();
     let label_note = launch

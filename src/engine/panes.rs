@@ -19,7 +19,7 @@ pub(super) fn on_pane_gone(state: &mut RunState, worker: &str, attempt: u32, fx:
     let Some(pane) = w.pane_id.take() else {
         return;
     };
-    let id = pane.split('@').next().unwrap_or_default().to_string();
+    let id = crate::domain::pane_label(&pane).to_string();
     fx.event(
         EventKind::PaneGone,
         Some((worker, attempt)),

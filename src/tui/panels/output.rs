@@ -72,8 +72,7 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
         ));
     }
     if let Some(pane) = &worker.pane_id {
-        // The tmux pane id, without the server instance stored with it (`%3@<instance>`).
-        let id = pane.split('@').next().unwrap_or_default();
+        let id = crate::domain::pane_label(pane);
         title.push(Span::styled(format!(" · pane {id}"), dim));
     }
     title.push(Span::raw(" "));
