@@ -101,3 +101,37 @@ fn a_dirty_tree_allows_a_dry_run_and_the_refusal_names_the_same_command() {
         "b, edited by hand\n"
     );
 }
+
+/// A merge that conflicts with a commit the user made after the run started is aborted:
+/// exit 1 (not a refusal: the input was fine), one line naming the file and what to run,
+/// and the user's tree and branch exactly as they were.
+#[test]
+fn a_merge_that_conflicts_with_the_users_own_commit_exits_1_and_changes_nothing() {
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n")],
+        &command_worker("one", "echo A >> a.txt", "Changed a.txt."),
+    );
+    let d = t.path();
+    let out = t.run(PROBLEM).process().output();
+    assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
+    let id = run_id(d);
+    std::fs::write(d.join("a.txt"), "a\nmine\n").unwrap();
+    git(d, &["commit", "-qam", "mine"]);
+    let head = git(d, &["rev-parse", "HEAD"]);
+
+    let merged = run_crewmux(d, "unused", &["merge", &id]);
+    assert_eq!(merged.status.code(), Some(1), "{}", stderr(&merged));
+    let err = stderr(&merged);
+    assert!(
+        err.lines().count() == 1
+            && err.contains("conflicts in a.txt")
+            && err.contains(&format!("git merge crewmux/{id}/integration")),
+        "{err}"
+    );
+    assert_eq!(git(d, &["rev-parse", "HEAD"]), head);
+    assert_eq!(git(d, &["status", "--porcelain"]), "");
+    assert_eq!(
+        std::fs::read_to_string(d.join("a.txt")).unwrap(),
+        "a\nmine\n"
+    );
+}
