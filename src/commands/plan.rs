@@ -139,12 +139,7 @@ pub fn create_run_with(
         .iter()
         .map(|w| w.to_worker_state(Stage::TeamExec))
         .collect();
-    let ws_workers: Vec<_> = team
-        .workers
-        .iter()
-        .map(|w| (w.id.clone(), w.workspace))
-        .collect();
-    let planned = crate::workspace::plan(project, &team.workspace, &ws_workers, ws_opts)?;
+    let planned = plan_workspace(project, team, ws_opts)?;
     for n in &planned.notices {
         crate::errln!("crewmux: {n}");
     }
@@ -206,6 +201,35 @@ pub fn create_run_with(
     }))?;
     store.save_state(&state)?;
     Ok((store, state))
+}
+
+/// The workspace plan of `team` (`crate::workspace::plan`), refused when a worker on an
+/// SSH host would get no worktree there (code reaches a host by git).
+///
+/// # Errors
+/// As `crate::workspace::plan`, and `crate::hosts::git::refuse_without_worktree`.
+fn plan_workspace(
+    project: &Path,
+    team: &ResolvedTeam,
+    ws_opts: &crate::workspace::WorkspaceOptions,
+) -> Result<crate::workspace::Planned> {
+    let ws_workers: Vec<_> = team
+        .workers
+        .iter()
+        .map(|w| (w.id.clone(), w.workspace))
+        .collect();
+    let planned = crate::workspace::plan(project, &team.workspace, &ws_workers, ws_opts)?;
+    let remote: Vec<(&str, &str)> = team
+        .workers
+        .iter()
+        .filter_map(|w| Some((w.id.as_str(), w.host.as_deref()?)))
+        .collect();
+    crate::hosts::git::refuse_without_worktree(
+        project,
+        &remote,
+        planned.plan.as_ref().map(|p| p.workers.as_slice()),
+    )?;
+    Ok(planned)
 }
 
 /// The SSH hosts `team`'s workers name, from `hosts.toml`.

@@ -103,7 +103,8 @@ pub fn clean_worktrees(state: &RunState, force: bool) -> Result<usize> {
     let run_dir = crate::store::runs_root(&state.project_dir).join(&state.run_id);
     let taken = crate::workspace::take::records(&run_dir)?;
     let report = crate::workspace::clean::clean_run(ws, &state.run_id, &taken, force)?;
-    for l in &report.lines {
+    let remote = crate::hosts::git::clean_remote(state, &report.removed_workers);
+    for l in report.lines.iter().chain(&remote) {
         crate::errln!("crewmux: {l}");
     }
     Ok(report.kept)

@@ -84,6 +84,11 @@ pub struct WorkerWorkspace {
     /// What became of merging its upstreams' branches into it (a worker with `after`).
     #[serde(default, skip_serializing_if = "UpstreamMerges::is_empty")]
     pub upstreams: UpstreamMerges,
+    /// The SSH host that also has a worktree of this branch (the worker runs there): its
+    /// branch is pushed there before each attempt and fetched back into this worktree
+    /// when the attempt ends. `None`: this machine only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// The merges of a downstream worker's upstreams' branches into its worktree, done before

@@ -22,7 +22,8 @@ impl Driver {
         // Worktrees are made when the first worker launches, not when the run starts; a
         // worker whose own worktree cannot be made fails with its own reason, the others
         // of the batch start.
-        let mut no_worktree = crate::workspace::make_worktrees(&mut self.state);
+        let launching: Vec<String> = wanted.iter().map(|(w, _)| w.clone()).collect();
+        let mut no_worktree = crate::workspace::make_worktrees(&mut self.state, &launching);
         for (worker, attempt) in wanted {
             if let Some(error) = no_worktree.remove(&worker) {
                 inputs.push(Input::LaunchFailed {

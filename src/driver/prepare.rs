@@ -86,13 +86,7 @@ pub fn prepare(
     crate::store::write_replace(&paths.prompt, prompt.as_bytes())?;
     // A worker on an SSH host: the wrapper names the attempt's files where they will be
     // on the host (the backend ships them there).
-    let remote = crate::hosts::place(
-        &state.run_dir,
-        &state.run_id,
-        &w.id,
-        w.host.as_deref(),
-        &paths.dir,
-    )?;
+    let remote = crate::hosts::place(state, w, &paths.dir)?;
     let there = match &remote {
         Some(r) => AttemptPaths {
             launch: paths.launch.clone(),
@@ -112,7 +106,16 @@ pub fn prepare(
         },
     )?;
     let (argv, cwd) = match &remote {
-        Some(r) => (launch.argv.clone(), r.cwd.clone()),
+        Some(r) => (
+            crate::workspace::setup::wrap_argv_at(
+                state,
+                w,
+                &paths.dir,
+                &r.attempt_dir,
+                launch.argv.clone(),
+            )?,
+            r.cwd.clone(),
+        ),
         None => (
             crate::workspace::setup::wrap_argv(state, w, &paths.dir, launch.argv.clone())?,
             local_cwd(state, w),

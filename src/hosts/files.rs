@@ -7,8 +7,9 @@ use std::path::Path;
 use super::ssh::{remote_line, SshLink, CALL_LIMIT};
 use crate::error::{Error, Result};
 
-/// Files of the local attempt folder that the host needs: the wrapper and the prompt.
-const SHIPPED: [&str; 2] = ["launch.sh", "prompt.md"];
+/// Files of the local attempt folder that the host needs: the wrapper, the prompt and
+/// the `[workspace] setup` script (when the worker has one).
+const SHIPPED: [&str; 3] = ["launch.sh", "prompt.md", "setup.sh"];
 
 /// Copy the attempt's wrapper and prompt from `local_dir` into `remote_dir` on the host,
 /// creating it and `work_dir` (the attempt's working directory there).

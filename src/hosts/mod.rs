@@ -12,6 +12,9 @@
 //!   `<workdir>/runs/<run>/workers/<id>/attempt-<n>/` on the host; the wrapper leaves
 //!   `output.log` and `exit.json` there, and they come back into the local attempt folder
 //!   when the pane ends, so status, report and resume read one place.
+//! - Code travels by git ([`git`]): a remote worker's branch is pushed to a repository
+//!   under the host's `workdir`, it works in a worktree there, and its work comes back
+//!   into its branch here when the attempt ends.
 //! - API keys reach the pane only as `new-window -e` over the channel, as locally.
 //! - The hosts a run uses are saved in its folder (`hosts.json`) when it is planned, so
 //!   a reattached driver reaches the same machines.
@@ -19,6 +22,7 @@
 pub mod backend;
 pub mod config;
 mod files;
+pub mod git;
 mod poll;
 pub mod reach;
 pub mod ssh;
@@ -111,7 +115,7 @@ pub fn remote_attempt_dir(host: &HostSpec, run_id: &str, local_dir: &Path) -> Pa
     dir
 }
 
-/// The folder a remote worker works in on `host` until it has a worktree there.
+/// The folder a remote worker without a worktree works in on `host`.
 pub fn remote_work_dir(host: &HostSpec, run_id: &str, worker: &str) -> PathBuf {
     host.workdir
         .join("runs")
@@ -129,29 +133,32 @@ pub struct RemotePlace {
     pub cwd: PathBuf,
 }
 
-/// The place on its host of attempt folder `local_dir` of worker `worker` in the run
-/// `run_id` whose folder is `run_dir`; `None` for a worker of this machine.
+/// The place on its host of attempt folder `local_dir` of worker `w` of the run `state`;
+/// `None` for a worker of this machine. A worker with a worktree works in its worktree on
+/// the host ([`git`]); one without, in a plain folder there.
 ///
 /// # Errors
 /// The run's `hosts.json` is missing the host or cannot be read.
 pub fn place(
-    run_dir: &Path,
-    run_id: &str,
-    worker: &str,
-    host: Option<&str>,
+    state: &crate::domain::RunState,
+    w: &crate::domain::WorkerState,
     local_dir: &Path,
 ) -> Result<Option<RemotePlace>> {
-    let Some(host) = host else { return Ok(None) };
-    let hosts = run_hosts(run_dir)?;
+    let Some(host) = w.host.as_deref() else {
+        return Ok(None);
+    };
+    let hosts = run_hosts(&state.run_dir)?;
     let spec = hosts.get(host).ok_or_else(|| {
         Error::Usage(format!(
-            "worker `{worker}` runs on host `{host}`, which {} does not name",
-            run_dir.join(RUN_HOSTS_FILE).display()
+            "worker `{}` runs on host `{host}`, which {} does not name",
+            w.id,
+            state.run_dir.join(RUN_HOSTS_FILE).display()
         ))
     })?;
     Ok(Some(RemotePlace {
-        attempt_dir: remote_attempt_dir(spec, run_id, local_dir),
-        cwd: remote_work_dir(spec, run_id, worker),
+        attempt_dir: remote_attempt_dir(spec, &state.run_id, local_dir),
+        cwd: git::remote_cwd(state, w, spec)
+            .unwrap_or_else(|| remote_work_dir(spec, &state.run_id, &w.id)),
     }))
 }
 

@@ -99,8 +99,13 @@ impl SshLink {
         cmd
     }
 
+    /// The destination as `hosts.toml` gives it.
+    pub(super) fn dest(&self) -> &str {
+        &self.dest
+    }
+
     /// The options of every call: connection sharing, no questions, bounded waits.
-    fn options(&self) -> Vec<String> {
+    pub(super) fn options(&self) -> Vec<String> {
         let mut o: Vec<String> = [
             "-o",
             "BatchMode=yes",

@@ -18,6 +18,9 @@ pub struct CleanReport {
     pub lines: Vec<String>,
     pub kept: usize,
     pub removed: usize,
+    /// Workers whose worktree and branch were removed (their worktrees on SSH hosts go
+    /// next: `crate::hosts::git::clean_remote`).
+    pub removed_workers: Vec<String>,
 }
 
 /// Uncommitted changes in a worktree, not counting the `copy` seeds nor untracked build
@@ -108,6 +111,7 @@ pub fn clean_run(
             git.run(&["branch", "-D", &branch])?;
         }
         report.removed += 1;
+        report.removed_workers.push(name.clone());
         report
             .lines
             .push(format!("removed {} and branch {branch}", path.display()));

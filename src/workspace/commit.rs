@@ -63,13 +63,27 @@ pub fn commit_all(
     worker: &str,
     subject: &str,
 ) -> Result<Option<String>> {
-    let git = Git::new(top);
-    let build = super::build_output::untracked_build_dirs(&git)?;
+    commit_with(&Git::new(top), ws, run_id, worker, subject)
+}
+
+/// [`commit_all`] through `git`, which may run on an SSH host (`Git::over_ssh`): a remote
+/// worker's worktree is committed there by the same rules.
+///
+/// # Errors
+/// As [`commit_all`]; over ssh also when the host cannot be reached.
+pub fn commit_with(
+    git: &Git,
+    ws: &RunWorkspace,
+    run_id: &str,
+    worker: &str,
+    subject: &str,
+) -> Result<Option<String>> {
+    let build = super::build_output::untracked_build_dirs(git)?;
     let specs = super::build_output::add_pathspecs(&build);
     let mut add = vec!["add", "-A", "--"];
     add.extend(specs.iter().map(String::as_str));
     git.run(&add)?;
-    unstage_seeds(&git, &ws.copy, &ws.prefix)?;
+    unstage_seeds(git, &ws.copy, &ws.prefix)?;
     if git.output(&["diff", "--cached", "--quiet"])?.ok() {
         return Ok(None);
     }

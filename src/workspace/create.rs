@@ -379,6 +379,7 @@ pub fn add_worktree(
         diff: None,
         commits: 0,
         upstreams: Default::default(),
+        host: None,
     })
 }
 

@@ -3,6 +3,8 @@
 //! crewmux drives git through its command line rather than a library: the user's own
 //! configuration (identity, `core.autocrlf`, merge drivers) and hooks apply exactly as when
 //! they run git themselves, and the behaviour is the one every other worktree tool relies on.
+//! The same runner drives git on an SSH host ([`Git::over_ssh`]): each call is one
+//! `ssh … -- <dest> 'env … git -C <dir> …'` over the host's shared connection.
 #![allow(
     clippy::expect_used,
     reason = "stdout and stderr are piped just before they are taken"
@@ -42,6 +44,8 @@ pub struct Git {
     dir: PathBuf,
     timeout: Duration,
     env: Vec<(String, String)>,
+    /// `ssh <options> -- <dest>`: git runs on that host, `dir` is a path there.
+    via: Option<Vec<String>>,
 }
 
 impl Git {
@@ -51,6 +55,17 @@ impl Git {
             dir: dir.into(),
             timeout: GIT_TIMEOUT,
             env: vec![],
+            via: None,
+        }
+    }
+
+    /// Git in `dir` on an SSH host: `ssh` is the call up to the destination (`ssh <options>
+    /// -- <dest>`); each git call becomes one remote command line, its words quoted for
+    /// the shell there, the environment passed through `env`.
+    pub fn over_ssh(ssh: Vec<String>, dir: impl Into<PathBuf>) -> Self {
+        Git {
+            via: Some(ssh),
+            ..Git::new(dir)
         }
     }
 
@@ -76,20 +91,10 @@ impl Git {
     /// Git cannot be started, or the call outlived the timeout (it is killed; the
     /// message names the command and the timeout).
     pub fn output(&self, args: &[&str]) -> Result<GitOutput> {
-        let mut cmd = Command::new("git");
-        cmd.arg("-C")
-            .arg(&self.dir)
-            .args(args)
-            .stdin(Stdio::null())
+        let mut cmd = self.command(args)?;
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Never wait on a terminal prompt for credentials or an editor.
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env("GIT_EDITOR", "true")
-            .env("LC_ALL", "C");
-        for (k, v) in &self.env {
-            cmd.env(k, v);
-        }
+            .stderr(Stdio::piped());
         let mut child = cmd.spawn().map_err(|e| {
             Error::Other(format!(
                 "cannot run git ({e}): install git or run with a shared workspace"
@@ -158,6 +163,37 @@ impl Git {
         }
     }
 
+    /// The process of one call: `git -C <dir> args…` here, or its line through ssh.
+    fn command(&self, args: &[&str]) -> Result<Command> {
+        // Never wait on a terminal prompt for credentials or an editor.
+        let mut env: Vec<(&str, &str)> = vec![
+            ("GIT_TERMINAL_PROMPT", "0"),
+            ("GIT_EDITOR", "true"),
+            ("LC_ALL", "C"),
+        ];
+        env.extend(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let Some(ssh) = &self.via else {
+            let mut cmd = Command::new("git");
+            cmd.arg("-C").arg(&self.dir).args(args);
+            cmd.envs(env);
+            return Ok(cmd);
+        };
+        let dir = self.dir.to_string_lossy();
+        let mut words: Vec<String> = vec!["env".into()];
+        words.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
+        words.extend(["git".into(), "-C".into(), dir.into_owned()]);
+        words.extend(args.iter().map(|a| a.to_string()));
+        let line = shlex::try_join(words.iter().map(String::as_str)).map_err(|_| {
+            Error::Usage("cannot pass a git argument with a NUL byte over ssh".into())
+        })?;
+        let (program, options) = ssh
+            .split_first()
+            .ok_or_else(|| Error::Other("git over ssh without an ssh command".into()))?;
+        let mut cmd = Command::new(program);
+        cmd.args(options).arg(line);
+        Ok(cmd)
+    }
+
     /// `run` with the output trimmed of its trailing newline.
     ///
     /// # Errors
@@ -189,6 +225,37 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("not a git repository"), "{err}");
+    }
+
+    #[test]
+    fn over_ssh_a_call_is_one_quoted_line_for_the_hosts_shell() {
+        let ssh = ["ssh", "-o", "BatchMode=yes", "--", "me@b"].map(String::from);
+        let cmd = Git::over_ssh(ssh.to_vec(), "/srv/work tree")
+            .with_env("GIT_AUTHOR_NAME", "crewmux")
+            .command(&["commit", "-m", "it's done"])
+            .unwrap();
+        assert_eq!(cmd.get_program(), "ssh");
+        let args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(args[..4], ["-o", "BatchMode=yes", "--", "me@b"]);
+        assert_eq!(
+            shlex::split(&args[4]).unwrap(),
+            [
+                "env",
+                "GIT_TERMINAL_PROMPT=0",
+                "GIT_EDITOR=true",
+                "LC_ALL=C",
+                "GIT_AUTHOR_NAME=crewmux",
+                "git",
+                "-C",
+                "/srv/work tree",
+                "commit",
+                "-m",
+                "it's done"
+            ]
+        );
     }
 
     #[test]

@@ -51,12 +51,29 @@ pub fn cwd_for(state: &RunState, w: &WorkerState) -> Option<PathBuf> {
     })
 }
 
-/// Before a batch of workers launches: make the run's pending worktrees (all at once, the
-/// first time any worker of the run launches). Returns why each worker whose worktree could
-/// not be made cannot start, by worker id, each with its own reason (its own `git worktree
-/// add`); empty for a run without worktrees or when every one was made. Those workers stay
-/// pending in the workspace, so their next attempt tries again.
-pub fn make_worktrees(state: &mut RunState) -> std::collections::BTreeMap<String, String> {
+/// Before a batch of workers (`launching`) launches: make the run's pending worktrees (all
+/// at once, the first time any worker of the run launches), then bring the worktree on its
+/// host of each launching worker that runs on an SSH host up to its branch here
+/// (`crate::hosts::git`). Returns why each worker whose worktree could not be made cannot
+/// start, by worker id, each with its own reason (its own `git worktree add`); empty for a
+/// run without worktrees or when every one was made. Those workers stay pending in the
+/// workspace, so their next attempt tries again.
+pub fn make_worktrees(
+    state: &mut RunState,
+    launching: &[String],
+) -> std::collections::BTreeMap<String, String> {
+    let mut failed = make_local(state);
+    let remote: Vec<String> = launching
+        .iter()
+        .filter(|id| !failed.contains_key(*id))
+        .cloned()
+        .collect();
+    failed.extend(crate::hosts::git::send_branches(state, &remote));
+    failed
+}
+
+/// The local half of [`make_worktrees`].
+fn make_local(state: &mut RunState) -> std::collections::BTreeMap<String, String> {
     let (project, run_id) = (state.project_dir.clone(), state.run_id.clone());
     let Some(ws) = state.workspace.as_mut() else {
         return Default::default();
@@ -90,15 +107,23 @@ pub fn run_integration(state: &mut RunState) -> crate::engine::IntegrationOutcom
 }
 
 /// When an attempt's exit is seen: commit what a worker left in its worktree and record
-/// its diffstat; a failed `[workspace] setup` becomes `Input::SetupFailed` (returned, to be
-/// fed instead of the exit). A git failure is logged and the exit goes on as usual (the
-/// work stays in the worktree).
+/// its diffstat (a worker on an SSH host: committed there and its branch fetched back into
+/// its worktree here first, `crate::hosts::git::fetch_back`); a failed `[workspace] setup`
+/// becomes `Input::SetupFailed` (returned, to be fed instead of the exit). A git failure is
+/// logged and the exit goes on as usual (the work stays in the worktree).
 pub fn on_attempt_end(
     state: &mut RunState,
     worker: &str,
     attempt: u32,
     attempt_dir: &std::path::Path,
 ) -> Option<crate::engine::Input> {
+    if let Err(e) = crate::hosts::git::fetch_back(state, worker, attempt) {
+        tracing::warn!(
+            worker,
+            attempt,
+            "could not bring the attempt's work back from its host: {e}"
+        );
+    }
     let run_id = state.run_id.clone();
     if let Some(ws) = state.workspace.as_mut() {
         if let Err(e) = commit::on_attempt_end(ws, &run_id, worker, attempt) {

@@ -23,6 +23,22 @@ pub fn wrap_argv(
     attempt_dir: &Path,
     argv: Vec<String>,
 ) -> Result<Vec<String>> {
+    wrap_argv_at(state, w, attempt_dir, attempt_dir, argv)
+}
+
+/// [`wrap_argv`] for an attempt whose folder is `there` where it runs (an SSH host) and
+/// `attempt_dir` here: the script is written here (it travels with the attempt's files)
+/// and named by its path there.
+///
+/// # Errors
+/// The script cannot be written.
+pub fn wrap_argv_at(
+    state: &RunState,
+    w: &WorkerState,
+    attempt_dir: &Path,
+    there: &Path,
+    argv: Vec<String>,
+) -> Result<Vec<String>> {
     // Err: most often no such file (no earlier failed setup in this attempt dir).
     let _ = std::fs::remove_file(attempt_dir.join(SETUP_FAILED_FILE));
     let Some(ws) = state.workspace.as_ref() else {
@@ -57,7 +73,10 @@ pub fn wrap_argv(
     );
     let path: PathBuf = attempt_dir.join("setup.sh");
     crate::store::write_replace(&path, script.as_bytes())?;
-    let mut out = vec!["sh".to_string(), path.display().to_string()];
+    let mut out = vec![
+        "sh".to_string(),
+        there.join("setup.sh").display().to_string(),
+    ];
     out.extend(argv);
     Ok(out)
 }

@@ -68,7 +68,8 @@ fn a_team_on_local_and_an_ssh_host_finishes_with_the_right_exit_codes() {
     }
     let host = SshHost::start();
     let server = TmuxServer::new("hosts");
-    let tmp = project();
+    // Code reaches a host by git: a remote worker's project is a repository.
+    let tmp = repo(&[("README", "x\n")]);
     host.write_hosts_file(tmp.path(), "box");
     let team = team_file(tmp.path(), "team.toml", MIXED_TEAM);
     let out = run_with_host(
@@ -124,9 +125,9 @@ fn a_team_on_local_and_an_ssh_host_finishes_with_the_right_exit_codes() {
             "remote hello from {}",
             host.workdir
                 .path()
-                .join("runs")
+                .join("worktrees")
                 .join(&run_id)
-                .join("work/there-ok")
+                .join("there-ok")
                 .display()
         )),
         "{log}"
@@ -255,7 +256,7 @@ fn killing_the_ssh_connection_mid_run_reconnects_and_loses_nothing() {
     }
     let host = SshHost::start();
     let server = TmuxServer::new("hosts-killed");
-    let tmp = project();
+    let tmp = repo(&[("README", "x\n")]);
     host.write_hosts_file(tmp.path(), "box");
     let team = team_file(
         tmp.path(),
@@ -295,7 +296,7 @@ fn a_host_gone_for_good_crashes_its_worker_as_host_lost_and_the_retry_runs_on_lo
     }
     let mut host = SshHost::start();
     let server = TmuxServer::new("hosts-lost");
-    let tmp = project();
+    let tmp = repo(&[("README", "x\n")]);
     host.write_hosts_file(tmp.path(), "box");
     let workdir = host.workdir.path().display().to_string();
     let team = team_file(

@@ -46,6 +46,7 @@ mod flow_merge;
 mod headless;
 mod home;
 mod hosts;
+mod hosts_git;
 mod layers;
 mod lifecycle;
 mod locale;

@@ -59,6 +59,7 @@ mod tests {
                     }),
                     commits: 1,
                     upstreams: Default::default(),
+                    host: None,
                 },
             );
         }

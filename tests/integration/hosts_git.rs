@@ -1,0 +1,219 @@
+//! Code travels by git for workers on an SSH host (the test's own sshd, `support::sshd`):
+//! the run's branches are pushed to a repository under the host's workdir, each remote
+//! worker works in a worktree there, and its branch comes back so integration, checks and
+//! `merge` treat it as a local worker's.
+
+use std::path::Path;
+
+use crate::hosts::run_with_host;
+use crate::support::sshd::{sshd_ready, SshHost};
+use crate::support::*;
+
+/// A `command` worker (see [`command_worker`]) on host `box`.
+fn remote_worker(id: &str, script: &str, result: &str) -> String {
+    command_worker(id, script, result).replace(
+        "provider = \"command\"\n",
+        "provider = \"command\"\nhost = \"box\"\n",
+    )
+}
+
+/// `crewmux run --team <team> --no-clarify --headless <extra…> -- <problem>` with `host`.
+fn run_team(
+    t: &TeamProject,
+    server: &TmuxServer,
+    host: &SshHost,
+    extra: &[&str],
+) -> std::process::Output {
+    let mut args = vec!["run", "--team", t.team_arg(), "--no-clarify", "--headless"];
+    args.extend_from_slice(extra);
+    args.extend(["--", "change the files"]);
+    run_with_host(t.path(), &server.socket, host, &args)
+}
+
+/// The files of `rev` in the repository at `dir`.
+fn files_of(dir: &Path, rev: &str) -> Vec<String> {
+    git(dir, &["ls-tree", "-r", "--name-only", rev])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_remote_workers_commit_merges_into_the_integration_branch_and_a_check_passes() {
+    if !sshd_ready("hosts_git_integration") {
+        return;
+    }
+    let host = SshHost::start();
+    let server = TmuxServer::new("hosts-git");
+    // The worker works in `sub` of its worktree on the host: it sees the base (with the
+    // user's uncommitted line), the `copy` seed and what `setup` made there.
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n"), ("sub/keep.txt", "k\n")],
+        &format!(
+            "name = \"far\"\n[workspace]\ncopy = [\".env.local\"]\nsetup = [\"sh\", \"-c\", \"touch setup-ran.txt\"]\n\n{}cwd = \"sub\"\n\n\
+             [[check]]\nid = \"both\"\ncommand = [\"sh\", \"-c\", \"grep -qx R a.txt && grep -qx seed remote.txt && test -f sub/setup-ran.txt\"]\n",
+            remote_worker(
+                "far",
+                "test -f keep.txt && test -f setup-ran.txt && grep -qx uncommitted ../a.txt && cat ../.env.local > ../remote.txt && echo R >> ../a.txt && echo \"in $PWD\"",
+                "Changed a.txt and added remote.txt."
+            )
+        ),
+    );
+    let d = t.path();
+    host.write_hosts_file(d, "box");
+    // A seed the user keeps out of git here; the host's repository does not know that.
+    std::fs::write(d.join(".env.local"), "seed\n").unwrap();
+    std::fs::write(d.join(".git/info/exclude"), ".env.local\n").unwrap();
+    std::fs::write(d.join("a.txt"), "a\nuncommitted\n").unwrap();
+    let out = run_team(&t, &server, &host, &["--include-uncommitted"]);
+    let s = summary(&out);
+    let log = || std::fs::read_to_string(d.join(".crewmux/crewmux.log")).unwrap_or_default();
+    assert_eq!(
+        (
+            s["status"].as_str(),
+            worker(&s, "far")["exit_code"].as_i64()
+        ),
+        (Some("done"), Some(0)),
+        "{s}\nstderr: {}\nlog: {}",
+        stderr(&out),
+        log()
+    );
+    let id = run_id(d);
+    // It ran in its worktree on the host, under the host's workdir.
+    let there = host.workdir.path().join("worktrees").join(&id).join("far");
+    let output =
+        std::fs::read_to_string(only_run_dir(d).join("workers/far/attempt-1/output.log")).unwrap();
+    assert!(
+        output.contains(&format!("in {}", there.join("sub").display())),
+        "{output}"
+    );
+    assert!(
+        there.join("remote.txt").exists(),
+        "the work stays on the host too"
+    );
+    // Its branch came back: committed there with the run's trailers, the seed left out.
+    let branch = format!("crewmux/{id}/far");
+    let body = git(d, &["log", "-1", "--format=%B", &branch]);
+    assert!(
+        body.contains(&format!("Crewmux-Run: {id}")) && body.contains("Crewmux-Worker: far"),
+        "{body}"
+    );
+    let files = files_of(d, &branch);
+    assert!(files.contains(&"remote.txt".to_string()), "{files:?}");
+    assert!(!files.contains(&".env.local".to_string()), "{files:?}");
+    // … merged into the integration branch, where the check passed.
+    let integ = format!("crewmux/{id}/integration");
+    assert!(git_ok(d, &["merge-base", "--is-ancestor", &branch, &integ]));
+    let state = try_state(d).unwrap();
+    let check = state_worker(&state, "check-both");
+    assert_eq!(
+        (check["status"].as_str(), check["exit_code"].as_i64()),
+        (Some("completed"), Some(0)),
+        "{check}\n{}",
+        log()
+    );
+    assert_eq!(
+        state["workspace"]["workers"]["far"]["host"], "box",
+        "{}",
+        state["workspace"]
+    );
+}
+
+#[test]
+fn a_local_and_a_remote_worker_both_change_files_and_merge_brings_both_home() {
+    if !sshd_ready("hosts_git_merge") {
+        return;
+    }
+    let host = SshHost::start();
+    let server = TmuxServer::new("hosts-git-merge");
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n"), ("b.txt", "b\n")],
+        &format!(
+            "name = \"pair\"\nparallel = 2\n\n{}{}",
+            command_worker("near", "echo A >> a.txt", "Changed a.txt."),
+            remote_worker(
+                "far",
+                "echo B >> b.txt && echo new > far.txt",
+                "Changed b.txt."
+            )
+        ),
+    );
+    let d = t.path();
+    host.write_hosts_file(d, "box");
+    let out = run_team(&t, &server, &host, &[]);
+    let s = summary(&out);
+    assert_eq!(s["status"], "done", "{s}\n{}", stderr(&out));
+    let id = run_id(d);
+
+    let merged = run_with_host(d, &server.socket, &host, &["merge", &id]);
+    assert!(merged.status.success(), "{}", stderr(&merged));
+    assert_eq!(std::fs::read_to_string(d.join("a.txt")).unwrap(), "a\nA\n");
+    assert_eq!(std::fs::read_to_string(d.join("b.txt")).unwrap(), "b\nB\n");
+    assert_eq!(std::fs::read_to_string(d.join("far.txt")).unwrap(), "new\n");
+
+    // `clean` removes the worktree and branch on the host with the local ones.
+    let there = host.workdir.path().join("worktrees").join(&id).join("far");
+    assert!(there.exists());
+    let clean = run_with_host(d, &server.socket, &host, &["clean", "--run", &id]);
+    assert!(clean.status.success(), "{}", stderr(&clean));
+    assert!(
+        stderr(&clean).contains(&format!("and branch crewmux/{id}/far on host box")),
+        "{}",
+        stderr(&clean)
+    );
+    assert!(!there.exists(), "{}", stderr(&clean));
+    let repo = std::fs::read_dir(host.workdir.path().join("repos"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    assert_eq!(
+        git(&repo, &["for-each-ref", "--format=%(refname)"]),
+        "",
+        "no branch or pushed ref of the run stays on the host"
+    );
+    assert_eq!(git(d, &["branch", "--list", "crewmux/*"]), "");
+}
+
+#[test]
+fn a_project_without_git_or_a_shared_remote_worker_is_refused_and_nothing_is_made() {
+    // Without tmux the run is refused earlier (remote workers run in tmux there).
+    if !tmux_ready("hosts_git_refusal") {
+        return;
+    }
+    let hosts = "[hosts.box]\nssh = \"nowhere.invalid\"\nworkdir = \"/srv/crew\"\n";
+    let team = remote_worker("far", "true", "Nothing.");
+    let check = |t: &TeamProject, wanted: &str| {
+        std::fs::create_dir_all(t.path().join(".crewmux")).unwrap();
+        std::fs::write(t.path().join(".crewmux/hosts.toml"), hosts).unwrap();
+        let out = t.run("x").output();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.trim().starts_with(wanted), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        let runs = t.path().join(".crewmux/runs");
+        assert!(
+            !runs.exists() || std::fs::read_dir(&runs).unwrap().count() == 0,
+            "no run was made"
+        );
+        assert!(!t.path().join(".crewmux/worktrees").exists());
+    };
+    let plain = TeamProject::new(&team);
+    check(
+        &plain,
+        &format!(
+            "crewmux: worker `far` runs on host `box`, but {} is not a git repository",
+            plain.path().display()
+        ),
+    );
+    let shared = TeamProject::in_repo(
+        &[("a.txt", "a\n")],
+        &format!("{team}workspace = \"shared\"\n"),
+    );
+    check(
+        &shared,
+        "crewmux: worker `far` runs on host `box` but in the shared project directory",
+    );
+    assert_eq!(git(shared.path(), &["branch", "--list", "crewmux/*"]), "");
+}
