@@ -131,11 +131,12 @@ fn a_local_and_a_remote_worker_both_change_files_and_merge_brings_both_home() {
         &format!(
             "name = \"pair\"\nparallel = 2\n\n{}{}",
             command_worker("near", "echo A >> a.txt", "Changed a.txt."),
+            // Its upstream's work, merged into its branch here, reaches its worktree there.
             remote_worker(
                 "far",
-                "echo B >> b.txt && echo new > far.txt",
+                "grep -qx A a.txt && echo B >> b.txt && echo new > far.txt",
                 "Changed b.txt."
-            )
+            ) + "after = [\"near\"]\n"
         ),
     );
     let d = t.path();
@@ -216,4 +217,124 @@ fn a_project_without_git_or_a_shared_remote_worker_is_refused_and_nothing_is_mad
         "crewmux: worker `far` runs on host `box` but in the shared project directory",
     );
     assert_eq!(git(shared.path(), &["branch", "--list", "crewmux/*"]), "");
+}
+
+/// A run of one remote worker that writes `late.txt` after 3 s, with a host that counts
+/// as lost only after 300 s, started in the background and seen running on `box`.
+fn start_late_run(host: &SshHost, server: &TmuxServer) -> (TeamProject, std::process::Child) {
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n")],
+        &remote_worker("far", "sleep 3; echo late > late.txt", "Added late.txt."),
+    );
+    let d = t.path();
+    std::fs::create_dir_all(d.join(".crewmux")).unwrap();
+    std::fs::write(
+        d.join(".crewmux/hosts.toml"),
+        host.hosts_toml("box")
+            .replace("lost_after_s = 3", "lost_after_s = 300"),
+    )
+    .unwrap();
+    let child = crewmux()
+        .current_dir(d)
+        .env("CREWMUX_TMUX_SOCKET", &server.socket)
+        .env("XDG_RUNTIME_DIR", host.runtime_dir())
+        .env("CREWMUX_LOG", "debug")
+        .args([
+            "run",
+            "--team",
+            t.team_arg(),
+            "--no-clarify",
+            "--headless",
+            "--",
+            "late",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("crewmux runs");
+    let running = wait_for(
+        || {
+            try_state(d).is_some_and(|s| {
+                let w = state_worker(&s, "far");
+                w["status"] == "running"
+                    && w["pane_id"].as_str().is_some_and(|p| p.starts_with("box:"))
+            })
+        },
+        std::time::Duration::from_secs(60),
+    );
+    assert!(running, "far never ran on box: {:?}", try_state(d));
+    (t, child)
+}
+
+/// Wait until the attempt of `far` has ended on the host, and check its work is not
+/// back here yet; returns the `rev:path` of `late.txt` on its branch.
+fn wait_ended_there(host: &SshHost, d: &Path) -> String {
+    let id = run_id(d);
+    let exit = host
+        .workdir
+        .path()
+        .join("runs")
+        .join(&id)
+        .join("workers/far/attempt-1/exit.json");
+    assert!(
+        wait_for(|| exit.exists(), std::time::Duration::from_secs(60)),
+        "the attempt never ended on the host"
+    );
+    let late = format!("crewmux/{id}/far:late.txt");
+    assert!(!git_ok(d, &["cat-file", "-e", &late]), "not back yet");
+    late
+}
+
+#[test]
+fn an_attempt_that_ends_while_the_host_is_unreachable_comes_back_when_it_answers() {
+    if !sshd_ready("hosts_git_outage") {
+        return;
+    }
+    let mut host = SshHost::start();
+    let server = TmuxServer::new("hosts-git-outage");
+    let (t, child) = start_late_run(&host, &server);
+    let d = t.path();
+    host.stop_sshd();
+    host.kill_ssh_clients();
+    let late = wait_ended_there(&host, d);
+    host.start_sshd();
+    let out = wait_limited(child, &["run"]);
+    assert_events_once(d);
+    let s = summary(&out);
+    assert_eq!(
+        worker(&s, "far")["status"],
+        "completed",
+        "{s}\n{}",
+        stderr(&out)
+    );
+    assert_eq!(git(d, &["show", &late]), "late");
+}
+
+#[test]
+fn an_attempt_that_ends_while_nobody_drives_the_run_comes_back_on_reattach() {
+    if !sshd_ready("hosts_git_reattach") {
+        return;
+    }
+    let host = SshHost::start();
+    let server = TmuxServer::new("hosts-git-reattach");
+    let (t, mut child) = start_late_run(&host, &server);
+    let d = t.path();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let late = wait_ended_there(&host, d);
+    let out = run_with_host(
+        d,
+        &server.socket,
+        &host,
+        &["attach", "--headless", &run_id(d)],
+    );
+    let s = summary(&out);
+    assert_eq!(
+        worker(&s, "far")["status"],
+        "completed",
+        "{s}\n{}",
+        stderr(&out)
+    );
+    assert_eq!(git(d, &["show", &late]), "late");
 }
