@@ -220,6 +220,10 @@ pub struct RunArgs {
     /// tree, index and stash are not touched).
     #[arg(long)]
     pub include_uncommitted: bool,
+    /// Spread the workers that name no host over these hosts (`hosts.toml` names and
+    /// `local`), by free capacity: `max_workers`, and `--parallel` for `local`.
+    #[arg(long, value_name = "HOST,HOST", value_delimiter = ',')]
+    pub hosts: Vec<String>,
     /// The problem to work on (`-` reads it from standard input).
     pub problem: String,
 }
@@ -366,6 +370,13 @@ pub struct DispatchArgs {
     pub json: bool,
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// Spread the workers that name no host over these hosts, as `run --hosts` does.
+    #[arg(long, value_name = "HOST,HOST", value_delimiter = ',')]
+    pub hosts: Vec<String>,
+    /// Workers launched at once (1..=256), as `run --parallel` (`local`'s share with
+    /// `--hosts`).
+    #[arg(long)]
+    pub parallel: Option<usize>,
     /// The problem to route.
     pub problem: String,
 }

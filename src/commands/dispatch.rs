@@ -1,5 +1,6 @@
 //! `crewmux dispatch ... [--json]`: the routing decision for a problem (target, and per
-//! worker: provider, model, health, limits, reason) without launching anything. The limit
+//! worker: provider, model, host, health, limits, reason) without launching anything.
+//! `--hosts` spreads the workers as `crewmux run --hosts` would (`crate::hosts::spread`). The limit
 //! flags (`--timeout`, `--idle-timeout`, `--stall-after`, `--check-timeout`) are those of
 //! `crewmux run`, so dispatch shows the limits a run with the same flags would get.
 #![allow(
@@ -34,6 +35,8 @@ pub fn run(args: DispatchArgs) -> Result<i32> {
     opts.role = args.role.clone();
     opts.allow_sim_fallback = args.allow_sim_fallback;
     opts.limits = args.limits.into();
+    opts.parallel = args.parallel;
+    opts.hosts = args.hosts.clone();
     let team = resolve(&opts)?;
     if args.json {
         let text = serde_json::to_string_pretty(&team).map_err(|e| Error::Other(e.to_string()))?;
@@ -56,17 +59,28 @@ pub fn render(t: &ResolvedTeam) -> String {
         t.max_fix_rounds,
         t.role.as_deref().unwrap_or("per agent")
     );
+    let host = |w: &crate::team::ResolvedWorker| {
+        w.host.clone().unwrap_or_else(|| crate::hosts::LOCAL.into())
+    };
+    let hw = t
+        .workers
+        .iter()
+        .map(|w| host(w).len())
+        .max()
+        .unwrap_or(0)
+        .max(5);
     out.push_str(&format!(
-        "{:<12} {:<18} {:<9} {:<22} {:<18} {:<30} {}\n",
-        "worker", "role", "provider", "model", "health", "limits", "reason"
+        "{:<12} {:<18} {:<9} {:<22} {:<hw$} {:<18} {:<30} {}\n",
+        "worker", "role", "provider", "model", "host", "health", "limits", "reason"
     ));
     for w in &t.workers {
         out.push_str(&format!(
-            "{:<12} {:<18} {:<9} {:<22} {:<18} {:<30} {}\n",
+            "{:<12} {:<18} {:<9} {:<22} {:<hw$} {:<18} {:<30} {}\n",
             w.id,
             w.role,
             w.provider,
             w.model.as_deref().unwrap_or("-"),
+            host(w),
             w.health,
             limits(w.timeout_s, w.idle_timeout_s, w.stall_after_s),
             w.reason

@@ -67,6 +67,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         base: args.base.clone(),
         include_uncommitted: args.include_uncommitted,
     };
+    opts.hosts = args.hosts.clone();
     let team = resolve(&opts)?;
     let backend = choose_backend(args.options.backend)?;
     let (store, state) = create_run_with(

@@ -194,6 +194,9 @@ pub struct DispatchRecord {
     /// Label (never the key) of the credential this attempt was given.
     #[serde(default)]
     pub credential_label: Option<String>,
+    /// The SSH host (a `hosts.toml` name) this attempt ran on; `None`: this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// The part of a stored pane reference a person reads: `%3` of `%3@4242.1796074715`,

@@ -122,6 +122,7 @@ fn on_launched(
         return;
     }
     w.status = WorkerStatus::Running;
+    let host = w.host.clone();
     w.pane_id = launch.pane_id.clone();
     w.pid = launch.pid;
     w.started_at = Some(fx.now);
@@ -152,6 +153,7 @@ fn on_launched(
         started_at: fx.now,
         ended_at: None,
         credential_label: launch.credential_label,
+        host,
     });
     fx.event(
         EventKind::WorkerStarted,

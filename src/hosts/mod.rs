@@ -25,6 +25,7 @@ mod files;
 pub mod git;
 mod poll;
 pub mod reach;
+pub mod spread;
 pub mod ssh;
 
 use std::collections::BTreeMap;

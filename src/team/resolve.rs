@@ -52,6 +52,9 @@ pub struct ResolveOptions {
     /// Where worktree workers start from, to check their `cwd` in (`--base`,
     /// `--include-uncommitted`).
     pub cwd_base: super::cwd::CwdBase,
+    /// `--hosts`: spread the workers that name no host over these (`crate::hosts::spread`);
+    /// empty: every worker stays where its team file puts it.
+    pub hosts: Vec<String>,
 }
 
 impl ResolveOptions {
@@ -76,6 +79,7 @@ impl ResolveOptions {
                 ..ProbeOptions::default()
             },
             cwd_base: super::cwd::CwdBase::default(),
+            hosts: vec![],
         }
     }
 }
@@ -336,6 +340,16 @@ pub fn resolve(opts: &ResolveOptions) -> Result<ResolvedTeam> {
         )));
     }
     workers.sort_by_key(|w| w.order);
+    if !opts.hosts.is_empty() {
+        crate::hosts::spread::spread_team(
+            &mut workers,
+            spec,
+            &opts.hosts,
+            parallel,
+            &opts.project_dir,
+            &opts.env,
+        )?;
+    }
     let (checks, critics, fixer) = council_limits(spec, &workers, &registry, &sources);
     Ok(ResolvedTeam {
         name: spec.name.clone().unwrap_or_else(|| loaded.source.clone()),

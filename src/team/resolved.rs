@@ -34,7 +34,9 @@ pub struct ResolvedWorker {
     pub command: Option<Vec<String>>,
     /// `worktree` or `shared`; `None`: the team's `[workspace] mode`.
     pub workspace: Option<crate::domain::WorkspaceMode>,
-    /// The SSH host it runs on (a `hosts.toml` name); `None`: this machine.
+    /// The SSH host it runs on (a `hosts.toml` name); `None`: this machine (`"local"` in
+    /// JSON, as `crewmux dispatch --json` prints it).
+    #[serde(serialize_with = "host_or_local")]
     pub host: Option<String>,
     /// Why this provider.
     pub reason: String,
@@ -46,6 +48,11 @@ pub struct ResolvedWorker {
     pub after: Vec<String>,
     /// What happens when one of `after` does not complete.
     pub on_upstream_failure: crate::domain::UpstreamPolicy,
+}
+
+/// A worker's host for JSON: its name, or `local`.
+fn host_or_local<S: serde::Serializer>(host: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(host.as_deref().unwrap_or(crate::hosts::LOCAL))
 }
 
 impl ResolvedWorker {

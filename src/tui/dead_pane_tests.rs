@@ -32,6 +32,7 @@ fn with_gone_pane() -> (RunState, UiState) {
         started_at: fixtures::now(),
         ended_at: None,
         credential_label: None,
+        host: None,
     });
     // The roster's order is not the state's: select `testing` by what the roster shows.
     let selected = (0..run.workers.len())

@@ -10,6 +10,7 @@ pub mod output;
 pub mod overlay;
 pub mod roster;
 mod roster_diff;
+mod roster_host;
 mod roster_usage;
 pub mod steer_form;
 pub mod tabbed;

@@ -1,5 +1,6 @@
-//! The roster: one row per worker (worker, role, provider, status, attempt, elapsed, exit
-//! code), the selected row highlighted, a count of statuses in the title.
+//! The roster: one row per worker (worker, role, provider, host in a run that uses an SSH
+//! host, status, attempt, elapsed, exit code), the selected row highlighted, a count of
+//! statuses in the title.
 
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style, Stylize};
@@ -63,9 +64,16 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
             Constraint::Fill(1)
         });
     }
-    header.extend(["provider", "status", "attempt", "elapsed", "exit"]);
+    header.push("provider");
+    widths.push(Constraint::Length(8));
+    // Where each worker runs, in a run that uses an SSH host.
+    let host_width = super::roster_host::width(run);
+    if let Some(w) = host_width {
+        header.push("host");
+        widths.push(Constraint::Length(w));
+    }
+    header.extend(["status", "attempt", "elapsed", "exit"]);
     widths.extend([
-        Constraint::Length(8),
         Constraint::Length(11),
         Constraint::Length(7),
         Constraint::Length(7),
@@ -80,7 +88,7 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     // Once a CLI reported usage: each worker's tokens (and cost).
     let (usage, total) = crate::providers::output::run_usage(run);
     // Shown only where the fixed columns, their gaps and the highlight mark still fit.
-    let fixed = id_width + 8 + 11 + 7 + 7 + 4 + 6 + 2;
+    let fixed = id_width + 8 + 11 + 7 + 7 + 4 + 6 + 2 + host_width.map_or(0, |w| w + 1);
     let with_usage = total.is_some() && inner_width > fixed + super::roster_usage::WIDTH;
     if with_usage {
         header.push("tokens");
@@ -95,6 +103,10 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     let rows = order.iter().map(|&i| {
         let w = &run.workers[i];
         let mut r = row(w, with_role, with_note, with_diff, view);
+        if host_width.is_some() {
+            // After worker, (role,) provider.
+            r.insert(if with_role { 3 } else { 2 }, super::roster_host::cell(w));
+        }
         if with_usage {
             // The tokens cell goes before the note, the last cell when there is one.
             let note = if with_note { r.pop() } else { None };

@@ -1,0 +1,95 @@
+//! The roster's `host` column: where each worker runs (`local`, or the `hosts.toml` name of
+//! its SSH host). Shown only in a run that uses a host other than this machine, so a run
+//! that never leaves it keeps its columns.
+
+use ratatui::style::{Color, Style};
+use ratatui::text::Span;
+use ratatui::widgets::Cell;
+
+use crate::domain::{RunState, WorkerState};
+use crate::hosts::LOCAL;
+
+/// The column's width in cells when `run` uses an SSH host (a worker on one now, or an
+/// attempt that ran on one, e.g. before its host was lost); `None` otherwise.
+pub fn width(run: &RunState) -> Option<u16> {
+    let hosts = run
+        .workers
+        .iter()
+        .filter_map(|w| w.host.as_deref())
+        .chain(run.dispatches.iter().filter_map(|d| d.host.as_deref()));
+    let mut widest = None;
+    for h in hosts {
+        widest = Some(widest.unwrap_or(LOCAL.len()).max(h.chars().count()));
+    }
+    widest.map(|w| w.min(16) as u16)
+}
+
+/// The cell of `w`: its host, `local` in grey.
+pub fn cell(w: &WorkerState) -> Cell<'static> {
+    match &w.host {
+        Some(h) => Cell::from(Span::styled(h.clone(), Style::default().fg(Color::Cyan))),
+        None => Cell::from(Span::styled(LOCAL, Style::default().fg(Color::Gray))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    use crate::tui::{fixtures, UiState};
+
+    fn draw(run: &crate::domain::RunState, width: u16) -> TestBackend {
+        let ui = UiState::default();
+        let view = fixtures::view(run, &ui, &[]);
+        let mut terminal = Terminal::new(TestBackend::new(width, 10)).unwrap();
+        terminal
+            .draw(|f| super::super::roster::render(f, f.area(), &view))
+            .unwrap();
+        terminal.backend().clone()
+    }
+
+    #[test]
+    fn a_run_with_workers_on_an_ssh_host_shows_where_each_runs() {
+        let mut run = fixtures::crazy_run();
+        for w in run.workers.iter_mut().skip(1).step_by(2) {
+            w.host = Some("buildbox".into());
+        }
+        let screen = draw(&run, 120);
+        let text = format!("{screen}");
+        assert!(text.contains("host") && text.contains("buildbox"), "{text}");
+        insta::assert_snapshot!(screen);
+    }
+
+    #[test]
+    fn a_run_only_on_this_machine_has_no_host_column() {
+        let run = fixtures::crazy_run();
+        assert_eq!(super::width(&run), None);
+        let screen = draw(&run, 120);
+        let text = format!("{screen}");
+        assert!(!text.contains("host") && !text.contains("local"), "{text}");
+        insta::assert_snapshot!(screen);
+    }
+
+    #[test]
+    fn a_host_that_was_lost_keeps_the_column_for_the_attempts_that_ran_there() {
+        let mut run = fixtures::crazy_run();
+        run.dispatches.push(crate::domain::DispatchRecord {
+            worker_id: run.workers[0].id.clone(),
+            prompt_path: "prompt.md".into(),
+            attempt: 1,
+            backend: "tmux".into(),
+            status: crate::domain::WorkerStatus::Crashed,
+            reason: Some("host lost: box unreachable for 120 s".into()),
+            nonce: "n".into(),
+            pane_id: Some("box:%1@1.2".into()),
+            exit_code: None,
+            exit_source: None,
+            started_at: fixtures::now(),
+            ended_at: None,
+            credential_label: None,
+            host: Some("box".into()),
+        });
+        assert_eq!(super::width(&run), Some(5));
+    }
+}
