@@ -341,6 +341,14 @@ pub struct DoctorArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Check each SSH host of `hosts.toml` instead: ssh, tmux, git, workdir and every
+    /// agent CLI there; exit 1 when a host that counts is unusable.
+    #[arg(long)]
+    pub hosts: bool,
+    /// With `--hosts`: only the hosts this team file's workers name count, and the agent
+    /// CLIs they name must be usable there.
+    #[arg(long, requires = "hosts")]
+    pub team: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

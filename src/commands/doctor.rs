@@ -1,4 +1,4 @@
-//! `crewmux doctor [--json]`: tmux (present, version ≥ 3.2, the check `run` follows) and every provider (on PATH,
+//! `crewmux doctor [--json]`: (`--hosts`: the SSH hosts instead, `super::doctor_hosts`) tmux (present, version ≥ 3.2, the check `run` follows) and every provider (on PATH,
 //! version, auth state, install hint), then one readiness line.
 //!
 //! The project whose `.crewmux/providers.toml` is read is `--project`, else the current
@@ -76,6 +76,9 @@ pub fn run(args: DoctorArgs) -> Result<i32> {
         Some(p) => p,
         None => std::env::current_dir().on("the current directory")?,
     };
+    if args.hosts {
+        return super::doctor_hosts::run(&project, args.team.as_deref(), args.json);
+    }
     let r = report(Some(&project), &EnvSnapshot::current())?;
     if args.json {
         crate::outln!(

@@ -5,6 +5,7 @@ pub mod creds;
 pub mod dashboard;
 pub mod dispatch;
 pub mod doctor;
+pub mod doctor_hosts;
 pub mod drive;
 pub mod home;
 pub mod manage;

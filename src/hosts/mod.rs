@@ -21,6 +21,7 @@
 
 pub mod backend;
 pub mod config;
+pub mod doctor;
 mod files;
 pub mod git;
 mod poll;

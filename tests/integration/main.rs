@@ -47,6 +47,7 @@ mod headless;
 mod home;
 mod hosts;
 mod hosts_git;
+mod hosts_ops;
 mod layers;
 mod lifecycle;
 mod locale;
