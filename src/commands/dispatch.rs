@@ -59,6 +59,18 @@ pub fn render(t: &ResolvedTeam) -> String {
         t.max_fix_rounds,
         t.role.as_deref().unwrap_or("per agent")
     );
+    if !t.host_slots.is_empty() {
+        let shares: Vec<String> = t
+            .host_slots
+            .iter()
+            .map(|(h, n)| format!("{h} {n}"))
+            .collect();
+        out.push_str(&format!(
+            "hosts:  {} at once ({} in all)\n\n",
+            shares.join(", "),
+            t.host_slots.values().sum::<usize>()
+        ));
+    }
     let host = |w: &crate::team::ResolvedWorker| {
         w.host.clone().unwrap_or_else(|| crate::hosts::LOCAL.into())
     };

@@ -134,6 +134,12 @@ pub fn create_run_with(
         )));
     }
     let hosts = hosts_of(project, team, backend)?;
+    // With `--hosts`, each host runs its own share at once and the run all of them.
+    let parallel = if team.host_slots.is_empty() {
+        parallel
+    } else {
+        team.host_slots.values().sum::<usize>().clamp(1, 256)
+    };
     let workers = team
         .workers
         .iter()
@@ -169,6 +175,7 @@ pub fn create_run_with(
         tmux_socket: opts.common.tmux_socket.clone(),
         session: format!("crewmux-{run_id}"),
         parallel,
+        host_slots: team.host_slots.clone(),
         fix_round: 0,
         max_fix_rounds: team.max_fix_rounds,
         workers,

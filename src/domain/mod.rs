@@ -17,7 +17,7 @@ pub use council::{council_status, Council, CouncilStatus, CriticVerdict, Verdict
 pub use event::EventKind;
 pub use exit::{ExitKind, ExitMeaning, ExitSaid, Fallback, RunRouting};
 pub use flow::{FlowState, StallWindow, UpstreamPolicy};
-pub use run::{BackendKind, RunEvent, RunState, RunStatus, SCHEMA_VERSION};
+pub use run::{BackendKind, RunEvent, RunState, RunStatus, LOCAL_HOST, SCHEMA_VERSION};
 pub use stage::Stage;
 pub use team::{AgentSpec, CheckSpec, CriticSpec, TeamSpec, WorkerSpec};
 pub use worker::{pane_label, DispatchRecord, ExitSource, WorkerKind, WorkerState, WorkerStatus};

@@ -67,6 +67,9 @@ impl BackendKind {
     }
 }
 
+/// The name of this machine among a run's hosts (`host_slots`, `hosts.toml`).
+pub const LOCAL_HOST: &str = "local";
+
 /// `state.json`: everything needed to show, resume or attach to a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunState {
@@ -85,7 +88,13 @@ pub struct RunState {
     pub tmux_socket: String,
     /// tmux session of the run, `crewmux-<run id>`.
     pub session: String,
+    /// Workers launched at once, over every host.
     pub parallel: usize,
+    /// With `--hosts`: the workers each listed host runs at once (`local`: `--parallel`;
+    /// an SSH host: its `max_workers`); `parallel` is then their sum. Empty: only
+    /// `parallel` bounds the run.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub host_slots: std::collections::BTreeMap<String, usize>,
     pub fix_round: u32,
     pub max_fix_rounds: u32,
     pub workers: Vec<WorkerState>,

@@ -90,6 +90,7 @@ fn scripted(tmp: &std::path::Path) -> (RunStore, RunState, FakeWorld) {
         tmux_socket: "fake".into(),
         session: "crewmux-r1".into(),
         parallel: 2,
+        host_slots: Default::default(),
         fix_round: 0,
         max_fix_rounds: 1,
         workers,

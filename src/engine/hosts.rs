@@ -1,9 +1,10 @@
 //! An SSH host lost for good (gone longer than its `lost_after_s`): its live workers end
 //! `crashed (host lost)`, and they — with every worker of that host that has not started
 //! yet — run on this machine from then on, so a retry (when attempts remain) starts here.
+//! In a run spread with `--hosts`, each listed host runs at most its share at once.
 
 use super::{ending, Effects, RunMemory};
-use crate::domain::RunState;
+use crate::domain::{RunState, WorkerState};
 
 /// `host` is lost (`detail`: since when, what ssh said).
 pub(super) fn on_host_lost(
@@ -36,11 +37,52 @@ pub(super) fn on_host_lost(
     }
 }
 
+/// True when `w`'s host already runs as many workers as its share (`host_slots`: a run
+/// spread with `--hosts`); a host without a share is bounded by `parallel` only.
+pub(super) fn host_full(state: &RunState, w: &WorkerState) -> bool {
+    let host = w.host.as_deref().unwrap_or(crate::domain::LOCAL_HOST);
+    let Some(&cap) = state.host_slots.get(host) else {
+        return false;
+    };
+    let live = state
+        .workers
+        .iter()
+        .filter(|x| {
+            x.status.is_live() && x.host.as_deref().unwrap_or(crate::domain::LOCAL_HOST) == host
+        })
+        .count();
+    live >= cap
+}
+
 #[cfg(test)]
 mod tests {
     use crate::domain::WorkerStatus;
-    use crate::engine::tests::{run, t0};
+    use crate::engine::tests::{exited, launched, launches, run, t0};
     use crate::engine::{update, Input, RunMemory};
+
+    #[test]
+    fn each_listed_host_runs_at_most_its_share_at_once() {
+        // local runs 1 at once, box 2; the run 3. Order: w0 local, w1 local, w2..w4 box.
+        let mut s = run(5, 3);
+        s.host_slots = [("local".to_string(), 1), ("box".to_string(), 2)].into();
+        for w in &mut s.workers[2..] {
+            w.host = Some("box".into());
+        }
+        let mut mem = RunMemory::default();
+        let fx = update(&mut s, &mut mem, t0(), Input::Start);
+        // w1 waits for local's one slot; box's two go to w2 and w3.
+        assert_eq!(
+            launches(&fx),
+            vec![("w0".into(), 1), ("w2".into(), 1), ("w3".into(), 1)]
+        );
+        launched(&mut s, &mut mem, "w2", 1, t0());
+        let fx = exited(&mut s, &mut mem, "w2", 1, 0);
+        // A box slot freed: w4 (box) starts, w1 still waits for local.
+        assert_eq!(launches(&fx), vec![("w4".into(), 1)]);
+        launched(&mut s, &mut mem, "w0", 1, t0());
+        let fx = exited(&mut s, &mut mem, "w0", 1, 0);
+        assert_eq!(launches(&fx), vec![("w1".into(), 1)]);
+    }
 
     #[test]
     fn a_lost_hosts_workers_crash_and_run_on_local_from_then_on() {

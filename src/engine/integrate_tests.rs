@@ -59,6 +59,7 @@ pub(super) fn run(fixer: bool) -> RunState {
         tmux_socket: "t".into(),
         session: "s".into(),
         parallel: 4,
+        host_slots: Default::default(),
         fix_round: 0,
         max_fix_rounds: 1,
         workers,

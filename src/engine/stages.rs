@@ -213,6 +213,9 @@ fn launch_pending(state: &mut RunState, mem: &mut RunMemory, fx: &mut Effects) {
         if slots == 0 {
             break;
         }
+        if super::hosts::host_full(state, &state.workers[i]) {
+            continue;
+        }
         slots -= 1;
         let w = &mut state.workers[i];
         w.attempt += 1;

@@ -41,6 +41,7 @@ pub(crate) fn run(workers: usize, parallel: usize) -> RunState {
         tmux_socket: "t".into(),
         session: "crewmux-r1".into(),
         parallel,
+        host_slots: Default::default(),
         fix_round: 0,
         max_fix_rounds: 1,
         workers,

@@ -24,7 +24,7 @@ use crate::providers::spec::{line_col, toml_error};
 use crate::providers::EnvSnapshot;
 
 /// The host every run has: this machine.
-pub const LOCAL: &str = "local";
+pub const LOCAL: &str = crate::domain::LOCAL_HOST;
 /// Workers a host takes at once when `max_workers` is not set.
 pub const DEFAULT_MAX_WORKERS: u32 = 8;
 /// Seconds a host may not answer before it is lost, when `lost_after_s` is not set.

@@ -103,6 +103,8 @@ pub fn spread(slots: &[Slots], pinned: &[Option<&str>]) -> Vec<String> {
 /// its team) names no host gets one; the team's own `host` counts as named. `team_spec`
 /// is the team file the workers were resolved from.
 ///
+/// Returns each listed host's slots, for the run's per-host bound.
+///
 /// # Errors
 /// As [`slots`], and a `hosts.toml` mistake.
 pub fn spread_team(
@@ -112,7 +114,7 @@ pub fn spread_team(
     parallel: usize,
     project_dir: &std::path::Path,
     env: &crate::providers::EnvSnapshot,
-) -> Result<()> {
+) -> Result<std::collections::BTreeMap<String, usize>> {
     let hosts = Hosts::load(project_dir, env)?;
     let slots = slots(names, &hosts, parallel)?;
     let pinned: Vec<Option<String>> = workers
@@ -130,7 +132,7 @@ pub fn spread_team(
     for (w, host) in workers.iter_mut().zip(spread(&slots, &pinned_refs)) {
         w.host = super::worker_host(Some(&host), None);
     }
-    Ok(())
+    Ok(slots.into_iter().map(|s| (s.host, s.capacity)).collect())
 }
 
 #[cfg(test)]

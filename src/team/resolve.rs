@@ -340,8 +340,9 @@ pub fn resolve(opts: &ResolveOptions) -> Result<ResolvedTeam> {
         )));
     }
     workers.sort_by_key(|w| w.order);
+    let mut host_slots = std::collections::BTreeMap::new();
     if !opts.hosts.is_empty() {
-        crate::hosts::spread::spread_team(
+        host_slots = crate::hosts::spread::spread_team(
             &mut workers,
             spec,
             &opts.hosts,
@@ -358,6 +359,7 @@ pub fn resolve(opts: &ResolveOptions) -> Result<ResolvedTeam> {
         target_reason,
         role,
         parallel,
+        host_slots,
         max_fix_rounds: opts
             .max_fix_rounds
             .or(spec.max_fix_rounds)

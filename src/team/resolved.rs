@@ -106,6 +106,9 @@ pub struct ResolvedTeam {
     pub target_reason: String,
     pub role: Option<String>,
     pub parallel: usize,
+    /// With `--hosts`: the workers each listed host runs at once (see
+    /// `crate::hosts::spread`); empty otherwise.
+    pub host_slots: std::collections::BTreeMap<String, usize>,
     pub max_fix_rounds: u32,
     /// In `order`, then file order.
     pub workers: Vec<ResolvedWorker>,

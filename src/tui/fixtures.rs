@@ -128,6 +128,7 @@ pub fn crazy_run() -> RunState {
         tmux_socket: "crewmux".into(),
         session: format!("crewmux-{RUN_ID}"),
         parallel: 5,
+        host_slots: Default::default(),
         fix_round: 0,
         max_fix_rounds: 1,
         workers: vec![architect, backend, frontend, security, testing],

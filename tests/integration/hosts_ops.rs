@@ -105,6 +105,10 @@ fn hosts_spreads_the_free_workers_by_capacity_and_dispatch_shows_the_same_hosts(
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let header = stdout.lines().find(|l| l.starts_with("worker ")).unwrap();
     assert!(header.contains(" host "), "{stdout}");
+    assert!(
+        stdout.contains("hosts:  box 4, local 3 at once (7 in all)"),
+        "{stdout}"
+    );
     for (id, want) in SPREAD {
         let row = stdout
             .lines()
@@ -133,6 +137,13 @@ fn hosts_spreads_the_free_workers_by_capacity_and_dispatch_shows_the_same_hosts(
     let out = run_with_host(t.path(), &server.socket, &host, &args);
     let s = summary(&out);
     let state = try_state(t.path()).unwrap();
+    // Each host runs its own share at once, the run all of them.
+    assert_eq!(state["parallel"], 7, "{state}");
+    assert_eq!(
+        state["host_slots"],
+        serde_json::json!({"local": 3, "box": 4}),
+        "{state}"
+    );
     for (id, want) in SPREAD {
         assert_eq!(
             worker(&s, id)["status"],
