@@ -173,23 +173,34 @@ fn send_to_host(
     if let Err(e) = push(&link, ws, &repo, ids) {
         return all_fail(e);
     }
+    let made = seeds_tar(project, ws).and_then(|seeds| {
+        let script = worktrees_script(spec, ws, &repo, run_id, ids, seeds.is_some())?;
+        link.run(&script, seeds.as_deref(), CALL_LIMIT)
+    });
+    match made {
+        Ok(out) => worktree_results(&String::from_utf8_lossy(&out.stdout), ids),
+        Err(e) => all_fail(e),
+    }
+}
+
+/// Read what [`worktrees_script`] printed: one result per id (an id it said nothing of
+/// failed).
+fn worktree_results(out: &str, ids: &[String]) -> Vec<(String, Result<()>)> {
     ids.iter()
         .map(|id| {
-            let r = ws
-                .workers
-                .get(id)
-                .ok_or_else(|| Error::Other(format!("{id} has no worktree")))
-                .and_then(|w| {
-                    let seeds = seeds_tar(project, ws)?;
-                    worktree_there(
-                        &link,
-                        ws,
-                        &repo,
-                        &remote_worktree(spec, run_id, id),
-                        w,
-                        &seeds,
-                    )
-                });
+            let said = out.lines().find_map(|l| {
+                let (verdict, rest) = l.split_once(' ')?;
+                let (who, why) = rest.split_once(' ').unwrap_or((rest, ""));
+                (who == id).then(|| (verdict == "ok", why.trim().to_string()))
+            });
+            let r = match said {
+                Some((true, _)) => Ok(()),
+                Some((false, why)) => Err(Error::Other(why)),
+                None => Err(Error::Other(format!(
+                    "the host said nothing of its worktree: {}",
+                    out.trim()
+                ))),
+            };
             (id.clone(), r)
         })
         .collect()
@@ -226,40 +237,56 @@ fn push(link: &SshLink, ws: &RunWorkspace, repo: &Path, ids: &[String]) -> Resul
     Ok(())
 }
 
-/// Make the worktree `wt` on the host from the pushed ref (with the `copy` files from
-/// `seeds`, a tar stream), or fast-forward it when it is there already.
-fn worktree_there(
-    link: &SshLink,
+/// One shell script for the host: for each worker of `ids`, make its worktree from the
+/// pushed ref (with the `copy` files from the tar stream on stdin when `seeds`), or
+/// fast-forward it when it is there already; it prints `ok <id>` or `fail <id> <why>`
+/// for each.
+fn worktrees_script(
+    spec: &HostSpec,
     ws: &RunWorkspace,
     repo: &Path,
-    wt: &Path,
-    w: &crate::domain::WorkerWorkspace,
-    seeds: &Option<Vec<u8>>,
-) -> Result<()> {
-    let q = |p: &str| remote_line(&[p]);
-    let wt_s = wt.display().to_string();
-    let repo_s = repo.display().to_string();
-    let parent = wt.parent().unwrap_or(wt).display().to_string();
-    let rf = pushed_ref(&w.branch);
-    let seed_step = match seeds {
-        Some(_) => format!(
-            " && mkdir -p {dir} && tar -xf - -C {dir}",
-            dir = q(&ws.cwd_in(wt).display().to_string())?
-        ),
-        None => String::new(),
-    };
-    let script = format!(
-        "if [ -e {wt}/.git ]; then git -C {wt} merge --ff-only -q {rf}; \
-         else git -C {repo} worktree prune && mkdir -p {parent} && \
-         git -C {repo} worktree add -q -B {br} {wt} {rf}{seed_step}; fi",
-        wt = q(&wt_s)?,
-        repo = q(&repo_s)?,
-        parent = q(&parent)?,
-        rf = q(&rf)?,
-        br = q(&w.branch)?,
-    );
-    link.run(&script, seeds.as_deref(), CALL_LIMIT)?;
-    Ok(())
+    run_id: &str,
+    ids: &[String],
+    seeds: bool,
+) -> Result<String> {
+    let q = |p: &Path| remote_line(&[p.display().to_string()]);
+    let mut script = String::new();
+    if seeds {
+        script.push_str("seeds=$(mktemp) && cat > \"$seeds\" || exit 1\n");
+    }
+    for id in ids {
+        let Some(w) = ws.workers.get(id) else {
+            continue;
+        };
+        let wt = remote_worktree(spec, run_id, id);
+        let seed_step = if seeds {
+            format!(
+                " && mkdir -p {dir} && tar -xf \"$seeds\" -C {dir}",
+                dir = q(&ws.cwd_in(&wt))?
+            )
+        } else {
+            String::new()
+        };
+        let step = format!(
+            "if [ -e {wt}/.git ]; then git -C {wt} merge --ff-only -q {rf}; \
+             else git -C {repo} worktree prune && mkdir -p {parent} && \
+             git -C {repo} worktree add -q -B {br} {wt} {rf}{seed_step}; fi",
+            wt = q(&wt)?,
+            repo = q(repo)?,
+            parent = q(wt.parent().unwrap_or(&wt))?,
+            rf = remote_line(&[pushed_ref(&w.branch)])?,
+            br = remote_line(&[&w.branch])?,
+        );
+        let id = remote_line(&[id])?;
+        script.push_str(&format!(
+            "if out=$( {{ {step}; }} 2>&1 ); then echo ok {id}; \
+             else printf 'fail %s %s\\n' {id} \"$(printf '%s' \"$out\" | tr '\\n' ' ')\"; fi\n"
+        ));
+    }
+    if seeds {
+        script.push_str("rm -f \"$seeds\"\n");
+    }
+    Ok(script)
 }
 
 /// The `[workspace] copy` entries of the project as one tar stream (`None`: none to
@@ -346,6 +373,8 @@ pub fn clean_remote(state: &RunState, removed: &[String]) -> Vec<String> {
         Ok(h) => h,
         Err(e) => return vec![format!("cannot reach the run's hosts: {e}")],
     };
+    // A host that did not answer is not asked again for each of its workers.
+    let mut down: BTreeMap<&str, String> = BTreeMap::new();
     for id in removed {
         let Some((w, host)) = ws
             .workers
@@ -361,7 +390,14 @@ pub fn clean_remote(state: &RunState, removed: &[String]) -> Vec<String> {
             continue;
         };
         let wt = remote_worktree(spec, &state.run_id, id);
-        match remove_there(spec, ws, &wt, &w.branch) {
+        let result = match down.get(host) {
+            Some(e) => Err(Error::Other(e.clone())),
+            None => remove_there(spec, ws, &wt, &w.branch),
+        };
+        if let Err(e) = &result {
+            down.entry(host).or_insert_with(|| e.to_string());
+        }
+        match result {
             Ok(()) => lines.push(format!(
                 "removed {} and branch {} on host {host}",
                 wt.display(),

@@ -71,3 +71,21 @@ fn a_remote_worker_without_a_worktree_is_refused_in_one_line() {
     );
     assert_eq!(e.lines().count(), 1);
 }
+
+#[test]
+fn each_worker_gets_what_the_host_said_of_its_worktree() {
+    let ids = ["a", "b", "c"].map(String::from);
+    let out = "ok a\nfail b fatal: 'x' is already checked out \n";
+    let r = worktree_results(out, &ids);
+    assert!(r[0].1.is_ok());
+    assert_eq!(
+        r[1].1.as_ref().unwrap_err().to_string(),
+        "fatal: 'x' is already checked out"
+    );
+    assert!(r[2]
+        .1
+        .as_ref()
+        .unwrap_err()
+        .to_string()
+        .contains("said nothing of its worktree"));
+}

@@ -36,7 +36,28 @@ pub fn load(run: &RunState, w: &WorkerState) -> Doc {
                 )
             })],
         ),
-        Some((ws, ww)) => (ww.path.clone(), diff_lines(&Git::new(&ww.path), &ws.base)),
+        Some((ws, ww)) => {
+            let mut lines = diff_lines(&Git::new(&ww.path), &ws.base);
+            // A worker on an SSH host writes its worktree there; this one has its branch as
+            // last fetched back (`crate::hosts::git`).
+            if let Some(host) = ww
+                .host
+                .as_deref()
+                .filter(|h| w.status.is_live() && w.host.as_deref() == Some(*h))
+            {
+                lines.insert(
+                    0,
+                    Line::styled(
+                        format!(
+                            "{} works on host {host}: its changes come here when its attempt ends",
+                            w.id
+                        ),
+                        Style::default().fg(Color::Yellow),
+                    ),
+                );
+            }
+            (ww.path.clone(), lines)
+        }
     };
     Doc {
         path,
@@ -196,5 +217,49 @@ mod tests {
             d.lines
         );
         assert_eq!(d.diff_of.as_deref(), Some(key(&run.workers[0]).as_str()));
+    }
+
+    #[test]
+    fn a_worker_running_on_a_host_says_its_changes_come_when_its_attempt_ends() {
+        use crate::domain::{RunWorkspace, WorkerStatus, WorkerWorkspace};
+        let mut run = fixtures::done_run();
+        let id = run.workers[0].id.clone();
+        let tmp = tempfile::tempdir().unwrap();
+        run.workspace = Some(RunWorkspace {
+            repo: tmp.path().into(),
+            prefix: Default::default(),
+            base: "0123456789abcdef".into(),
+            base_ref: "HEAD".into(),
+            user_branch: None,
+            uncommitted: false,
+            root: tmp.path().into(),
+            copy: vec![],
+            setup: None,
+            workers: [(
+                id.clone(),
+                WorkerWorkspace {
+                    path: tmp.path().into(),
+                    branch: format!("crewmux/r/{id}"),
+                    diff: None,
+                    commits: 0,
+                    upstreams: Default::default(),
+                    host: Some("box".into()),
+                },
+            )]
+            .into(),
+            pending: vec![],
+            integration: None,
+            integrated_round: None,
+        });
+        let mut w = run.workers[0].clone();
+        w.host = Some("box".into());
+        w.status = WorkerStatus::Running;
+        let first = |w: &WorkerState| load(&run, w).lines[0].to_string();
+        assert_eq!(
+            first(&w),
+            format!("{id} works on host box: its changes come here when its attempt ends")
+        );
+        w.status = WorkerStatus::Completed;
+        assert!(!first(&w).contains("works on host"), "{}", first(&w));
     }
 }
