@@ -6,6 +6,7 @@ pub mod reap;
 pub mod tmux_version;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::domain::BackendKind;
 use crate::error::Result;
@@ -160,6 +161,25 @@ pub trait Multiplexer: Send {
         crate::backend::reap::end_attempt(nonce, std::time::Duration::from_millis(500))
     }
 
+    /// Send SIGTERM (SIGKILL with `hard`) to every process of the attempt `nonce` on SSH
+    /// host `host`, found there by its nonce: a remote attempt has no pid here. Default:
+    /// the backend has no hosts.
+    ///
+    /// # Errors
+    /// `host` is not one of the run's hosts, or it did not answer (what ssh said).
+    fn signal_on_host(&mut self, host: &str, nonce: &str, hard: bool) -> Result<()> {
+        let _ = (nonce, hard); // Nothing to signal without hosts.
+        Err(no_such_host(host))
+    }
+
+    /// End what is left of the ended attempt `nonce` of `worker` on SSH host `host`
+    /// (SIGTERM, `grace`, SIGKILL) without making the caller wait; survivors are logged.
+    /// Default: the backend has no hosts (logged).
+    fn reap_on_host(&mut self, host: &str, worker: &str, nonce: &str, grace: Duration) {
+        let _ = (nonce, grace); // Nothing to end without hosts.
+        tracing::warn!("{worker}: {}", no_such_host(host));
+    }
+
     /// Remove what holds a finished run's attempts (tmux: its session); returns what was
     /// removed, for the person, or `None` when there was nothing (used by `clean`).
     ///
@@ -178,6 +198,11 @@ pub trait Multiplexer: Send {
     fn take_lost_hosts(&mut self) -> Vec<(String, String)> {
         vec![]
     }
+}
+
+/// The error of an SSH host a run does not know.
+pub fn no_such_host(host: &str) -> crate::error::Error {
+    crate::error::Error::Other(format!("host {host} is not one of this run's hosts"))
 }
 
 /// Starts attempts on a thread of its own (see [`Multiplexer::launcher`]).

@@ -87,16 +87,19 @@ impl Driver {
                         emit(Update::Notice(e.to_string()));
                     }
                 }
-                // Children that left the group (setsid, a double fork) carry the nonce.
+                // Children that left the group (setsid, a double fork) carry the nonce; on
+                // an SSH host every process of the attempt is found by it there.
                 let nonce = self.nonce_of(&worker, attempt);
+                let host = self.state.worker(&worker).and_then(|w| w.host.clone());
                 if let Some(n) = &nonce {
-                    crate::backend::reap::signal_attempt(n, nix::sys::signal::Signal::SIGTERM);
+                    self.signal_attempt(host.as_deref(), &worker, n, false, emit);
                 }
                 self.kills.push(PendingKill {
                     worker: worker.clone(),
                     attempt,
                     pid,
                     nonce,
+                    host,
                     at: Instant::now() + self.opts.grace,
                 });
                 tracing::info!(worker = %worker, attempt, ?reason, "SIGTERM sent to the attempt");
@@ -202,6 +205,7 @@ impl Driver {
     pub(super) fn hard_kills(&mut self) {
         let now = Instant::now();
         let state = &self.state;
+        let backend = &mut self.backend;
         self.kills.retain(|k| {
             let still = state
                 .worker(&k.worker)
@@ -216,11 +220,49 @@ impl Driver {
                     tracing::warn!("SIGKILL to {}: {e}", k.worker);
                 }
             }
-            if let Some(n) = &k.nonce {
-                crate::backend::reap::signal_attempt(n, nix::sys::signal::Signal::SIGKILL);
+            match (&k.nonce, &k.host) {
+                (Some(n), Some(h)) => {
+                    if let Err(e) = backend.signal_on_host(h, n, true) {
+                        tracing::warn!("SIGKILL to {} on host {h}: {e}", k.worker);
+                    }
+                }
+                (Some(n), None) => {
+                    crate::backend::reap::signal_attempt(n, nix::sys::signal::Signal::SIGKILL);
+                }
+                (None, _) => {}
             }
             false
         });
+    }
+
+    /// SIGTERM (SIGKILL with `hard`) to every process carrying the attempt's nonce, here
+    /// or on its SSH host `host`.
+    fn signal_attempt(
+        &mut self,
+        host: Option<&str>,
+        worker: &str,
+        nonce: &str,
+        hard: bool,
+        emit: &mut impl FnMut(Update),
+    ) {
+        use nix::sys::signal::Signal;
+        match host {
+            None => {
+                let sig = if hard {
+                    Signal::SIGKILL
+                } else {
+                    Signal::SIGTERM
+                };
+                crate::backend::reap::signal_attempt(nonce, sig);
+            }
+            Some(h) => {
+                if let Err(e) = self.backend.signal_on_host(h, nonce, hard) {
+                    emit(Update::Notice(format!(
+                        "could not end {worker} on host {h}: {e}"
+                    )));
+                }
+            }
+        }
     }
 }
 

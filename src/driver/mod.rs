@@ -136,6 +136,8 @@ struct PendingKill {
     pid: Option<u32>,
     /// The attempt's nonce: every process of it, in the group or not.
     nonce: Option<String>,
+    /// The SSH host it runs on (its processes are signalled there); `None`: here.
+    host: Option<String>,
     at: Instant,
 }
 

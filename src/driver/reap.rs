@@ -295,6 +295,13 @@ impl Driver {
         let Some(nonce) = self.nonce_of(worker, attempt) else {
             return;
         };
+        let host = self.state.worker(worker).and_then(|w| w.host.clone());
+        if let Some(h) = host {
+            // A remote attempt's processes are on its host: ended there, off this loop.
+            self.backend
+                .reap_on_host(&h, worker, &nonce, self.opts.grace);
+            return;
+        }
         // The wrapper is still writing its exit evidence and then exits with the agent's
         // status (tmux's pane_dead_status); a signal now would replace that status.
         let keep = self

@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use super::config::HostSpec;
 use super::reach::Reach;
@@ -30,6 +31,8 @@ struct Remote {
     reach: super::reach::Reach,
     /// Local attempt folders whose files came back after their pane ended.
     fetched: HashSet<PathBuf>,
+    /// Its running attempts' output streams (only where the run is driven; see `output`).
+    streams: Option<super::output::Streams>,
 }
 
 /// A run's backend across hosts (see the module docs).
@@ -38,6 +41,8 @@ pub struct HostsBackend {
     remotes: BTreeMap<String, Remote>,
     /// Hosts found lost and not yet handed to the driver.
     lost: Vec<(String, String)>,
+    /// Ends of ended attempts under way on hosts (see `kill`).
+    ending: super::kill::Ending,
 }
 
 /// `<host>:<pane ref>`: a remote pane's reference as the run saves it.
@@ -106,6 +111,7 @@ impl HostsBackend {
                     tmux,
                     reach: super::reach::Reach::Up,
                     fetched: HashSet::new(),
+                    streams: control.then(super::output::Streams::default),
                 },
             );
         }
@@ -113,6 +119,7 @@ impl HostsBackend {
             local,
             remotes,
             lost: vec![],
+            ending: super::kill::Ending::default(),
         })
     }
 
@@ -334,7 +341,26 @@ impl Multiplexer for HostsBackend {
     }
 
     fn end_stale_attempt(&mut self, nonce: &str) -> Vec<u32> {
-        self.local.end_stale_attempt(nonce)
+        let hosts = self
+            .remotes
+            .values_mut()
+            .map(|r| (&r.place.link, &mut r.reach));
+        let mut left = super::kill::end_stale(hosts, nonce);
+        left.extend(self.local.end_stale_attempt(nonce));
+        left
+    }
+
+    fn signal_on_host(&mut self, host: &str, nonce: &str, hard: bool) -> Result<()> {
+        super::kill::signal(&self.remote(host)?.place.link, nonce, hard).map(drop)
+    }
+
+    fn reap_on_host(&mut self, host: &str, worker: &str, nonce: &str, grace: Duration) {
+        match self.remotes.get(host) {
+            Some(r) => self
+                .ending
+                .begin(r.place.link.clone(), nonce.to_string(), grace, worker),
+            None => tracing::warn!("{worker}: {}", crate::backend::no_such_host(host)),
+        }
     }
 
     fn remove_run(&mut self) -> Result<Option<String>> {
@@ -401,6 +427,8 @@ impl HostsBackend {
             return self.unreachable(host, targets, now);
         }
         for (t, live) in targets.iter().zip(&poll.liveness) {
+            let there = r.place.remote_dir(&t.log);
+            super::output::observe(r.streams.as_mut(), &r.place.link, there, &t.log, *live);
             if matches!(live, Liveness::Dead { .. } | Liveness::Gone) {
                 fetch_once(r, t);
             }

@@ -15,6 +15,9 @@
 //! - Code travels by git ([`git`]): a remote worker's branch is pushed to a repository
 //!   under the host's `workdir`, it works in a worktree there, and its work comes back
 //!   into its branch here when the attempt ends.
+//! - While it runs its output is streamed into the local `output.log` ([`output`]); a
+//!   kill, and what an ended attempt left behind, reach its processes on the host by its
+//!   nonce ([`kill`]).
 //! - API keys reach the pane only as `new-window -e` over the channel, as locally.
 //! - The hosts a run uses are saved in its folder (`hosts.json`) when it is planned, so
 //!   a reattached driver reaches the same machines.
@@ -24,6 +27,8 @@ pub mod config;
 pub mod doctor;
 mod files;
 pub mod git;
+pub mod kill;
+pub mod output;
 mod poll;
 pub mod reach;
 pub mod spread;

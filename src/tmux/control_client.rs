@@ -269,7 +269,7 @@ impl Channel {
         let mut probe_limit = super::bounded::CALL_LIMIT;
         if let Some(shell) = &self.remote {
             cmd = shell
-                .wrap(&cmd)
+                .wrap_control(&cmd, &self.socket, &self.session)
                 .map_err(|e| tracing::debug!("tmux -L {} -C: {e}", self.socket))
                 .ok()?;
             probe_limit = super::remote::REMOTE_CALL_LIMIT;

@@ -12,6 +12,13 @@
 //! does not receive crewmux's own environment (it is this machine's), and the SIGCHLD
 //! kick for a pane death tmux missed goes through `run-shell` on the host instead of
 //! `kill(2)` here (a pid of that host means nothing on this one).
+//!
+//! A control-mode client whose SSH connection died can live on on the host (its sshd
+//! session lingers), and such an orphan wedged its server: every other client then got
+//! "server exited unexpectedly". Only one process drives a run, so when the channel
+//! (re)connects, any earlier control-mode client of the run's session on that server is
+//! an orphan: it is ended (SIGKILL, `pkill -f` on the exact command line crewmux runs)
+//! just before the new client starts, in the same ssh call.
 
 use std::process::Command;
 use std::time::Duration;
@@ -44,12 +51,42 @@ impl RemoteShell {
         // characters of `-F` output (the tab of a launch's reply) as `_` (tmux(1) `-u`).
         let mut words = vec![self.tmux.clone(), "-u".to_string()];
         words.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
-        let line = shlex::try_join(words.iter().map(String::as_str)).map_err(|_| {
-            Error::Usage(format!(
-                "cannot pass an argument with a NUL byte to tmux on host {}",
-                self.host
-            ))
-        })?;
+        self.ssh_line(join(&words, &self.host)?)
+    }
+}
+
+impl RemoteShell {
+    /// The control-mode client `cmd` (`tmux -L <socket> -C attach-session -t =<session>
+    /// …`, built for this machine) run on the host after every earlier control-mode
+    /// client of the same server and session is ended (see the module docs).
+    ///
+    /// # Errors
+    /// An argument with a NUL byte.
+    pub fn wrap_control(&self, cmd: &Command, socket: &str, session: &str) -> Result<Command> {
+        let mut words = vec![self.tmux.clone(), "-u".to_string()];
+        words.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
+        let client = join(&words, &self.host)?;
+        // Anchored on the program: the `sh -c` running this line (and pkill itself) name
+        // the pattern in their own command lines, but do not start with tmux.
+        let pattern = format!(
+            "^{} -u -L {} -C attach-session -t ={}( |$)",
+            ere_escape(&self.tmux),
+            ere_escape(socket),
+            ere_escape(session)
+        );
+        let script = format!(
+            "pkill -KILL -f -- {} 2>/dev/null; exec {client}",
+            join(&[pattern], &self.host)?
+        );
+        // `sh`: the login shell on the host may not be a POSIX one.
+        self.ssh_line(join(
+            &["sh".to_string(), "-c".to_string(), script],
+            &self.host,
+        )?)
+    }
+
+    /// `ssh … <dest> <line>`.
+    fn ssh_line(&self, line: String) -> Result<Command> {
         let (program, args) = self
             .ssh
             .split_first()
@@ -58,6 +95,27 @@ impl RemoteShell {
         out.args(args).arg(line);
         Ok(out)
     }
+}
+
+/// `words` as one command line for the shell on `host`.
+fn join(words: &[String], host: &str) -> Result<String> {
+    shlex::try_join(words.iter().map(String::as_str)).map_err(|_| {
+        Error::Usage(format!(
+            "cannot pass an argument with a NUL byte to tmux on host {host}"
+        ))
+    })
+}
+
+/// `s` matched literally in a POSIX extended regular expression (pkill(1) `-f`).
+fn ere_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if "\\.[]()*+?{}|^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 impl super::TmuxBackend {
@@ -112,5 +170,40 @@ mod tests {
             ]
         );
         assert_eq!(args.len(), 5);
+    }
+
+    #[test]
+    fn a_new_control_client_on_a_host_first_ends_the_earlier_ones_of_its_session_only() {
+        let shell = RemoteShell {
+            ssh: ["ssh", "--", "me@box"].map(String::from).to_vec(),
+            tmux: "/opt/tmux.3".into(),
+            host: "box".into(),
+        };
+        let mut cmd = Command::new("tmux");
+        cmd.args(["-L", "s.1", "-C", "attach-session", "-t", "=crewmux-r1"])
+            .args(["-f", "no-output,ignore-size"]);
+        let wrapped = shell.wrap_control(&cmd, "s.1", "crewmux-r1").unwrap();
+        let args: Vec<String> = wrapped
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let line = shlex::split(&args[2]).unwrap();
+        assert_eq!(line[..2], ["sh", "-c"]);
+        let script = shlex::split(&line[2]).unwrap();
+        let (pkill, client) = script.split_at(script.iter().position(|w| w == "exec").unwrap());
+        assert_eq!(pkill[..4], ["pkill", "-KILL", "-f", "--"]);
+        let re = regex::Regex::new(&pkill[4]).unwrap();
+        // What ps shows of a process: its arguments joined by spaces.
+        let client = client[1..].join(" ");
+        assert!(client.ends_with("-f no-output,ignore-size"), "{client}");
+        assert!(re.is_match(&client), "{} / {client}", &pkill[4]);
+        for other in [
+            format!("sh -c {}", line[2]),
+            client.replace("=crewmux-r1", "=crewmux-r10"),
+            client.replace("-L s.1", "-L sx1"),
+            client.replace("/opt/tmux.3", "/opt/tmux"),
+        ] {
+            assert!(!re.is_match(&other), "{other}");
+        }
     }
 }

@@ -47,6 +47,8 @@ mod headless;
 mod home;
 mod hosts;
 mod hosts_git;
+mod hosts_keys;
+mod hosts_life;
 mod hosts_ops;
 mod layers;
 mod lifecycle;

@@ -1,0 +1,170 @@
+//! An API key from the credential store reaches a remote agent only through the
+//! environment of its launch: it is in the agent's environment on the host, and in no
+//! file under the host's workdir, its tmux socket directory or the SSH control
+//! directory, nor in any process's argv (`/proc/*/cmdline` on the host).
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::hosts_life::{explain, processes_on_host, wait_running_remotely};
+use crate::support::sshd::{sshd_ready, SshHost};
+use crate::support::*;
+
+const PASS: &str = "hosts key test passphrase";
+const KEY: &str = "sk-sim-RemoteHostKEY-7e3a91c04b";
+
+const TEAM: &str = r#"
+[[worker]]
+id = "keyed"
+role = "backend-engineer"
+provider = "sim"
+host = "box"
+max_attempts = 1
+prompt = "Do: {problem}\nsim: lines=40\nsim: delay-ms=200"
+"#;
+
+/// Every regular file under `dir` on the host, concatenated (read over ssh).
+fn files_on_host(host: &SshHost, dir: &str) -> Vec<u8> {
+    let out = host.ssh(&[&format!(
+        "find {dir} -type f -exec cat {{}} + 2>/dev/null; true"
+    )]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// Every regular file under `dir` here, concatenated.
+fn files_here(dir: &Path) -> Vec<u8> {
+    let mut all = vec![];
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_dir() {
+            all.extend(files_here(&e.path()));
+        } else if kind.is_file() {
+            all.extend(std::fs::read(e.path()).unwrap_or_default());
+        }
+    }
+    all
+}
+
+fn holds_key(bytes: &[u8]) -> bool {
+    bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes())
+}
+
+#[test]
+fn a_stored_key_reaches_the_remote_agent_only_through_its_environment() {
+    if !sshd_ready("hosts_keys") {
+        return;
+    }
+    let host = SshHost::start();
+    let server = TmuxServer::new("hosts-keys");
+    let tmp = repo(&[("README", "x\n")]);
+    host.write_hosts_file(tmp.path(), "box");
+    // The store lives outside the repository whose work is shipped to the host.
+    let config_dir = tempfile::tempdir().unwrap();
+    let config = config_dir.path().join("config");
+    let add = crewmux()
+        .args(["creds", "add", "--provider", "sim", "--label", "remote"])
+        .env("CREWMUX_CONFIG_DIR", &config)
+        .env("CREWMUX_CREDENTIAL_PASSPHRASE", PASS)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut add = add;
+        add.stdin.take().unwrap().write_all(KEY.as_bytes()).unwrap();
+        let out = wait_limited(add, &["creds", "add"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let team = team_file(tmp.path(), "team.toml", TEAM);
+    let args = [
+        "run",
+        "--team",
+        team.to_str().unwrap(),
+        "--no-clarify",
+        "--headless",
+        "--",
+        "keys stay in the environment",
+    ];
+    let child = crewmux()
+        .current_dir(tmp.path())
+        .env("CREWMUX_TMUX_SOCKET", &server.socket)
+        .env("XDG_RUNTIME_DIR", host.runtime_dir())
+        .env("CREWMUX_CONFIG_DIR", &config)
+        .env("CREWMUX_CREDENTIAL_PASSPHRASE", PASS)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_running_remotely(tmp.path(), "keyed");
+    let run_id = only_run_dir(tmp.path())
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    // The agent's environment on the host holds the key.
+    let needle = format!("CREWMUX_RUN_ID={run_id}");
+    let mut environ = vec![];
+    let reached = wait_for(
+        || {
+            let pids = processes_on_host(&host, &needle);
+            let script = pids
+                .iter()
+                .map(|p| format!("cat /proc/{p}/environ 2>/dev/null;"))
+                .collect::<String>();
+            environ = host.ssh(&[&format!("{script} true")]).stdout;
+            let want = format!("CREWMUX_SIM_API_KEY={KEY}");
+            environ.split(|&b| b == 0).any(|kv| kv == want.as_bytes())
+        },
+        Duration::from_secs(30),
+    );
+    assert!(
+        reached,
+        "the key is not in the agent's environment on the host"
+    );
+    // No argv on the host (here too: it is this machine) names it while the agent runs.
+    let argv = host
+        .ssh(&["cat /proc/[0-9]*/cmdline 2>/dev/null; true"])
+        .stdout;
+    assert!(!argv.is_empty());
+    assert!(!holds_key(&argv), "the key is in a process's argv");
+    let out = wait_limited(child, &args);
+    assert_events_once(tmp.path());
+    assert_eq!(
+        worker(&summary(&out), "keyed")["status"],
+        "completed",
+        "{}",
+        explain(tmp.path(), &out)
+    );
+    // No file the run left on the host, in its tmux socket directory or in the SSH
+    // control directory holds it.
+    let workdir = host.workdir.path().display().to_string();
+    let on_host = files_on_host(&host, &workdir);
+    assert!(!on_host.is_empty(), "the run left its files in {workdir}");
+    assert!(!holds_key(&on_host), "the key is in a file under {workdir}");
+    let tmux_dir = String::from_utf8_lossy(
+        &host
+            .ssh(&["echo ${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)"])
+            .stdout,
+    )
+    .trim()
+    .to_string();
+    assert!(!holds_key(&files_on_host(&host, &tmux_dir)), "{tmux_dir}");
+    assert!(
+        !holds_key(&files_here(&host.runtime_dir())),
+        "the SSH control directory"
+    );
+}
