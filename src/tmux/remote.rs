@@ -7,6 +7,9 @@
 //!
 //! Every call runs `tmux -u`: without a UTF-8 locale (an SSH session often has none)
 //! tmux writes the control characters of `-F` output as `_`.
+//! Every call also runs in `sh -c` on the host, which first gives tmux a UTF-8 locale
+//! by the rule of `super::locale` (`UTF8_LOCALE`): the server a call starts, and so
+//! the panes of the host's workers, have one as they do here.
 //!
 //! Two local shortcuts do not apply to a remote server and are replaced: the session
 //! does not receive crewmux's own environment (it is this machine's), and the SIGCHLD
@@ -51,9 +54,24 @@ impl RemoteShell {
         // characters of `-F` output (the tab of a launch's reply) as `_` (tmux(1) `-u`).
         let mut words = vec![self.tmux.clone(), "-u".to_string()];
         words.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
-        self.ssh_line(join(&words, &self.host)?)
+        let script = format!("{UTF8_LOCALE}exec {}", join(&words, &self.host)?);
+        // `sh`: the login shell on the host may not be a POSIX one.
+        self.ssh_line(join(
+            &["sh".to_string(), "-c".to_string(), script],
+            &self.host,
+        )?)
     }
 }
+
+/// Run on the host before tmux: the rule of `super::locale::utf8_fix` in `sh`. When the
+/// first of `LC_ALL`, `LC_CTYPE` and `LANG` that is set names no UTF-8 locale (an SSH
+/// session often has none: `SendEnv` and `AcceptEnv` decide), `C.UTF-8` goes in that
+/// variable (`LC_CTYPE` when none is set), so a server started by this call, and the
+/// panes it runs, have a UTF-8 locale as they do here.
+const UTF8_LOCALE: &str = "case \"${LC_ALL:-${LC_CTYPE:-$LANG}}\" in \
+     *[Uu][Tt][Ff]-8*|*[Uu][Tt][Ff]8*) ;; \
+     *) if [ -n \"$LC_ALL\" ]; then export LC_ALL=C.UTF-8; else export LC_CTYPE=C.UTF-8; fi;; \
+     esac; ";
 
 impl RemoteShell {
     /// The control-mode client `cmd` (`tmux -L <socket> -C attach-session -t =<session>
@@ -75,7 +93,7 @@ impl RemoteShell {
             ere_escape(session)
         );
         let script = format!(
-            "pkill -KILL -f -- {} 2>/dev/null; exec {client}",
+            "{UTF8_LOCALE}pkill -KILL -f -- {} 2>/dev/null; exec {client}",
             join(&[pattern], &self.host)?
         );
         // `sh`: the login shell on the host may not be a POSIX one.
@@ -157,8 +175,11 @@ mod tests {
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
         assert_eq!(&args[..4], ["-o", "BatchMode=yes", "--", "me@box"]);
+        let line = shlex::split(&args[4]).unwrap();
+        assert_eq!(line[..2], ["sh", "-c"]);
+        let (_, tmux) = line[2].split_once("exec ").unwrap();
         assert_eq!(
-            shlex::split(&args[4]).unwrap(),
+            shlex::split(tmux).unwrap(),
             [
                 "/opt/tmux",
                 "-u",
@@ -170,6 +191,28 @@ mod tests {
             ]
         );
         assert_eq!(args.len(), 5);
+    }
+
+    #[test]
+    fn a_host_without_a_utf8_locale_gets_c_utf8_in_the_variable_in_force() {
+        let run = |vars: &[(&str, &str)]| {
+            let out = Command::new("sh")
+                .arg("-c")
+                .arg(format!("{UTF8_LOCALE}echo \"$LC_ALL|$LC_CTYPE|$LANG\""))
+                .env_clear()
+                .envs(vars.iter().copied())
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        assert_eq!(run(&[]), "|C.UTF-8|");
+        assert_eq!(run(&[("LANG", "C")]), "|C.UTF-8|C");
+        assert_eq!(run(&[("LANG", "de_DE.utf8")]), "||de_DE.utf8");
+        assert_eq!(
+            run(&[("LC_CTYPE", "en_US.UTF-8"), ("LANG", "C")]),
+            "|en_US.UTF-8|C"
+        );
+        assert_eq!(run(&[("LC_ALL", "POSIX")]), "C.UTF-8||");
     }
 
     #[test]
@@ -190,6 +233,7 @@ mod tests {
         let line = shlex::split(&args[2]).unwrap();
         assert_eq!(line[..2], ["sh", "-c"]);
         let script = shlex::split(&line[2]).unwrap();
+        let script = &script[script.iter().position(|w| w == "pkill").unwrap()..];
         let (pkill, client) = script.split_at(script.iter().position(|w| w == "exec").unwrap());
         assert_eq!(pkill[..4], ["pkill", "-KILL", "-f", "--"]);
         let re = regex::Regex::new(&pkill[4]).unwrap();

@@ -345,3 +345,48 @@ fn a_control_client_orphaned_by_a_dead_ssh_connection_is_ended_on_reconnect() {
         explain(tmp.path(), &out)
     );
 }
+
+#[test]
+fn a_remote_pane_gets_a_utf8_locale_when_the_ssh_session_has_none() {
+    if !sshd_ready("hosts_life_locale") {
+        return;
+    }
+    let host = SshHost::start();
+    // The test's ssh config forwards no locale variable (no `SendEnv`), and its sshd reads
+    // no locale file (no PAM): a session there has no UTF-8 locale of its own.
+    let bare = host.ssh(&["echo \"[$LC_ALL|$LC_CTYPE|$LANG]\""]);
+    assert_eq!(String::from_utf8_lossy(&bare.stdout).trim(), "[||]");
+    let server = TmuxServer::new("hosts-locale");
+    let tmp = repo(&[("README", "x\n")]);
+    host.write_hosts_file(tmp.path(), "box");
+    let team = team_file(
+        tmp.path(),
+        "team.toml",
+        "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
+         command = [\"sh\", \"-c\", \"echo \\\"locale=[$LC_ALL|$LC_CTYPE]\\\"\"]\n",
+    );
+    let args = [
+        "run",
+        "--team",
+        team.to_str().unwrap(),
+        "--no-clarify",
+        "--headless",
+        "--",
+        "locale",
+    ];
+    let out = wait_limited(
+        spawn_on_host(tmp.path(), &server.socket, &host, &args),
+        &args,
+    );
+    assert_events_once(tmp.path());
+    assert_eq!(
+        worker(&summary(&out), "far")["status"],
+        "completed",
+        "{}",
+        explain(tmp.path(), &out)
+    );
+    let log =
+        std::fs::read_to_string(only_run_dir(tmp.path()).join("workers/far/attempt-1/output.log"))
+            .unwrap();
+    assert!(log.contains("locale=[|C.UTF-8]"), "{log}");
+}
