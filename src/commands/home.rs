@@ -51,6 +51,7 @@ pub fn run(all: bool, socket: Option<&str>, project: Option<&Path>) -> Result<i3
     };
     let providers = ready_providers(&project);
     let mut screen = Home::new(project.clone(), all, home::load_rows(&projects(&project)));
+    screen.hosts = host_choices(&project);
     let reload = || home::load_rows(&projects(&project));
     let refresh = |h: &mut Home| {
         h.rows = reload();
@@ -110,6 +111,35 @@ fn clean(common: &CommonArgs, id: &str) -> Result<String> {
     })
 }
 
+/// The form's `--hosts` choices (see [`Home::hosts`]); none without SSH hosts or when
+/// `hosts.toml` cannot be read (a run then says what is wrong).
+fn host_choices(project: &Path) -> Vec<Vec<String>> {
+    let hosts = match crate::hosts::Hosts::load(project, &crate::providers::EnvSnapshot::current())
+    {
+        Ok(h) => h,
+        Err(e) => {
+            tracing::warn!("home screen: {e}");
+            return vec![];
+        }
+    };
+    if hosts.hosts.is_empty() {
+        return vec![];
+    }
+    let names: Vec<String> = hosts.hosts.keys().cloned().collect();
+    let mut out = vec![vec![]];
+    let mut all = names.clone();
+    all.push(crate::hosts::LOCAL.into());
+    out.push(all);
+    if names.len() > 1 {
+        out.extend(
+            names
+                .iter()
+                .map(|n| vec![n.clone(), crate::hosts::LOCAL.into()]),
+        );
+    }
+    out
+}
+
 /// Start the run as `crewmux run` would be asked on the command line, so every default and
 /// check (the clarification gate included) is the same.
 fn new_run(common: &CommonArgs, form: &NewRun) -> Result<String> {
@@ -126,6 +156,9 @@ fn new_run(common: &CommonArgs, form: &NewRun) -> Result<String> {
     }
     if let Some(p) = &form.provider {
         argv.extend(["--provider".into(), p.clone()]);
+    }
+    if !form.hosts.is_empty() {
+        argv.extend(["--hosts".into(), form.hosts.join(",")]);
     }
     argv.push("--".into());
     argv.push(form.problem.clone());

@@ -106,6 +106,8 @@ pub struct NewRun {
     pub mode: ModeChoice,
     /// A provider for the built-in modes' workers; `None`: the routing's choice.
     pub provider: Option<String>,
+    /// `--hosts`: spread the workers over these; empty: where the team file puts them.
+    pub hosts: Vec<String>,
 }
 
 /// A mode of the picker.
@@ -156,6 +158,8 @@ pub struct Form {
     pub mode: usize,
     /// Index into the provider choices; 0 is "the routing decides".
     pub provider: usize,
+    /// Index into [`Home::hosts`] (shown only when `hosts.toml` names a host).
+    pub hosts: usize,
 }
 
 /// The home screen's state.
@@ -171,6 +175,10 @@ pub struct Home {
     pub modes: Vec<ModeChoice>,
     /// Providers `doctor` found ready, offered after "auto".
     pub providers: Vec<String>,
+    /// The `--hosts` choices of the form when `hosts.toml` names SSH hosts: first none
+    /// (the team file decides), then every host with `local`, then each host alone with
+    /// `local`; empty: the form has no hosts field.
+    pub hosts: Vec<Vec<String>>,
     pub notice: Option<String>,
     pub help: bool,
 }
@@ -186,6 +194,7 @@ impl Home {
             confirm_clean: false,
             form: None,
             providers: Vec::new(),
+            hosts: Vec::new(),
             notice: None,
             help: false,
         }
@@ -262,18 +271,21 @@ impl Home {
         None
     }
 
-    /// Keys of the new-run form: Tab/S-Tab move between problem, mode and provider; in the
+    /// Keys of the new-run form: Tab/S-Tab move between problem, mode, provider (and hosts); in the
     /// problem Enter starts a new line and Ctrl-S (or Enter on the other fields) starts
     /// the run; ←/→ choose a mode or provider; Esc leaves the form.
     fn form_key(&mut self, key: KeyEvent) -> Option<HomeExit> {
         let modes = self.modes.len().max(1);
         let providers = self.providers.len() + 1;
+        let hosts = self.hosts.len().max(1);
+        // The hosts field is there only when `hosts.toml` names a host.
+        let fields = if self.hosts.is_empty() { 3 } else { 4 };
         let form = self.form.as_mut()?;
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         match key.code {
             KeyCode::Esc => self.form = None,
-            KeyCode::Tab => form.field = (form.field + 1) % 3,
-            KeyCode::BackTab => form.field = (form.field + 2) % 3,
+            KeyCode::Tab => form.field = (form.field + 1) % fields,
+            KeyCode::BackTab => form.field = (form.field + fields - 1) % fields,
             KeyCode::Char('s') if ctrl => return self.submit(),
             KeyCode::Enter if form.field != 0 => return self.submit(),
             KeyCode::Enter => form.problem.push('\n'),
@@ -281,11 +293,10 @@ impl Home {
                 form.problem.pop();
             }
             KeyCode::Left | KeyCode::Right if form.field > 0 => {
-                let n = if form.field == 1 { modes } else { providers };
-                let v = if form.field == 1 {
-                    &mut form.mode
-                } else {
-                    &mut form.provider
+                let (n, v) = match form.field {
+                    1 => (modes, &mut form.mode),
+                    2 => (providers, &mut form.provider),
+                    _ => (hosts, &mut form.hosts),
                 };
                 *v = if key.code == KeyCode::Right {
                     (*v + 1) % n
@@ -318,11 +329,13 @@ impl Home {
             .provider
             .checked_sub(1)
             .and_then(|i| self.providers.get(i).cloned());
+        let hosts = self.hosts.get(form.hosts).cloned().unwrap_or_default();
         self.form = None;
         Some(HomeExit::New(NewRun {
             problem,
             mode,
             provider,
+            hosts,
         }))
     }
 }

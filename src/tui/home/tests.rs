@@ -114,9 +114,36 @@ fn the_new_run_form_takes_a_multi_line_problem_a_mode_and_a_provider() {
             problem: "sFix the\nlogin bug".into(),
             mode: ModeChoice::Builtin("ccg"),
             provider: Some("codex".into()),
+            hosts: vec![],
         }))
     );
     assert!(h.form.is_none());
+}
+
+#[test]
+fn with_ssh_hosts_the_form_can_spread_the_run_over_them() {
+    let mut h = home();
+    h.hosts = vec![vec![], vec!["box".into(), "local".into()]];
+    h.key(key(KeyCode::Char('n')));
+    h.paste("Fix it");
+    // problem → mode → provider → hosts; → picks "every host and local".
+    for _ in 0..3 {
+        h.key(key(KeyCode::Tab));
+    }
+    h.key(key(KeyCode::Right));
+    insta::assert_snapshot!("home_new_run_with_hosts_80x24", screen(&h, 80, 24));
+    let exit = h.key(key(KeyCode::Enter));
+    let Some(HomeExit::New(run)) = exit else {
+        panic!("{exit:?}")
+    };
+    assert_eq!(run.hosts, ["box", "local"]);
+    // Without hosts the form keeps its three fields: Tab comes back to the problem.
+    let mut h = home();
+    h.key(key(KeyCode::Char('n')));
+    for _ in 0..3 {
+        h.key(key(KeyCode::Tab));
+    }
+    assert_eq!(h.form.as_ref().unwrap().field, 0);
 }
 
 #[test]

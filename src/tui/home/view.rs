@@ -194,11 +194,12 @@ fn form(frame: &mut Frame, area: Rect, home: &Home) {
     let block = panel(" New run ", true);
     let inner = block.inner(a);
     frame.render_widget(block, a);
-    let [label, problem, mode, provider, hint] = Layout::vertical([
+    let [label, problem, mode, provider, hosts, hint] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Fill(1),
         Constraint::Length(1),
         Constraint::Length(1),
+        Constraint::Length(u16::from(!home.hosts.is_empty())),
         Constraint::Length(2),
     ])
     .areas(inner);
@@ -250,6 +251,20 @@ fn form(frame: &mut Frame, area: Rect, home: &Home) {
         ]),
         provider,
     );
+    if let Some(choice) = home.hosts.get(f.hosts) {
+        let label = if choice.is_empty() {
+            "as the team file says".to_string()
+        } else {
+            format!("spread over {}", choice.join(", "))
+        };
+        frame.render_widget(
+            Line::from(vec![
+                Span::styled("Hosts     ", focus(3)),
+                Span::raw(format!("◀ {label} ▶")),
+            ]),
+            hosts,
+        );
+    }
     frame.render_widget(
         Paragraph::new(vec![
             Line::from(
