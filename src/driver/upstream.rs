@@ -3,6 +3,8 @@
 //! within its cap (`--prompt-max-chars`); every cut is said in the prompt, with the path
 //! where the whole result is.
 
+use std::path::Path;
+
 use crate::domain::{RunState, WorkerState};
 
 /// Characters kept for the packaged prompt's other sections (persona, project, memory…)
@@ -11,37 +13,59 @@ pub const PROMPT_RESERVE_CHARS: usize = 600;
 /// An upstream's excerpt is never longer than this, characters.
 pub const MAX_EXCERPT_CHARS: usize = 6000;
 
+/// Characters kept for the line that says an excerpt was cut (one per quoted result).
+const CUT_NOTE_CHARS: usize = 120;
+
 /// The section of `w`'s task that quotes its upstreams' results, or an empty string when
 /// it waits for none. `task_chars` is the length of the task before this section;
-/// `max_chars` the prompt cap. Excerpts share what the cap leaves, equally; an unreadable or
-/// missing result file is said as such.
+/// `max_chars` the prompt cap. Each upstream gets a heading (status, reason, result path);
+/// the excerpts share equally what the cap leaves after the task, the other prompt
+/// sections, the headings and a cut note each, so the packaged prompt stays within the cap.
+/// An unreadable or missing result file is said as such.
 pub fn upstream_results(
     state: &RunState,
     w: &WorkerState,
     task_chars: usize,
     max_chars: usize,
 ) -> String {
+    const INTRO: &str = "\n\nResults of the workers this one waited for:\n";
     if w.flow.after.is_empty() {
         return String::new();
     }
-    let room = max_chars.saturating_sub(task_chars + PROMPT_RESERVE_CHARS);
-    let each = (room / w.flow.after.len()).min(MAX_EXCERPT_CHARS);
-    let mut out = String::from("\n\nResults of the workers this one waited for:\n");
-    for id in &w.flow.after {
-        let Some(u) = state.worker(id) else {
+    let upstreams: Vec<(String, Option<&Path>)> = w
+        .flow
+        .after
+        .iter()
+        .filter_map(|id| state.worker(id))
+        .map(|u| {
+            let reason = u
+                .reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default();
+            let mut head = format!("\n### {} ({}) — {}{reason}\n", u.id, u.role, u.status);
+            match u.result.as_deref() {
+                Some(path) => head.push_str(&format!("Result: {}\n", path.display())),
+                None => head.push_str("(no result file)\n"),
+            }
+            (head, u.result.as_deref())
+        })
+        .collect();
+    let quoted = upstreams.iter().filter(|(_, p)| p.is_some()).count().max(1);
+    let fixed = INTRO.chars().count()
+        + upstreams
+            .iter()
+            .map(|(h, _)| h.chars().count())
+            .sum::<usize>()
+        + quoted * CUT_NOTE_CHARS;
+    let room = max_chars.saturating_sub(task_chars + PROMPT_RESERVE_CHARS + fixed);
+    let each = (room / quoted).min(MAX_EXCERPT_CHARS);
+    let mut out = String::from(INTRO);
+    for (head, path) in upstreams {
+        out.push_str(&head);
+        let Some(path) = path else {
             continue;
         };
-        let reason = u
-            .reason
-            .as_deref()
-            .map(|r| format!(": {r}"))
-            .unwrap_or_default();
-        out.push_str(&format!("\n### {id} ({}) — {}{reason}\n", u.role, u.status));
-        let Some(path) = u.result.as_deref() else {
-            out.push_str("(no result file)\n");
-            continue;
-        };
-        out.push_str(&format!("Result: {}\n", path.display()));
         match crate::launch::tail::read_document(path) {
             Ok(text) => out.push_str(&excerpt(&text, each)),
             Err(e) => out.push_str(&format!("(the result file cannot be read: {e})\n")),
@@ -102,7 +126,7 @@ mod tests {
         let short = dir.path().join("a.md");
         std::fs::write(&short, "Plan: split the parser.\n").unwrap();
         let long = dir.path().join("b.md");
-        std::fs::write(&long, "x".repeat(5000)).unwrap();
+        std::fs::write(&long, "=".repeat(5000)).unwrap();
         let mut a = w("a");
         (a.status, a.result) = (WorkerStatus::Completed, Some(short.clone()));
         let mut b = w("b");
@@ -113,18 +137,20 @@ mod tests {
         let mut d = w("d");
         d.flow.after = vec!["a".into(), "b".into(), "c".into()];
         let s = state(vec![a, b, c, d.clone()]);
-        // 4000 - 400 - 600 = 3000 of room, 1000 each.
         let text = upstream_results(&s, &d, 400, 4000);
         assert!(text.contains("### a (architect) — completed\n"), "{text}");
         assert!(text.contains(&format!(
             "Result: {}\nPlan: split the parser.\n",
             short.display()
         )));
+        // The excerpt is cut to what the cap leaves, and says so with the size it kept.
+        let kept = text.matches('=').count();
+        assert!((500..5000).contains(&kept), "{text}");
         assert!(
             text.contains(&format!(
-                "Result: {}\n{}\n[excerpt cut by the prompt cap: the first 1000 of 5000 characters",
+                "Result: {}\n{}\n[excerpt cut by the prompt cap: the first {kept} of 5000 characters",
                 long.display(),
-                "x".repeat(1000)
+                "=".repeat(kept)
             )),
             "{text}"
         );
@@ -132,7 +158,11 @@ mod tests {
             text.contains("### c (architect) — failed: exit code 2\n(no result file)"),
             "{text}"
         );
-        assert!(text.chars().count() < 4000 - 400);
+        // Headings, excerpts and cut notes together leave the room the other sections need.
+        assert!(
+            text.chars().count() <= 4000 - 400 - PROMPT_RESERVE_CHARS,
+            "{text}"
+        );
         assert_eq!(upstream_results(&s, &w("e"), 0, 4000), "");
     }
 }
