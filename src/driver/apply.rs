@@ -102,7 +102,7 @@ impl Driver {
                     host,
                     at: Instant::now() + self.opts.grace,
                 });
-                tracing::info!(worker = %worker, attempt, ?reason, "SIGTERM sent to the attempt");
+                tracing::info!("{worker}#{attempt}: SIGTERM sent ({})", reason.as_str());
                 None
             }
             Effect::Paste { worker, text } => {

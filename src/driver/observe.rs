@@ -224,7 +224,7 @@ impl Driver {
         let evidence = watch.exit_evidence();
         if let (Some((code, ExitSource::ExitFile)), Some(m)) = (evidence, watch.marker_code()) {
             if m != code {
-                tracing::warn!(worker = %t.worker, "exit.json says {code}, marker says {m}");
+                tracing::warn!("{}: exit.json says {code}, marker says {m}", t.worker);
             }
         }
         let mut dead_since = watch.dead_since;

@@ -59,6 +59,20 @@ pub enum KillReason {
     Rejudge,
 }
 
+impl KillReason {
+    /// Why, in words for the log: `wall timeout`, `idle timeout`, `cancel`, `stalled`,
+    /// `rejudge`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KillReason::Timeout => "wall timeout",
+            KillReason::IdleTimeout => "idle timeout",
+            KillReason::Cancel => "cancel",
+            KillReason::Stalled => "stalled",
+            KillReason::Rejudge => "rejudge",
+        }
+    }
+}
+
 /// Something that happened, fed to [`update`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum Input {

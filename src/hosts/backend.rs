@@ -496,7 +496,7 @@ fn fetch_once(r: &mut Remote, t: &Target) {
                 r.fetched.insert(local_dir);
             }
         }
-        Err(e) => tracing::warn!(worker = %t.worker, "host {}: {e}", r.place.spec.name),
+        Err(e) => tracing::warn!("{}: host {}: {e}", t.worker, r.place.spec.name),
     }
 }
 

@@ -172,16 +172,15 @@ pub fn package_report(
     let task_over_cap = text.chars().count() > opts.max_chars;
     if task_over_cap {
         tracing::warn!(
-            role = agent_role,
-            task_chars = task.chars().count(),
-            max_chars = opts.max_chars,
-            "the task alone is longer than --prompt-max-chars; it is kept whole"
+            "{agent_role}: the task is {} characters, over --prompt-max-chars {}; it is kept whole",
+            task.chars().count(),
+            opts.max_chars
         );
     } else if !dropped.is_empty() {
         tracing::info!(
-            role = agent_role,
-            ?dropped,
-            "prompt sections dropped to fit --prompt-max-chars"
+            "{agent_role}: {} left out of the prompt to fit --prompt-max-chars {}",
+            dropped.join(", "),
+            opts.max_chars
         );
     }
     Packaged {

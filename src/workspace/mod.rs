@@ -127,7 +127,7 @@ pub fn on_attempt_end(
     let run_id = state.run_id.clone();
     if let Some(ws) = state.workspace.as_mut() {
         if let Err(e) = commit::on_attempt_end(ws, &run_id, worker, attempt) {
-            tracing::warn!(worker, attempt, "could not commit the attempt's work: {e}");
+            tracing::warn!("{worker}#{attempt}: could not commit the attempt's work: {e}");
         }
     }
     setup::failed_code(attempt_dir).map(|code| crate::engine::Input::SetupFailed {

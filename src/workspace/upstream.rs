@@ -40,7 +40,7 @@ pub fn merge_upstreams(state: &mut RunState, worker: &str, fixer: bool) -> Integ
             }
         }
         Err(e) => {
-            tracing::warn!(worker, "could not merge the upstreams' branches: {e}");
+            tracing::warn!("{worker}: could not merge the upstreams' branches: {e}");
             let msg = e.to_string();
             if let Some(own) = state
                 .workspace
