@@ -8,10 +8,12 @@ pub mod limits;
 mod missing;
 pub mod resolve;
 pub mod resolved;
+pub mod route;
 pub mod routing;
 
 pub use file::{load_file, load_mode, parse_and_validate, LoadedTeam, Mode};
-pub use resolve::{resolve, ResolveOptions, ResolvedTeam, ResolvedWorker};
+pub use resolve::{check, resolve, CheckedTeam, ResolveOptions, ResolvedTeam, ResolvedWorker};
+pub use route::route;
 pub use routing::{choose, infer_target, Choice, TargetChoice};
 
 #[cfg(test)]

@@ -9,15 +9,11 @@
 use std::path::PathBuf;
 
 use super::file::{load_file, load_mode, LoadedTeam, Mode, TARGET_WORDS};
-use super::limits::{LimitFlags, LimitSources, Limits};
+use super::limits::LimitFlags;
 pub use super::resolved::{ResolvedTeam, ResolvedWorker};
-use super::routing::{choose, infer_target};
+use super::routing::infer_target;
 use crate::error::{Error, Result};
-use crate::providers::health::probe_many;
-use crate::providers::history::History;
-use crate::providers::{
-    agents, EnvSnapshot, ProbeOptions, ProviderHealth, ProviderKind, Registry, MODEL_ROLES,
-};
+use crate::providers::{EnvSnapshot, ProbeOptions, ProviderKind, Registry, MODEL_ROLES};
 
 /// Attempts per worker when neither the team file nor `--max-attempts` says.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 2;
@@ -84,13 +80,52 @@ impl ResolveOptions {
     }
 }
 
-/// Resolve the team of a run; see the module doc.
+/// Resolve the team of a run; see the module doc: [`check`], then
+/// [`route`](super::route::route).
 ///
 /// # Errors
-/// Bad options or team file (usage, exit 2), a prompt file that cannot be read, or no usable
-/// provider for a worker without `allow_sim_fallback` (one line listing what to install).
-#[allow(clippy::too_many_lines, reason = "to split into named steps (#15)")]
+/// As [`check`] (bad input, usage, exit 2) and [`route`](super::route::route) (no usable
+/// provider).
 pub fn resolve(opts: &ResolveOptions) -> Result<ResolvedTeam> {
+    super::route::route(opts, check(opts)?)
+}
+
+/// A team checked against the run's options, before any provider is probed: every mistake
+/// in the input (flags, team file, prompt files, `cwd`s, providers named) is found by
+/// [`check`], which runs no agent CLI; [`route`](super::route::route) then probes and
+/// routes.
+#[derive(Debug)]
+pub struct CheckedTeam {
+    pub(super) registry: Registry,
+    /// `--role`, checked.
+    pub(super) role: Option<String>,
+    /// `--target` as given (lowercase): `auto`, `ccg` or a provider.
+    pub(super) target_arg: String,
+    /// The target routing leans to, and why.
+    pub(super) target: String,
+    pub(super) target_reason: String,
+    pub(super) loaded: LoadedTeam,
+    pub(super) parallel: usize,
+    /// Each worker's task template (its `prompt`, its `prompt_file` read, or `{problem}`),
+    /// in file order.
+    pub(super) templates: Vec<String>,
+}
+
+impl CheckedTeam {
+    /// The team as loaded from its file or mode.
+    pub fn spec(&self) -> &crate::domain::TeamSpec {
+        &self.loaded.spec
+    }
+}
+
+/// Check the options and load the team (the fast half of [`resolve`]).
+///
+/// # Errors
+/// [`Error::Usage`] (exit 2): an unknown `--role`, `--target` or provider, an empty
+/// problem, a team file or mode that does not load, a `cwd` outside the project, a bad
+/// `--parallel`, a `prompt_file` that cannot be read, a `command` provider on a worker
+/// without `command`; [`Error::Io`] when the providers' files cannot be read.
+pub fn check(opts: &ResolveOptions) -> Result<CheckedTeam> {
     let registry = Registry::load(Some(&opts.project_dir), &opts.env)?;
     let role = match opts
         .role
@@ -142,339 +177,66 @@ pub fn resolve(opts: &ResolveOptions) -> Result<ResolvedTeam> {
         )?,
     };
     super::cwd::check_cwds(&loaded, &opts.project_dir, &opts.cwd_base)?;
-    let spec = &loaded.spec;
-    let parallel = opts.parallel.or(spec.parallel).unwrap_or(DEFAULT_PARALLEL);
+    let parallel = opts
+        .parallel
+        .or(loaded.spec.parallel)
+        .unwrap_or(DEFAULT_PARALLEL);
     if !(1..=256).contains(&parallel) {
         return Err(Error::Usage(format!("--parallel {parallel}: use 1..=256")));
     }
-    let single = spec.workers.len() == 1;
-
-    // Probe what routing may need, all in parallel: nothing when every worker names a
-    // provider that is not an agent CLI (a team of commands starts without waiting for the
-    // auth probes of the CLIs installed, seconds for Node CLIs).
-    let is_agent = |p: &str| registry.get(p).is_none_or(|s| s.is_agent());
-    let needs_probe = match opts.provider.as_deref() {
-        Some(p) => registry.get(p).is_some_and(|s| s.is_agent()),
-        None => spec
-            .workers
-            .iter()
-            .any(|w| w.provider.as_deref().is_none_or(is_agent)),
-    };
-    let health: Vec<ProviderHealth> = if needs_probe {
-        let names: Vec<&str> = registry.agents().map(|(n, _)| n).collect();
-        probe_many(&registry, &names, &opts.env, &opts.probe)
-    } else {
-        Vec::new()
-    };
-    let history = History::load(&opts.project_dir);
-    let health_of = |p: &str| -> String {
-        match registry.get(p).map(|s| s.kind) {
-            Some(ProviderKind::Sim) => "built-in".into(),
-            Some(ProviderKind::Command) => "command".into(),
-            _ => health
-                .iter()
-                .find(|h| h.provider == p)
-                .map_or("unchecked".into(), |h| h.summary().into()),
-        }
-    };
-
-    let sources = LimitSources {
-        flags: opts.limits,
-        team: LimitFlags {
-            timeout_s: spec.timeout_s,
-            idle_timeout_s: spec.idle_timeout_s,
-            stall_after_s: spec.stall_after_s,
-            check_timeout_s: spec.check_timeout_s,
-        },
-    };
-    let mut workers = Vec::new();
-    let mut unroutable: Vec<String> = Vec::new();
-    for (i, w) in spec.workers.iter().enumerate() {
-        let agent = agents::agent(&w.role).expect("validated role");
-        // The provider this worker leans to: its own target, else the run's.
-        let lean = match w.target.as_deref().filter(|t| *t != "auto") {
-            Some(t) => t.to_string(),
-            None if w.target.is_none() && !single && target_arg == "auto" => agent.prefers.clone(),
-            None => target.clone(),
-        };
-        let preferred = if lean == "ccg" {
-            if single {
-                "codex".to_string()
-            } else {
-                agent.prefers.clone()
-            }
-        } else {
-            lean
-        };
-        let forced = opts.provider.clone().or_else(|| w.provider.clone());
-        let (provider, reason, fallbacks) = match forced {
-            Some(p) => {
-                let why = if opts.provider.is_some() {
-                    "forced with --provider"
-                } else {
-                    "named in the team file"
-                };
-                let spec_p = registry.require(&p)?;
-                if spec_p.kind == ProviderKind::Command && w.command.is_none() {
-                    return Err(Error::Usage(format!(
-                        "worker `{}` has no `command`: provider `{p}` needs `command = [argv...]` on every worker it runs",
-                        w.id
-                    )));
-                }
-                let h = health.iter().find(|h| h.provider == p);
-                match h {
-                    Some(h) if spec_p.is_agent() && !h.installed => {
-                        if opts.allow_sim_fallback {
-                            ("sim".to_string(), format!("{p} is {why} but not installed ({}); sim allowed by --allow-sim-fallback", spec_p.install_hint), vec![])
-                        } else {
-                            return Err(Error::Other(format!(
-                                "worker `{}`: provider `{p}` is {why} but `{}` is not on PATH: install it with `{}`, or pass --allow-sim-fallback",
-                                w.id, spec_p.binary, spec_p.install_hint
-                            )));
-                        }
-                    }
-                    _ => (p.clone(), format!("{p}: {why}"), vec![]),
-                }
-            }
-            None => match choose(
-                &agent.domain,
-                Some(&preferred),
-                &registry,
-                &health,
-                &history,
-            ) {
-                Some(c) => (c.provider, c.reason, c.fallbacks),
-                None if opts.allow_sim_fallback => (
-                    "sim".to_string(),
-                    "no agent CLI is usable; sim allowed by --allow-sim-fallback".to_string(),
-                    vec![],
-                ),
-                None => {
-                    unroutable.push(w.id.clone());
-                    continue;
-                }
-            },
-        };
-        let model_role = w
-            .role_model
-            .clone()
-            .or_else(|| role.clone())
-            .unwrap_or_else(|| agent.model_role.clone());
-        let model = match &w.model {
-            Some(m)
-                if registry
-                    .get(&provider)
-                    .is_some_and(|s| s.kind == ProviderKind::Agent) =>
-            {
-                Some(m.clone())
-            }
-            Some(_) => None,
-            None => registry
-                .get(&provider)
-                .and_then(|s| s.model_for_role(&model_role))
-                .map(str::to_string),
-        };
-        let template = match (&w.prompt, &w.prompt_file) {
-            (Some(p), _) => p.clone(),
-            (None, Some(f)) => {
-                let path = match &loaded.base_dir {
-                    Some(d) if f.is_relative() => d.join(f),
-                    _ => f.clone(),
-                };
-                std::fs::read_to_string(&path).map_err(|e| {
-                    Error::Usage(format!(
-                        "{}: worker `{}`: cannot read prompt_file: {e}",
-                        loaded.source, w.id
-                    ))
-                })?
-            }
-            (None, None) => "{problem}".to_string(),
-        };
-        let task = if template.contains("{problem}") {
-            template.replace("{problem}", &opts.problem)
-        } else {
-            format!("{}\n\nProblem: {}", template.trim_end(), opts.problem)
-        };
-        let limits = limits_of(
-            &registry,
-            &sources,
-            &provider,
-            Limits {
-                timeout_s: w.timeout_s,
-                idle_timeout_s: w.idle_timeout_s,
-                stall_after_s: w.stall_after_s,
-            },
-        );
-        workers.push(ResolvedWorker {
-            id: w.id.clone(),
-            role: w.role.clone(),
-            health: health_of(&provider),
-            provider,
-            model,
-            task,
-            order: w.order.unwrap_or(i as u32 + 1),
-            timeout_s: limits.timeout_s,
-            idle_timeout_s: limits.idle_timeout_s,
-            stall_after_s: limits.stall_after_s,
-            max_attempts: w
-                .max_attempts
-                .or(opts.max_attempts)
-                .unwrap_or(DEFAULT_MAX_ATTEMPTS)
-                .max(1),
-            artifacts: w.artifacts.clone(),
-            cwd: w.cwd.clone(),
-            command: w.command.clone(),
-            workspace: w.workspace,
-            host: crate::hosts::worker_host(w.host.as_deref(), spec.host.as_deref()),
-            reason,
-            fallbacks,
-            after: w.after.clone(),
-            on_upstream_failure: w.on_upstream_failure.unwrap_or_default(),
-        });
+    let mut templates = Vec::with_capacity(loaded.spec.workers.len());
+    for w in &loaded.spec.workers {
+        check_provider(opts, &registry, w)?;
+        templates.push(template(&loaded, w)?);
     }
-    if !unroutable.is_empty() {
-        return Err(Error::Other(no_provider_message(
-            &unroutable,
-            &registry,
-            &health,
-        )));
-    }
-    workers.sort_by_key(|w| w.order);
-    let mut host_slots = std::collections::BTreeMap::new();
-    if !opts.hosts.is_empty() {
-        host_slots = crate::hosts::spread::spread_team(
-            &mut workers,
-            spec,
-            &opts.hosts,
-            parallel,
-            &opts.project_dir,
-            &opts.env,
-        )?;
-    }
-    let (checks, critics, fixer) = council_limits(spec, &workers, &registry, &sources);
-    Ok(ResolvedTeam {
-        name: spec.name.clone().unwrap_or_else(|| loaded.source.clone()),
-        source: loaded.source.clone(),
+    Ok(CheckedTeam {
+        registry,
+        role,
+        target_arg,
         target,
         target_reason,
-        role,
+        loaded,
         parallel,
-        host_slots,
-        max_fix_rounds: opts
-            .max_fix_rounds
-            .or(spec.max_fix_rounds)
-            .unwrap_or(DEFAULT_MAX_FIX_ROUNDS),
-        workers,
-        checks,
-        critics,
-        fixer: Some(fixer),
-        workspace: spec.workspace.clone().unwrap_or_default(),
-        health,
-        registry,
+        templates,
     })
 }
 
-/// The limits of a worker on `provider` with its own values `own`: a `command` worker's or
-/// an agent's (see `limits`).
-fn limits_of(registry: &Registry, sources: &LimitSources, provider: &str, own: Limits) -> Limits {
-    match registry.get(provider) {
-        Some(s) if s.kind == ProviderKind::Command => sources.command(own),
-        s => sources.agent(own, s.and_then(|s| s.stall_after_s)),
-    }
-}
-
-/// Checks, critics and the fixer with their limits resolved (`None` then means "none"):
-/// checks as commands, critics and the fixer on their provider (default: the first
-/// worker's, as the engine picks it).
-fn council_limits(
-    spec: &crate::domain::TeamSpec,
-    workers: &[ResolvedWorker],
+/// The provider a worker is given (`--provider`, else its own) exists, and a `command`
+/// provider has an argv to run.
+fn check_provider(
+    opts: &ResolveOptions,
     registry: &Registry,
-    sources: &LimitSources,
-) -> (
-    Vec<crate::domain::CheckSpec>,
-    Vec<crate::domain::CriticSpec>,
-    crate::domain::AgentSpec,
-) {
-    let first = workers
-        .first()
-        .map(|w| w.provider.as_str())
-        .unwrap_or("sim");
-    let checks = spec
-        .checks
-        .iter()
-        .map(|c| {
-            let mut c = c.clone();
-            c.timeout_s = sources
-                .command(Limits {
-                    timeout_s: c.timeout_s,
-                    ..Limits::default()
-                })
-                .timeout_s;
-            c
-        })
-        .collect();
-    let critics = spec
-        .critics
-        .iter()
-        .map(|c| {
-            let mut c = c.clone();
-            let provider = if c.command.is_some() {
-                "command"
-            } else {
-                c.provider.as_deref().unwrap_or(first)
-            };
-            let own = Limits {
-                timeout_s: c.timeout_s,
-                idle_timeout_s: c.idle_timeout_s,
-                stall_after_s: c.stall_after_s,
-            };
-            let l = limits_of(registry, sources, provider, own);
-            (c.timeout_s, c.idle_timeout_s, c.stall_after_s) =
-                (l.timeout_s, l.idle_timeout_s, l.stall_after_s);
-            c
-        })
-        .collect();
-    let mut fixer = spec.fixer.clone().unwrap_or_default();
-    let provider = fixer.provider.clone().unwrap_or_else(|| first.to_string());
-    let own = Limits {
-        timeout_s: fixer.timeout_s,
-        idle_timeout_s: fixer.idle_timeout_s,
-        stall_after_s: fixer.stall_after_s,
+    w: &crate::domain::WorkerSpec,
+) -> Result<()> {
+    let Some(p) = opts.provider.as_deref().or(w.provider.as_deref()) else {
+        return Ok(());
     };
-    let l = limits_of(registry, sources, &provider, own);
-    (fixer.timeout_s, fixer.idle_timeout_s, fixer.stall_after_s) =
-        (l.timeout_s, l.idle_timeout_s, l.stall_after_s);
-    (checks, critics, fixer)
+    if registry.require(p)?.kind == ProviderKind::Command && w.command.is_none() {
+        return Err(Error::Usage(format!(
+            "worker `{}` has no `command`: provider `{p}` needs `command = [argv...]` on every worker it runs",
+            w.id
+        )));
+    }
+    Ok(())
 }
 
-/// One line: which workers cannot run, the state of each agent CLI, and how to install them.
-fn no_provider_message(
-    workers: &[String],
-    registry: &Registry,
-    health: &[ProviderHealth],
-) -> String {
-    let states: Vec<String> = health
-        .iter()
-        .map(|h| format!("{} {}", h.provider, h.summary()))
-        .collect();
-    let installs: Vec<String> = registry
-        .agents()
-        .filter(|(n, _)| health.iter().any(|h| &h.provider == n && !h.installed))
-        .map(|(n, s)| format!("{n}: {}", s.install_hint))
-        .collect();
-    let mut msg = format!(
-        "no agent CLI can run worker{} `{}` ({})",
-        if workers.len() > 1 { "s" } else { "" },
-        workers.join("`, `"),
-        states.join(", ")
-    );
-    if !installs.is_empty() {
-        msg.push_str(&format!("; install one of: {}", installs.join("; ")));
-    }
-    if health.iter().any(|h| h.installed && !h.usable()) {
-        msg.push_str("; or log in to an installed one");
-    }
-    msg.push_str("; or pass --allow-sim-fallback (or --provider sim) to use the simulated agent");
-    msg
+/// A worker's task template: its `prompt`, its `prompt_file` (relative to the team file),
+/// or the problem alone.
+fn template(loaded: &LoadedTeam, w: &crate::domain::WorkerSpec) -> Result<String> {
+    Ok(match (&w.prompt, &w.prompt_file) {
+        (Some(p), _) => p.clone(),
+        (None, Some(f)) => {
+            let path = match &loaded.base_dir {
+                Some(d) if f.is_relative() => d.join(f),
+                _ => f.clone(),
+            };
+            std::fs::read_to_string(&path).map_err(|e| {
+                Error::Usage(format!(
+                    "{}: worker `{}`: cannot read prompt_file: {e}",
+                    loaded.source, w.id
+                ))
+            })?
+        }
+        (None, None) => "{problem}".to_string(),
+    })
 }

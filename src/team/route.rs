@@ -1,0 +1,405 @@
+//! Routing a checked team (the slow half of resolving it): probe the agent CLIs routing
+//! may need, give every worker a provider, model, task and limits, and fail fast (listing
+//! what to install) when no agent CLI can run a worker and the simulated agent is not
+//! allowed.
+#![allow(
+    clippy::expect_used,
+    reason = "lookups of ids the surrounding code has just checked"
+)]
+
+use super::limits::{LimitFlags, LimitSources, Limits};
+use super::resolve::{CheckedTeam, ResolveOptions, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_FIX_ROUNDS};
+use super::resolved::{ResolvedTeam, ResolvedWorker};
+use super::routing::choose;
+use crate::error::{Error, Result};
+use crate::providers::health::probe_many;
+use crate::providers::history::History;
+use crate::providers::{agents, ProviderHealth, ProviderKind, Registry};
+
+/// Probe what routing may need and route every worker of a checked team to a provider and
+/// model (the slow half of [`resolve`]: the agent CLIs' auth probes take seconds).
+///
+/// # Errors
+/// A forced agent CLI that is not installed, or workers no agent CLI can run, without
+/// `allow_sim_fallback` (one line listing what to install).
+pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
+    let CheckedTeam {
+        registry,
+        role,
+        target_arg,
+        target,
+        target_reason,
+        loaded,
+        parallel,
+        templates,
+    } = team;
+    let spec = &loaded.spec;
+    // Probe what routing may need, all in parallel: nothing when every worker names a
+    // provider that is not an agent CLI (a team of commands starts without waiting for the
+    // auth probes of the CLIs installed, seconds for Node CLIs).
+    let is_agent = |p: &str| registry.get(p).is_none_or(|s| s.is_agent());
+    let needs_probe = match opts.provider.as_deref() {
+        Some(p) => registry.get(p).is_some_and(|s| s.is_agent()),
+        None => spec
+            .workers
+            .iter()
+            .any(|w| w.provider.as_deref().is_none_or(is_agent)),
+    };
+    let health: Vec<ProviderHealth> = if needs_probe {
+        let names: Vec<&str> = registry.agents().map(|(n, _)| n).collect();
+        probe_many(&registry, &names, &opts.env, &opts.probe)
+    } else {
+        Vec::new()
+    };
+    let sources = LimitSources {
+        flags: opts.limits,
+        team: LimitFlags {
+            timeout_s: spec.timeout_s,
+            idle_timeout_s: spec.idle_timeout_s,
+            stall_after_s: spec.stall_after_s,
+            check_timeout_s: spec.check_timeout_s,
+        },
+    };
+    let ctx = RouteCtx {
+        opts,
+        registry: &registry,
+        health: &health,
+        history: History::load(&opts.project_dir),
+        role: role.as_deref(),
+        target_arg: &target_arg,
+        target: &target,
+        single: spec.workers.len() == 1,
+        sources: &sources,
+        team_host: spec.host.as_deref(),
+    };
+    let mut workers = Vec::new();
+    let mut unroutable: Vec<String> = Vec::new();
+    for (i, (w, template)) in spec.workers.iter().zip(&templates).enumerate() {
+        match route_worker(&ctx, i, w, template)? {
+            Some(r) => workers.push(r),
+            None => unroutable.push(w.id.clone()),
+        }
+    }
+    if !unroutable.is_empty() {
+        return Err(Error::Other(no_provider_message(
+            &unroutable,
+            &registry,
+            &health,
+        )));
+    }
+    workers.sort_by_key(|w| w.order);
+    let mut host_slots = std::collections::BTreeMap::new();
+    if !opts.hosts.is_empty() {
+        host_slots = crate::hosts::spread::spread_team(
+            &mut workers,
+            spec,
+            &opts.hosts,
+            parallel,
+            &opts.project_dir,
+            &opts.env,
+        )?;
+    }
+    let (checks, critics, fixer) = council_limits(spec, &workers, &registry, &sources);
+    Ok(ResolvedTeam {
+        name: spec.name.clone().unwrap_or_else(|| loaded.source.clone()),
+        source: loaded.source.clone(),
+        target,
+        target_reason,
+        role,
+        parallel,
+        host_slots,
+        max_fix_rounds: opts
+            .max_fix_rounds
+            .or(spec.max_fix_rounds)
+            .unwrap_or(DEFAULT_MAX_FIX_ROUNDS),
+        workers,
+        checks,
+        critics,
+        fixer: Some(fixer),
+        workspace: spec.workspace.clone().unwrap_or_default(),
+        health,
+        registry,
+    })
+}
+
+/// What routing one worker reads.
+struct RouteCtx<'a> {
+    opts: &'a ResolveOptions,
+    registry: &'a Registry,
+    health: &'a [ProviderHealth],
+    history: History,
+    role: Option<&'a str>,
+    target_arg: &'a str,
+    target: &'a str,
+    /// The team has one worker (it takes the run's target as it is).
+    single: bool,
+    sources: &'a LimitSources,
+    team_host: Option<&'a str>,
+}
+
+impl RouteCtx<'_> {
+    /// A provider's health as the dispatch record shows it.
+    fn health_of(&self, p: &str) -> String {
+        match self.registry.get(p).map(|s| s.kind) {
+            Some(ProviderKind::Sim) => "built-in".into(),
+            Some(ProviderKind::Command) => "command".into(),
+            _ => self
+                .health
+                .iter()
+                .find(|h| h.provider == p)
+                .map_or("unchecked".into(), |h| h.summary().into()),
+        }
+    }
+}
+
+/// Route the `i`th worker `w` (task template `template`); `None` when no agent CLI can run
+/// it and the simulated agent is not allowed.
+fn route_worker(
+    ctx: &RouteCtx<'_>,
+    i: usize,
+    w: &crate::domain::WorkerSpec,
+    template: &str,
+) -> Result<Option<ResolvedWorker>> {
+    let opts = ctx.opts;
+    let agent = agents::agent(&w.role).expect("validated role");
+    let Some((provider, reason, fallbacks)) = choose_provider(ctx, w, agent)? else {
+        return Ok(None);
+    };
+    let model_role = w
+        .role_model
+        .clone()
+        .or_else(|| ctx.role.map(str::to_string))
+        .unwrap_or_else(|| agent.model_role.clone());
+    let model = match &w.model {
+        Some(m)
+            if ctx
+                .registry
+                .get(&provider)
+                .is_some_and(|s| s.kind == ProviderKind::Agent) =>
+        {
+            Some(m.clone())
+        }
+        Some(_) => None,
+        None => ctx
+            .registry
+            .get(&provider)
+            .and_then(|s| s.model_for_role(&model_role))
+            .map(str::to_string),
+    };
+    let task = if template.contains("{problem}") {
+        template.replace("{problem}", &opts.problem)
+    } else {
+        format!("{}\n\nProblem: {}", template.trim_end(), opts.problem)
+    };
+    let limits = limits_of(
+        ctx.registry,
+        ctx.sources,
+        &provider,
+        Limits {
+            timeout_s: w.timeout_s,
+            idle_timeout_s: w.idle_timeout_s,
+            stall_after_s: w.stall_after_s,
+        },
+    );
+    Ok(Some(ResolvedWorker {
+        id: w.id.clone(),
+        role: w.role.clone(),
+        health: ctx.health_of(&provider),
+        provider,
+        model,
+        task,
+        order: w.order.unwrap_or(i as u32 + 1),
+        timeout_s: limits.timeout_s,
+        idle_timeout_s: limits.idle_timeout_s,
+        stall_after_s: limits.stall_after_s,
+        max_attempts: w
+            .max_attempts
+            .or(opts.max_attempts)
+            .unwrap_or(DEFAULT_MAX_ATTEMPTS)
+            .max(1),
+        artifacts: w.artifacts.clone(),
+        cwd: w.cwd.clone(),
+        command: w.command.clone(),
+        workspace: w.workspace,
+        host: crate::hosts::worker_host(w.host.as_deref(), ctx.team_host),
+        reason,
+        fallbacks,
+        after: w.after.clone(),
+        on_upstream_failure: w.on_upstream_failure.unwrap_or_default(),
+    }))
+}
+
+/// A worker's provider, the reason and the fallbacks: the one forced (`--provider`, the
+/// worker's own), else routing's choice by the agent's domain and the provider it leans to;
+/// `None` when nothing can run it.
+fn choose_provider(
+    ctx: &RouteCtx<'_>,
+    w: &crate::domain::WorkerSpec,
+    agent: &agents::AgentSpec,
+) -> Result<Option<(String, String, Vec<String>)>> {
+    let opts = ctx.opts;
+    // The provider this worker leans to: its own target, else the run's.
+    let lean = match w.target.as_deref().filter(|t| *t != "auto") {
+        Some(t) => t.to_string(),
+        None if w.target.is_none() && !ctx.single && ctx.target_arg == "auto" => {
+            agent.prefers.clone()
+        }
+        None => ctx.target.to_string(),
+    };
+    let preferred = match (lean.as_str(), ctx.single) {
+        ("ccg", true) => "codex".to_string(),
+        ("ccg", false) => agent.prefers.clone(),
+        _ => lean,
+    };
+    let forced = opts.provider.clone().or_else(|| w.provider.clone());
+    let Some(p) = forced else {
+        return Ok(
+            match choose(
+                &agent.domain,
+                Some(&preferred),
+                ctx.registry,
+                ctx.health,
+                &ctx.history,
+            ) {
+                Some(c) => Some((c.provider, c.reason, c.fallbacks)),
+                None if opts.allow_sim_fallback => Some((
+                    "sim".to_string(),
+                    "no agent CLI is usable; sim allowed by --allow-sim-fallback".to_string(),
+                    vec![],
+                )),
+                None => None,
+            },
+        );
+    };
+    let why = if opts.provider.is_some() {
+        "forced with --provider"
+    } else {
+        "named in the team file"
+    };
+    let spec_p = ctx.registry.require(&p)?;
+    match ctx.health.iter().find(|h| h.provider == p) {
+        Some(h) if spec_p.is_agent() && !h.installed => {
+            if opts.allow_sim_fallback {
+                Ok(Some((
+                    "sim".to_string(),
+                    format!(
+                        "{p} is {why} but not installed ({}); sim allowed by --allow-sim-fallback",
+                        spec_p.install_hint
+                    ),
+                    vec![],
+                )))
+            } else {
+                Err(Error::Other(format!(
+                    "worker `{}`: provider `{p}` is {why} but `{}` is not on PATH: install it with `{}`, or pass --allow-sim-fallback",
+                    w.id, spec_p.binary, spec_p.install_hint
+                )))
+            }
+        }
+        _ => Ok(Some((p.clone(), format!("{p}: {why}"), vec![]))),
+    }
+}
+
+/// The limits of a worker on `provider` with its own values `own`: a `command` worker's or
+/// an agent's (see `limits`).
+fn limits_of(registry: &Registry, sources: &LimitSources, provider: &str, own: Limits) -> Limits {
+    match registry.get(provider) {
+        Some(s) if s.kind == ProviderKind::Command => sources.command(own),
+        s => sources.agent(own, s.and_then(|s| s.stall_after_s)),
+    }
+}
+
+/// Checks, critics and the fixer with their limits resolved (`None` then means "none"):
+/// checks as commands, critics and the fixer on their provider (default: the first
+/// worker's, as the engine picks it).
+fn council_limits(
+    spec: &crate::domain::TeamSpec,
+    workers: &[ResolvedWorker],
+    registry: &Registry,
+    sources: &LimitSources,
+) -> (
+    Vec<crate::domain::CheckSpec>,
+    Vec<crate::domain::CriticSpec>,
+    crate::domain::AgentSpec,
+) {
+    let first = workers
+        .first()
+        .map(|w| w.provider.as_str())
+        .unwrap_or("sim");
+    let checks = spec
+        .checks
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            c.timeout_s = sources
+                .command(Limits {
+                    timeout_s: c.timeout_s,
+                    ..Limits::default()
+                })
+                .timeout_s;
+            c
+        })
+        .collect();
+    let critics = spec
+        .critics
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            let provider = if c.command.is_some() {
+                "command"
+            } else {
+                c.provider.as_deref().unwrap_or(first)
+            };
+            let own = Limits {
+                timeout_s: c.timeout_s,
+                idle_timeout_s: c.idle_timeout_s,
+                stall_after_s: c.stall_after_s,
+            };
+            let l = limits_of(registry, sources, provider, own);
+            (c.timeout_s, c.idle_timeout_s, c.stall_after_s) =
+                (l.timeout_s, l.idle_timeout_s, l.stall_after_s);
+            c
+        })
+        .collect();
+    let mut fixer = spec.fixer.clone().unwrap_or_default();
+    let provider = fixer.provider.clone().unwrap_or_else(|| first.to_string());
+    let own = Limits {
+        timeout_s: fixer.timeout_s,
+        idle_timeout_s: fixer.idle_timeout_s,
+        stall_after_s: fixer.stall_after_s,
+    };
+    let l = limits_of(registry, sources, &provider, own);
+    (fixer.timeout_s, fixer.idle_timeout_s, fixer.stall_after_s) =
+        (l.timeout_s, l.idle_timeout_s, l.stall_after_s);
+    (checks, critics, fixer)
+}
+
+/// One line: which workers cannot run, the state of each agent CLI, and how to install them.
+fn no_provider_message(
+    workers: &[String],
+    registry: &Registry,
+    health: &[ProviderHealth],
+) -> String {
+    let states: Vec<String> = health
+        .iter()
+        .map(|h| format!("{} {}", h.provider, h.summary()))
+        .collect();
+    let installs: Vec<String> = registry
+        .agents()
+        .filter(|(n, _)| health.iter().any(|h| &h.provider == n && !h.installed))
+        .map(|(n, s)| format!("{n}: {}", s.install_hint))
+        .collect();
+    let mut msg = format!(
+        "no agent CLI can run worker{} `{}` ({})",
+        if workers.len() > 1 { "s" } else { "" },
+        workers.join("`, `"),
+        states.join(", ")
+    );
+    if !installs.is_empty() {
+        msg.push_str(&format!("; install one of: {}", installs.join("; ")));
+    }
+    if health.iter().any(|h| h.installed && !h.usable()) {
+        msg.push_str("; or log in to an installed one");
+    }
+    msg.push_str("; or pass --allow-sim-fallback (or --provider sim) to use the simulated agent");
+    msg
+}
