@@ -279,6 +279,12 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
         let store = RunStore::at(crate::store::runs_root(&project).join(&id));
         let state = match store.load_state() {
             Ok(s) => s,
+            Err(_) if args.purge && crate::store::planning::abandoned(store.dir()) => {
+                // Stopped while it was planned: no worker, worktree or session to keep.
+                std::fs::remove_dir_all(store.dir()).at(store.dir())?;
+                crate::errln!("crewmux: removed {}", store.dir().display());
+                continue;
+            }
             Err(e) => {
                 crate::errln!("crewmux: kept {id}: {e}");
                 kept += 1;

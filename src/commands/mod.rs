@@ -11,6 +11,8 @@ pub mod home;
 pub mod manage;
 pub mod pane_text;
 pub mod plan;
+pub mod planning;
+pub mod precheck;
 pub mod run;
 pub mod shell;
 pub mod status;

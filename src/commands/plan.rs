@@ -68,6 +68,26 @@ pub fn new_run_id() -> String {
 /// Longest problem text accepted, bytes (it is copied into every prompt and the state).
 pub const MAX_PROBLEM_BYTES: usize = 1024 * 1024;
 
+/// How [`create_run_with`] makes a run, besides its team and problem.
+#[derive(Debug, Clone, Copy)]
+pub struct NewRun<'a> {
+    /// Start at the clarification gate (no `--no-clarify`).
+    pub clarify: bool,
+    /// `--base`, `--include-uncommitted`.
+    pub workspace: &'a crate::workspace::WorkspaceOptions,
+    /// The id and folder [`Planning`](super::planning::Planning) made for the run, if any.
+    pub early: Option<&'a super::planning::Planning>,
+}
+
+/// A worker as the run's input checks see it: its id, its own workspace mode and its SSH
+/// host (`None`: this machine).
+#[derive(Debug, Clone, Copy)]
+pub struct Placed<'a> {
+    pub id: &'a str,
+    pub workspace: Option<crate::domain::WorkspaceMode>,
+    pub host: Option<&'a str>,
+}
+
 /// Create the run directory, `manifest.json` and the first `state.json` for a resolved
 /// team (stage `team-plan`), with worktrees based on HEAD (see [`create_run_with`]).
 ///
@@ -87,15 +107,18 @@ pub fn create_run(
         backend,
         problem,
         team,
-        clarify,
-        &crate::workspace::WorkspaceOptions::default(),
+        &NewRun {
+            clarify,
+            workspace: &crate::workspace::WorkspaceOptions::default(),
+            early: None,
+        },
     )
 }
 
 /// Create the run directory, `manifest.json` and the first `state.json` for a resolved
 /// team (stage `team-plan`); in a git project, a worktree per worker from the base
 /// (`crate::workspace`), its SHA in `manifest.json` (`workspace.base`). Workspace notices
-/// (a dirty tree, a project without git) go to stderr, one line each.
+/// (a dirty tree, a project without git) go to stderr, one line each. See [`NewRun`].
 ///
 /// # Errors
 /// An empty or too long problem, an unknown host, a bad `--parallel`, a refused workspace (`--base`
@@ -106,26 +129,16 @@ pub fn create_run_with(
     backend: BackendKind,
     problem: &str,
     team: &ResolvedTeam,
-    clarify: bool,
-    ws_opts: &crate::workspace::WorkspaceOptions,
+    how: &NewRun<'_>,
 ) -> Result<(RunStore, RunState)> {
-    let problem = problem.trim_end_matches(['\n', '\r']).to_string();
-    if problem.trim().is_empty() {
-        return Err(Error::Usage(
-            "the problem is empty: say what the team should work on, e.g. crewmux run \"add a health endpoint\"".into(),
-        ));
-    }
-    if problem.len() > MAX_PROBLEM_BYTES {
-        return Err(Error::Usage(format!(
-            "the problem is {} bytes, over the {MAX_PROBLEM_BYTES}-byte limit: put long material in a file in the project and name it in the problem",
-            problem.len()
-        )));
-    }
+    let NewRun {
+        clarify,
+        workspace: ws_opts,
+        early,
+    } = *how;
+    let problem = checked_problem(problem)?;
     if team.workers.is_empty() {
-        return Err(Error::Usage(format!(
-            "team `{}` has no [[worker]]: add at least one",
-            team.name
-        )));
+        return Err(no_worker(&team.name));
     }
     let parallel = team.parallel;
     if !(1..=256).contains(&parallel) {
@@ -133,7 +146,16 @@ pub fn create_run_with(
             "--parallel {parallel}: must be between 1 and 256"
         )));
     }
-    let hosts = hosts_of(project, team, backend)?;
+    let placed: Vec<Placed<'_>> = team
+        .workers
+        .iter()
+        .map(|w| Placed {
+            id: &w.id,
+            workspace: w.workspace,
+            host: w.host.as_deref(),
+        })
+        .collect();
+    let hosts = hosts_of(project, &placed, backend)?;
     // With `--hosts`, each host runs its own share at once and the run all of them.
     let parallel = if team.host_slots.is_empty() {
         parallel
@@ -145,18 +167,21 @@ pub fn create_run_with(
         .iter()
         .map(|w| w.to_worker_state(Stage::TeamExec))
         .collect();
-    let planned = plan_workspace(project, team, ws_opts)?;
+    let planned = plan_workspace(project, &team.workspace, &placed, ws_opts)?;
     for n in &planned.notices {
         crate::errln!("crewmux: {n}");
     }
-    let run_id = new_run_id();
+    let run_id = early.map_or_else(new_run_id, |p| p.run_id().to_string());
     let workspace = match &planned.plan {
         // Worktrees and branches are made when the first worker launches (a run halted at
         // the clarification gate leaves none).
         Some(p) => Some(crate::workspace::create::start(p, project, &run_id)?),
         None => None,
     };
-    let store = RunStore::create(project, &run_id)?;
+    let store = match early {
+        Some(p) => p.store(),
+        None => RunStore::create(project, &run_id)?,
+    };
     crate::hosts::save_run_hosts(store.dir(), &hosts)?;
     // For the home screen's `--all` list.
     crate::tui::home::index::remember(project);
@@ -210,26 +235,52 @@ pub fn create_run_with(
     Ok((store, state))
 }
 
-/// The workspace plan of `team` (`crate::workspace::plan`), refused when a worker on an
-/// SSH host would get no worktree there (code reaches a host by git).
+/// The problem without its trailing newlines, refused when empty or over
+/// [`MAX_PROBLEM_BYTES`].
+///
+/// # Errors
+/// [`Error::Usage`]: an empty or too long problem.
+pub(super) fn checked_problem(problem: &str) -> Result<String> {
+    let problem = problem.trim_end_matches(['\n', '\r']).to_string();
+    if problem.trim().is_empty() {
+        return Err(Error::Usage(
+            "the problem is empty: say what the team should work on, e.g. crewmux run \"add a health endpoint\"".into(),
+        ));
+    }
+    if problem.len() > MAX_PROBLEM_BYTES {
+        return Err(Error::Usage(format!(
+            "the problem is {} bytes, over the {MAX_PROBLEM_BYTES}-byte limit: put long material in a file in the project and name it in the problem",
+            problem.len()
+        )));
+    }
+    Ok(problem)
+}
+
+/// The refusal of a team without workers.
+pub(super) fn no_worker(team: &str) -> Error {
+    Error::Usage(format!("team `{team}` has no [[worker]]: add at least one"))
+}
+
+/// The workspace plan of `workers` (`crate::workspace::plan`, `spec` the team's
+/// `[workspace]`), refused when a worker on an SSH host would get no worktree there (code
+/// reaches a host by git).
 ///
 /// # Errors
 /// As `crate::workspace::plan`, and `crate::hosts::git::refuse_without_worktree`.
-fn plan_workspace(
+pub(super) fn plan_workspace(
     project: &Path,
-    team: &ResolvedTeam,
+    spec: &crate::domain::WorkspaceSpec,
+    workers: &[Placed<'_>],
     ws_opts: &crate::workspace::WorkspaceOptions,
 ) -> Result<crate::workspace::Planned> {
-    let ws_workers: Vec<_> = team
-        .workers
+    let ws_workers: Vec<_> = workers
         .iter()
-        .map(|w| (w.id.clone(), w.workspace))
+        .map(|w| (w.id.to_string(), w.workspace))
         .collect();
-    let planned = crate::workspace::plan(project, &team.workspace, &ws_workers, ws_opts)?;
-    let remote: Vec<(&str, &str)> = team
-        .workers
+    let planned = crate::workspace::plan(project, spec, &ws_workers, ws_opts)?;
+    let remote: Vec<(&str, &str)> = workers
         .iter()
-        .filter_map(|w| Some((w.id.as_str(), w.host.as_deref()?)))
+        .filter_map(|w| Some((w.id, w.host?)))
         .collect();
     crate::hosts::git::refuse_without_worktree(
         project,
@@ -239,21 +290,16 @@ fn plan_workspace(
     Ok(planned)
 }
 
-/// The SSH hosts `team`'s workers name, from `hosts.toml`.
+/// The SSH hosts `workers` name, from `hosts.toml`.
 ///
 /// # Errors
 /// An unknown host or a `hosts.toml` mistake; remote workers on the process backend.
-fn hosts_of(
+pub(super) fn hosts_of(
     project: &Path,
-    team: &ResolvedTeam,
+    workers: &[Placed<'_>],
     backend: BackendKind,
 ) -> Result<std::collections::BTreeMap<String, crate::hosts::HostSpec>> {
-    let hosts = crate::hosts::hosts_for(
-        project,
-        team.workers
-            .iter()
-            .map(|w| (w.id.as_str(), w.host.as_deref())),
-    )?;
+    let hosts = crate::hosts::hosts_for(project, workers.iter().map(|w| (w.id, w.host)))?;
     if !hosts.is_empty() && backend != BackendKind::Tmux {
         return Err(Error::Usage(
             "workers on SSH hosts run in tmux there: drop `--backend process`, or run those workers on `local`".into(),

@@ -11,9 +11,11 @@ use crate::domain::RunState;
 use crate::driver::DriverOptions;
 use crate::error::{Error, Result};
 use crate::store::RunStore;
-use crate::team::{resolve, Mode, ResolveOptions};
+use crate::team::{check, resolve, route, Mode, ResolveOptions};
 
-use super::plan::{choose_backend, create_run, create_run_with, project_dir};
+use super::plan::{choose_backend, create_run, create_run_with, project_dir, NewRun};
+use super::planning::Planning;
+use super::precheck::precheck;
 
 /// The demo's problem, embedded from `assets/demo/problem.md`.
 pub const DEMO_PROBLEM: &str = include_str!("../../assets/demo/problem.md");
@@ -68,20 +70,30 @@ pub fn run(args: RunArgs) -> Result<i32> {
         include_uncommitted: args.include_uncommitted,
     };
     opts.hosts = args.hosts.clone();
-    let team = resolve(&opts)?;
+    // Bad input is refused before anything is printed or made; then the run's folder and
+    // id come first, before routing probes the agent CLIs (seconds).
+    let checked = check(&opts)?;
     let backend = choose_backend(args.options.backend)?;
+    let ws_opts = crate::workspace::WorkspaceOptions {
+        base: args.base.clone(),
+        include_uncommitted: args.include_uncommitted,
+    };
+    precheck(&project, backend, &problem, &checked, &opts.hosts, &ws_opts)?;
+    let planning = Planning::begin(&project)?;
+    let team = route(&opts, checked)?;
     let (store, state) = create_run_with(
         &project,
         &args.options,
         backend,
         &problem,
         &team,
-        !args.no_clarify,
-        &crate::workspace::WorkspaceOptions {
-            base: args.base.clone(),
-            include_uncommitted: args.include_uncommitted,
+        &NewRun {
+            clarify: !args.no_clarify,
+            workspace: &ws_opts,
+            early: Some(&planning),
         },
     )?;
+    planning.done()?;
     start(store, state, &args.options, args.prompt_max_chars as usize)
 }
 

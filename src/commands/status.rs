@@ -170,6 +170,7 @@ fn list_runs(project: &std::path::Path, json: bool) -> Result<i32> {
         "STAGE",
         "COUNCIL"
     );
+    let runs = crate::store::runs_root(project);
     for r in rows {
         match r {
             Ok(mut s) => {
@@ -186,6 +187,10 @@ fn list_runs(project: &std::path::Path, json: bool) -> Result<i32> {
                     s.council.status.as_str(),
                     problem
                 );
+            }
+            // A run being planned, or stopped while it was, says so itself.
+            Err((id, e)) if crate::store::planning::interrupted(&runs.join(&id)).is_some() => {
+                crate::outln!("{id:<22} {e}");
             }
             Err((id, e)) => crate::outln!("{id:<22} unreadable: {e}"),
         }

@@ -6,6 +6,7 @@
 )]
 
 mod atomic;
+pub mod planning;
 mod state_writer;
 
 use std::fs::{self, File, OpenOptions};
@@ -151,9 +152,16 @@ impl RunStore {
     /// `schema_version` than this build knows ([`SCHEMA_VERSION`]).
     ///
     /// # Errors
-    /// [`Error::CorruptState`] naming `state.json` (see [`load_json`]).
+    /// [`Error::CorruptState`] naming `state.json` (see [`load_json`]); [`Error::Usage`]
+    /// saying so when the run was stopped while it was planned ([`planning::interrupted`]).
     pub fn load_state(&self) -> Result<RunState> {
-        load_json(&self.state_path())
+        let path = self.state_path();
+        if !path.exists() {
+            if let Some(why) = planning::interrupted(&self.dir) {
+                return Err(Error::Usage(why));
+            }
+        }
+        load_json(&path)
     }
 
     /// Write `state.json` atomically (temp, fsync, rename, dir fsync) under the run lock.

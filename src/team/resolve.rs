@@ -116,6 +116,11 @@ impl CheckedTeam {
     pub fn spec(&self) -> &crate::domain::TeamSpec {
         &self.loaded.spec
     }
+
+    /// The run's `parallel` (`--parallel`, the team file's, or the default).
+    pub fn parallel(&self) -> usize {
+        self.parallel
+    }
 }
 
 /// Check the options and load the team (the fast half of [`resolve`]).

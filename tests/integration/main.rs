@@ -54,6 +54,7 @@ mod layers;
 mod lifecycle;
 mod locale;
 mod pane_identity;
+mod planning;
 mod providers_standins;
 mod rate_limit_lines;
 mod real_clis;

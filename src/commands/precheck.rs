@@ -1,0 +1,71 @@
+//! The input checks of a run that need no routing: `run` makes them before it prints the
+//! run id and probes the agent CLIs, so bad input stays one line and creates nothing.
+//! `create_run_with` makes the same checks again on the routed team.
+
+use std::path::Path;
+
+use crate::domain::{BackendKind, WorkerSpec};
+use crate::error::Result;
+use crate::team::CheckedTeam;
+
+use super::plan::{checked_problem, hosts_of, no_worker, plan_workspace, Placed};
+
+/// Check `problem` and `team` as [`super::plan::create_run_with`] will: the problem, at
+/// least one worker, the hosts its workers will run on (`--hosts` spread as routing spreads
+/// them, `crate::hosts::spread`), and the workspace plan. Nothing is created or printed.
+///
+/// # Errors
+/// As `create_run_with`: the problem, no worker, a host or `--hosts` list, a refused
+/// workspace.
+pub fn precheck(
+    project: &Path,
+    backend: BackendKind,
+    problem: &str,
+    team: &CheckedTeam,
+    spread_over: &[String],
+    ws_opts: &crate::workspace::WorkspaceOptions,
+) -> Result<()> {
+    checked_problem(problem)?;
+    let spec = team.spec();
+    if spec.workers.is_empty() {
+        return Err(no_worker(spec.name.as_deref().unwrap_or("team")));
+    }
+    // Routed workers are in `order` (then file order), as the spread sees them.
+    let mut workers: Vec<(u32, &WorkerSpec)> = spec
+        .workers
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.order.unwrap_or(i as u32 + 1), w))
+        .collect();
+    workers.sort_by_key(|(order, _)| *order);
+    let pinned: Vec<Option<&str>> = workers
+        .iter()
+        .map(|(_, w)| w.host.as_deref().or(spec.host.as_deref()))
+        .collect();
+    let hosts: Vec<Option<String>> = if spread_over.is_empty() {
+        pinned
+            .iter()
+            .map(|h| crate::hosts::worker_host(*h, None))
+            .collect()
+    } else {
+        let known = crate::hosts::Hosts::load(project, &crate::providers::EnvSnapshot::current())?;
+        let slots = crate::hosts::spread::slots(spread_over, &known, team.parallel())?;
+        crate::hosts::spread::spread(&slots, &pinned)
+            .iter()
+            .map(|h| crate::hosts::worker_host(Some(h), None))
+            .collect()
+    };
+    let placed: Vec<Placed<'_>> = workers
+        .iter()
+        .zip(&hosts)
+        .map(|((_, w), host)| Placed {
+            id: &w.id,
+            workspace: w.workspace,
+            host: host.as_deref(),
+        })
+        .collect();
+    hosts_of(project, &placed, backend)?;
+    let workspace = spec.workspace.clone().unwrap_or_default();
+    plan_workspace(project, &workspace, &placed, ws_opts)?;
+    Ok(())
+}

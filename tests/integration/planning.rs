@@ -1,0 +1,80 @@
+//! `run` checks its input, then makes the run's folder and prints the run id before routing
+//! probes the agent CLIs (seconds on a loaded machine): a run killed while it is planned
+//! leaves a folder that `status` explains and `clean --purge` removes.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::support::standins::{serial, Auth, Bin};
+use crate::support::*;
+
+#[test]
+fn a_run_killed_while_it_is_planned_leaves_a_folder_status_explains_and_clean_removes() {
+    let _g = serial();
+    let bin = Bin::new();
+    // A claude whose auth probe hangs, and a probe limit longer than the test: routing waits.
+    bin.add("claude", "auth status", Auth::Hang);
+    bin.user_providers("[providers.claude.auth]\ntimeout_ms = 120000\n");
+    let tmp = project();
+    let d = tmp.path();
+    let in_env = |c: &mut std::process::Command| {
+        c.current_dir(d)
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.bin_dir().display()))
+            .env("HOME", bin.home())
+            .env("CREWMUX_CONFIG_DIR", bin.dir.path().join("config"));
+    };
+    let mut run = crewmux();
+    in_env(&mut run);
+    let child = run
+        .args(["run", "--headless", "--backend", "process", "--no-clarify"])
+        .args(["--", "add a health endpoint"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let planning = || try_run_dir(d).filter(|r| r.join("planning.json").is_file());
+    assert!(
+        wait_for(|| planning().is_some(), Duration::from_secs(60)),
+        "no run folder with planning.json"
+    );
+    let dir = planning().unwrap();
+    let id = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+    let out = wait_limited(child, &["run"]);
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(&format!("crewmux: run {id} in {}: planning", dir.display())),
+        "the id and folder come first: {err}"
+    );
+    assert!(!dir.join("state.json").exists());
+
+    let stopped = format!("run {id} was stopped while it was planned");
+    let mut status = crewmux();
+    in_env(&mut status);
+    let list = status.arg("status").output().unwrap();
+    assert!(list.status.success(), "{}", stderr(&list));
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        list.contains(&stopped) && !list.contains("unreadable"),
+        "{list}"
+    );
+
+    let mut status = crewmux();
+    in_env(&mut status);
+    let one = status.args(["status", &id]).output().unwrap();
+    assert_eq!(one.status.code(), Some(2), "{}", stderr(&one));
+    let err = stderr(&one);
+    assert!(
+        err.contains(&stopped) && err.trim().lines().count() == 1,
+        "{err}"
+    );
+
+    let mut clean = crewmux();
+    in_env(&mut clean);
+    let cleaned = clean.args(["clean", "--purge"]).output().unwrap();
+    assert!(cleaned.status.success(), "{}", stderr(&cleaned));
+    assert!(!dir.exists(), "{}", stderr(&cleaned));
+    assert_events_once(d);
+}
