@@ -21,6 +21,26 @@ impl TmuxBackend {
             return Ok(());
         }
         self.env_synced = false;
+        match self.new_session() {
+            // With no server yet, the question above (or the control channel's first
+            // `attach-session`) starts one that finds no session and exits; a call that
+            // reaches it meanwhile hears "server exited unexpectedly" (tmux 3.3a). Seen
+            // under load when a run's first local window comes after its remote ones. The
+            // next call starts a server of its own.
+            Err(e) if e.to_string().contains("server exited unexpectedly") => {
+                tracing::debug!(
+                    "tmux -L {}: {e}; creating the session again",
+                    self.client.socket()
+                );
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                self.new_session()
+            }
+            r => r,
+        }
+    }
+
+    /// `new-session` of the run's session, with its options set first.
+    fn new_session(&mut self) -> Result<()> {
         let mut new = NewSession::new()
             .detached()
             .session_name(self.session.as_str())

@@ -338,3 +338,37 @@ fn an_attempt_that_ends_while_nobody_drives_the_run_comes_back_on_reattach() {
     );
     assert_eq!(git(d, &["show", &late]), "late");
 }
+
+#[test]
+fn a_host_that_cannot_take_the_code_fails_its_worker_with_its_reason_and_the_rest_goes_on() {
+    if !sshd_ready("hosts_git_refused_there") {
+        return;
+    }
+    let host = SshHost::start();
+    let server = TmuxServer::new("hosts-git-refused");
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n")],
+        &format!(
+            "name = \"pair\"\nparallel = 2\n\n{}{}",
+            command_worker("near", "echo A >> a.txt", "Changed a.txt."),
+            remote_worker("far", "echo B > b.txt", "Added b.txt.")
+        ),
+    );
+    let d = t.path();
+    host.write_hosts_file(d, "box");
+    // A file where the project's repository on the host would go.
+    let name = d.file_name().unwrap().to_string_lossy().into_owned();
+    let repos = host.workdir.path().join("repos");
+    std::fs::create_dir_all(&repos).unwrap();
+    std::fs::write(repos.join(format!("{name}.git")), "not a repository\n").unwrap();
+    let out = run_team(&t, &server, &host, &[]);
+    let s = summary(&out);
+    assert_eq!(worker(&s, "near")["status"], "completed", "{s}");
+    let far = worker(&s, "far");
+    assert_eq!(far["status"], "failed", "{s}");
+    let reason = far["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("cannot make its worktree on host box") && reason.contains(&name),
+        "{reason}"
+    );
+}
