@@ -10,6 +10,10 @@
 #[path = "scale_lib.rs"]
 mod scale_lib;
 
+/// What the remote case borrows from the integration tests' support: their SSH host.
+#[path = "scale_support.rs"]
+mod support;
+
 fn main() {
     if std::process::Command::new("tmux")
         .arg("-V")

@@ -20,6 +20,10 @@ use crewmux::store::RunStore;
 use crewmux::team::{resolve, ResolveOptions};
 use crewmux::tmux::{client_calls, TmuxBackend, TmuxClient};
 
+// The remote case (workers on the test SSH host against the same workers here).
+#[path = "scale_remote.rs"]
+mod scale_remote;
+
 /// Sizes of one benchmark run.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -33,6 +37,8 @@ pub struct Config {
     pub headless_parallel: usize,
     /// Idle workers started at once in the `many` scenario.
     pub many_workers: usize,
+    /// Workers of the remote scenario, run on the test SSH host and then here.
+    pub remote_workers: usize,
     /// The crewmux binary (for the subprocess scenarios).
     pub exe: PathBuf,
     /// An earlier crewmux binary run beside `exe` in the subprocess scenarios
@@ -60,6 +66,7 @@ impl Config {
             headless_workers: env("CREWMUX_BENCH_HEADLESS", 256),
             headless_parallel: 64,
             many_workers: env("CREWMUX_BENCH_MANY", 256),
+            remote_workers: env("CREWMUX_BENCH_REMOTE", 16),
             exe,
             before: std::env::var_os("CREWMUX_BENCH_BEFORE").map(PathBuf::from),
             modes: modes_from_env(),
@@ -76,6 +83,7 @@ impl Config {
             headless_workers: 6,
             headless_parallel: 3,
             many_workers: 8,
+            remote_workers: 2,
             exe,
             before: None,
             modes: vec![Mode::Control, Mode::Processes],
@@ -246,17 +254,20 @@ struct Window {
     start: Instant,
     own: f64,
     server: f64,
+    /// The tmux socket whose client processes are counted.
+    socket: String,
     calls: u64,
     pid: u32,
 }
 
 impl Window {
-    fn open(server: u32) -> Self {
+    fn open(server: u32, socket: &str) -> Self {
         Window {
             start: Instant::now(),
             own: self_cpu(),
             server: server_cpu(server),
-            calls: client_calls(),
+            socket: socket.to_string(),
+            calls: client_calls(socket),
             pid: server,
         }
     }
@@ -267,7 +278,7 @@ impl Window {
         (
             (self_cpu() - self.own) / secs * 100.0,
             (server_cpu(self.pid) - self.server) / secs * 100.0,
-            (client_calls() - self.calls) as f64 / secs,
+            (client_calls(&self.socket) - self.calls) as f64 / secs,
         )
     }
 }
@@ -473,7 +484,7 @@ fn naive_watch(socket: &str, panes: &[String], stop: &std::sync::atomic::AtomicB
 /// The naive watcher on `panes` for `secs`: (% over the floor, tmux processes a second).
 fn naive_cost(socket: &str, pid: u32, panes: Vec<String>, secs: f64, floor: f64) -> (f64, f64) {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let w = Window::open(pid);
+    let w = Window::open(pid, socket);
     let (sock2, stop2) = (socket.to_string(), stop.clone());
     let naive = std::thread::spawn(move || naive_watch(&sock2, &panes, &stop2));
     std::thread::sleep(Duration::from_secs_f64(secs));
@@ -536,7 +547,7 @@ fn cpu_scenario(
         let _ = r.control.send(Control::Focus(Some("w0".into())));
         std::thread::sleep(Duration::from_millis(1500));
         r.drain();
-        let w = Window::open(pid);
+        let w = Window::open(pid, &socket);
         let mut slept = 0.0;
         while slept < cfg.window_s {
             std::thread::sleep(Duration::from_millis(200));
@@ -1033,24 +1044,6 @@ fn many_scenario(cfg: &Config, figs: &mut Vec<Figure>, mode: Mode, build: &Build
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let running = |dir: &Path| -> usize {
-        let Some(run) = std::fs::read_dir(dir.join(".crewmux/runs"))
-            .ok()
-            .and_then(|mut d| d.next())
-            .and_then(|e| e.ok())
-        else {
-            return 0;
-        };
-        RunStore::at(run.path())
-            .load_state()
-            .map(|s| {
-                s.workers
-                    .iter()
-                    .filter(|w| w.status == WorkerStatus::Running)
-                    .count()
-            })
-            .unwrap_or(0)
-    };
     while running(tmp.path()) < n && started.elapsed() < Duration::from_secs(120) {
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -1099,6 +1092,27 @@ fn many_scenario(cfg: &Config, figs: &mut Vec<Figure>, mode: Mode, build: &Build
     ));
 }
 
+/// How many workers of the only run under `project` are running (0 while it has no
+/// readable state).
+fn running(project: &Path) -> usize {
+    let Some(run) = std::fs::read_dir(project.join(".crewmux/runs"))
+        .ok()
+        .and_then(|mut d| d.next())
+        .and_then(|e| e.ok())
+    else {
+        return 0;
+    };
+    RunStore::at(run.path())
+        .load_state()
+        .map(|s| {
+            s.workers
+                .iter()
+                .filter(|w| w.status == WorkerStatus::Running)
+                .count()
+        })
+        .unwrap_or(0)
+}
+
 /// Whether `CREWMUX_BENCH_ONLY` (a comma list of scenario names; unset: all) asks for it.
 fn wanted(name: &str) -> bool {
     std::env::var("CREWMUX_BENCH_ONLY")
@@ -1136,6 +1150,10 @@ pub fn run_all(cfg: &Config) -> Vec<Figure> {
             );
             many_scenario(cfg, &mut figs, mode, &build);
         }
+    }
+    if wanted("remote") {
+        eprintln!("scenario: workers on an SSH host");
+        scale_remote::remote_scenario(cfg, &mut figs);
     }
     if wanted("paste") {
         eprintln!("scenario: paste");

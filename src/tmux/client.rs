@@ -6,6 +6,7 @@
     reason = "stdout and stderr are piped just before they are taken"
 )]
 
+use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
 
@@ -17,16 +18,28 @@ use super::command_line::{channel_lines, command_line, is_read_only, tmux_args};
 use super::control_client::{Channel, ControlStats, Sent};
 use crate::error::{Error, Result};
 
-static CLIENT_CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// tmux client processes started so far, per socket (`-L` name).
+static CLIENT_CALLS: std::sync::Mutex<BTreeMap<String, u64>> =
+    std::sync::Mutex::new(BTreeMap::new());
 
-/// tmux client processes this process has started so far (every call is one); the scale
-/// benchmark reads it to count tmux processes per second.
-pub fn client_calls() -> u64 {
-    CLIENT_CALLS.load(std::sync::atomic::Ordering::Relaxed)
+/// tmux client processes this process has started so far for the server on `socket`
+/// (every call that does not go over a control channel is one, and so is each control
+/// client); the scale benchmark reads it to count tmux processes per second. Counted per
+/// socket so that runs on other servers in the same process (tests run side by side) do
+/// not add to it.
+pub fn client_calls(socket: &str) -> u64 {
+    let calls = CLIENT_CALLS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    calls.get(socket).copied().unwrap_or(0)
 }
 
-pub(super) fn count_call() {
-    CLIENT_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+/// Count one tmux client process started for the server on `socket`.
+pub(super) fn count_call(socket: &str) {
+    let mut calls = CLIENT_CALLS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    *calls.entry(socket.to_string()).or_insert(0) += 1;
 }
 
 /// A tmux server on a private socket. Calls go through its control-mode channel when the
@@ -179,7 +192,7 @@ impl TmuxClient {
                 return done;
             }
         }
-        count_call();
+        count_call(&self.socket);
         let tmux = tmux.socket_name(self.socket.as_str());
         let args = tmux_args(&tmux);
         let cmd = tmux.into_command();
@@ -244,7 +257,7 @@ impl TmuxClient {
                 return done.map_err(|e| redact(e, secrets));
             }
         }
-        count_call();
+        count_call(&self.socket);
         let mut cmd = Command::new("tmux");
         cmd.args(["-L", &self.socket, "source-file", "-"]);
         let out = self.output(cmd, Some(script.as_bytes()), super::bounded::SCRIPT_LIMIT)?;
@@ -311,7 +324,7 @@ impl TmuxClient {
         if let Some(c) = &self.control {
             c.close();
         }
-        count_call();
+        count_call(&self.socket);
         let mut cmd = TmuxCommand::new();
         cmd.name("kill-server");
         let tmux = Tmux::new()

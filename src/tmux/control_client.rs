@@ -258,7 +258,7 @@ impl Channel {
 
     /// Start `tmux -C` and check that it answers.
     fn connect(&self) -> Option<Live> {
-        super::client::count_call();
+        super::client::count_call(&self.socket);
         self.connects.fetch_add(1, Ordering::Relaxed);
         let mut cmd = Command::new("tmux");
         super::locale::give_utf8(&mut cmd);

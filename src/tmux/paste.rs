@@ -64,7 +64,7 @@ impl TmuxClient {
                 return done.map(|_| ());
             }
         }
-        count_call();
+        count_call(self.socket());
         let cmd = Tmux::new()
             .socket_name(self.socket())
             .add_command(

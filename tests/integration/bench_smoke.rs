@@ -10,11 +10,21 @@ fn every_benchmark_scenario_runs_at_small_size() {
     let cfg = scale_lib::Config::smoke(env!("CARGO_BIN_EXE_crewmux").into());
     let figs = scale_lib::run_all(&cfg);
     let names: Vec<&str> = figs.iter().map(|f| f.name.as_str()).collect();
-    assert_eq!(figs.len(), 31, "{names:?}");
+    // The remote case runs where sshd is (CI requires it); it skips loudly elsewhere.
+    let remote = crate::support::sshd::sshd_ready("every_benchmark_scenario_runs_at_small_size");
+    assert_eq!(figs.len(), if remote { 34 } else { 31 }, "{names:?}");
     for f in &figs {
         assert!(f.value.is_finite(), "{} measured nothing", f.name);
     }
     let by = |prefix: &str| figs.iter().find(|f| f.name.starts_with(prefix)).unwrap();
+    if remote {
+        // Both runs, on the host and here, started every worker and ended by themselves.
+        let start = by(&format!(
+            "{} workers on an SSH host, command",
+            cfg.remote_workers
+        ));
+        assert!(start.ok, "{start:?}");
+    }
     // Correctness figures hold at any size and any machine load, in both modes.
     for f in figs
         .iter()
