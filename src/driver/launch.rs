@@ -153,12 +153,14 @@ impl Driver {
                 );
             }
         }
+        let failures = self.failures.recent(&self.state);
         let mut prepared = prepare(
             &self.state,
             &w,
             dir,
             &self.opts.self_exe,
             self.opts.prompt_max_chars,
+            Some(failures),
             &self.registry,
         )
         .map_err(|e| e.to_string())?;

@@ -11,6 +11,7 @@
 mod apply;
 mod council;
 mod creds;
+mod failures;
 pub mod follow;
 mod launch;
 mod launch_thread;
@@ -32,6 +33,8 @@ mod watch;
 mod fake;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod watch_tests;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -122,8 +125,8 @@ pub enum Update {
 /// What wakes the driver's loop before its tick.
 enum Wake {
     Control(Control),
-    /// Some attempt's `exit.json` was written.
-    ExitFile,
+    /// An attempt's `exit.json` was written (its path).
+    ExitFile(PathBuf),
     /// The launch thread started the batch in flight: one result per attempt, in order.
     Launched(Vec<Result<crate::backend::Spawned>>),
 }
@@ -168,6 +171,8 @@ pub struct Driver {
     rate_limited: HashSet<String>,
     /// Monotonic origin of the waiting detectors' clocks.
     started: Instant,
+    /// The recent failures packaged prompts list (the other runs read once).
+    failures: failures::Failures,
     /// Providers (built-ins + user + project overrides) that launches are built from.
     registry: crate::providers::Registry,
     /// Sorts output lines into output, stall and rate-limit inputs.
@@ -185,6 +190,9 @@ pub struct Driver {
     applied: usize,
     /// Where `state.json` is written: in place, or on the saver thread while the loop runs.
     saves: saver::Saves,
+    /// An exit-file watcher runs (inotify): a watch looks for its `exit.json` when told,
+    /// not every turn.
+    exits_watched: bool,
     /// Starts attempts off the loop while it runs (backends that offer a launcher).
     launch_thread: Option<launch_thread::LaunchThread>,
     /// The batch the launch thread is starting, and since when.
@@ -206,6 +214,11 @@ pub const POLL_DURING_LAUNCH: Duration = Duration::from_secs(1);
 
 /// Least time between two rewrites of `state.json` while a run is busy.
 pub const SAVE_EVERY: Duration = Duration::from_millis(250);
+
+/// Longest period of the loop, in ticks, once nothing has happened for a while in a run
+/// whose exits all wake the loop (2 s at the default tick): each poll lists every pane, which
+/// is most of what idle workers cost (the tmux server formats a row per pane).
+pub const REST_TICKS: u32 = 10;
 
 impl Driver {
     /// Hand launches keys from `store` (`None`: workers use their own login).
@@ -256,9 +269,10 @@ impl Driver {
             )?);
         }
         let _watcher = observe::exit_file_watcher(&self.store.dir().join("workers"), wake_tx);
+        self.exits_watched = _watcher.is_some();
         let mut turns = Turns::new(self.opts.tick);
         loop {
-            let period = turns.period(self.opts.tick);
+            let period = turns.period(self.opts.tick, self.may_rest());
             let next = match turns.deferred.take() {
                 Some(w) => Ok(w),
                 None if self.in_flight.is_none() && !turns.held.is_empty() => {
@@ -274,7 +288,7 @@ impl Driver {
                 }
                 Ok(Wake::Control(Control::Quit)) | Err(RecvTimeoutError::Disconnected) => break,
                 Ok(Wake::Control(c)) => {
-                    turns.quiet = 0;
+                    turns.calm_since = Instant::now();
                     let inputs = self.control_inputs(c, &mut emit);
                     if !inputs.is_empty() && self.apply(inputs, &mut emit) > 0 {
                         self.save(&mut emit);
@@ -282,19 +296,23 @@ impl Driver {
                     }
                     continue;
                 }
-                Ok(Wake::ExitFile) => {
-                    turns.quiet = 0;
+                Ok(Wake::ExitFile(path)) => {
+                    turns.calm_since = Instant::now();
                     turns.exit_wake = true;
+                    self.exit_file_seen(&path);
                     // Several exits at once wake once; anything else is kept for next turn.
                     while let Ok(w) = wake.try_recv() {
-                        if !matches!(w, Wake::ExitFile) {
-                            turns.deferred = Some(w);
-                            break;
+                        match w {
+                            Wake::ExitFile(path) => self.exit_file_seen(&path),
+                            other => {
+                                turns.deferred = Some(other);
+                                break;
+                            }
                         }
                     }
                 }
                 Ok(Wake::Launched(results)) => {
-                    turns.quiet = 0;
+                    turns.calm_since = Instant::now();
                     self.on_landed(results, &mut emit);
                 }
                 Err(RecvTimeoutError::Timeout) => {}
@@ -369,9 +387,7 @@ impl Driver {
             turns.last_save = Instant::now();
         }
         if changed || screen.is_some() || self.mem.last_output_moved {
-            turns.quiet = 0;
-        } else {
-            turns.quiet = turns.quiet.saturating_add(1);
+            turns.calm_since = Instant::now();
         }
         self.mem.last_output_moved = false;
         if changed || screen.is_some() {
@@ -400,8 +416,8 @@ struct Turns {
     last_save: Instant,
     /// A control message met while coalescing exit wake-ups waits here for its turn.
     deferred: Option<Wake>,
-    /// Turns in a row where nothing happened.
-    quiet: u32,
+    /// Since when nothing has happened (no change, output, exit or message).
+    calm_since: Instant,
     /// Requests that came while a launch batch was in flight, oldest first.
     held: Vec<Control>,
     /// This turn was woken by an `exit.json`.
@@ -416,7 +432,7 @@ impl Turns {
             last_tick: Instant::now() - tick,
             last_save: Instant::now(),
             deferred: None,
-            quiet: 0,
+            calm_since: Instant::now(),
             held: vec![],
             exit_wake: false,
             last_poll: Instant::now() - tick,
@@ -424,9 +440,11 @@ impl Turns {
         }
     }
 
-    /// Adaptive back-off: after a few quiet turns the period grows to 4× the tick (exits
-    /// still wake the loop at once through inotify; any message resets it).
-    fn period(&self, tick: Duration) -> Duration {
-        tick * (1 + (self.quiet / 5).min(3))
+    /// Adaptive back-off: a quarter of the time nothing has happened for, at least the
+    /// tick and at most 4× the tick, or [`REST_TICKS`]× when the run may `rest` (exits
+    /// still wake the loop at once through inotify; any output, exit or message resets it).
+    fn period(&self, tick: Duration, rest: bool) -> Duration {
+        let most = tick * if rest { REST_TICKS } else { 4 };
+        (self.calm_since.elapsed() / 4).clamp(tick, most)
     }
 }

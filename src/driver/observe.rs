@@ -133,6 +133,32 @@ impl Driver {
         (inputs, poll.screen.map(|s| without_protocol_lines(&s)))
     }
 
+    /// The exit-file watcher saw `path` (`…/workers/<worker>/attempt-<n>/exit.json`)
+    /// appear: that attempt's watch looks for it at its next observation.
+    pub(super) fn exit_file_seen(&mut self, path: &std::path::Path) {
+        let dir = path.parent();
+        let attempt = dir
+            .and_then(|d| d.file_name())
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix("attempt-"))
+            .and_then(|n| n.parse::<u32>().ok());
+        let worker = dir
+            .and_then(std::path::Path::parent)
+            .and_then(|d| d.file_name())
+            .and_then(|n| n.to_str());
+        if let (Some(worker), Some(attempt)) = (worker, attempt) {
+            if let Some(w) = self.watches.get_mut(worker) {
+                w.exit_seen |= w.attempt == attempt;
+            }
+        }
+    }
+
+    /// True when the loop may slow down to [`super::REST_TICKS`] when nothing happens:
+    /// every attempt's exit wakes the loop (an SSH host's are seen only by polling).
+    pub(super) fn may_rest(&self) -> bool {
+        self.exits_watched && self.state.workers.iter().all(|w| w.host.is_none())
+    }
+
     /// The backend's view of `worker`'s current attempt.
     pub(super) fn target(&self, worker: &str) -> Option<Target> {
         let w = self.state.worker(worker)?;
@@ -221,7 +247,10 @@ impl Driver {
         if t.watch_screen && live == Liveness::Alive {
             inputs.extend(self.screen_question(t, &mut watch, tail));
         }
-        let evidence = watch.exit_evidence();
+        // `exit.json` is looked for when the watcher saw it (or cannot tell) and whenever
+        // the pane is not known alive; its marker in the log is seen as it is read.
+        let look = !self.exits_watched || !matches!(live, Liveness::Alive | Liveness::Unknown);
+        let evidence = watch.exit_evidence_looking(look, Instant::now());
         if let (Some((code, ExitSource::ExitFile)), Some(m)) = (evidence, watch.marker_code()) {
             if m != code {
                 tracing::warn!("{}: exit.json says {code}, marker says {m}", t.worker);
@@ -387,14 +416,21 @@ pub(super) fn exit_file_watcher(
 ) -> Option<notify::RecommendedWatcher> {
     use notify::Watcher;
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-        if let Ok(ev) = res {
-            let is_exit = ev
-                .paths
-                .iter()
-                .any(|p| p.file_name().is_some_and(|n| n == "exit.json"));
-            if is_exit {
+        let Ok(ev) = res else {
+            return;
+        };
+        // Opens are reported too (the loop's own read of an `exit.json` among them): only a
+        // file that appeared or was written counts.
+        if matches!(
+            ev.kind,
+            notify::EventKind::Access(notify::event::AccessKind::Open(_))
+        ) {
+            return;
+        }
+        for p in ev.paths {
+            if p.file_name().is_some_and(|n| n == "exit.json") {
                 // The loop is gone when this fails; its exit is all that matters then.
-                let _ = tx.send(Wake::ExitFile);
+                let _ = tx.send(Wake::ExitFile(p));
             }
         }
     })

@@ -10,6 +10,7 @@ use crate::backend::SpawnSpec;
 use crate::domain::{RunState, WorkerKind, WorkerState};
 use crate::error::{IoContext, Result};
 use crate::launch::{new_nonce, write_wrapper, AttemptPaths, WrapperSpec};
+use crate::providers::history::PastFailure;
 use crate::providers::{LaunchRequest, Registry};
 
 /// A prepared attempt, ready to spawn.
@@ -21,8 +22,14 @@ pub struct Prepared {
 }
 
 /// The prompt a worker receives: the packaged prompt of its role and task, with its
-/// upstreams' results (`after`) and the run's clarification answers as context.
-pub fn prompt_text(state: &RunState, w: &WorkerState, max_chars: usize) -> String {
+/// upstreams' results (`after`) and the run's clarification answers as context, and
+/// `failures` as the project's recent failures (`None`: read from the project's runs).
+pub fn prompt_text(
+    state: &RunState,
+    w: &WorkerState,
+    max_chars: usize,
+    failures: Option<Vec<PastFailure>>,
+) -> String {
     let mut task = w.task.clone();
     if matches!(w.kind, WorkerKind::Critic | WorkerKind::Fixer) {
         task.push_str(&results_digest(state));
@@ -47,7 +54,7 @@ pub fn prompt_text(state: &RunState, w: &WorkerState, max_chars: usize) -> Strin
         &crate::providers::prompt::PackageOptions {
             max_chars,
             model: Some(model),
-            failures: None,
+            failures,
         },
     )
 }
@@ -62,7 +69,8 @@ fn upstream_worktree_note(state: &RunState, w: &WorkerState) -> String {
     format!("\n\n{}\n", notes.join("\n"))
 }
 
-/// Write the attempt's `prompt.md` and `launch.sh` and describe how to spawn it.
+/// Write the attempt's `prompt.md` and `launch.sh` and describe how to spawn it; the
+/// prompt lists `failures` as the project's recent failures (`None`: read from disk).
 ///
 /// # Errors
 /// The provider cannot build a launch (unknown, or `command` without argv), or I/O.
@@ -72,6 +80,7 @@ pub fn prepare(
     attempt_dir: PathBuf,
     self_exe: &Path,
     max_chars: usize,
+    failures: Option<Vec<PastFailure>>,
     registry: &Registry,
 ) -> Result<Prepared> {
     std::fs::create_dir_all(&attempt_dir).at(&attempt_dir)?;
@@ -81,7 +90,7 @@ pub fn prepare(
         // told apart by the attempt's nonce.
         let _ = std::fs::remove_file(stale);
     }
-    let mut prompt = prompt_text(state, w, max_chars);
+    let mut prompt = prompt_text(state, w, max_chars, failures);
     prompt.push_str(&upstream_worktree_note(state, w));
     crate::store::write_replace(&paths.prompt, prompt.as_bytes())?;
     // A worker on an SSH host: the wrapper names the attempt's files where they will be

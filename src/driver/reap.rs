@@ -24,6 +24,11 @@ use crate::error::{IoContext, Result};
 
 /// How long after SIGKILL survivors are looked for.
 const SETTLE: Duration = Duration::from_millis(500);
+/// Least time between two passes over `/proc` on the reaper thread: attempts that end
+/// meanwhile share the next pass (each pass reads the environment of every process on the
+/// machine; one a pass per exit took most of a core when dozens of attempts ended a
+/// second).
+const PASS_EVERY: Duration = Duration::from_millis(250);
 
 /// Leftover processes of an ended attempt, on their way out.
 pub(super) struct Reap {
@@ -224,12 +229,13 @@ impl Reaper {
                         let _ = ev_tx.send(e);
                     }
                 };
+                let mut last_pass: Option<Instant> = None;
                 loop {
                     let next = list.iter().filter_map(|r| r.at).min();
                     let wait = next.map_or(Duration::from_secs(3600), |at| {
                         at.saturating_duration_since(Instant::now())
                     });
-                    let mut job = match rx.recv_timeout(wait) {
+                    let job = match rx.recv_timeout(wait) {
                         Ok(job) => Some(job),
                         Err(RecvTimeoutError::Timeout) => None,
                         // The driver stopped without asking to finish (it detached):
@@ -237,17 +243,21 @@ impl Reaper {
                         Err(RecvTimeoutError::Disconnected) => return,
                     };
                     // Every reap asked for meanwhile shares the next pass over /proc.
-                    let mut finish = None;
-                    while let Some(j) = job.take() {
-                        match j {
-                            Job::Begin(r) => list.push(r),
-                            Job::Finish(done) => {
-                                finish = Some(done);
-                                break;
-                            }
+                    let mut finish = take_jobs(job, &rx, &mut list);
+                    // Not sooner than PASS_EVERY after the last pass, unless asked to finish.
+                    let due = last_pass.map_or_else(Instant::now, |t| t + PASS_EVERY);
+                    while finish.is_none() {
+                        let left = due.saturating_duration_since(Instant::now());
+                        if left.is_zero() {
+                            break;
                         }
-                        job = rx.try_recv().ok();
+                        match rx.recv_timeout(left) {
+                            Ok(j) => finish = take_jobs(Some(j), &rx, &mut list),
+                            Err(RecvTimeoutError::Timeout) => break,
+                            Err(RecvTimeoutError::Disconnected) => return,
+                        }
                     }
+                    last_pass = Some(Instant::now());
                     send(step_all(&mut list, finish.is_some()));
                     if let Some(done) = finish {
                         // A caller that stopped waiting needs no answer.
@@ -262,6 +272,18 @@ impl Reaper {
             thread: Some(thread),
         })
     }
+}
+
+/// Add `job` and every job queued after it to `list`, up to a finish request (returned).
+fn take_jobs(mut job: Option<Job>, rx: &Receiver<Job>, list: &mut Vec<Reap>) -> Option<Sender<()>> {
+    while let Some(j) = job.take() {
+        match j {
+            Job::Begin(r) => list.push(r),
+            Job::Finish(done) => return Some(done),
+        }
+        job = rx.try_recv().ok();
+    }
+    None
 }
 
 impl Drop for Reaper {

@@ -33,7 +33,7 @@ fn quiet_panics() {
 
 /// Three workers (one fails once and is retried, one asks a question) and a check that
 /// fails in round 0, so the council blocks and a fixer runs before the check passes.
-fn scripted(tmp: &std::path::Path) -> (RunStore, RunState, FakeWorld) {
+pub(super) fn scripted(tmp: &std::path::Path) -> (RunStore, RunState, FakeWorld) {
     let world = FakeWorld::default();
     world.script("a", 1, vec![Step::Print("a works".into()), Step::Exit(0)]);
     world.script("b", 1, vec![Step::Print("b tries".into()), Step::Exit(1)]);

@@ -1,10 +1,19 @@
 //! Watching attempts: new bytes of each `output.log` (marker, questions, activity) and the
 //! exit evidence in docs/design.md order of trust: `exit.json`, the marker, `pane_dead_status`.
+//!
+//! A watch is looked at every turn of the loop, so a turn touches no path it need not: the
+//! log stays open once it exists (one `fstat` a turn tells whether it grew; opening it again
+//! each turn cost a path walk and an inotify event per worker), and `exit.json` is looked for
+//! only when the exit-file watcher saw it appear, when the pane is no longer alive, or at
+//! least every [`EXIT_LOOK_EVERY`] in case the watcher missed it.
 
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::domain::clarification::ASK_PREFIX;
 use crate::launch::{read_exit_file, strip_ansi, MarkerScanner};
@@ -13,6 +22,36 @@ use crate::launch::{read_exit_file, strip_ansi, MarkerScanner};
 pub const OUTPUT_RING_LINES: usize = 400;
 /// On reattach, how far back in an existing log to scan for a marker, bytes.
 pub const REATTACH_TAIL_BYTES: u64 = 64 * 1024;
+/// Logs kept open at once in this process, at most, well under the usual limit of 1,024
+/// open files: past it, a watch opens its log at each read as before.
+pub const MAX_HELD_LOGS: usize = 512;
+
+static HELD_LOGS: AtomicUsize = AtomicUsize::new(0);
+
+/// An `output.log` kept open, counted in [`HELD_LOGS`] while it lives.
+struct HeldLog(File);
+
+impl HeldLog {
+    /// `file` kept open, when fewer than [`MAX_HELD_LOGS`] are; otherwise it is handed back.
+    fn keep(file: File) -> Result<HeldLog, File> {
+        if HELD_LOGS.fetch_add(1, Ordering::Relaxed) < MAX_HELD_LOGS {
+            Ok(HeldLog(file))
+        } else {
+            HELD_LOGS.fetch_sub(1, Ordering::Relaxed);
+            Err(file)
+        }
+    }
+}
+
+impl Drop for HeldLog {
+    fn drop(&mut self) {
+        HELD_LOGS.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Longest time between two looks for an attempt's `exit.json` while its pane is alive
+/// (the exit-file watcher tells sooner; this is in case it missed the file).
+pub const EXIT_LOOK_EVERY: Duration = Duration::from_secs(2);
 
 /// One watched attempt.
 pub struct Watch {
@@ -21,6 +60,8 @@ pub struct Watch {
     pub nonce: String,
     pub dir: PathBuf,
     pub log: PathBuf,
+    /// `output.log`, open once it exists (unless [`MAX_HELD_LOGS`] are).
+    file: Option<HeldLog>,
     offset: u64,
     scanner: MarkerScanner,
     /// Last lines, ANSI kept, for the output panel of the process backend.
@@ -38,6 +79,10 @@ pub struct Watch {
     pub detector: Option<crate::clarification::waiting::WaitingDetector>,
     /// The screen a question was last raised for, so one prompt is asked about once.
     pub asked_screen: Option<String>,
+    /// The exit-file watcher saw this attempt's `exit.json` appear since the last look.
+    pub exit_seen: bool,
+    /// When `exit.json` was last looked for (`None`: never).
+    exit_looked: Option<Instant>,
 }
 
 /// What one read of a log found.
@@ -67,6 +112,7 @@ impl Watch {
             nonce: nonce.to_string(),
             dir: dir.to_path_buf(),
             log,
+            file: None,
             offset,
             scanner: MarkerScanner::default(),
             ring: VecDeque::new(),
@@ -76,6 +122,8 @@ impl Watch {
             screen_tail: String::new(),
             detector: None,
             asked_screen: None,
+            exit_seen: false,
+            exit_looked: None,
         }
     }
 
@@ -85,10 +133,9 @@ impl Watch {
             catch_up: self.catching_up,
             ..LogNews::default()
         };
-        let Ok(mut file) = File::open(&self.log) else {
+        let Some((len, mut unheld)) = self.open_log() else {
             return news;
         };
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
         if len < self.offset {
             self.offset = 0; // truncated: start again
         }
@@ -98,6 +145,10 @@ impl Watch {
         }
         let want = (len - self.offset).min(1 << 20);
         let mut buf = vec![0u8; want as usize];
+        let file = match (unheld.as_mut(), self.file.as_mut()) {
+            (Some(f), _) | (None, Some(HeldLog(f))) => f,
+            (None, None) => return news,
+        };
         if file.seek(SeekFrom::Start(self.offset)).is_err() || file.read_exact(&mut buf).is_err() {
             return news;
         }
@@ -131,6 +182,32 @@ impl Watch {
         news
     }
 
+    /// The log's length now, and the log itself when it is not kept in `file`: the handle
+    /// kept from an earlier read while the file is still linked, else the path opened
+    /// (again: a log replaced by another file, as one brought back from a host may be, is
+    /// read from the new one). `None` while there is no log.
+    fn open_log(&mut self) -> Option<(u64, Option<File>)> {
+        let linked = self
+            .file
+            .as_ref()
+            .and_then(|f| f.0.metadata().ok())
+            .filter(|m| m.nlink() > 0)
+            .map(|m| m.len());
+        if let Some(len) = linked {
+            return Some((len, None));
+        }
+        self.file = None;
+        let file = File::open(&self.log).ok()?;
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        match HeldLog::keep(file) {
+            Ok(held) => {
+                self.file = Some(held);
+                Some((len, None))
+            }
+            Err(file) => Some((len, Some(file))),
+        }
+    }
+
     /// The old log is read: a question it ended with is still open (the driver that saw
     /// it may have stopped before recording it), so it is raised again; the engine ignores
     /// a question its worker already waits on.
@@ -144,12 +221,30 @@ impl Watch {
     }
 
     /// The exit code from `exit.json`, then from the marker; `None` if neither has it.
-    pub fn exit_evidence(&self) -> Option<(i32, crate::domain::ExitSource)> {
+    pub fn exit_evidence(&mut self) -> Option<(i32, crate::domain::ExitSource)> {
+        self.exit_evidence_looking(true, Instant::now())
+    }
+
+    /// As [`exit_evidence`](Self::exit_evidence), but `exit.json` is read only when `look`,
+    /// when the watcher saw it appear, or when the last look is [`EXIT_LOOK_EVERY`] old
+    /// (the marker is in memory: always).
+    pub fn exit_evidence_looking(
+        &mut self,
+        look: bool,
+        now: Instant,
+    ) -> Option<(i32, crate::domain::ExitSource)> {
         use crate::domain::ExitSource;
-        match read_exit_file(&self.dir.join("exit.json"), &self.nonce) {
-            Ok(Some(code)) => return Some((code, ExitSource::ExitFile)),
-            Ok(None) => {}
-            Err(e) => tracing::warn!("{e}"),
+        let due = self
+            .exit_looked
+            .is_none_or(|at| now.saturating_duration_since(at) >= EXIT_LOOK_EVERY);
+        if look || self.exit_seen || due {
+            self.exit_seen = false;
+            self.exit_looked = Some(now);
+            match read_exit_file(&self.dir.join("exit.json"), &self.nonce) {
+                Ok(Some(code)) => return Some((code, ExitSource::ExitFile)),
+                Ok(None) => {}
+                Err(e) => tracing::warn!("{e}"),
+            }
         }
         self.scanner.found().map(|c| (c, ExitSource::Marker))
     }

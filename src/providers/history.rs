@@ -80,11 +80,20 @@ struct WorkerLite {
 impl History {
     /// Read every `<project>/.crewmux/runs/*/state.json`.
     pub fn load(project: &Path) -> Self {
+        Self::load_except(project, None)
+    }
+
+    /// As [`load`](Self::load), leaving out the run whose folder is `runs/<except>` (a
+    /// driver knows its own run from memory).
+    pub fn load_except(project: &Path, except: Option<&str>) -> Self {
         let mut h = History::default();
         let Ok(dirs) = std::fs::read_dir(project.join(".crewmux").join("runs")) else {
             return h;
         };
         for entry in dirs.flatten() {
+            if except.is_some_and(|run| entry.file_name() == run) {
+                continue;
+            }
             let path = entry.path().join("state.json");
             if !path.is_file() {
                 continue;
