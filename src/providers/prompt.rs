@@ -65,16 +65,61 @@ pub fn package(agent_role: &str, task: &str, project_dir: &Path, opts: &PackageO
 /// Build the sections in docs/design.md order, then, while over `max_chars`, drop the
 /// section with the lowest priority: working memory, then profile, project, failures, persona, constraints.
 /// The task is never dropped or cut; a task longer than the cap is kept whole and logged.
-#[allow(
-    clippy::too_many_lines,
-    reason = "to split into named steps (#15, providers)"
-)]
 pub fn package_report(
     agent_role: &str,
     task: &str,
     project_dir: &Path,
     opts: &PackageOptions,
 ) -> Packaged {
+    let mut sections = sections(agent_role, task, project_dir, opts);
+    let total = |s: &[Section]| -> usize {
+        s.iter().map(|x| x.text.chars().count()).sum::<usize>() + 2 * s.len().saturating_sub(1)
+    };
+    let mut dropped = Vec::new();
+    while total(&sections) > opts.max_chars {
+        let Some((i, _)) = sections
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.keep != u8::MAX)
+            .min_by_key(|(_, s)| s.keep)
+        else {
+            break;
+        };
+        dropped.push(sections.remove(i).name);
+    }
+    let text = sections
+        .iter()
+        .map(|s| s.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let task_over_cap = text.chars().count() > opts.max_chars;
+    if task_over_cap {
+        tracing::warn!(
+            "{agent_role}: the task is {} characters, over --prompt-max-chars {}; it is kept whole",
+            task.chars().count(),
+            opts.max_chars
+        );
+    } else if !dropped.is_empty() {
+        tracing::info!(
+            "{agent_role}: {} left out of the prompt to fit --prompt-max-chars {}",
+            dropped.join(", "),
+            opts.max_chars
+        );
+    }
+    Packaged {
+        text,
+        dropped,
+        task_over_cap,
+    }
+}
+
+/// The prompt's sections in docs/design.md order, each with its priority.
+fn sections(
+    agent_role: &str,
+    task: &str,
+    project_dir: &Path,
+    opts: &PackageOptions,
+) -> Vec<Section> {
     let mut sections: Vec<Section> = Vec::new();
     let persona = match agents::agent(agent_role) {
         Some(a) => format!("You are {}.", with_article(&a.persona)),
@@ -148,46 +193,7 @@ pub fn package_report(
         keep: 4,
         text: CONSTRAINTS.to_string(),
     });
-
-    let total = |s: &[Section]| -> usize {
-        s.iter().map(|x| x.text.chars().count()).sum::<usize>() + 2 * s.len().saturating_sub(1)
-    };
-    let mut dropped = Vec::new();
-    while total(&sections) > opts.max_chars {
-        let Some((i, _)) = sections
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.keep != u8::MAX)
-            .min_by_key(|(_, s)| s.keep)
-        else {
-            break;
-        };
-        dropped.push(sections.remove(i).name);
-    }
-    let text = sections
-        .iter()
-        .map(|s| s.text.as_str())
-        .collect::<Vec<_>>()
-        .join("\n\n");
-    let task_over_cap = text.chars().count() > opts.max_chars;
-    if task_over_cap {
-        tracing::warn!(
-            "{agent_role}: the task is {} characters, over --prompt-max-chars {}; it is kept whole",
-            task.chars().count(),
-            opts.max_chars
-        );
-    } else if !dropped.is_empty() {
-        tracing::info!(
-            "{agent_role}: {} left out of the prompt to fit --prompt-max-chars {}",
-            dropped.join(", "),
-            opts.max_chars
-        );
-    }
-    Packaged {
-        text,
-        dropped,
-        task_over_cap,
-    }
+    sections
 }
 
 fn truncate_chars(s: &str, n: usize) -> String {

@@ -227,10 +227,7 @@ fn check_after(
 /// # Errors
 /// [`Error::Usage`], one line `FILE:LINE:COL: message` naming the field and the fix: TOML
 /// that does not parse, an unknown field, or the first rule above that fails.
-#[allow(
-    clippy::too_many_lines,
-    reason = "one check per field in file order; to split into named steps (#15)"
-)]
+#[allow(clippy::too_many_lines, reason = "one check per field in file order")]
 pub fn parse_and_validate(path: &Path, text: &str, registry: &Registry) -> Result<TeamSpec> {
     let spec: TeamSpec = toml::from_str(text).map_err(|e| {
         super::missing::missing_field(path, text, &e).unwrap_or_else(|| toml_error(path, text, &e))

@@ -65,7 +65,7 @@ fn leave_out(git: &Git, integ: &mut Integration, c: MergeConflict) -> Result<()>
 /// seed that cannot be copied ([`Error::Io`]).
 #[allow(
     clippy::too_many_lines,
-    reason = "one merge sequence read top to bottom; to split into named steps (#15)"
+    reason = "one merge sequence read top to bottom"
 )]
 pub fn integrate(state: &mut RunState) -> Result<Outcome> {
     let run_id = state.run_id.clone();
