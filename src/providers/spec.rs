@@ -206,6 +206,9 @@ fn compile_all(patterns: &[String]) -> Vec<Regex> {
 }
 
 /// Compile one case-insensitive pattern.
+///
+/// # Errors
+/// The `regex` crate's error for a pattern that does not compile.
 pub(crate) fn compile(pattern: &str) -> std::result::Result<Regex, regex::Error> {
     RegexBuilder::new(pattern).case_insensitive(true).build()
 }

@@ -89,6 +89,9 @@ impl TmuxClient {
 
     /// Run a tmux client process (through ssh for a remote server, whose limit is at
     /// least [`REMOTE_CALL_LIMIT`](super::remote::REMOTE_CALL_LIMIT)).
+    ///
+    /// # Errors
+    /// The client cannot be started, or it did not end within its limit.
     pub(super) fn output(
         &self,
         cmd: Command,

@@ -434,6 +434,9 @@ fn snapshot_uncommitted(git: &Git, head: &str) -> Result<String> {
 
 /// Copy `[workspace] copy` entries (files or folders, relative to the project) into a new
 /// worktree. A missing entry is skipped with a warning in the log.
+///
+/// # Errors
+/// An entry that exists but cannot be copied (I/O, with its path).
 pub(crate) fn copy_seeds(project: &Path, ws: &RunWorkspace, top: &Path) -> Result<()> {
     for entry in &ws.copy {
         let from = project.join(entry);

@@ -210,6 +210,9 @@ pub(super) fn conclude_merge(git: &Git, subject: &str) -> Result<()> {
 }
 
 /// Files git left unmerged in the index (right after a merge stopped).
+///
+/// # Errors
+/// `git diff` fails.
 pub(super) fn unmerged(git: &Git) -> Result<Vec<String>> {
     let listed = git.run(&["diff", "--name-only", "--diff-filter=U"])?;
     Ok(listed.lines().map(str::to_string).collect())
@@ -217,6 +220,9 @@ pub(super) fn unmerged(git: &Git) -> Result<Vec<String>> {
 
 /// After a merge-fixer: the merge's files that still hold a conflict marker line
 /// (`<<<<<<< `, `=======` alone, `>>>>>>> `). A fixer need not `git add` what it resolved.
+///
+/// # Errors
+/// `git diff` fails (a file that cannot be read counts as resolved).
 pub(super) fn unresolved(git: &Git, top: &std::path::Path) -> Result<Vec<String>> {
     let mut files = unmerged(git)?;
     files.extend(
