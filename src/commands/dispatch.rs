@@ -16,6 +16,7 @@ use crate::team::{resolve, ResolveOptions, ResolvedTeam};
 ///
 /// # Errors
 /// As [`resolve`]: a bad team file or options ([`Error::Usage`]), or no provider for a worker;
+/// a host no `hosts.toml` defines or a `hosts.toml` mistake (as `crewmux run`);
 /// [`crate::error::Error::System`] when the current directory cannot be read.
 #[allow(
     clippy::needless_pass_by_value,
@@ -38,6 +39,14 @@ pub fn run(args: DispatchArgs) -> Result<i32> {
     opts.parallel = args.parallel;
     opts.hosts = args.hosts.clone();
     let team = resolve(&opts)?;
+    // The hosts the workers name are checked as `run` checks them, so a dispatch that
+    // shows a plan is one `run` would accept.
+    crate::hosts::hosts_for(
+        &opts.project_dir,
+        team.workers
+            .iter()
+            .map(|w| (w.id.as_str(), w.host.as_deref())),
+    )?;
     if args.json {
         let text = serde_json::to_string_pretty(&team).map_err(|e| Error::Other(e.to_string()))?;
         crate::outln!("{text}");

@@ -159,7 +159,7 @@ pub struct Driver {
     inbox_offset: u64,
     focus: Option<String>,
     finished: bool,
-    server_down_reported: bool,
+    server_down_reported: Option<String>,
     /// The credential store, when there is one (docs/design.md): a key per launch, rotated when a
     /// worker's output matches the rate-limit patterns.
     creds: Option<crate::creds::Store>,

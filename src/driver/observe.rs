@@ -195,16 +195,20 @@ impl Driver {
         inputs
     }
 
-    /// Say once when the server stops answering, and once when it answers again.
+    /// Say once when the server stops answering, and once when it answers again. A host
+    /// that stopped answering is not said to answer when its workers merely stopped being
+    /// watched there (the host was lost and they moved): the host's own reconnect is logged
+    /// when it really answers.
     fn report_server(&mut self, poll: &Poll, watching: bool, emit: &mut impl FnMut(Update)) {
         if let Some(msg) = &poll.server_down {
-            if !self.server_down_reported && watching {
-                self.server_down_reported = true;
+            if self.server_down_reported.is_none() && watching {
+                self.server_down_reported = Some(msg.clone());
                 emit(Update::Notice(msg.clone()));
             }
-        } else if self.server_down_reported {
-            self.server_down_reported = false;
-            emit(Update::Notice("the tmux server answers again".into()));
+        } else if let Some(said) = self.server_down_reported.take() {
+            if !said.starts_with("host ") {
+                emit(Update::Notice("the tmux server answers again".into()));
+            }
         }
     }
 

@@ -40,7 +40,7 @@ impl Driver {
             inbox_offset,
             focus: None,
             finished: false,
-            server_down_reported: false,
+            server_down_reported: None,
             creds: None,
             rate_limits: Default::default(),
             credential_labels: HashMap::new(),

@@ -21,19 +21,33 @@ pub(super) fn on_host_lost(
         .filter(|w| w.host.as_deref() == Some(host) && !w.status.is_terminal())
     {
         if w.status.is_live() {
-            live.push((w.id.clone(), w.attempt));
+            live.push((w.id.clone(), w.attempt, w.attempt < w.max_attempts));
+        } else {
+            // Not started yet: it runs here from now on.
+            w.host = None;
         }
-        w.host = None;
     }
-    for (worker, attempt) in live {
+    for (worker, attempt, retries) in live {
+        let then = if retries {
+            "; a retry runs on local"
+        } else {
+            "; no attempt is left to retry"
+        };
         ending::on_vanished(
             state,
             mem,
             &worker,
             attempt,
-            &format!("host lost: {host} {detail}; a retry runs on local"),
+            &format!("host lost: {host} {detail}{then}"),
             fx,
         );
+        // A worker that ended for good keeps the host it ran on; one that runs again
+        // (a retry, or a cancel that leaves it pending) runs here.
+        if let Some(w) = state.worker_mut(&worker) {
+            if !w.status.is_terminal() {
+                w.host = None;
+            }
+        }
     }
 }
 
@@ -82,6 +96,32 @@ mod tests {
         launched(&mut s, &mut mem, "w0", 1, t0());
         let fx = exited(&mut s, &mut mem, "w0", 1, 0);
         assert_eq!(launches(&fx), vec![("w1".into(), 1)]);
+    }
+
+    #[test]
+    fn a_lost_hosts_worker_with_no_attempt_left_keeps_its_host_and_promises_no_retry() {
+        let mut s = run(1, 1);
+        let mut mem = RunMemory::default();
+        s.workers[0].host = Some("box".into());
+        s.workers[0].attempt = 1;
+        s.workers[0].max_attempts = 1;
+        s.workers[0].status = WorkerStatus::Running;
+        s.workers[0].pane_id = Some("box:%1@42.1700000000".into());
+        let fx = update(
+            &mut s,
+            &mut mem,
+            t0(),
+            Input::HostLost {
+                host: "box".into(),
+                detail: "unreachable for 120 s".into(),
+            },
+        );
+        let w = &s.workers[0];
+        let said = format!("{fx:?}");
+        assert!(!said.contains("a retry runs"), "{said}");
+        assert!(said.contains("no attempt is left to retry"), "{said}");
+        assert_eq!(w.status, WorkerStatus::Crashed);
+        assert_eq!(w.host.as_deref(), Some("box"), "it ran and crashed on box");
     }
 
     #[test]

@@ -65,12 +65,14 @@ struct HostsFile {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct HostTable {
-    ssh: String,
+    #[serde(default)]
+    ssh: Option<toml::Spanned<String>>,
     #[serde(default)]
     ssh_args: Vec<String>,
-    workdir: String,
     #[serde(default)]
-    max_workers: Option<u32>,
+    workdir: Option<toml::Spanned<String>>,
+    #[serde(default)]
+    max_workers: Option<toml::Spanned<u32>>,
     #[serde(default)]
     tmux: Option<String>,
     #[serde(default)]
@@ -163,29 +165,51 @@ pub fn parse(path: &Path, text: &str) -> Result<BTreeMap<String, HostSpec>> {
                 "host name `{name}`: use letters, digits, `-`, `_` or `.`"
             )));
         }
-        if t.ssh.trim().is_empty() || t.ssh.starts_with('-') {
+        // A value's mistake is placed at the value; a missing key at its table.
+        let at_value = |start: usize, msg: String| {
+            let (line, col) = line_col(text, start);
+            Error::Usage(format!("{}:{line}:{col}: {msg}", path.display()))
+        };
+        let Some(ssh) = t.ssh else {
             return Err(at(format!(
+                "host `{name}`: `ssh` is missing: add `ssh = \"me@box\"`, a destination for `ssh`"
+            )));
+        };
+        if ssh.get_ref().trim().is_empty() || ssh.get_ref().starts_with('-') {
+            return Err(at_value(ssh.span().start, format!(
                 "host `{name}`: `ssh` must be a destination such as `me@box` (options go in `ssh_args`)"
             )));
         }
-        let workdir = PathBuf::from(&t.workdir);
+        let Some(workdir_value) = t.workdir else {
+            return Err(at(format!(
+                "host `{name}`: `workdir` is missing: add `workdir = \"/absolute/path\"`, a folder on that host for crewmux's runs"
+            )));
+        };
+        let workdir = PathBuf::from(workdir_value.get_ref());
         if !workdir.is_absolute() {
-            return Err(at(format!(
-                "host `{name}`: `workdir` {:?} must be an absolute path on that host",
-                t.workdir
-            )));
+            return Err(at_value(
+                workdir_value.span().start,
+                format!(
+                    "host `{name}`: `workdir` {:?} must be an absolute path on that host",
+                    workdir_value.get_ref()
+                ),
+            ));
         }
-        let max_workers = t.max_workers.unwrap_or(DEFAULT_MAX_WORKERS);
-        if max_workers == 0 {
-            return Err(at(format!(
-                "host `{name}`: `max_workers` must be at least 1"
-            )));
-        }
+        let max_workers = match t.max_workers {
+            Some(m) if *m.get_ref() == 0 => {
+                return Err(at_value(
+                    m.span().start,
+                    format!("host `{name}`: `max_workers` must be at least 1"),
+                ))
+            }
+            Some(m) => m.into_inner(),
+            None => DEFAULT_MAX_WORKERS,
+        };
         out.insert(
             name.clone(),
             HostSpec {
                 name,
-                ssh: t.ssh,
+                ssh: ssh.into_inner(),
                 ssh_args: t.ssh_args,
                 workdir,
                 max_workers,
@@ -226,7 +250,14 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.starts_with("h.toml:1:1: host `box`: `workdir`"), "{e}");
+        assert!(e.starts_with("h.toml:3:11: host `box`: `workdir`"), "{e}");
+        let e = parse(Path::new("h.toml"), "[hosts.box]\nworkdir = \"/w\"\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "h.toml:1:1: host `box`: `ssh` is missing: add `ssh = \"me@box\"`, a destination for `ssh`"
+        );
         let e = parse(
             Path::new("h.toml"),
             "[hosts.local]\nssh = \"x\"\nworkdir = \"/w\"\n",

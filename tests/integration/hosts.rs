@@ -186,6 +186,15 @@ fn an_unknown_host_or_a_bad_hosts_file_is_one_line_and_nothing_runs() {
                 .count()
                 == 0
     );
+    // dispatch shows only a plan `run` would accept.
+    let out = run_crewmux(
+        tmp.path(),
+        "crewmux-test-unused",
+        &["dispatch", "--team", team.to_str().unwrap(), "x"],
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert_eq!(said.trim(), err.trim());
 
     std::fs::create_dir_all(tmp.path().join(".crewmux")).unwrap();
     std::fs::write(
@@ -198,7 +207,7 @@ fn an_unknown_host_or_a_bad_hosts_file_is_one_line_and_nothing_runs() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains(
-            "hosts.toml:1:1: host `nope`: `workdir` \"relative\" must be an absolute path"
+            "hosts.toml:3:11: host `nope`: `workdir` \"relative\" must be an absolute path"
         ),
         "{err}"
     );

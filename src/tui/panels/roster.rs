@@ -237,7 +237,8 @@ fn flow_note(
         .map(|line| format!("rate-limited: {line}"))
 }
 
-/// ` Workers 5 · 1 running · 1 waiting · 1 done · 2 failed `
+/// ` Workers 5 · 1 running · 1 waiting · 1 done · 2 failed `: every worker is in one
+/// count (failed holds timeouts and crashes; skipped holds not-run).
 fn title(run: &RunState) -> Line<'static> {
     let count = |f: fn(WorkerStatus) -> bool| run.workers.iter().filter(|w| f(w.status)).count();
     let parts = [
@@ -267,7 +268,12 @@ fn title(run: &RunState) -> Line<'static> {
             Color::Red,
         ),
         (
-            count(|s| s == WorkerStatus::Skipped),
+            count(|s| s == WorkerStatus::Cancelled),
+            "cancelled",
+            Color::Magenta,
+        ),
+        (
+            count(|s| matches!(s, WorkerStatus::Skipped | WorkerStatus::NotRun)),
             "skipped",
             Color::DarkGray,
         ),
@@ -288,4 +294,33 @@ fn title(run: &RunState) -> Line<'static> {
         }
     }
     Line::from(spans)
+}
+
+#[cfg(test)]
+mod title_tests {
+    use super::title;
+    use crate::domain::WorkerStatus;
+
+    #[test]
+    fn every_worker_is_counted_in_the_title_cancelled_ones_too() {
+        let mut run = crate::engine::tests::run(4, 4);
+        let statuses = [
+            WorkerStatus::Completed,
+            WorkerStatus::Timeout,
+            WorkerStatus::Cancelled,
+            WorkerStatus::NotRun,
+        ];
+        for (w, s) in run.workers.iter_mut().zip(statuses) {
+            w.status = s;
+        }
+        let text: String = title(&run)
+            .spans
+            .iter()
+            .map(|s| s.content.as_ref())
+            .collect();
+        assert_eq!(
+            text,
+            " Workers 4 · 1 done · 1 failed · 1 cancelled · 1 skipped "
+        );
+    }
 }
