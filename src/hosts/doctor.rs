@@ -160,8 +160,8 @@ pub fn check_host(
             check: "ssh".into(),
             ok: false,
             detail: format!(
-                "unreachable: {why}; check `ssh {}` by hand (keys, ~/.ssh/config, `ssh_args` in {})",
-                host.ssh,
+                "unreachable: {why}; check `{}` by hand (keys, ~/.ssh/config, `ssh_args` in {})",
+                by_hand(host),
                 host.source.display()
             ),
         });
@@ -424,6 +424,28 @@ pub fn check_hosts(
     }))
 }
 
+/// The ssh command a user can type to try `host` by hand: its `ssh_args` and destination,
+/// quoted for a POSIX shell (the `ssh_args` often point at a config of their own with `-F`).
+fn by_hand(host: &HostSpec) -> String {
+    let words = std::iter::once("ssh")
+        .chain(host.ssh_args.iter().map(String::as_str))
+        .chain(std::iter::once(host.ssh.as_str()));
+    shlex::try_join(words).unwrap_or_else(|_| format!("ssh {}", host.ssh))
+}
+
 #[cfg(test)]
 #[path = "doctor_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+mod by_hand_tests {
+    #[test]
+    fn the_command_to_try_by_hand_carries_the_hosts_ssh_args() {
+        let hosts = crate::hosts::config::parse(
+            std::path::Path::new("h.toml"),
+            "[hosts.box]\nssh = \"me@box\"\nssh_args = [\"-F\", \"/tmp/my cfg\"]\nworkdir = \"/w\"\n",
+        )
+        .unwrap();
+        assert_eq!(super::by_hand(&hosts["box"]), "ssh -F '/tmp/my cfg' me@box");
+    }
+}
