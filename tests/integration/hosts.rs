@@ -1,30 +1,9 @@
 //! Workers on an SSH host: a private sshd on a loopback port (`support::sshd`) runs a
 //! real tmux "remotely"; the run's other workers stay on `local`.
 
-use std::path::Path;
-use std::process::{Output, Stdio};
-
+use crate::support::on_host::{run_with_host, spawn_on_host, wait_running_remotely};
 use crate::support::sshd::{sshd_ready, SshHost};
 use crate::support::*;
-
-/// `crewmux args…` in `project` with the test's tmux socket and `host`'s private SSH
-/// control directory; bounded, and every run passes the event-once check.
-pub fn run_with_host(project: &Path, socket: &str, host: &SshHost, args: &[&str]) -> Output {
-    let child = crewmux()
-        .current_dir(project)
-        .env("CREWMUX_TMUX_SOCKET", socket)
-        .env("XDG_RUNTIME_DIR", host.runtime_dir())
-        .env("CREWMUX_LOG", "debug")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("crewmux runs");
-    let out = wait_limited(child, args);
-    assert_events_once(project);
-    out
-}
 
 const MIXED_TEAM: &str = r#"
 parallel = 4
@@ -214,50 +193,6 @@ fn an_unknown_host_or_a_bad_hosts_file_is_one_line_and_nothing_runs() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
-/// Start `crewmux run --headless` on `team` in the background with `host`'s private SSH
-/// control directory.
-fn spawn_with_host(
-    project: &Path,
-    socket: &str,
-    host: &SshHost,
-    team: &Path,
-) -> std::process::Child {
-    crewmux()
-        .current_dir(project)
-        .env("CREWMUX_TMUX_SOCKET", socket)
-        .env("XDG_RUNTIME_DIR", host.runtime_dir())
-        .env("CREWMUX_LOG", "debug")
-        .args([
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--",
-            "hosts come and go",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("crewmux runs")
-}
-
-/// Wait until `worker` runs in a pane of host `box`.
-fn wait_running_on_box(project: &Path, worker: &str) {
-    let ok = wait_for(
-        || {
-            try_state(project).is_some_and(|s| {
-                let w = state_worker(&s, worker);
-                w["status"] == "running"
-                    && w["pane_id"].as_str().is_some_and(|p| p.starts_with("box:"))
-            })
-        },
-        std::time::Duration::from_secs(60),
-    );
-    assert!(ok, "{worker} never ran on box: {:?}", try_state(project));
-}
-
 #[test]
 fn killing_the_ssh_connection_mid_run_reconnects_and_loses_nothing() {
     if !sshd_ready("hosts_ssh_killed") {
@@ -273,8 +208,18 @@ fn killing_the_ssh_connection_mid_run_reconnects_and_loses_nothing() {
         "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
          command = [\"sh\", \"-c\", \"echo started; sleep 4; echo finished; exit 7\"]\n",
     );
-    let child = spawn_with_host(tmp.path(), &server.socket, &host, &team);
-    wait_running_on_box(tmp.path(), "far");
+    let team = team.to_str().unwrap();
+    let args = [
+        "run",
+        "--team",
+        team,
+        "--no-clarify",
+        "--headless",
+        "--",
+        "hosts come and go",
+    ];
+    let child = spawn_on_host(tmp.path(), &server.socket, &host, &args);
+    wait_running_remotely(tmp.path(), "far");
     assert!(
         host.kill_ssh_clients() > 0,
         "no ssh client of crewmux to kill"
@@ -316,8 +261,18 @@ fn a_host_gone_for_good_crashes_its_worker_as_host_lost_and_the_retry_runs_on_lo
              command = [\"sh\", \"-c\", \"case $PWD in {workdir}*) echo on the host; sleep 120;; esac; echo ran here; exit 0\"]\n"
         ),
     );
-    let child = spawn_with_host(tmp.path(), &server.socket, &host, &team);
-    wait_running_on_box(tmp.path(), "far");
+    let team = team.to_str().unwrap();
+    let args = [
+        "run",
+        "--team",
+        team,
+        "--no-clarify",
+        "--headless",
+        "--",
+        "hosts come and go",
+    ];
+    let child = spawn_on_host(tmp.path(), &server.socket, &host, &args);
+    wait_running_remotely(tmp.path(), "far");
     host.stop_sshd();
     host.kill_ssh_clients();
     let out = wait_limited(child, &["run"]);

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::hosts::run_with_host;
+use crate::support::on_host::run_with_host;
 use crate::support::sshd::{sshd_ready, SshHost};
 use crate::support::*;
 

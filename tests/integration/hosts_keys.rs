@@ -7,7 +7,8 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::hosts_life::{explain, processes_on_host, wait_running_remotely};
+use crate::hosts_life::{explain, processes_on_host};
+use crate::support::on_host::{crewmux_on_host, wait_running_remotely};
 use crate::support::sshd::{sshd_ready, SshHost};
 use crate::support::*;
 
@@ -97,16 +98,9 @@ fn a_stored_key_reaches_the_remote_agent_only_through_its_environment() {
         "--",
         "keys stay in the environment",
     ];
-    let child = crewmux()
-        .current_dir(tmp.path())
-        .env("CREWMUX_TMUX_SOCKET", &server.socket)
-        .env("XDG_RUNTIME_DIR", host.runtime_dir())
+    let child = crewmux_on_host(tmp.path(), &server.socket, &host, &args)
         .env("CREWMUX_CONFIG_DIR", &config)
         .env("CREWMUX_CREDENTIAL_PASSPHRASE", PASS)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     wait_running_remotely(tmp.path(), "keyed");

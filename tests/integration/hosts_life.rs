@@ -2,9 +2,10 @@
 //! a wall timeout, what an attempt left behind) with nothing of it left on the host.
 
 use std::path::Path;
-use std::process::{Child, Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
+use crate::support::on_host::{spawn_on_host, wait_running_remotely};
 use crate::support::sshd::{sshd_ready, SshHost};
 use crate::support::*;
 
@@ -26,37 +27,6 @@ pub fn processes_on_host(host: &SshHost, needle: &str) -> Vec<u32> {
         .split_whitespace()
         .filter_map(|w| w.parse().ok())
         .collect()
-}
-
-/// `crewmux args…` in `project` with `host`'s private SSH control directory, started in
-/// the background.
-pub fn spawn_on_host(project: &Path, socket: &str, host: &SshHost, args: &[&str]) -> Child {
-    crewmux()
-        .current_dir(project)
-        .env("CREWMUX_TMUX_SOCKET", socket)
-        .env("XDG_RUNTIME_DIR", host.runtime_dir())
-        .env("CREWMUX_LOG", "debug")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("crewmux runs")
-}
-
-/// Wait until `worker` runs in a pane of host `box`.
-pub fn wait_running_remotely(project: &Path, worker: &str) {
-    let ok = wait_for(
-        || {
-            try_state(project).is_some_and(|s| {
-                let w = state_worker(&s, worker);
-                w["status"] == "running"
-                    && w["pane_id"].as_str().is_some_and(|p| p.starts_with("box:"))
-            })
-        },
-        Duration::from_secs(60),
-    );
-    assert!(ok, "{worker} never ran on box: {:?}", try_state(project));
 }
 
 /// Everything about a finished run, for an assertion's message.

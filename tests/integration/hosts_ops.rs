@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use crate::hosts::run_with_host;
+use crate::support::on_host::run_with_host;
 use crate::support::sshd::{sshd_ready, SshHost};
 use crate::support::viewer::Viewer;
 use crate::support::*;

@@ -11,6 +11,7 @@
 //! - [`standins`]: stand-in agent CLIs on a private PATH.
 //! - [`creds`]: a private credential store for the `creds` commands.
 //! - [`model_server`]: a loopback model server speaking the agent CLIs' APIs.
+//! - [`on_host`]: crewmux runs that reach the test's SSH host ([`sshd`]).
 //! - [`events`]: the event-once check of every run a test makes, and [`Project`], the
 //!   temporary directory that runs it when the test ends.
 
@@ -18,6 +19,7 @@ pub mod creds;
 pub mod events;
 pub mod git;
 pub mod model_server;
+pub mod on_host;
 pub mod run;
 pub mod sshd;
 pub mod standins;
