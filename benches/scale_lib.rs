@@ -397,6 +397,28 @@ impl Build {
             );
         c
     }
+
+    /// A quiet `crewmux run --headless` of `team` in tmux, `parallel` workers at once, its
+    /// output dropped; not started, so a case can add its own environment.
+    fn quiet_run(
+        &self,
+        project: &Path,
+        socket: &str,
+        mode: Mode,
+        team: &Path,
+        parallel: usize,
+        problem: &str,
+    ) -> Command {
+        let mut c = self.command(project, socket, mode);
+        c.args(["run", "--team"])
+            .arg(team)
+            .args(["--no-clarify", "--headless", "--backend", "tmux", "--quiet"])
+            .args(["--parallel", &parallel.to_string(), problem])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        c
+    }
 }
 
 fn start_driver(store: RunStore, state: RunState, exe: &Path, mode: Mode) -> Running {
@@ -757,23 +779,7 @@ fn headless_run(
     limit: Duration,
 ) -> bool {
     let mut child = build
-        .command(project, socket, mode)
-        .args([
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--backend",
-            "tmux",
-            "--quiet",
-            "--parallel",
-            &parallel.to_string(),
-            "benchmark the exits",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .quiet_run(project, socket, mode, team, parallel, "benchmark the exits")
         .spawn()
         .unwrap();
     let end = Instant::now() + limit;
@@ -1025,23 +1031,7 @@ fn many_scenario(cfg: &Config, figs: &mut Vec<Figure>, mode: Mode, build: &Build
     std::fs::write(&team, t).unwrap();
     let started = Instant::now();
     let mut child = build
-        .command(tmp.path(), &socket, mode)
-        .args([
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--backend",
-            "tmux",
-            "--quiet",
-            "--parallel",
-            &n.to_string(),
-            "many idle workers",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .quiet_run(tmp.path(), &socket, mode, &team, n, "many idle workers")
         .spawn()
         .unwrap();
     while running(tmp.path()) < n && started.elapsed() < Duration::from_secs(120) {

@@ -97,25 +97,16 @@ fn measure(cfg: &Config, build: &Build, host: &SshHost, remote: bool) -> Measure
     );
     let started = Instant::now();
     let mut child = build
-        .command(&project, &socket, Mode::Control)
+        .quiet_run(
+            &project,
+            &socket,
+            Mode::Control,
+            &team,
+            n,
+            "hold until released",
+        )
         .env("PATH", path)
         .env("XDG_RUNTIME_DIR", host.runtime_dir())
-        .args([
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--backend",
-            "tmux",
-            "--quiet",
-            "--parallel",
-            &n.to_string(),
-            "hold until released",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let limit = Duration::from_secs(120);
