@@ -92,7 +92,7 @@ impl TmuxBackend {
                         liveness: vec![Liveness::Gone; targets.len()],
                         screen: None,
                         tails: vec![],
-                        server_down: Some(self.why_gone(&e.to_string())),
+                        server_down: Some(self.why_gone(&tmux_said(&e))),
                         unanswered: false,
                     },
                 };
@@ -243,6 +243,15 @@ impl TmuxBackend {
     }
 }
 
+/// What tmux itself said of a failed call (`no server running on …`), without the whole
+/// command line it was given: that is what a person reads in the log.
+fn tmux_said(e: &Error) -> String {
+    match e {
+        Error::Tmux { stderr, .. } if !stderr.trim().is_empty() => stderr.trim().to_string(),
+        other => other.to_string(),
+    }
+}
+
 /// A poll of a server that did not answer in time: a target whose wrapper pid is known is
 /// alive or gone by that pid (so a cancel still sees its attempts end), any other is
 /// `Unknown` and decided at a later poll.
@@ -341,6 +350,21 @@ fn split_batch(out: &str, sep: &str) -> Batch {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_gone_server_is_named_by_what_tmux_said_not_by_the_command_line() {
+        let e = crate::error::Error::Tmux {
+            args: vec![
+                "-L".into(),
+                "s".into(),
+                "list-panes".into(),
+                "-F".into(),
+                "#{pane_id} #{history_size}".into(),
+            ],
+            stderr: "no server running on /tmp/tmux-0/s\n".into(),
+        };
+        assert_eq!(super::tmux_said(&e), "no server running on /tmp/tmux-0/s");
+    }
+
     #[test]
     fn a_batch_splits_into_listing_tails_and_screen() {
         let out = "SEPS42.1700000000\n%1\tx\n%2\ty\nSEPT%2\nprompt? (y/n)\nSEPF\nscreen line\n";
