@@ -6,6 +6,8 @@
 //! when an agent CLI one of its workers names (`provider`) is not usable there, or when a
 //! worker routed to an agent finds none usable there. Without `--team`, every host of
 //! `hosts.toml` counts (each is there to be used) by its ssh, tmux, git and workdir checks.
+//! The `helper` check (crewmux there) counts only for a host where a team's worker runs
+//! crewmux itself (`sim`); elsewhere a host that cannot run it is a warning.
 //! A host a team names that no `hosts.toml` defines is a usage error (exit 2).
 
 use std::collections::BTreeMap;
@@ -18,6 +20,9 @@ use crate::hosts::doctor::{check_hosts, HostReport};
 use crate::hosts::{Hosts, LOCAL};
 use crate::providers::{EnvSnapshot, ProviderKind, Registry};
 
+/// The check that says whether crewmux runs on a host (`crate::hosts::helper`).
+const HELPER: &str = "helper";
+
 /// What a team needs of one host.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 struct Needs {
@@ -25,6 +30,8 @@ struct Needs {
     agents: Vec<String>,
     /// A worker there is routed to whichever agent CLI is usable.
     any_agent: bool,
+    /// A worker there runs crewmux itself (`sim`): the `helper` check counts.
+    crewmux: bool,
 }
 
 /// `doctor --hosts --json`.
@@ -108,6 +115,11 @@ fn team_needs(file: &Path, hosts: &Hosts, registry: &Registry) -> Result<BTreeMa
             .get(host)
             .map_err(|e| Error::Usage(format!("{}: worker `{}`: {e}", file.display(), w.id)))?;
         let need = needs.entry(host.to_string()).or_default();
+        need.crewmux |= w
+            .provider
+            .as_deref()
+            .and_then(|p| registry.get(p))
+            .is_some_and(|s| crate::hosts::helper::runs_crewmux(s, w.command.as_deref()));
         match w.provider.as_deref() {
             _ if w.command.is_some() => {}
             Some(p) => {
@@ -130,7 +142,7 @@ fn host_problems(r: &HostReport, need: &Needs) -> Vec<String> {
     let mut out: Vec<String> = r
         .checks
         .iter()
-        .filter(|c| !c.ok)
+        .filter(|c| !c.ok && (c.check != HELPER || need.crewmux))
         .map(|c| c.check.clone())
         .collect();
     if !out.is_empty() {
@@ -158,8 +170,16 @@ fn render(
     let mut out = String::new();
     for r in reports {
         out.push_str(&format!("host {} ({})\n", r.host, r.ssh));
+        let problem = problems.get(&r.host);
         for c in &r.checks {
-            let mark = if c.ok { "ok" } else { "FAIL" };
+            let mark = match c.ok {
+                true => "ok",
+                // crewmux missing there matters only to `sim` workers.
+                false if c.check == HELPER && !problem.is_some_and(|p| p.contains(&c.check)) => {
+                    "warn"
+                }
+                false => "FAIL",
+            };
             let detail = c.detail.strip_prefix("ok ").unwrap_or(&c.detail);
             out.push_str(&format!("  {:<10} {:<4} {detail}\n", c.check, mark));
         }

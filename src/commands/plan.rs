@@ -168,7 +168,8 @@ pub fn create_run_with(
         .map(|w| w.to_worker_state(Stage::TeamExec))
         .collect();
     let planned = plan_workspace(project, &team.workspace, &placed, ws_opts)?;
-    for n in &planned.notices {
+    let helpers = helpers_of(project, team, &hosts)?;
+    for n in planned.notices.iter().chain(&helpers.notices) {
         crate::errln!("crewmux: {n}");
     }
     let run_id = early.map_or_else(new_run_id, |p| p.run_id().to_string());
@@ -183,6 +184,7 @@ pub fn create_run_with(
         None => RunStore::create(project, &run_id)?,
     };
     crate::hosts::save_run_hosts(store.dir(), &hosts)?;
+    crate::hosts::helper::save(store.dir(), &helpers.states)?;
     // For the home screen's `--all` list.
     crate::tui::home::index::remember(project);
     let now = Utc::now();
@@ -288,6 +290,37 @@ pub(super) fn plan_workspace(
         planned.plan.as_ref().map(|p| p.workers.as_slice()),
     )?;
     Ok(planned)
+}
+
+/// crewmux on the hosts whose workers need it (the pane-text filter, `sim`), copied there
+/// when missing (`crate::hosts::helper`).
+///
+/// # Errors
+/// A worker whose provider runs crewmux itself on a host that cannot run it; a
+/// providers file mistake.
+fn helpers_of(
+    project: &Path,
+    team: &ResolvedTeam,
+    hosts: &std::collections::BTreeMap<String, crate::hosts::HostSpec>,
+) -> Result<crate::hosts::helper::Planned> {
+    if hosts.is_empty() {
+        return Ok(crate::hosts::helper::Planned::default());
+    }
+    let registry =
+        crate::providers::Registry::load(Some(project), &crate::providers::EnvSnapshot::current())?;
+    let workers: Vec<crate::hosts::helper::WorkerNeed<'_>> = team
+        .workers
+        .iter()
+        .map(|w| {
+            (
+                w.id.as_str(),
+                w.provider.as_str(),
+                w.command.as_deref(),
+                w.host.as_deref(),
+            )
+        })
+        .collect();
+    crate::hosts::helper::plan(&workers, hosts, &registry)
 }
 
 /// The SSH hosts `workers` name, from `hosts.toml`.

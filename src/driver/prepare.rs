@@ -103,6 +103,9 @@ pub fn prepare(
         },
         None => paths.clone(),
     };
+    // On a host, crewmux (the filter, `sim`) is the copy the run put there, if any.
+    let helper = remote.as_ref().and_then(|r| r.helper.as_deref());
+    let self_exe = helper.unwrap_or(self_exe);
     let launch = registry.build_launch(
         &w.provider,
         &LaunchRequest {
@@ -142,8 +145,11 @@ pub fn prepare(
             cwd: &cwd,
             stdin_file: launch.stdin_file.as_deref(),
             wait_for_log: is_tmux,
-            // The pane-text filter is this machine's crewmux: a host shows the raw output.
-            render: launch.render.as_deref().filter(|_| remote.is_none()),
+            // A host without crewmux shows the raw output.
+            render: launch
+                .render
+                .as_deref()
+                .filter(|_| remote.is_none() || helper.is_some()),
         },
     )?;
     if !is_tmux {

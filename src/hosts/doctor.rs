@@ -5,6 +5,9 @@
 //! - `tmux`: `<tmux> -V` there, judged by the same minimum `run` holds this machine to;
 //! - `git`: `git --version` there (remote workers get their code by git);
 //! - `workdir`: the host's `workdir` exists or can be made, and is writable;
+//! - `helper`: whether crewmux (the pane-text filter, `sim`) is there, will be copied on
+//!   the first run that needs it, or cannot run there (`super::helper`; nothing is
+//!   copied here);
 //! - each agent CLI, with the probes `doctor` runs here, run on the host: on the PATH
 //!   of a command there (`command -v`), its version, and its auth state by the rules of
 //!   `providers::usable` where the host's side is read there: a key variable set in
@@ -83,7 +86,7 @@ impl RemoteSh for SshLink {
 /// One line of a host's report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HostCheck {
-    /// `ssh`, `tmux`, `git` or `workdir`.
+    /// `ssh`, `tmux`, `git`, `workdir` or `helper`.
     pub check: String,
     pub ok: bool,
     /// What was found, or what is wrong and how to fix it.
@@ -99,7 +102,7 @@ pub struct HostReport {
     pub checks: Vec<HostCheck>,
     /// Each agent CLI as probed there (empty when the host was not reached).
     pub providers: Vec<ProviderHealth>,
-    /// ssh, tmux, git and workdir passed.
+    /// ssh, tmux, git and workdir passed (`helper` is judged by what a team runs there).
     pub usable: bool,
 }
 
@@ -172,8 +175,9 @@ pub fn check_host(
         ok: true,
         detail: format!("ok ({} ms)", started.elapsed().as_millis()),
     });
-    let (tools, providers) = std::thread::scope(|s| {
+    let (tools, providers, helper) = std::thread::scope(|s| {
         let tools = s.spawn(|| vec![tmux_check(host, sh), git_check(sh), workdir_check(host, sh)]);
+        let helper = s.spawn(|| super::helper::doctor_line(host, sh));
         let agents: Vec<_> = registry
             .names()
             .filter_map(|n| registry.get(n).map(|spec| (n, spec)))
@@ -186,10 +190,13 @@ pub fn check_host(
                 .into_iter()
                 .filter_map(|h| h.join().ok())
                 .collect::<Vec<_>>(),
+            helper.join().ok(),
         )
     });
     report.usable = tools.len() == 3 && tools.iter().all(|c| c.ok);
     report.checks.extend(tools);
+    // Not part of `usable`: only `sim` workers need it (see `commands::doctor_hosts`).
+    report.checks.extend(helper);
     report.providers = providers;
     report
 }

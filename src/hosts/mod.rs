@@ -18,6 +18,8 @@
 //! - While it runs its output is streamed into the local `output.log` ([`output`]); a
 //!   kill, and what an ended attempt left behind, reach its processes on the host by its
 //!   nonce ([`kill`]).
+//! - The pane-text filter and the `sim` provider run crewmux's own copy on the host,
+//!   put there once when a run needs it ([`helper`]).
 //! - API keys reach the pane only as `new-window -e` over the channel, as locally.
 //! - The hosts a run uses are saved in its folder (`hosts.json`) when it is planned, so
 //!   a reattached driver reaches the same machines.
@@ -27,6 +29,7 @@ pub mod config;
 pub mod doctor;
 mod files;
 pub mod git;
+pub mod helper;
 pub mod kill;
 pub mod output;
 mod poll;
@@ -138,6 +141,8 @@ pub struct RemotePlace {
     pub attempt_dir: PathBuf,
     /// The working directory there.
     pub cwd: PathBuf,
+    /// crewmux on that host, when the run found or put one there ([`helper`]).
+    pub helper: Option<PathBuf>,
 }
 
 /// The place on its host of attempt folder `local_dir` of worker `w` of the run `state`;
@@ -145,7 +150,8 @@ pub struct RemotePlace {
 /// the host ([`git`]); one without, in a plain folder there.
 ///
 /// # Errors
-/// The run's `hosts.json` is missing the host or cannot be read.
+/// The run's `hosts.json` is missing the host or cannot be read; a corrupt
+/// `helpers.json`.
 pub fn place(
     state: &crate::domain::RunState,
     w: &crate::domain::WorkerState,
@@ -166,6 +172,7 @@ pub fn place(
         attempt_dir: remote_attempt_dir(spec, &state.run_id, local_dir),
         cwd: git::remote_cwd(state, w, spec)
             .unwrap_or_else(|| remote_work_dir(spec, &state.run_id, &w.id)),
+        helper: helper::run_helper(&state.run_dir, host)?,
     }))
 }
 

@@ -47,6 +47,7 @@ mod headless;
 mod home;
 mod hosts;
 mod hosts_git;
+mod hosts_helper;
 mod hosts_keys;
 mod hosts_life;
 mod hosts_ops;

@@ -1,0 +1,314 @@
+//! crewmux's own binary on an SSH host (the helper), as editors' remote servers do it.
+//!
+//! Two things a remote pane runs are crewmux itself: the pane-text filter (`crewmux
+//! pane-text`, which turns codex/claude/gemini JSON events into readable lines) and the
+//! `sim` provider (`crewmux sim-agent`, and any provider whose spec names `{self_exe}`).
+//! This machine's path to crewmux means nothing on another machine, so when a run has a
+//! remote worker that needs one of them, its host gets a copy:
+//! - The host is asked once, in one `sh -s` over the shared connection, for its `uname
+//!   -sm` and whether `<workdir>/bin/crewmux-<version>-<hash>` is there and answers
+//!   `--version` with this version (`<hash>`: the first 12 hex digits of the BLAKE2b-512
+//!   of this binary, so two builds of one version never share a name).
+//! - When it is missing and the host is the same system (`uname -sm` equal), this binary
+//!   is copied there once: streamed on ssh's stdin into a temporary name in the same
+//!   folder, made executable, run with `--version` there, then renamed over the final
+//!   name (rename(2) is atomic: a concurrent run sees the old state or the whole file).
+//!   Later runs find it and copy nothing.
+//! - A host of another system, or one where the copy does not run (`--version` fails:
+//!   another libc, a `noexec` mount), cannot run it: its panes show the agent's raw output
+//!   (one line says so when the run is planned), and a worker whose provider runs crewmux
+//!   itself is refused there when the run is planned, with one line naming the fix.
+//!
+//! What the run found is kept in its folder (`helpers.json`, per host), so every attempt's
+//! wrapper — also after a reattach — names the copy on its host ([`run_helper`]).
+//! `crewmux doctor --hosts` reports the same check without copying ([`doctor_line`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+use super::config::HostSpec;
+use crate::error::{Error, Result};
+use crate::providers::spec::ProviderKind;
+use crate::providers::Registry;
+
+#[path = "helper_remote.rs"]
+mod remote;
+pub use remote::{doctor_line, ensure, probe, Found};
+
+/// The file in a run's folder that keeps what each host has of crewmux.
+pub const HELPERS_FILE: &str = "helpers.json";
+
+/// This crewmux binary, as it is copied to hosts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnBinary {
+    /// Where it is read from (`/proc/self/exe` on Linux: the running binary even when
+    /// its file was replaced or removed since it started).
+    pub file: PathBuf,
+    /// This machine's `uname -sm`, e.g. `Linux x86_64`.
+    pub system: String,
+    /// The crate version (`crewmux --version` prints `crewmux <version>`).
+    pub version: String,
+    /// The first 12 hex digits of the BLAKE2b-512 of the file.
+    pub hash: String,
+    /// Its size, bytes.
+    pub bytes: u64,
+}
+
+impl OwnBinary {
+    /// The copy's file name on a host: `crewmux-<version>-<hash>`.
+    pub fn name(&self) -> String {
+        format!("crewmux-{}-{}", self.version, self.hash)
+    }
+
+    /// Where the copy lives on `host`: `<workdir>/bin/<name>`.
+    pub fn path_on(&self, host: &HostSpec) -> PathBuf {
+        host.workdir.join("bin").join(self.name())
+    }
+
+    /// What `--version` of this binary prints.
+    pub fn version_line(&self) -> String {
+        format!("crewmux {}", self.version)
+    }
+}
+
+/// This crewmux binary, read and hashed once per process (~0.3 s for a 180 MB debug
+/// build).
+///
+/// # Errors
+/// The binary cannot be read.
+pub fn own_binary() -> Result<&'static OwnBinary> {
+    static OWN: OnceLock<std::result::Result<OwnBinary, String>> = OnceLock::new();
+    OWN.get_or_init(|| read_own().map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| Error::Other(format!("crewmux cannot read its own binary: {e}")))
+}
+
+fn read_own() -> Result<OwnBinary> {
+    use blake2::Digest;
+    let proc_exe = Path::new("/proc/self/exe");
+    let file = if proc_exe.exists() {
+        proc_exe.to_path_buf()
+    } else {
+        std::env::current_exe().map_err(|e| Error::io("the crewmux binary", e))?
+    };
+    let mut f = std::fs::File::open(&file).map_err(|e| Error::io(&file, e))?;
+    let mut hasher = blake2::Blake2b512::new();
+    let bytes = std::io::copy(&mut f, &mut hasher).map_err(|e| Error::io(&file, e))?;
+    let digest = hasher.finalize();
+    let hash: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    Ok(OwnBinary {
+        file,
+        system: local_system(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        hash,
+        bytes,
+    })
+}
+
+/// This machine's `uname -sm` (what a host's answer is compared with).
+fn local_system() -> String {
+    match std::process::Command::new("uname").arg("-sm").output() {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        other => {
+            tracing::debug!("uname -sm here: {other:?}");
+            // uname's names for the common cases.
+            let os = match std::env::consts::OS {
+                "linux" => "Linux",
+                "macos" => "Darwin",
+                "freebsd" => "FreeBSD",
+                other => other,
+            };
+            format!("{os} {}", std::env::consts::ARCH)
+        }
+    }
+}
+
+/// What one host has of crewmux, as a run found it when it was planned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum HelperState {
+    /// `path` on the host runs this crewmux (`copied`: the run put it there).
+    Ready { path: PathBuf, copied: bool },
+    /// The host cannot run it: `why` (its system, or what `--version` said there).
+    CannotRun { why: String },
+    /// Not known: the host did not answer, or the copy failed (`why`).
+    Unknown { why: String },
+}
+
+/// What a run's workers on one host need of crewmux.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Need {
+    /// Workers whose provider runs crewmux itself (`sim`, `{self_exe}`), with it.
+    pub runs_crewmux: Vec<(String, String)>,
+    /// A worker's CLI prints JSON events the pane-text filter renders.
+    pub filter: bool,
+}
+
+/// A worker as [`needs`] sees it: id, provider, `command` argv, host.
+pub type WorkerNeed<'a> = (&'a str, &'a str, Option<&'a [String]>, Option<&'a str>);
+
+/// True when a provider runs crewmux itself: `sim`, or `{self_exe}` in its spec or (for
+/// `command`) in the worker's argv.
+pub fn runs_crewmux(spec: &crate::providers::ProviderSpec, command: Option<&[String]>) -> bool {
+    let names_self = |s: &str| s.contains("{self_exe}");
+    spec.kind == ProviderKind::Sim
+        || names_self(&spec.binary)
+        || spec.args.iter().any(|a| names_self(a))
+        || spec.env.values().any(|v| names_self(v))
+        || (spec.kind == ProviderKind::Command
+            && command.is_some_and(|c| c.iter().any(|a| names_self(a))))
+}
+
+/// Per host, what `workers` need there; hosts whose workers need nothing are left out.
+pub fn needs(workers: &[WorkerNeed<'_>], registry: &Registry) -> BTreeMap<String, Need> {
+    let mut out: BTreeMap<String, Need> = BTreeMap::new();
+    for (id, provider, command, host) in workers {
+        let Some(host) = host else { continue };
+        let Some(spec) = registry.get(provider) else {
+            continue;
+        };
+        let runs = runs_crewmux(spec, *command);
+        let filter = spec.output != crate::providers::output::OutputFormat::Text;
+        if !runs && !filter {
+            continue;
+        }
+        let need = out.entry((*host).to_string()).or_default();
+        if runs {
+            need.runs_crewmux
+                .push(((*id).to_string(), (*provider).to_string()));
+        }
+        need.filter |= filter;
+    }
+    out
+}
+
+/// What planning a run found: per host its state, and the lines to say (one per host
+/// that copied, or that cannot run crewmux).
+#[derive(Debug, Default)]
+pub struct Planned {
+    pub states: BTreeMap<String, HelperState>,
+    pub notices: Vec<String>,
+}
+
+/// Decide, from each host's state, what a run may do: the notices to print, or the
+/// refusal of the first worker that runs crewmux itself on a host that cannot run it.
+///
+/// # Errors
+/// [`Error::Usage`]: such a worker (one line naming it, the host and the fix).
+pub fn judge(
+    need: &BTreeMap<String, Need>,
+    states: BTreeMap<String, HelperState>,
+) -> Result<Planned> {
+    let mut notices = vec![];
+    for (host, state) in &states {
+        let empty = Need::default();
+        let need = need.get(host).unwrap_or(&empty);
+        let why = match state {
+            HelperState::Ready { path, copied } => {
+                if *copied {
+                    notices.push(format!("host {host}: copied crewmux to {}", path.display()));
+                }
+                continue;
+            }
+            HelperState::CannotRun { why } => {
+                format!("host {host} cannot run this crewmux ({why})")
+            }
+            HelperState::Unknown { why } => {
+                format!("crewmux could not be put on host {host} ({why})")
+            }
+        };
+        if let Some((worker, provider)) = need.runs_crewmux.first() {
+            let fix = match state {
+                HelperState::Unknown { .. } => {
+                    "check the host with `crewmux doctor --hosts`, or run it on `local` (host = \"local\")"
+                }
+                _ => "run it on `local` (host = \"local\") or on a host of this machine's system",
+            };
+            return Err(Error::Usage(format!(
+                "worker `{worker}` uses provider `{provider}`, which runs crewmux itself, and {why}: {fix}"
+            )));
+        }
+        notices.push(format!(
+            "{why}: its agents' panes show their raw JSON output"
+        ));
+    }
+    Ok(Planned { states, notices })
+}
+
+/// Put crewmux on every host of `hosts` whose workers need it (in parallel, one thread
+/// per host; see the module docs) and judge the result ([`judge`]).
+///
+/// # Errors
+/// As [`judge`]; the SSH control directory cannot be made.
+pub fn plan(
+    workers: &[WorkerNeed<'_>],
+    hosts: &BTreeMap<String, HostSpec>,
+    registry: &Registry,
+) -> Result<Planned> {
+    let need = needs(workers, registry);
+    let mut links = vec![];
+    for host in need.keys() {
+        if let Some(spec) = hosts.get(host) {
+            links.push((host.clone(), spec, super::ssh::SshLink::new(spec)?));
+        }
+    }
+    let states = std::thread::scope(|s| {
+        let handles: Vec<_> = links
+            .iter()
+            .map(|(name, spec, link)| (name, s.spawn(move || ensure(link, spec))))
+            .collect();
+        handles
+            .into_iter()
+            .map(|(name, h)| {
+                let state = h.join().unwrap_or_else(|_| HelperState::Unknown {
+                    why: "the check stopped".into(),
+                });
+                (name.clone(), state)
+            })
+            .collect()
+    });
+    judge(&need, states)
+}
+
+/// Save what planning found into the run's folder (nothing when no host needs crewmux).
+///
+/// # Errors
+/// I/O.
+pub fn save(run_dir: &Path, states: &BTreeMap<String, HelperState>) -> Result<()> {
+    if states.is_empty() {
+        return Ok(());
+    }
+    let json = serde_json::to_vec_pretty(states)
+        .map_err(|e| Error::Other(format!("{HELPERS_FILE}: {e}")))?;
+    crate::store::write_replace(&run_dir.join(HELPERS_FILE), &json)
+}
+
+/// The path of crewmux on `host` for the run in `run_dir`: `None` when the run found none
+/// that runs there (or has no `helpers.json`: a run planned before crewmux copied itself).
+///
+/// # Errors
+/// [`Error::CorruptState`]: a `helpers.json` that is not what crewmux wrote.
+pub fn run_helper(run_dir: &Path, host: &str) -> Result<Option<PathBuf>> {
+    let path = run_dir.join(HELPERS_FILE);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(&path, e)),
+    };
+    let states: BTreeMap<String, HelperState> =
+        serde_json::from_slice(&bytes).map_err(|e| Error::CorruptState {
+            path: path.clone(),
+            reason: format!("not what crewmux saved of its helpers on hosts ({e})"),
+        })?;
+    Ok(match states.get(host) {
+        Some(HelperState::Ready { path, .. }) => Some(path.clone()),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+#[path = "helper_tests.rs"]
+mod tests;
