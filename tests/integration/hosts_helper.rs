@@ -62,6 +62,23 @@ printf 'REMOTE codex answer\n' > "$out"
     bin
 }
 
+/// `<project>/.crewmux/providers.toml`: codex is the stand-in; the other agent CLIs are
+/// pointed at names no host has, so doctor does not wait for real CLIs a machine may have.
+fn write_providers(project: &Path, codex: &Path) {
+    let absent: String = ["aider", "claude", "gemini", "kimi", "opencode", "qwen"]
+        .iter()
+        .map(|n| format!("[providers.{n}]\nbinary = \"crewmux-test-absent-{n}\"\n"))
+        .collect();
+    std::fs::write(
+        project.join(".crewmux/providers.toml"),
+        format!(
+            "{absent}[providers.codex]\nbinary = \"{}\"\n",
+            codex.display()
+        ),
+    )
+    .unwrap();
+}
+
 const CODEX_TEAM: &str = r#"
 [[worker]]
 id = "jsonish"
@@ -83,20 +100,7 @@ fn a_remote_codex_workers_pane_shows_filtered_text_through_crewmux_copied_once()
     host.write_hosts_file(p, "box");
     let tools = tempfile::tempdir().unwrap();
     let codex = stand_in_codex(tools.path());
-    // The other agent CLIs are pointed at names no host has: doctor then does not wait
-    // for real CLIs a machine may have installed.
-    let absent: String = ["aider", "claude", "gemini", "kimi", "opencode", "qwen"]
-        .iter()
-        .map(|n| format!("[providers.{n}]\nbinary = \"crewmux-test-absent-{n}\"\n"))
-        .collect();
-    std::fs::write(
-        p.join(".crewmux/providers.toml"),
-        format!(
-            "{absent}[providers.codex]\nbinary = \"{}\"\n",
-            codex.display()
-        ),
-    )
-    .unwrap();
+    write_providers(p, &codex);
     let team = team_file(p, "team.toml", CODEX_TEAM);
     let bin_dir = host.workdir.path().join("bin");
 
@@ -358,4 +362,123 @@ fn a_sim_worker_on_a_host_crewmux_cannot_be_put_on_is_one_line_and_nothing_runs(
         "{stderr}"
     );
     assert!(try_run_dir(p).is_none(), "nothing made");
+}
+
+#[test]
+fn a_host_of_another_system_shows_raw_output_and_refuses_sim_when_the_run_is_planned() {
+    if !sshd_ready("hosts_helper_foreign") {
+        return;
+    }
+    // The host's commands find a `uname` that says it is a Mac.
+    let tools = tempfile::tempdir().unwrap();
+    let uname = tools.path().join("uname");
+    std::fs::write(&uname, "#!/bin/sh\necho 'Darwin arm64'\n").unwrap();
+    std::fs::set_permissions(&uname, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let host = SshHost::start_with(&format!(
+        "SetEnv PATH={}:/usr/local/bin:/usr/bin:/bin\n",
+        tools.path().display()
+    ));
+    let said = host.ssh(&["uname", "-sm"]);
+    assert_eq!(String::from_utf8_lossy(&said.stdout).trim(), "Darwin arm64");
+    let server = TmuxServer::new("hosts-helper-foreign");
+    let tmp = repo(&[("README", "x\n")]);
+    let p = tmp.path();
+    host.write_hosts_file(p, "box");
+    let codex = stand_in_codex(tools.path());
+    write_providers(p, &codex);
+    let run = |team: &Path| {
+        let args = [
+            "run",
+            "--team",
+            team.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--",
+            "another system",
+        ];
+        let child = crewmux_on_host(p, &server.socket, &host, &args)
+            .env("CODEX_API_KEY", "k")
+            .spawn()
+            .unwrap();
+        wait_limited(child, &args)
+    };
+
+    // A JSON CLI runs there, its pane shows the raw events; one line says why.
+    let out = run(&team_file(p, "codex.toml", CODEX_TEAM));
+    assert_events_once(p);
+    let (_, stderr) = text(&out);
+    let s = summary(&out);
+    assert_eq!(
+        worker(&s, "jsonish")["status"],
+        "completed",
+        "{s}\n{stderr}"
+    );
+    let why: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("cannot run this crewmux"))
+        .collect();
+    assert_eq!(why.len(), 1, "{stderr}");
+    assert!(
+        why[0].starts_with("crewmux: host box cannot run this crewmux (it is `Darwin arm64` and this crewmux is built for `")
+            && why[0].ends_with("): its agents' panes show their raw JSON output"),
+        "{stderr}"
+    );
+    let pane =
+        std::fs::read_to_string(only_run_dir(p).join("workers/jsonish/attempt-1/output.log"))
+            .unwrap();
+    assert!(pane.contains("{\"type\":\"item.completed\""), "raw: {pane}");
+    assert!(
+        copies_on(&host).is_empty(),
+        "nothing copied to another system"
+    );
+
+    // A sim worker there is refused before anything is made.
+    let runs = || std::fs::read_dir(p.join(".crewmux/runs")).unwrap().count();
+    let before = runs();
+    let sim = team_file(
+        p,
+        "sim.toml",
+        "[[worker]]\nid = \"simmer\"\nrole = \"backend-engineer\"\nprovider = \"sim\"\nhost = \"box\"\n",
+    );
+    let out = run(&sim);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let refusal: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.contains(": planning"))
+        .collect();
+    assert_eq!(refusal.len(), 1, "{stderr}");
+    assert!(
+        refusal[0].starts_with("crewmux: worker `simmer` uses provider `sim`, which runs crewmux itself, and host box cannot run this crewmux (it is `Darwin arm64`")
+            && refusal[0].ends_with("run it on `local` (host = \"local\") or on a host of this machine's system"),
+        "{stderr}"
+    );
+    assert_eq!(runs(), before, "nothing made");
+
+    // doctor: a warning for the host, a failure for a team that runs sim there.
+    let doctor = |args: &[&str]| {
+        let out = crewmux_on_host(p, &server.socket, &host, args)
+            .output()
+            .unwrap();
+        let (stdout, stderr) = text(&out);
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with("helper "))
+            .unwrap_or_else(|| panic!("no helper line: {stdout}{stderr}"))
+            .to_string();
+        (out.status.code(), line, stdout)
+    };
+    let (code, line, all) = doctor(&["doctor", "--hosts"]);
+    assert_eq!(code, Some(0), "{all}");
+    assert!(
+        line.starts_with("  helper     warn cannot run crewmux there (it is `Darwin arm64`"),
+        "{line}"
+    );
+    let (code, line, all) = doctor(&["doctor", "--hosts", "--team", sim.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{all}");
+    assert!(
+        line.starts_with("  helper     FAIL cannot run crewmux there"),
+        "{line}"
+    );
+    assert!(all.contains("=> box: unusable: helper"), "{all}");
 }

@@ -73,6 +73,12 @@ fn user() -> String {
 impl SshHost {
     /// Start sshd and wait (bounded) until a client gets in.
     pub fn start() -> SshHost {
+        SshHost::start_with("")
+    }
+
+    /// As [`SshHost::start`], with `extra` lines at the end of the sshd config (e.g.
+    /// `SetEnv PATH=…`: what the host's commands find first).
+    pub fn start_with(extra: &str) -> SshHost {
         let dir = tempfile::tempdir().unwrap();
         let workdir = tempfile::tempdir().unwrap();
         let d = dir.path();
@@ -96,7 +102,7 @@ impl SshHost {
                 "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\n\
                  AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nPermitRootLogin prohibit-password\n\
                  PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
-                 PubkeyAuthentication yes\nLogLevel ERROR\n",
+                 PubkeyAuthentication yes\nLogLevel ERROR\n{extra}",
                 d = d.display()
             ),
         )
