@@ -51,6 +51,10 @@ pub fn run(all: bool, socket: Option<&str>, project: Option<&Path>) -> Result<i3
     };
     let providers = ready_providers(&project);
     let mut screen = Home::new(project.clone(), all, home::load_rows(&projects(&project)));
+    // A run started here takes the config's default mode as `crewmux run` does.
+    if let Some(mode) = crate::config::load()?.mode {
+        screen.set_default_mode(&mode);
+    }
     screen.hosts = host_choices(&project);
     let reload = || home::load_rows(&projects(&project));
     let refresh = |h: &mut Home| {
@@ -70,7 +74,12 @@ pub fn run(all: bool, socket: Option<&str>, project: Option<&Path>) -> Result<i3
         };
         screen.rows = reload();
         screen.notice = Some(match outcome {
-            Ok(note) => note,
+            Ok(note) => {
+                screen.started();
+                note
+            }
+            // A refused start keeps the form: `n` brings the typed problem back.
+            Err(e) if screen.draft.is_some() => format!("{e} (n reopens the form as it was)"),
             Err(e) => e.to_string(),
         });
     }

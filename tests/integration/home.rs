@@ -30,11 +30,12 @@ fn home_new_run_shows_the_rendered_result_and_esc_comes_back() {
     let viewer = home_in_pane(tmp.path(), &workers, "home-viewer");
     viewer.wait_screen("no runs here yet", Duration::from_secs(20));
 
-    // n opens the form: the problem, then the solo mode, then the simulated provider.
+    // n opens the form: the problem, the mode (solo, as `crewmux run` without --mode), then
+    // the simulated provider.
     viewer.keys(&["n"]);
     viewer.wait_screen("New run", Duration::from_secs(5));
     viewer.type_text("Write a haiku about tmux panes");
-    viewer.keys(&["Tab", "Right", "Right"]);
+    viewer.keys(&["Tab"]);
     viewer.wait_screen("◀ solo ▶", Duration::from_secs(5));
     viewer.keys(&["Tab"]);
     // The providers come from a doctor probe on a thread; `sim` is offered last.

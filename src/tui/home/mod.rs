@@ -150,6 +150,22 @@ pub fn modes(project: &Path) -> Vec<ModeChoice> {
     out
 }
 
+/// The index of the built-in mode `name` in `modes` (0 when it is not there).
+fn mode_index(modes: &[ModeChoice], name: &str) -> usize {
+    modes
+        .iter()
+        .position(|m| *m == ModeChoice::Builtin(name_of(name)))
+        .unwrap_or(0)
+}
+
+/// The built-in mode's static name (`solo` for a name that is none of them).
+fn name_of(name: &str) -> &'static str {
+    crate::config::MODES
+        .into_iter()
+        .find(|m| *m == name)
+        .unwrap_or("solo")
+}
+
 /// The new-run form: a multi-line problem, a mode and a provider, one field focused.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Form {
@@ -181,12 +197,20 @@ pub struct Home {
     pub hosts: Vec<Vec<String>>,
     pub notice: Option<String>,
     pub help: bool,
+    /// The mode `n` starts the form at (index into `modes`): as `crewmux run` without
+    /// `--mode`, the config file's default mode, else `solo`.
+    pub default_mode: usize,
+    /// The form of the last start, kept until the caller knows it started (see
+    /// [`Home::started`]): a start that was refused reopens with the problem typed.
+    pub draft: Option<Form>,
 }
 
 impl Home {
     pub fn new(project: PathBuf, all: bool, rows: Vec<RunRow>) -> Home {
+        let modes = modes(&project);
+        let default_mode = mode_index(&modes, "solo");
         Home {
-            modes: modes(&project),
+            modes,
             project,
             all,
             rows,
@@ -197,7 +221,20 @@ impl Home {
             hosts: Vec::new(),
             notice: None,
             help: false,
+            default_mode,
+            draft: None,
         }
+    }
+
+    /// Start the form at the built-in mode `name` (the config file's default; the config
+    /// check refuses any other name, and one slipping through means `solo`).
+    pub fn set_default_mode(&mut self, name: &str) {
+        self.default_mode = mode_index(&self.modes, name);
+    }
+
+    /// The last form's run started: `n` opens an empty form again.
+    pub fn started(&mut self) {
+        self.draft = None;
     }
 
     pub fn selected_row(&self) -> Option<&RunRow> {
@@ -265,7 +302,12 @@ impl Home {
                 }
                 Some(_) => self.confirm_clean = true,
             },
-            KeyCode::Char('n') => self.form = Some(Form::default()),
+            KeyCode::Char('n') => {
+                self.form = Some(self.draft.take().unwrap_or(Form {
+                    mode: self.default_mode,
+                    ..Form::default()
+                }))
+            }
             _ => {}
         }
         None
@@ -330,7 +372,7 @@ impl Home {
             .checked_sub(1)
             .and_then(|i| self.providers.get(i).cloned());
         let hosts = self.hosts.get(form.hosts).cloned().unwrap_or_default();
-        self.form = None;
+        self.draft = self.form.take();
         Some(HomeExit::New(NewRun {
             problem,
             mode,

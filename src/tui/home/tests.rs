@@ -103,7 +103,8 @@ fn the_new_run_form_takes_a_multi_line_problem_a_mode_and_a_provider() {
     h.paste("login bug");
     assert_eq!(h.form.as_ref().unwrap().problem, "sFix the\nlogin bug");
     h.key(key(KeyCode::Tab));
-    h.key(key(KeyCode::Right));
+    // The form starts at `solo`, as `crewmux run` without `--mode`; ← goes to `ccg`.
+    h.key(key(KeyCode::Left));
     h.key(key(KeyCode::Tab));
     h.key(key(KeyCode::Right));
     h.key(key(KeyCode::Right));
@@ -144,6 +145,53 @@ fn with_ssh_hosts_the_form_can_spread_the_run_over_them() {
         h.key(key(KeyCode::Tab));
     }
     assert_eq!(h.form.as_ref().unwrap().field, 0);
+}
+
+#[test]
+fn the_form_starts_at_the_default_mode_which_the_config_file_sets() {
+    let mut h = home();
+    h.key(key(KeyCode::Char('n')));
+    let mode = h.form.as_ref().unwrap().mode;
+    assert_eq!(h.modes[mode], ModeChoice::Builtin("solo"));
+    h.key(key(KeyCode::Esc));
+    h.set_default_mode("ccg");
+    h.key(key(KeyCode::Char('n')));
+    let mode = h.form.as_ref().unwrap().mode;
+    assert_eq!(h.modes[mode], ModeChoice::Builtin("ccg"));
+}
+
+#[test]
+fn a_refused_start_gives_the_typed_form_back_and_a_started_one_does_not() {
+    let mut h = home();
+    h.key(key(KeyCode::Char('n')));
+    h.paste("Fix the login bug");
+    h.key(key(KeyCode::Tab));
+    h.key(key(KeyCode::Right));
+    let Some(HomeExit::New(_)) = h.key(KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL))
+    else {
+        panic!("the form starts a run")
+    };
+    // The caller's start was refused: `n` brings the same form back.
+    h.key(key(KeyCode::Char('n')));
+    let form = h.form.clone().unwrap();
+    assert_eq!(form.problem, "Fix the login bug");
+    assert_eq!(h.modes[form.mode], ModeChoice::Builtin("crazy"));
+    h.key(KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL));
+    h.started();
+    h.key(key(KeyCode::Char('n')));
+    assert_eq!(h.form.as_ref().unwrap().problem, "");
+}
+
+#[test]
+fn a_long_notice_is_wrapped_so_its_end_shows() {
+    let mut h = Home::new(PathBuf::from("/home/ada/shop"), false, vec![]);
+    h.notice = Some(format!(
+        "no agent CLI can run workers {}: install or log in to one, or pick the provider sim",
+        "`architect`, `backend`, `frontend`, `security`, `testing`, `synthesis`"
+    ));
+    insta::assert_snapshot!("home_long_notice_80x24", screen(&h, 80, 24));
+    let text = format!("{:?}", screen(&h, 80, 24));
+    assert!(text.contains("pick the provider sim"), "{text}");
 }
 
 #[test]

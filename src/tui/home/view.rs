@@ -17,10 +17,21 @@ pub fn draw(frame: &mut Frame, home: &Home, now: DateTime<Utc>) {
     if crate::tui::too_small(frame, area) {
         return;
     }
+    // Wrapped, not cut: a refused start's message ends with its fix.
+    let notice_text = home.notice.as_ref().map(|n| format!(" ● {n}"));
+    let notice_lines: Vec<Line> = notice_text
+        .as_deref()
+        .map(|n| textwrap::wrap(n, usize::from(area.width.max(1))))
+        .unwrap_or_default()
+        .into_iter()
+        .take(usize::from(area.height / 3).max(1))
+        .map(|l| Line::from(l.into_owned()))
+        .collect();
+    let notice_rows = u16::try_from(notice_lines.len()).unwrap_or(1);
     let [title, body, notice, footer] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Fill(1),
-        Constraint::Length(1),
+        Constraint::Length(notice_rows.max(1)),
         Constraint::Length(1),
     ])
     .areas(area);
@@ -37,16 +48,17 @@ pub fn draw(frame: &mut Frame, home: &Home, now: DateTime<Utc>) {
                 .bg(Color::Cyan),
             Span::raw(format!("  {scope}  ")),
             Span::styled(
-                format!("{} runs", home.rows.len()),
+                match home.rows.len() {
+                    1 => "1 run".to_string(),
+                    n => format!("{n} runs"),
+                },
                 Style::default().fg(Color::DarkGray),
             ),
         ]),
         title,
     );
     table(frame, body, home, now);
-    if let Some(n) = &home.notice {
-        frame.render_widget(Line::from(format!(" ● {n}")).fg(Color::Yellow), notice);
-    }
+    frame.render_widget(Paragraph::new(notice_lines).fg(Color::Yellow), notice);
     frame.render_widget(
         Line::from(vec![Span::styled(
             " ↑/↓ move  Enter open  n new run  x clean  ? help  q quit",
@@ -85,8 +97,9 @@ fn table(frame: &mut Frame, area: Rect, home: &Home, now: DateTime<Utc>) {
         let p = Paragraph::new(vec![
             Line::from("no runs here yet"),
             Line::from(""),
-            Line::from("n starts one: type the problem, pick a mode, Enter"),
+            Line::from("n starts one: type the problem, then Tab and Enter (or C-s)"),
         ])
+        .wrap(Wrap { trim: false })
         .dark_gray()
         .block(block);
         frame.render_widget(p, area);
