@@ -8,6 +8,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 use unicode_width::UnicodeWidthStr;
 
+use crate::domain::WorkerStatus;
 use crate::tui::action::{keymaps, Action, Binding};
 use crate::tui::state::{Focus, View};
 
@@ -59,8 +60,12 @@ pub fn hints(view: &View) -> Vec<(String, &'static str)> {
         .iter()
         .flat_map(|m| m.iter())
         .filter(|b: &&Binding| b.hint && (b.action != Action::Attach || attachable))
+        .filter(|b| useful(b.action, view))
     {
-        let word = b.action.hint();
+        let word = match (b.action, &view.ui.form) {
+            (Action::Submit, Some(crate::tui::steer::SteerForm::Add(_))) => "add",
+            _ => b.action.hint(),
+        };
         match out.iter_mut().find(|(_, w)| *w == word) {
             Some((keys, _)) if !keys.split('/').any(|k| k == b.label.as_ref()) => {
                 keys.push('/');
@@ -71,6 +76,26 @@ pub fn hints(view: &View) -> Vec<(String, &'static str)> {
         }
     }
     out
+}
+
+/// Whether a key's hint is worth its room now. A key that could only say there is nothing
+/// to do here (answer with no question, retry a running worker, cancel or type into an
+/// ended one) makes room for one that acts; the help overlay still lists every key.
+fn useful(action: Action, view: &View) -> bool {
+    let selected = view.ui.selected_worker(view.run);
+    let live = selected.is_some_and(|w| w.status.is_live());
+    match action {
+        Action::Answer => view.ui.pending_question(view.run).is_some(),
+        Action::NextWaiting => view
+            .run
+            .workers
+            .iter()
+            .any(|w| w.status == WorkerStatus::Waiting),
+        Action::CancelWorker | Action::SendText => live,
+        Action::Retry | Action::EditRetry => selected.is_some_and(|w| w.status.is_terminal()),
+        Action::CancelAll => !view.run.status.is_final(),
+        _ => true,
+    }
 }
 
 fn hint_line(view: &View, width: usize) -> Line<'static> {
@@ -132,4 +157,56 @@ fn quit_hint(run_id: &str, width: usize) -> Line<'static> {
         Span::styled(lead, dim),
         Span::styled(command, Style::default().fg(Color::Cyan)),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixtures;
+    use crate::tui::state::UiState;
+
+    fn words(run: &crate::domain::RunState, selected: usize) -> Vec<&'static str> {
+        let ui = UiState {
+            selected,
+            ..UiState::default()
+        };
+        hints(&fixtures::view(run, &ui, &[]))
+            .into_iter()
+            .map(|(_, w)| w)
+            .collect()
+    }
+
+    #[test]
+    fn the_hints_offer_what_the_selected_worker_and_the_run_allow() {
+        let run = fixtures::crazy_run();
+        // architect completed, backend running; frontend waits on a question.
+        let ended = words(&run, 0);
+        assert!(ended.contains(&"retry"), "{ended:?}");
+        assert!(
+            !ended.contains(&"cancel") && !ended.contains(&"send text"),
+            "{ended:?}"
+        );
+        assert!(
+            ended.contains(&"answer") && ended.contains(&"next waiting"),
+            "{ended:?}"
+        );
+        let running = words(&run, 1);
+        assert!(
+            running.contains(&"cancel") && running.contains(&"send text"),
+            "{running:?}"
+        );
+        assert!(!running.contains(&"retry"), "{running:?}");
+        // A finished run: nothing to answer, wait for or cancel; retry stays.
+        let done = words(&fixtures::done_run(), 0);
+        for gone in [
+            "answer",
+            "next waiting",
+            "cancel all",
+            "cancel",
+            "send text",
+        ] {
+            assert!(!done.contains(&gone), "{gone}: {done:?}");
+        }
+        assert!(done.contains(&"retry"), "{done:?}");
+    }
 }
