@@ -311,13 +311,12 @@ fn helpers_of(
     let workers: Vec<crate::hosts::helper::WorkerNeed<'_>> = team
         .workers
         .iter()
-        .map(|w| {
-            (
-                w.id.as_str(),
-                w.provider.as_str(),
-                w.command.as_deref(),
-                w.host.as_deref(),
-            )
+        .map(|w| crate::hosts::helper::WorkerNeed {
+            id: &w.id,
+            provider: &w.provider,
+            fallbacks: &w.fallbacks,
+            command: w.command.as_deref(),
+            host: w.host.as_deref(),
         })
         .collect();
     crate::hosts::helper::plan(&workers, hosts, &registry)

@@ -105,6 +105,9 @@ pub fn prepare(
     };
     // On a host, crewmux (the filter, `sim`) is the copy the run put there, if any.
     let helper = remote.as_ref().and_then(|r| r.helper.as_deref());
+    if remote.is_some() && helper.is_none() {
+        refuse_without_helper(w, registry)?;
+    }
     let self_exe = helper.unwrap_or(self_exe);
     let launch = registry.build_launch(
         &w.provider,
@@ -177,6 +180,27 @@ pub fn prepare(
     })
 }
 
+/// A remote worker whose provider runs crewmux itself (a fallback to `sim`, a run planned
+/// before crewmux copied itself to hosts) on a host where the run has no crewmux: this
+/// machine's path would not run there.
+///
+/// # Errors
+/// [`crate::error::Error::Usage`] naming the provider, the host and the fix.
+fn refuse_without_helper(w: &WorkerState, registry: &Registry) -> Result<()> {
+    let runs = registry
+        .get(&w.provider)
+        .is_some_and(|s| crate::hosts::helper::runs_crewmux(s, w.command.as_deref()));
+    if !runs {
+        return Ok(());
+    }
+    Err(crate::error::Error::Usage(format!(
+        "provider `{}` runs crewmux itself, and this run has no crewmux on host {} (`crewmux doctor --hosts` checks it): run `{}` on `local` or with an agent CLI",
+        w.provider,
+        w.host.as_deref().unwrap_or("?"),
+        w.id
+    )))
+}
+
 /// A local worker's working directory: its worktree, its `cwd`, or the project.
 fn local_cwd(state: &RunState, w: &WorkerState) -> PathBuf {
     match &w.cwd {
@@ -228,4 +252,33 @@ fn results_digest(state: &RunState) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod helper_tests {
+    use super::*;
+    use crate::domain::Stage;
+
+    #[test]
+    fn a_remote_worker_that_runs_crewmux_without_a_copy_there_is_refused_naming_the_fix() {
+        let registry = Registry::builtin();
+        let mut w = crate::engine::stages_public::blank_worker(
+            "w".into(),
+            "backend-engineer".into(),
+            "sim".into(),
+            WorkerKind::Worker,
+            Stage::TeamExec,
+            0,
+        );
+        w.host = Some("box".into());
+        let e = refuse_without_helper(&w, &registry)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "provider `sim` runs crewmux itself, and this run has no crewmux on host box (`crewmux doctor --hosts` checks it): run `w` on `local` or with an agent CLI"
+        );
+        w.provider = "codex".into();
+        assert!(refuse_without_helper(&w, &registry).is_ok());
+    }
 }

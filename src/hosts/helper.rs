@@ -94,11 +94,16 @@ fn read_own() -> Result<OwnBinary> {
     } else {
         std::env::current_exe().map_err(|e| Error::io("the crewmux binary", e))?
     };
+    let started = std::time::Instant::now();
     let mut f = std::fs::File::open(&file).map_err(|e| Error::io(&file, e))?;
     let mut hasher = blake2::Blake2b512::new();
     let bytes = std::io::copy(&mut f, &mut hasher).map_err(|e| Error::io(&file, e))?;
     let digest = hasher.finalize();
     let hash: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    tracing::debug!(
+        "this crewmux: {bytes} bytes, hash {hash}, read in {} ms",
+        started.elapsed().as_millis()
+    );
     Ok(OwnBinary {
         file,
         system: local_system(),
@@ -143,12 +148,25 @@ pub enum HelperState {
 pub struct Need {
     /// Workers whose provider runs crewmux itself (`sim`, `{self_exe}`), with it.
     pub runs_crewmux: Vec<(String, String)>,
-    /// A worker's CLI prints JSON events the pane-text filter renders.
+    /// A worker's CLI (or one it may fall back to) prints JSON events the pane-text
+    /// filter renders.
     pub filter: bool,
+    /// A worker may fall back to a provider that runs crewmux itself.
+    pub fallback_runs: bool,
 }
 
-/// A worker as [`needs`] sees it: id, provider, `command` argv, host.
-pub type WorkerNeed<'a> = (&'a str, &'a str, Option<&'a [String]>, Option<&'a str>);
+/// A worker as [`needs`] sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkerNeed<'a> {
+    pub id: &'a str,
+    pub provider: &'a str,
+    /// Providers it moves to when its own fails (`engine::exits`).
+    pub fallbacks: &'a [String],
+    /// The `command` provider's argv.
+    pub command: Option<&'a [String]>,
+    /// `None`: this machine.
+    pub host: Option<&'a str>,
+}
 
 /// True when a provider runs crewmux itself: `sim`, or `{self_exe}` in its spec or (for
 /// `command`) in the worker's argv.
@@ -162,25 +180,31 @@ pub fn runs_crewmux(spec: &crate::providers::ProviderSpec, command: Option<&[Str
             && command.is_some_and(|c| c.iter().any(|a| names_self(a))))
 }
 
-/// Per host, what `workers` need there; hosts whose workers need nothing are left out.
+/// Per host, what `workers` need there (their providers and fallbacks); hosts whose
+/// workers need nothing are left out.
 pub fn needs(workers: &[WorkerNeed<'_>], registry: &Registry) -> BTreeMap<String, Need> {
+    let renders = |p: &str| {
+        registry
+            .get(p)
+            .is_some_and(|s| s.output != crate::providers::output::OutputFormat::Text)
+    };
+    let runs = |p: &str, command| registry.get(p).is_some_and(|s| runs_crewmux(s, command));
     let mut out: BTreeMap<String, Need> = BTreeMap::new();
-    for (id, provider, command, host) in workers {
-        let Some(host) = host else { continue };
-        let Some(spec) = registry.get(provider) else {
-            continue;
-        };
-        let runs = runs_crewmux(spec, *command);
-        let filter = spec.output != crate::providers::output::OutputFormat::Text;
-        if !runs && !filter {
+    for w in workers {
+        let Some(host) = w.host else { continue };
+        let own = runs(w.provider, w.command);
+        let fallback_runs = w.fallbacks.iter().any(|f| runs(f, None));
+        let filter = renders(w.provider) || w.fallbacks.iter().any(|f| renders(f.as_str()));
+        if !own && !fallback_runs && !filter {
             continue;
         }
-        let need = out.entry((*host).to_string()).or_default();
-        if runs {
+        let need = out.entry(host.to_string()).or_default();
+        if own {
             need.runs_crewmux
-                .push(((*id).to_string(), (*provider).to_string()));
+                .push((w.id.to_string(), w.provider.to_string()));
         }
         need.filter |= filter;
+        need.fallback_runs |= fallback_runs;
     }
     out
 }
@@ -231,9 +255,11 @@ pub fn judge(
                 "worker `{worker}` uses provider `{provider}`, which runs crewmux itself, and {why}: {fix}"
             )));
         }
-        notices.push(format!(
-            "{why}: its agents' panes show their raw JSON output"
-        ));
+        notices.push(if need.filter {
+            format!("{why}: its agents' panes show their raw JSON output")
+        } else {
+            format!("{why}: a worker that falls back to `sim` there cannot run")
+        });
     }
     Ok(Planned { states, notices })
 }

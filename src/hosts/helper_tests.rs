@@ -10,30 +10,59 @@ fn registry() -> Registry {
 fn sim_and_self_exe_run_crewmux_json_clis_need_the_filter_and_the_rest_nothing() {
     let selfie = vec!["{self_exe}".to_string(), "sim-agent".into()];
     let plain = vec!["true".to_string()];
+    let to_sim = vec!["sim".to_string()];
+    let to_claude = vec!["claude".to_string()];
+    let w = |id, provider, command, host| WorkerNeed {
+        id,
+        provider,
+        fallbacks: &[],
+        command,
+        host,
+    };
     let workers: Vec<WorkerNeed<'_>> = vec![
-        ("s", "sim", None, Some("box")),
-        ("c", "codex", None, Some("box")),
-        ("q", "qwen", None, Some("far")),
-        ("p", "command", Some(plain.as_slice()), Some("far")),
-        ("me", "command", Some(selfie.as_slice()), Some("far")),
-        ("here", "sim", None, None),
+        w("s", "sim", None, Some("box")),
+        w("c", "codex", None, Some("box")),
+        w("q", "qwen", None, Some("far")),
+        w("p", "command", Some(plain.as_slice()), Some("far")),
+        w("me", "command", Some(selfie.as_slice()), Some("far")),
+        w("here", "sim", None, None),
+        WorkerNeed {
+            fallbacks: &to_sim,
+            ..w("q2", "qwen", None, Some("fall"))
+        },
+        WorkerNeed {
+            fallbacks: &to_claude,
+            ..w("q3", "qwen", None, Some("json"))
+        },
+        w("q4", "qwen", None, Some("none")),
     ];
     let n = needs(&workers, &registry());
     assert_eq!(
         n["box"],
         Need {
             runs_crewmux: vec![("s".into(), "sim".into())],
-            filter: true
+            filter: true,
+            fallback_runs: false,
         }
     );
     assert_eq!(
         n["far"],
         Need {
             runs_crewmux: vec![("me".into(), "command".into())],
-            filter: false
+            filter: false,
+            fallback_runs: false,
         }
     );
-    assert_eq!(n.len(), 2);
+    // A fallback counts: the copy is made for it, but nothing is refused for it.
+    assert_eq!(
+        n["fall"],
+        Need {
+            fallback_runs: true,
+            ..Need::default()
+        }
+    );
+    assert!(n["json"].filter && n["json"].runs_crewmux.is_empty());
+    assert_eq!(n.len(), 4, "{n:?}");
 }
 
 fn need(sim: bool) -> BTreeMap<String, Need> {
@@ -46,6 +75,7 @@ fn need(sim: bool) -> BTreeMap<String, Need> {
                 vec![]
             },
             filter: true,
+            fallback_runs: false,
         },
     )])
 }
