@@ -139,6 +139,7 @@ async fn run_async(
 
     let mut model = Model::new(state, store.dir().to_path_buf());
     model.ui.esc_leaves = ESC_LEAVES.load(std::sync::atomic::Ordering::SeqCst);
+    model.ui.nested_tmux = std::env::var_os("TMUX").is_some_and(|t| !t.is_empty());
     model.ui.keys = look.keys;
     model.ui.theme = look.theme;
     if !look.providers.is_empty() {
@@ -213,7 +214,14 @@ async fn event_loop(
                 if let UiEffect::Attach { worker_id } = &effect {
                     // No terminal input is read while the pane owns the terminal.
                     drop(input.take());
-                    if let Some(notice) = attach(guard, &model.run, worker_id, viewer, store)? {
+                    if let Some(notice) = attach(
+                        guard,
+                        &model.run,
+                        worker_id,
+                        viewer,
+                        store,
+                        model.ui.detach_keys(),
+                    )? {
                         model.ui.notice = Some(notice);
                     }
                     input = Some(EventStream::new());
@@ -359,6 +367,7 @@ fn attach(
     worker: &str,
     viewer: &dyn Multiplexer,
     store: &RunStore,
+    detach: &str,
 ) -> Result<Option<String>> {
     let Some(w) = run.worker(worker) else {
         return Ok(None);
@@ -371,6 +380,7 @@ fn attach(
         log: store.attempt_dir(&w.id, w.attempt).join("output.log"),
         watch_screen: false,
     };
+    let mut back = format!("detach with the tmux {detach} to come back");
     let mut cmd = match viewer.attach_command(&target) {
         Some(cmd) => cmd,
         // On tmux, no command means the pane is gone (the next poll drops it from the run).
@@ -380,15 +390,14 @@ fn attach(
             )));
         }
         None => {
+            "Ctrl-C, then q, leaves less to come back".clone_into(&mut back);
             let mut c = std::process::Command::new("less");
             c.arg("-R").arg("+F").arg(&target.log);
             c
         }
     };
     let status = guard.suspend(|| {
-        println!(
-            "crewmux: attached to {worker}; detach with the tmux prefix then d (default C-b d) to come back"
-        );
+        println!("crewmux: attached to {worker}; {back}");
         cmd.status()
     })?;
     if let Err(e) = status {

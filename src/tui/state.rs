@@ -230,6 +230,22 @@ pub struct UiState {
     pub merge_offer: Option<super::merge::MergeOffer>,
     /// Lines of the shown diff where a file starts (`{`/`}` jump between them).
     pub doc_files: Vec<usize>,
+    /// The dashboard runs inside the person's own tmux (`$TMUX`): an attached pane is then a
+    /// client nested in theirs, and their prefix goes to the outer tmux, so coming back
+    /// takes the prefix twice (tmux binds prefix-prefix to `send-prefix` by default).
+    pub nested_tmux: bool,
+}
+
+impl UiState {
+    /// How to detach from an attached pane back to the dashboard: `prefix d (C-b d)`, or
+    /// inside the person's own tmux `prefix twice, d (C-b C-b d)`.
+    pub fn detach_keys(&self) -> &'static str {
+        if self.nested_tmux {
+            "prefix twice, then d (C-b C-b d)"
+        } else {
+            "prefix d (C-b d)"
+        }
+    }
 }
 
 impl Default for UiState {
@@ -261,6 +277,7 @@ impl Default for UiState {
             providers: Vec::new(),
             merge_offer: None,
             doc_files: Vec::new(),
+            nested_tmux: false,
         }
     }
 }

@@ -108,7 +108,14 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
         block = block.title_bottom(
             Line::from(vec![
                 Span::styled(" Enter", Style::default().fg(Color::Cyan)),
-                Span::styled(" attach · tmux detach (prefix d) comes back ", dim),
+                Span::styled(
+                    if view.ui.nested_tmux {
+                        " attach · prefix twice, d comes back "
+                    } else {
+                        " attach · tmux detach (prefix d) comes back "
+                    },
+                    dim,
+                ),
             ])
             .alignment(Alignment::Right),
         );

@@ -171,7 +171,16 @@ pub fn render_help(frame: &mut Frame, area: Rect, view: &View) {
         "Attached to a pane (Enter)",
         Style::default().fg(Color::Yellow).bold(),
     )));
-    right.push(Line::from(truncate(" prefix d (C-b d) comes back here", w)));
+    if view.ui.nested_tmux {
+        // Inside the person's own tmux the pane is a nested client (see `detach_keys`).
+        right.push(Line::from(truncate(" prefix twice, then d", w)));
+        right.push(Line::from(truncate(" (C-b C-b d) comes back here", w)));
+    } else {
+        right.push(Line::from(truncate(
+            &format!(" {} comes back here", view.ui.detach_keys()),
+            w,
+        )));
+    }
     // A screen too short for every row loses the blank lines between sections first
     // (the bold headings still part them), so the last rows are never cut off.
     let rows = area.height.saturating_sub(2) as usize;
@@ -269,9 +278,14 @@ mod tests {
     use crate::tui::{fixtures, UiState};
 
     fn help_text(width: u16, height: u16) -> String {
+        help_text_nested(width, height, false)
+    }
+
+    fn help_text_nested(width: u16, height: u16, nested_tmux: bool) -> String {
         let run = fixtures::crazy_run();
         let ui = UiState {
             help: true,
+            nested_tmux,
             ..UiState::default()
         };
         let mut terminal =
@@ -303,6 +317,14 @@ mod tests {
                 "{w}×{h}:\n{text}"
             );
             assert!(text.contains("yes, do it"), "{w}×{h}:\n{text}");
+        }
+    }
+
+    #[test]
+    fn inside_the_persons_own_tmux_the_way_back_takes_the_prefix_twice() {
+        for (w, h) in [(80, 24), (120, 40)] {
+            let text = help_text_nested(w, h, true);
+            assert!(text.contains("C-b C-b d) comes back"), "{w}×{h}:\n{text}");
         }
     }
 }
