@@ -108,6 +108,11 @@ pub struct Poll {
     pub tails: Vec<Option<String>>,
     /// Set when the whole server is unreachable (its panes are all `Gone`).
     pub server_down: Option<String>,
+    /// The SSH hosts that do not answer, or were lost, and what to tell the person about
+    /// each (host name → one line). Every such host of the run is named, whether or not
+    /// this poll had a target there; their targets are `Unknown`. A host's outage is not
+    /// `server_down` (which is about a tmux server that answers `Gone`).
+    pub hosts_down: std::collections::BTreeMap<String, String>,
     /// The server did not answer in time: liveness comes from the wrapper pids, and a
     /// `Gone` says nothing about the pane.
     pub unanswered: bool,
@@ -196,6 +201,18 @@ pub trait Multiplexer: Send {
     /// SSH hosts found lost since the last call (`(host, why)`): gone longer than their
     /// limit, so their workers are to be ended and retried elsewhere. Default: none.
     fn take_lost_hosts(&mut self) -> Vec<(String, String)> {
+        vec![]
+    }
+
+    /// End the attempts `nonces` left running on the SSH host `host` (it was lost while
+    /// they ran) the first time the host answers again; without hosts, nothing.
+    fn end_on_host_when_back(&mut self, _host: &str, _nonces: Vec<String>) {}
+
+    /// The attempts (nonces, per host) that [`end_on_host_when_back`] ended since the
+    /// last call.
+    ///
+    /// [`end_on_host_when_back`]: Multiplexer::end_on_host_when_back
+    fn take_ended_on_hosts(&mut self) -> Vec<(String, Vec<String>)> {
         vec![]
     }
 }

@@ -197,6 +197,11 @@ pub struct DispatchRecord {
     /// The SSH host (a `hosts.toml` name) this attempt ran on; `None`: this machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// The attempt was still running when its host was lost: its processes there are to
+    /// be ended (by its nonce) the first time the host answers again, also by a driver
+    /// that reattaches later. Cleared once they are.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub left_on_host: bool,
 }
 
 /// The part of a stored pane reference a person reads: `%3` of `%3@4242.1796074715`,

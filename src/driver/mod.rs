@@ -13,6 +13,7 @@ mod council;
 mod creds;
 mod failures;
 pub mod follow;
+mod hosts;
 mod launch;
 mod launch_thread;
 mod lines;
@@ -160,6 +161,8 @@ pub struct Driver {
     focus: Option<String>,
     finished: bool,
     server_down_reported: Option<String>,
+    /// The SSH hosts said not to answer (see `observe::report_server`).
+    hosts_down_reported: std::collections::BTreeSet<String>,
     /// The credential store, when there is one (docs/design.md): a key per launch, rotated when a
     /// worker's output matches the rate-limit patterns.
     creds: Option<crate::creds::Store>,
@@ -268,6 +271,8 @@ impl Driver {
                 wake_tx.clone(),
             )?);
         }
+        // Attempts a lost host was left running (saved by an earlier driver too).
+        self.end_left_on_hosts();
         let _watcher = observe::exit_file_watcher(&self.store.dir().join("workers"), wake_tx);
         self.exits_watched = _watcher.is_some();
         let mut turns = Turns::new(self.opts.tick);

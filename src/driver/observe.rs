@@ -116,13 +116,13 @@ impl Driver {
         } else {
             self.backend.poll(&polled, focus_target.as_ref())
         };
-        if poll_backend {
+        // Nothing polled says nothing about the hosts.
+        if poll_backend && !polled.is_empty() {
             self.report_server(&poll, !targets.is_empty(), emit);
         }
         // A lost SSH host ends its workers before anything else of this poll is decided.
-        for (host, detail) in self.backend.take_lost_hosts() {
-            inputs.push(Input::HostLost { host, detail });
-        }
+        inputs.extend(self.lost_hosts());
+        self.ended_on_hosts(emit);
         for (i, t) in targets.iter().enumerate() {
             let live = poll.liveness.get(i).copied().unwrap_or(Liveness::Unknown);
             let tail = poll.tails.get(i).cloned().flatten();
@@ -195,20 +195,33 @@ impl Driver {
         inputs
     }
 
-    /// Say once when the server stops answering, and once when it answers again. A host
-    /// that stopped answering is not said to answer when its workers merely stopped being
-    /// watched there (the host was lost and they moved): the host's own reconnect is logged
-    /// when it really answers.
+    /// Say once when the tmux server stops answering, and once when it answers again; the
+    /// same, each on its own, for every SSH host (`Poll::hosts_down`). A lost host stays
+    /// down in the poll after its workers moved away, so it is said to answer only when it
+    /// really does.
     fn report_server(&mut self, poll: &Poll, watching: bool, emit: &mut impl FnMut(Update)) {
         if let Some(msg) = &poll.server_down {
             if self.server_down_reported.is_none() && watching {
                 self.server_down_reported = Some(msg.clone());
                 emit(Update::Notice(msg.clone()));
             }
-        } else if let Some(said) = self.server_down_reported.take() {
-            if !said.starts_with("host ") {
-                emit(Update::Notice("the tmux server answers again".into()));
+        } else if self.server_down_reported.take().is_some() {
+            emit(Update::Notice("the tmux server answers again".into()));
+        }
+        for (host, msg) in &poll.hosts_down {
+            if watching && self.hosts_down_reported.insert(host.clone()) {
+                emit(Update::Notice(msg.clone()));
             }
+        }
+        let back: Vec<String> = self
+            .hosts_down_reported
+            .iter()
+            .filter(|h| !poll.hosts_down.contains_key(*h))
+            .cloned()
+            .collect();
+        for host in back {
+            self.hosts_down_reported.remove(&host);
+            emit(Update::Notice(format!("host {host} answers again")));
         }
     }
 

@@ -41,6 +41,7 @@ impl Driver {
             focus: None,
             finished: false,
             server_down_reported: None,
+            hosts_down_reported: Default::default(),
             creds: None,
             rate_limits: Default::default(),
             credential_labels: HashMap::new(),

@@ -1,6 +1,8 @@
 //! An SSH host lost for good (gone longer than its `lost_after_s`): its live workers end
 //! `crashed (host lost)`, and they — with every worker of that host that has not started
 //! yet — run on this machine from then on, so a retry (when attempts remain) starts here.
+//! The lost attempts are marked `left_on_host` in their dispatch records: the driver ends
+//! them on the host the first time it answers again.
 //! In a run spread with `--hosts`, each listed host runs at most its share at once.
 
 use super::{ending, Effects, RunMemory};
@@ -25,6 +27,14 @@ pub(super) fn on_host_lost(
         } else {
             // Not started yet: it runs here from now on.
             w.host = None;
+        }
+    }
+    for (worker, attempt, _) in &live {
+        // Its processes on the host live on; they are ended when the host answers again.
+        for d in state.dispatches.iter_mut().filter(|d| {
+            d.worker_id == *worker && d.attempt == *attempt && d.host.as_deref() == Some(host)
+        }) {
+            d.left_on_host = true;
         }
     }
     for (worker, attempt, retries) in live {
@@ -160,5 +170,50 @@ mod tests {
             "a pending worker of that host runs here"
         );
         assert_eq!(s.workers[2].host.as_deref(), Some("other"));
+    }
+
+    #[test]
+    fn the_attempt_a_lost_host_was_running_is_marked_left_there() {
+        let mut s = run(2, 2);
+        let mut mem = RunMemory::default();
+        let record = |worker: &str, status| crate::domain::DispatchRecord {
+            worker_id: worker.into(),
+            prompt_path: "p".into(),
+            attempt: 1,
+            backend: "tmux".into(),
+            status,
+            reason: None,
+            nonce: format!("n-{worker}"),
+            pane_id: None,
+            exit_code: None,
+            exit_source: None,
+            started_at: t0(),
+            ended_at: None,
+            credential_label: None,
+            host: Some("box".into()),
+            left_on_host: false,
+        };
+        for (i, status) in [WorkerStatus::Running, WorkerStatus::Completed]
+            .into_iter()
+            .enumerate()
+        {
+            let w = &mut s.workers[i];
+            w.host = Some("box".into());
+            w.attempt = 1;
+            w.status = status;
+            let r = record(&w.id.clone(), status);
+            s.dispatches.push(r);
+        }
+        update(
+            &mut s,
+            &mut mem,
+            t0(),
+            Input::HostLost {
+                host: "box".into(),
+                detail: "unreachable for 120 s".into(),
+            },
+        );
+        let marked: Vec<bool> = s.dispatches.iter().map(|d| d.left_on_host).collect();
+        assert_eq!(marked, vec![true, false], "only the attempt that ran there");
     }
 }

@@ -154,6 +154,7 @@ fn on_launched(
         ended_at: None,
         credential_label: launch.credential_label,
         host,
+        left_on_host: false,
     });
     fx.event(
         EventKind::WorkerStarted,

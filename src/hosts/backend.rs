@@ -18,20 +18,21 @@ use crate::tmux::{RemoteShell, TmuxBackend};
 
 /// Where one host's attempts go: its link and the run's place on it.
 #[derive(Debug, Clone)]
-struct Place {
-    spec: HostSpec,
-    link: SshLink,
-    run_id: String,
+pub(super) struct Place {
+    pub spec: HostSpec,
+    pub link: SshLink,
+    pub run_id: String,
 }
 
+/// The driver's side of one host: everything that waits on ssh is on its thread.
 struct Remote {
     place: Place,
-    tmux: TmuxBackend,
-    reach: super::reach::Reach,
-    /// Local attempt folders whose files came back after their pane ended.
-    fetched: HashSet<PathBuf>,
-    /// Its running attempts' output streams (only where the run is driven; see `output`).
-    streams: Option<super::output::Streams>,
+    /// Only for `attach_command` (the viewer's calls, never the driver loop's).
+    attach: TmuxBackend,
+    thread: super::host_thread::HostThread,
+    /// The targets (as the run saves them) and focus of the last poll asked.
+    asked_targets: Vec<Target>,
+    asked_focus: Option<Target>,
 }
 
 /// A run's backend across hosts (see the module docs).
@@ -40,8 +41,12 @@ pub struct HostsBackend {
     remotes: BTreeMap<String, Remote>,
     /// Hosts found lost and not yet handed to the driver.
     lost: Vec<(String, String)>,
+    /// Attempts left on hosts that were ended there, not yet handed to the driver.
+    ended: Vec<(String, Vec<String>)>,
     /// Ends of ended attempts under way on hosts (see `kill`).
     ending: super::kill::Ending,
+    /// How long a poll waits for the hosts' answers (see `backend_poll`).
+    pub(super) answer_wait: std::time::Duration,
 }
 
 /// `<host>:<pane ref>`: a remote pane's reference as the run saves it.
@@ -94,23 +99,38 @@ impl HostsBackend {
                 tmux: spec.tmux.clone(),
                 host: name.clone(),
             };
-            let mut tmux =
+            let mut tmux = TmuxBackend::over_ssh(
+                &spec.tmux_socket,
+                session,
+                remote_home_argv(run_id),
+                shell.clone(),
+            );
+            let attach =
                 TmuxBackend::over_ssh(&spec.tmux_socket, session, remote_home_argv(run_id), shell);
             if control {
                 tmux = tmux.with_control_mode();
             }
+            let place = Place {
+                spec: spec.clone(),
+                link,
+                run_id: run_id.to_string(),
+            };
+            let thread = super::host_thread::HostThread::start(super::host_thread::HostSide {
+                place: place.clone(),
+                tmux,
+                reach: super::reach::Reach::Up,
+                fetched: HashSet::new(),
+                streams: control.then(super::output::Streams::default),
+                stuck: None,
+            })?;
             remotes.insert(
                 name.clone(),
                 Remote {
-                    place: Place {
-                        spec: spec.clone(),
-                        link,
-                        run_id: run_id.to_string(),
-                    },
-                    tmux,
-                    reach: super::reach::Reach::Up,
-                    fetched: HashSet::new(),
-                    streams: control.then(super::output::Streams::default),
+                    place,
+                    attach,
+                    thread,
+                    asked_targets: vec![],
+                    asked_focus: None,
                 },
             );
         }
@@ -118,7 +138,13 @@ impl HostsBackend {
             local,
             remotes,
             lost: vec![],
+            ended: vec![],
             ending: super::kill::Ending::default(),
+            answer_wait: if control {
+                polling::ANSWER_WAIT
+            } else {
+                polling::ANSWER_WAIT_ONCE
+            },
         })
     }
 
@@ -227,6 +253,19 @@ fn ship_all(place: &Place, specs: &[SpawnSpec]) -> Shipped {
     out
 }
 
+/// Ship `specs`' files to the host of `place` and start them with `tmux` (on the host's
+/// thread); one result per spec, in order.
+pub(super) fn spawn_on(
+    place: &Place,
+    tmux: &mut TmuxBackend,
+    specs: &[SpawnSpec],
+) -> Vec<Result<Spawned>> {
+    let shipped = ship_all(place, specs);
+    start_shipped(specs.len(), shipped, &mut |s| {
+        Multiplexer::spawn_many(tmux, s)
+    })
+}
+
 /// Start the shipped specs with `start`, putting each result back at its index.
 fn start_shipped(
     n: usize,
@@ -293,13 +332,16 @@ impl Multiplexer for HostsBackend {
             specs,
             &mut |group| local.spawn_many(group),
             &mut |host, group| {
-                let r = remotes.get_mut(host)?;
-                let shipped = ship_all(&r.place, group);
-                let tmux = &mut r.tmux;
-                let res = start_shipped(group.len(), shipped, &mut |s| {
-                    Multiplexer::spawn_many(tmux, s)
-                });
-                Some(res)
+                let r = remotes.get(host)?;
+                let started = r
+                    .thread
+                    .call(|reply| super::host_thread::Ask::Spawn(group.to_vec(), reply));
+                Some(started.unwrap_or_else(|| {
+                    group
+                        .iter()
+                        .map(|_| Err(Error::Other(format!("host {host}: its thread ended"))))
+                        .collect()
+                }))
             },
         )
     }
@@ -307,8 +349,9 @@ impl Multiplexer for HostsBackend {
     fn launcher(&mut self) -> Option<Box<dyn Launcher>> {
         let local = self.local.launcher();
         let mut remotes = BTreeMap::new();
-        for (name, r) in &mut self.remotes {
-            remotes.insert(name.clone(), (r.place.clone(), r.tmux.launcher()?));
+        for (name, r) in &self.remotes {
+            let launcher = r.thread.call(super::host_thread::Ask::Launcher)??;
+            remotes.insert(name.clone(), (r.place.clone(), launcher));
         }
         Some(Box::new(HostsLauncher { local, remotes }))
     }
@@ -317,12 +360,16 @@ impl Multiplexer for HostsBackend {
         super::poll::poll(self, targets, focus)
     }
 
+    /// Text for a remote pane goes to its host's thread (a failure there is logged).
     fn send_text(&mut self, target: &Target, text: &str) -> Result<()> {
         match host_of(target).map(str::to_string) {
             None => self.local.send_text(target, text),
             Some(h) => {
-                let t = untagged(target);
-                self.remote(&h)?.tmux.send_text(&t, text)
+                self.remote(&h)?.thread.ask(super::host_thread::Ask::Send {
+                    target: untagged(target),
+                    text: text.to_string(),
+                });
+                Ok(())
             }
         }
     }
@@ -332,25 +379,54 @@ impl Multiplexer for HostsBackend {
             return self.local.attach_command(target);
         };
         let r = self.remotes.get(h)?;
-        let local = r.tmux.attach_command(&untagged(target))?;
+        let local = r.attach.attach_command(&untagged(target))?;
         let mut words = vec![r.place.spec.tmux.clone()];
         words.extend(local.get_args().map(|a| a.to_string_lossy().into_owned()));
         let line = super::ssh::remote_line(&words).ok()?;
         Some(r.place.link.interactive(&line))
     }
 
+    /// Each host's thread ends the attempt when the host answers (now, or when it answers
+    /// again: the nonce does not say which host it ran on); the survivors returned are
+    /// this machine's, a host's are logged by its thread.
     fn end_stale_attempt(&mut self, nonce: &str) -> Vec<u32> {
-        let hosts = self
-            .remotes
-            .values_mut()
-            .map(|r| (&r.place.link, &mut r.reach));
-        let mut left = super::kill::end_stale(hosts, nonce);
-        left.extend(self.local.end_stale_attempt(nonce));
-        left
+        for r in self.remotes.values() {
+            r.thread.ask(super::host_thread::Ask::EndWhenBack(
+                vec![nonce.to_string()],
+            ));
+        }
+        self.local.end_stale_attempt(nonce)
     }
 
+    fn end_on_host_when_back(&mut self, host: &str, nonces: Vec<String>) {
+        match self.remotes.get(host) {
+            Some(r) => r.thread.ask(super::host_thread::Ask::EndWhenBack(nonces)),
+            None => tracing::warn!("{}", crate::backend::no_such_host(host)),
+        }
+    }
+
+    fn take_ended_on_hosts(&mut self) -> Vec<(String, Vec<String>)> {
+        for (host, r) in &mut self.remotes {
+            for t in r.thread.collect(None).1 {
+                match t {
+                    super::host_thread::Told::Lost(why) => self.lost.push((host.clone(), why)),
+                    super::host_thread::Told::Ended(n) => self.ended.push((host.clone(), n)),
+                    super::host_thread::Told::Polled(_) => {}
+                }
+            }
+        }
+        std::mem::take(&mut self.ended)
+    }
+
+    /// A kill on a host goes to its thread (a failure there is logged).
     fn signal_on_host(&mut self, host: &str, nonce: &str, hard: bool) -> Result<()> {
-        super::kill::signal(&self.remote(host)?.place.link, nonce, hard).map(drop)
+        self.remote(host)?
+            .thread
+            .ask(super::host_thread::Ask::Signal {
+                nonce: nonce.to_string(),
+                hard,
+            });
+        Ok(())
     }
 
     fn reap_on_host(&mut self, host: &str, worker: &str, nonce: &str, grace: Duration) {
@@ -364,11 +440,12 @@ impl Multiplexer for HostsBackend {
 
     fn remove_run(&mut self) -> Result<Option<String>> {
         let mut removed: Vec<String> = self.local.remove_run()?.into_iter().collect();
-        for (name, r) in &mut self.remotes {
-            match r.tmux.remove_run() {
-                Ok(Some(what)) => removed.push(format!("{what} on host {name}")),
-                Ok(None) => {}
-                Err(e) => tracing::warn!("host {name}: {e}"),
+        for (name, r) in &self.remotes {
+            match r.thread.call(super::host_thread::Ask::RemoveRun) {
+                Some(Ok(Some(what))) => removed.push(format!("{what} on host {name}")),
+                Some(Ok(None)) => {}
+                Some(Err(e)) => tracing::warn!("host {name}: {e}"),
+                None => tracing::warn!("host {name}: its thread ended"),
             }
         }
         Ok((!removed.is_empty()).then(|| removed.join(", ")))
@@ -380,8 +457,8 @@ impl Multiplexer for HostsBackend {
 
     fn forget_screen(&mut self) {
         self.local.forget_screen();
-        for r in self.remotes.values_mut() {
-            r.tmux.forget_screen();
+        for r in self.remotes.values() {
+            r.thread.ask(super::host_thread::Ask::ForgetScreen);
         }
     }
 }
@@ -395,6 +472,7 @@ fn untagged(t: &Target) -> Target {
 
 #[path = "backend_poll.rs"]
 mod polling;
+pub(super) use polling::outage_line;
 
 #[cfg(test)]
 mod tests {

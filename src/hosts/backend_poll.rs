@@ -1,28 +1,69 @@
-//! Polling a run's hosts: one host's targets through its channel, the host marked down
-//! (its targets `Unknown`) when it does not answer and lost after its `lost_after_s`, and
-//! an ended attempt's files brought back before its exit is settled.
+//! Polling a run's hosts. On a host's own thread (`host_thread`): one host's targets
+//! through its channel, the host marked down (its targets `Unknown`) when it does not
+//! answer and lost after its `lost_after_s`, and an ended attempt's files brought back
+//! before its exit is settled. On the driver's side: the answers put back on the targets
+//! of this turn.
 
 use std::path::Path;
+use std::time::Instant;
 
-use super::{untagged, HostsBackend, Remote};
+use super::{untagged, HostsBackend};
 use crate::backend::{Liveness, Multiplexer, Poll, Target};
+use crate::hosts::host_thread::{HostSide, Told};
 use crate::hosts::reach::Reach;
 
+/// How long a turn of the driver waits for its hosts' answers: a host that answers
+/// answers well within it, one that hangs costs the turn no more.
+pub const ANSWER_WAIT: std::time::Duration = std::time::Duration::from_millis(30);
+
+/// How long a process that does not drive the run (`status`, a viewer) waits for a
+/// host's one poll: as long as the poll and a probe may take, since it has no later turn.
+pub const ANSWER_WAIT_ONCE: std::time::Duration = std::time::Duration::from_secs(21);
+
+/// A target's identity across turns: an answer is only used for the same attempt in the
+/// same pane.
+fn same(a: &Target, b: &Target) -> bool {
+    a.worker == b.worker && a.attempt == b.attempt && a.pane_id == b.pane_id
+}
+
 impl HostsBackend {
-    pub(in crate::hosts) fn local_mut(&mut self) -> &mut dyn Multiplexer {
+    pub(in crate::hosts) fn local_mut(&mut self) -> &mut dyn crate::backend::Multiplexer {
         self.local.as_mut()
     }
 
-    /// Poll one host's targets; the files of every attempt whose pane ended come back
-    /// into its local folder before the poll is handed over, so the exit is settled
-    /// from the wrapper's own `exit.json` as for a local attempt. A host that does not
-    /// answer leaves its targets `Unknown` (see `reach`).
-    pub(in crate::hosts) fn poll_host(
+    /// Ask `host`'s thread to poll `targets` (unless a poll is outstanding there).
+    pub(in crate::hosts) fn ask_poll(
         &mut self,
         host: &str,
         targets: &[Target],
         focus: Option<&Target>,
+    ) {
+        if let Some(r) = self.remotes.get_mut(host) {
+            let asked = r
+                .thread
+                .ask_poll(targets.iter().map(untagged).collect(), focus.map(untagged));
+            if asked {
+                r.asked_targets = targets.to_vec();
+                r.asked_focus = focus.cloned();
+            }
+        }
+    }
+
+    /// The answer of `host` for `targets` (waiting until `deadline` at most): the
+    /// liveness and tails its thread found, each for the same attempt as asked; `Unknown`
+    /// and `unanswered` when it has not answered yet.
+    pub(in crate::hosts) fn answer(
+        &mut self,
+        host: &str,
+        targets: &[Target],
+        focus: Option<&Target>,
+        deadline: Instant,
     ) -> Poll {
+        let unknown = Poll {
+            liveness: targets.iter().map(|_| Liveness::Unknown).collect(),
+            unanswered: true,
+            ..Poll::default()
+        };
         let Some(r) = self.remotes.get_mut(host) else {
             return Poll {
                 liveness: targets.iter().map(|_| Liveness::Gone).collect(),
@@ -30,53 +71,129 @@ impl HostsBackend {
                 ..Poll::default()
             };
         };
-        let now = std::time::Instant::now();
-        if !r.reach.may_try(now) || (r.reach != Reach::Up && !r.probe(now)) {
-            return self.unreachable(host, targets, now);
-        }
-        let untagged_targets: Vec<Target> = targets.iter().map(untagged).collect();
-        let focus = focus.map(untagged);
-        let poll = r.tmux.poll(&untagged_targets, focus.as_ref());
-        if (poll.unanswered || poll.server_down.is_some()) && !r.probe(now) {
-            return self.unreachable(host, targets, now);
-        }
-        for (t, live) in targets.iter().zip(&poll.liveness) {
-            let there = r.place.remote_dir(&t.log);
-            crate::hosts::output::observe(r.streams.as_mut(), &r.place.link, there, &t.log, *live);
-            if matches!(live, Liveness::Dead { .. } | Liveness::Gone) {
-                fetch_once(r, t);
+        let (answer, told) = r.thread.collect(Some(deadline));
+        for t in told {
+            match t {
+                Told::Lost(why) => self.lost.push((host.to_string(), why)),
+                Told::Ended(nonces) => self.ended.push((host.to_string(), nonces)),
+                Told::Polled(_) => {}
             }
         }
-        poll
+        let Some(r) = self.remotes.get_mut(host) else {
+            return unknown;
+        };
+        let Some(p) = answer else {
+            return unknown;
+        };
+        let asked = &r.asked_targets;
+        let mut out = Poll {
+            liveness: vec![Liveness::Unknown; targets.len()],
+            server_down: p.server_down,
+            unanswered: p.unanswered,
+            ..Poll::default()
+        };
+        let mut tails = vec![None; targets.len()];
+        for (i, t) in targets.iter().enumerate() {
+            if let Some(k) = asked.iter().position(|a| same(a, t)) {
+                out.liveness[i] = p.liveness.get(k).copied().unwrap_or(Liveness::Unknown);
+                tails[i] = p.tails.get(k).cloned().flatten();
+            } else {
+                out.unanswered = true;
+            }
+        }
+        if tails.iter().any(Option::is_some) {
+            out.tails = tails;
+        }
+        let key = |f: &Target| (f.worker.clone(), f.attempt);
+        if focus.is_some() && r.asked_focus.as_ref().map(key) == focus.map(key) {
+            out.screen = p.screen;
+        }
+        out
     }
 
-    /// The poll of a host that does not answer: its targets `Unknown`; once it has been
-    /// gone longer than its `lost_after_s` it is reported lost (once).
-    fn unreachable(&mut self, host: &str, targets: &[Target], now: std::time::Instant) -> Poll {
-        let mut down =
-            format!("host {host} does not answer; its workers' state is unknown until it does");
-        if let Some(r) = self.remotes.get_mut(host) {
-            let limit = std::time::Duration::from_secs(r.place.spec.lost_after_s);
-            if let Some(why) = r.reach.lose_after(now, limit) {
-                tracing::warn!("host {host} lost: {why}");
-                self.lost.push((host.to_string(), why));
-            }
-            if let Reach::Down { why, .. } = &r.reach {
-                down = format!("host {host} does not answer ({why}); its workers' state is unknown until it does");
-            }
-        }
-        Poll {
-            liveness: targets.iter().map(|_| Liveness::Unknown).collect(),
-            server_down: Some(down),
-            unanswered: true,
-            ..Poll::default()
-        }
+    /// Every host of the run that does not answer or was lost, with the line the person
+    /// reads about it (`Poll::hosts_down`).
+    pub(in crate::hosts) fn outages(&self) -> std::collections::BTreeMap<String, String> {
+        self.remotes
+            .iter()
+            .filter_map(|(host, r)| Some((host.clone(), r.thread.outage(host)?)))
+            .collect()
     }
 }
 
-impl Remote {
+/// What the person reads about a host that is not `Up`.
+pub(in crate::hosts) fn outage_line(host: &str, reach: &Reach) -> Option<String> {
+    match reach {
+        Reach::Up => None,
+        Reach::Down { why, .. } => Some(format!(
+            "host {host} does not answer ({why}); its workers' state is unknown until it does"
+        )),
+        Reach::Lost => Some(format!(
+            "host {host} was lost; its workers run on local from now on"
+        )),
+    }
+}
+
+impl HostSide {
+    /// Poll this host's targets (on its thread); the files of every attempt whose pane
+    /// ended come back into its local folder before the poll is handed over, so the exit
+    /// is settled from the wrapper's own `exit.json` as for a local attempt. A host that
+    /// does not answer leaves its targets `Unknown` (see `reach`); the second value is
+    /// why it is lost, once it is.
+    pub(in crate::hosts) fn poll(
+        &mut self,
+        targets: &[Target],
+        focus: Option<&Target>,
+    ) -> (Poll, Option<String>) {
+        let now = Instant::now();
+        if !self.reach.may_try(now) || (self.reach != Reach::Up && !self.probe(now)) {
+            return self.unreachable(targets, now);
+        }
+        let mut poll = self.tmux.poll(targets, focus);
+        if (poll.unanswered || poll.server_down.is_some()) && !self.probe(now) {
+            return self.unreachable(targets, now);
+        }
+        // The host answers but its tmux server did not in time: an outage of the host's
+        // (its workers `Unknown`), not a tmux server that is gone.
+        self.stuck = if poll.unanswered {
+            poll.server_down.take()
+        } else {
+            None
+        };
+        for (t, live) in targets.iter().zip(&poll.liveness) {
+            let there = self.place.remote_dir(&t.log);
+            crate::hosts::output::observe(
+                self.streams.as_mut(),
+                &self.place.link,
+                there,
+                &t.log,
+                *live,
+            );
+            if matches!(live, Liveness::Dead { .. } | Liveness::Gone) {
+                self.fetch_once(t);
+            }
+        }
+        (poll, None)
+    }
+
+    /// The poll of a host that does not answer: its targets `Unknown`; once it has been
+    /// gone longer than its `lost_after_s`, why it is lost (said once).
+    fn unreachable(&mut self, targets: &[Target], now: Instant) -> (Poll, Option<String>) {
+        let limit = std::time::Duration::from_secs(self.place.spec.lost_after_s);
+        let lost = self.reach.lose_after(now, limit);
+        if let Some(why) = &lost {
+            tracing::warn!("host {} lost: {why}", self.place.spec.name);
+        }
+        let poll = Poll {
+            liveness: targets.iter().map(|_| Liveness::Unknown).collect(),
+            unanswered: true,
+            ..Poll::default()
+        };
+        (poll, lost)
+    }
+
     /// Ask the host whether it answers (`true`); a failure marks it down.
-    fn probe(&mut self, now: std::time::Instant) -> bool {
+    pub(in crate::hosts) fn probe(&mut self, now: Instant) -> bool {
         match self
             .place
             .link
@@ -95,25 +212,25 @@ impl Remote {
             }
         }
     }
-}
 
-/// Bring an ended attempt's files back (once it has its `exit.json`).
-fn fetch_once(r: &mut Remote, t: &Target) {
-    let Some(local_dir) = t.log.parent().map(Path::to_path_buf) else {
-        return;
-    };
-    if r.fetched.contains(&local_dir) {
-        return;
-    }
-    let Some(remote_dir) = r.place.remote_dir(&t.log) else {
-        return;
-    };
-    match crate::hosts::files::fetch(&r.place.link, &remote_dir, &local_dir) {
-        Ok(()) => {
-            if local_dir.join("exit.json").exists() {
-                r.fetched.insert(local_dir);
-            }
+    /// Bring an ended attempt's files back (once it has its `exit.json`).
+    fn fetch_once(&mut self, t: &Target) {
+        let Some(local_dir) = t.log.parent().map(Path::to_path_buf) else {
+            return;
+        };
+        if self.fetched.contains(&local_dir) {
+            return;
         }
-        Err(e) => tracing::warn!("{}: host {}: {e}", t.worker, r.place.spec.name),
+        let Some(remote_dir) = self.place.remote_dir(&t.log) else {
+            return;
+        };
+        match crate::hosts::files::fetch(&self.place.link, &remote_dir, &local_dir) {
+            Ok(()) => {
+                if local_dir.join("exit.json").exists() {
+                    self.fetched.insert(local_dir);
+                }
+            }
+            Err(e) => tracing::warn!("{}: host {}: {e}", t.worker, self.place.spec.name),
+        }
     }
 }

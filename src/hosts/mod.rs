@@ -20,6 +20,9 @@
 //!   nonce ([`kill`]).
 //! - The pane-text filter and the `sim` provider run crewmux's own copy on the host,
 //!   put there once when a run needs it ([`helper`]).
+//! - Each host has a thread of its own (`host_thread`) that owns its link, polls and slow
+//!   calls: the loop that drives the run only exchanges messages with it, so a host that
+//!   hangs holds up nothing but its own workers (they read `Unknown`).
 //! - API keys reach the pane only as `new-window -e` over the channel, as locally.
 //! - The hosts a run uses are saved in its folder (`hosts.json`) when it is planned, so
 //!   a reattached driver reaches the same machines.
@@ -30,6 +33,7 @@ pub mod doctor;
 mod files;
 pub mod git;
 pub mod helper;
+mod host_thread;
 pub mod kill;
 pub mod output;
 mod poll;

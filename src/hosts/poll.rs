@@ -1,5 +1,7 @@
-//! One poll across hosts: the targets are split by host, each host is polled in one round
-//! trip of its own, and the answers are put back in the targets' order.
+//! One poll across hosts: the targets are split by host, each host's thread is asked to
+//! poll its own (one round trip there), this machine is polled meanwhile, and the answers
+//! (a host that has not answered within a few ms: its targets `Unknown` this turn) are
+//! put back in the targets' order.
 
 use std::collections::BTreeMap;
 
@@ -37,12 +39,32 @@ pub(super) fn poll(b: &mut HostsBackend, targets: &[Target], focus: Option<&Targ
     let mut tails: Vec<Option<String>> = vec![None; targets.len()];
     let mut out = Poll::default();
     let mut downs = vec![];
-    for (host, idx) in groups {
-        let group: Vec<Target> = idx.iter().map(|&i| targets[i].clone()).collect();
-        let own_focus = focus.filter(|_| focus_host == host);
-        let p = match &host {
-            None => b.local_mut().poll(&group, own_focus),
-            Some(h) => b.poll_host(h, &group, own_focus),
+    let groups: Vec<(Option<String>, Vec<usize>, Vec<Target>)> = groups
+        .into_iter()
+        .map(|(host, idx)| {
+            let group = idx.iter().map(|&i| targets[i].clone()).collect();
+            (host, idx, group)
+        })
+        .collect();
+    // Every host is asked first, so they all work while this machine is polled.
+    for (host, _, group) in &groups {
+        if let Some(h) = host {
+            let own_focus = focus.filter(|_| focus_host.as_ref() == Some(h));
+            b.ask_poll(h, group, own_focus);
+        }
+    }
+    let mut deadline = None;
+    // This machine first, then the hosts' answers.
+    let mut order: Vec<&(Option<String>, Vec<usize>, Vec<Target>)> = groups.iter().collect();
+    order.sort_by_key(|(h, _, _)| h.is_some());
+    for (host, idx, group) in order {
+        let own_focus = focus.filter(|_| focus_host == *host);
+        let p = match host {
+            None => b.local_mut().poll(group, own_focus),
+            Some(h) => {
+                let d = *deadline.get_or_insert_with(|| std::time::Instant::now() + b.answer_wait);
+                b.answer(h, group, own_focus, d)
+            }
         };
         for (k, &i) in idx.iter().enumerate() {
             if let Some(l) = p.liveness.get(k) {
@@ -55,8 +77,10 @@ pub(super) fn poll(b: &mut HostsBackend, targets: &[Target], focus: Option<&Targ
         if own_focus.is_some() {
             out.screen = p.screen;
         }
+        // A host's tmux server that answers `Gone` (the host itself answers); a host
+        // that does not answer is in `hosts_down` below.
         if let Some(d) = p.server_down {
-            downs.push(match &host {
+            downs.push(match host {
                 Some(h) => format!("host {h}: {d}"),
                 None => d,
             });
@@ -68,5 +92,6 @@ pub(super) fn poll(b: &mut HostsBackend, targets: &[Target], focus: Option<&Targ
         out.tails = tails;
     }
     out.server_down = (!downs.is_empty()).then(|| downs.join("; "));
+    out.hosts_down = b.outages();
     out
 }

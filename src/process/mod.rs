@@ -156,6 +156,7 @@ impl Multiplexer for ProcessBackend {
             tails,
             server_down: None,
             unanswered: false,
+            hosts_down: Default::default(),
         }
     }
 

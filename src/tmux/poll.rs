@@ -94,6 +94,7 @@ impl TmuxBackend {
                         tails: vec![],
                         server_down: Some(self.why_gone(&tmux_said(&e))),
                         unanswered: false,
+                        hosts_down: Default::default(),
                     },
                 };
             }
@@ -219,6 +220,7 @@ impl TmuxBackend {
             tails: vec![],
             server_down: None,
             unanswered: false,
+            hosts_down: Default::default(),
         }
     }
 
@@ -269,6 +271,7 @@ fn not_answering(targets: &[Target], e: &Error) -> Poll {
         tails: vec![],
         server_down: Some(format!("{e}; worker liveness unknown meanwhile")),
         unanswered: true,
+        hosts_down: Default::default(),
     }
 }
 

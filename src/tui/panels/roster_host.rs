@@ -89,6 +89,7 @@ mod tests {
             ended_at: None,
             credential_label: None,
             host: Some("box".into()),
+            left_on_host: false,
         });
         assert_eq!(super::width(&run), Some(5));
     }

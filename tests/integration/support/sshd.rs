@@ -166,6 +166,58 @@ impl SshHost {
         }
     }
 
+    /// Freeze the host: SIGSTOP sshd and every sshd process under it (each connection's),
+    /// so connections already open hang instead of failing and new ones are never
+    /// answered. [`thaw`](Self::thaw) undoes it. Returns the pids stopped.
+    pub fn freeze(&self) -> Vec<u32> {
+        let Some(root) = self.sshd.as_ref().map(Child::id) else {
+            return vec![];
+        };
+        let mut all = vec![root];
+        // Children before their parents are found, so walk until nothing new turns up.
+        loop {
+            let before = all.len();
+            for e in std::fs::read_dir("/proc").unwrap().flatten() {
+                let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+                    continue;
+                };
+                let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+                    continue;
+                };
+                let Some((comm, rest)) = stat.split_once(") ") else {
+                    continue;
+                };
+                let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
+                if comm.ends_with("(sshd")
+                    && ppid.is_some_and(|p| all.contains(&p))
+                    && !all.contains(&pid)
+                {
+                    all.push(pid);
+                }
+            }
+            if all.len() == before {
+                break;
+            }
+        }
+        for pid in &all {
+            let st = Command::new("kill")
+                .args(["-STOP", &pid.to_string()])
+                .status();
+            assert!(st.is_ok_and(|s| s.success()), "SIGSTOP {pid}");
+        }
+        all
+    }
+
+    /// Let the processes [`freeze`](Self::freeze) stopped go on.
+    pub fn thaw(&self, pids: &[u32]) {
+        for pid in pids {
+            // One may have ended meanwhile; the rest still get theirs.
+            let _ = Command::new("kill")
+                .args(["-CONT", &pid.to_string()])
+                .status();
+        }
+    }
+
     /// The ssh config file the client uses.
     pub fn ssh_config(&self) -> PathBuf {
         self.dir.path().join("ssh_config")

@@ -1,0 +1,68 @@
+//! The driver's part of SSH hosts: a host lost for good becomes the engine's `HostLost`,
+//! and the attempts it left running there (the dispatch records marked `left_on_host`,
+//! also those a driver before this one saved) are handed to the backend, which ends them
+//! by their nonce the first time the host answers again; once ended, the mark goes.
+
+use super::{Driver, Update};
+use crate::engine::Input;
+
+impl Driver {
+    /// `HostLost` for each host the backend found lost this turn; the attempts still
+    /// running there are to be ended when it answers again.
+    pub(super) fn lost_hosts(&mut self) -> Vec<Input> {
+        let mut inputs = vec![];
+        for (host, detail) in self.backend.take_lost_hosts() {
+            let nonces: Vec<String> = self
+                .state
+                .dispatches
+                .iter()
+                .filter(|d| d.host.as_deref() == Some(&host) && d.status.is_live())
+                .map(|d| d.nonce.clone())
+                .collect();
+            if !nonces.is_empty() {
+                self.backend.end_on_host_when_back(&host, nonces);
+            }
+            inputs.push(Input::HostLost { host, detail });
+        }
+        inputs
+    }
+
+    /// Hand the backend every attempt saved as left on a host (a driver that starts on a
+    /// run whose host was lost before).
+    pub(super) fn end_left_on_hosts(&mut self) {
+        let mut per_host: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for d in self.state.dispatches.iter().filter(|d| d.left_on_host) {
+            if let Some(h) = &d.host {
+                per_host.entry(h.clone()).or_default().push(d.nonce.clone());
+            }
+        }
+        for (host, nonces) in per_host {
+            tracing::info!(
+                "host {host}: {} attempt(s) left running there are ended when it answers",
+                nonces.len()
+            );
+            self.backend.end_on_host_when_back(&host, nonces);
+        }
+    }
+
+    /// Clear the mark of the attempts the backend ended on their hosts (saved at once: a
+    /// later driver need not end them again).
+    pub(super) fn ended_on_hosts(&mut self, emit: &mut impl FnMut(Update)) {
+        let ended = self.backend.take_ended_on_hosts();
+        if ended.is_empty() {
+            return;
+        }
+        for (host, nonces) in ended {
+            for d in self.state.dispatches.iter_mut().filter(|d| {
+                d.left_on_host && d.host.as_deref() == Some(&host) && nonces.contains(&d.nonce)
+            }) {
+                d.left_on_host = false;
+                emit(Update::Notice(format!(
+                    "{}#{}: its processes left on host {host} were ended",
+                    d.worker_id, d.attempt
+                )));
+            }
+        }
+        self.save(emit);
+    }
+}

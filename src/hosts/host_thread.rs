@@ -1,0 +1,381 @@
+//! One thread per SSH host, owning everything of that host that can wait on ssh: its
+//! tmux backend (the control-mode channel and its fallback calls), its reachability and
+//! probes, its polls (with the output streams and the files of ended attempts they
+//! bring back), text sent to its panes, kills, and the ends of attempts left running
+//! there. The driver's loop only exchanges messages with it and never waits on ssh: a
+//! host whose sshd hangs (frozen, a black-holed network) holds up its own thread alone.
+//!
+//! A poll is asked, and answered when the host answers: the loop waits a few ms for the
+//! answer (a host that answers keeps its workers' liveness fresh), then goes on with the
+//! host's targets `Unknown` and picks the answer up at a later turn. A poll outstanding
+//! longer than [`HUNG_AFTER`] makes the host read as not answering.
+//!
+//! Attempts left running on a host that was lost (their workers were handed to this
+//! machine) are ended by their nonce (`kill`) the first time the host answers again; a
+//! lost host is probed for that with back-off (1 s doubling to [`LOST_PROBE_MAX`]).
+
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::reach::Reach;
+use crate::backend::{Launcher, Multiplexer, Poll, SpawnSpec, Spawned, Target};
+use crate::error::{Error, Result};
+
+/// A poll outstanding this long means the host does not answer (a control-mode poll
+/// answers in milliseconds; a hung one waits out its 15 s limit and a 5 s probe).
+pub const HUNG_AFTER: Duration = Duration::from_secs(2);
+/// Longest wait between two probes of a lost host that has attempts left to end.
+pub const LOST_PROBE_MAX: Duration = Duration::from_secs(10);
+/// Grace of an attempt left on a host (SIGTERM, then SIGKILL), as for a stale attempt.
+const LEFT_GRACE: Duration = Duration::from_millis(500);
+
+/// What the backend asks of a host's thread.
+pub(super) enum Ask {
+    /// Poll these targets (their pane references as the host's server knows them).
+    Poll {
+        targets: Vec<Target>,
+        focus: Option<Target>,
+    },
+    Send {
+        target: Target,
+        text: String,
+    },
+    /// SIGTERM (SIGKILL with `hard`) to the attempt `nonce`.
+    Signal {
+        nonce: String,
+        hard: bool,
+    },
+    /// End these attempts (nonces) now, or the first time the host answers again.
+    EndWhenBack(Vec<String>),
+    Spawn(Vec<SpawnSpec>, Sender<Vec<Result<Spawned>>>),
+    Launcher(Sender<Option<Box<dyn Launcher>>>),
+    RemoveRun(Sender<Result<Option<String>>>),
+    ForgetScreen,
+}
+
+/// What a host's thread tells the backend.
+pub(super) enum Told {
+    /// The answer to the last `Ask::Poll`, in the order of its targets.
+    Polled(Poll),
+    /// The host has not answered for its `lost_after_s` (why).
+    Lost(String),
+    /// These attempts left on the host were ended there.
+    Ended(Vec<String>),
+}
+
+/// The state of one host that lives on its thread.
+pub(super) struct HostSide {
+    pub place: super::backend::Place,
+    pub tmux: crate::tmux::TmuxBackend,
+    pub reach: Reach,
+    /// Local attempt folders whose files came back after their pane ended.
+    pub fetched: std::collections::HashSet<std::path::PathBuf>,
+    /// Its running attempts' output streams (only where the run is driven; see `output`).
+    pub streams: Option<super::output::Streams>,
+    /// What its tmux server said when it last did not answer in time while the host did.
+    pub stuck: Option<String>,
+}
+
+/// The backend's end of one host's thread.
+pub(super) struct HostThread {
+    asks: Option<Sender<Ask>>,
+    told: Receiver<Told>,
+    /// What the person reads about the host while it is not up (set by the thread).
+    outage: Arc<Mutex<Option<String>>>,
+    /// When the poll not answered yet was asked.
+    asked: Option<Instant>,
+    /// The last answer not handed over yet.
+    answer: Option<Poll>,
+    done: Receiver<()>,
+    join: Option<JoinHandle<()>>,
+}
+
+impl HostThread {
+    /// Start the thread of host `side.place.spec.name`.
+    ///
+    /// # Errors
+    /// The thread cannot start.
+    pub fn start(side: HostSide) -> Result<Self> {
+        let (asks_tx, asks) = channel();
+        let (told_tx, told) = channel();
+        let (done_tx, done) = channel();
+        let outage = Arc::new(Mutex::new(None));
+        let shared = outage.clone();
+        let name = side.place.spec.name.clone();
+        let join = std::thread::Builder::new()
+            .name(format!("crewmux-host-{name}"))
+            .spawn(move || {
+                serve(side, &asks, &told_tx, &shared);
+                // Nobody waits for this once the backend gave up on the thread.
+                let _ = done_tx.send(());
+            })
+            .map_err(|e| Error::Other(format!("host {name}: cannot start its thread: {e}")))?;
+        Ok(HostThread {
+            asks: Some(asks_tx),
+            told,
+            outage,
+            asked: None,
+            answer: None,
+            done,
+            join: Some(join),
+        })
+    }
+
+    /// Hand `ask` to the thread (a thread that ended already is logged).
+    pub fn ask(&self, ask: Ask) {
+        if let Some(tx) = &self.asks {
+            if tx.send(ask).is_err() {
+                tracing::warn!("a host's thread ended; its request is dropped");
+            }
+        }
+    }
+
+    /// Ask and wait for the reply on `rx` (for calls that are not the driver loop's).
+    pub fn call<T>(&self, ask: impl FnOnce(Sender<T>) -> Ask) -> Option<T> {
+        let (tx, rx) = channel();
+        self.ask(ask(tx));
+        rx.recv().ok()
+    }
+
+    /// Ask for a poll of `targets` unless one is outstanding; true when asked.
+    pub fn ask_poll(&mut self, targets: Vec<Target>, focus: Option<Target>) -> bool {
+        if self.asked.is_some() {
+            return false;
+        }
+        self.asked = Some(Instant::now());
+        self.ask(Ask::Poll { targets, focus });
+        true
+    }
+
+    /// Take in what the thread told, waiting until `deadline` for the poll outstanding;
+    /// returns the answer when there is one, with what else it told (lost, ended).
+    pub fn collect(&mut self, deadline: Option<Instant>) -> (Option<Poll>, Vec<Told>) {
+        let mut other = vec![];
+        loop {
+            let next = match deadline {
+                Some(d) if self.asked.is_some() && self.answer.is_none() => self
+                    .told
+                    .recv_timeout(d.saturating_duration_since(Instant::now()))
+                    .ok(),
+                _ => self.told.try_recv().ok(),
+            };
+            match next {
+                Some(Told::Polled(p)) => {
+                    self.asked = None;
+                    self.answer = Some(p);
+                }
+                Some(t) => other.push(t),
+                None => break,
+            }
+        }
+        (self.answer.take(), other)
+    }
+
+    /// The line the person reads while the host is not up: the thread's, or a poll that
+    /// has not been answered for [`HUNG_AFTER`].
+    pub fn outage(&self, host: &str) -> Option<String> {
+        let said = self.outage.lock().ok().and_then(|o| o.clone());
+        said.or_else(|| {
+            let waited = self.asked?.elapsed();
+            (waited >= HUNG_AFTER).then(|| {
+                format!(
+                    "host {host} does not answer (no reply for {} s); its workers' state is unknown until it does",
+                    waited.as_secs()
+                )
+            })
+        })
+    }
+}
+
+impl Drop for HostThread {
+    /// The thread finishes what it was asked (kills, ends) and stops; a thread held by a
+    /// host that hangs is waited for [`HUNG_AFTER`] at most, then left to its limits.
+    fn drop(&mut self) {
+        self.asks = None;
+        match self.done.recv_timeout(HUNG_AFTER + super::ssh::CALL_LIMIT) {
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => {
+                if let Some(j) = self.join.take() {
+                    if j.join().is_err() {
+                        tracing::warn!("a host's thread panicked");
+                    }
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                tracing::warn!("a host's thread is still waiting on ssh; leaving it");
+            }
+        }
+    }
+}
+
+/// The thread: serve asks until the backend is dropped, ending the attempts left on the
+/// host whenever it answers.
+fn serve(
+    mut side: HostSide,
+    asks: &Receiver<Ask>,
+    told: &Sender<Told>,
+    outage: &Mutex<Option<String>>,
+) {
+    let mut left: Vec<String> = vec![];
+    let mut lost_probe = LostProbe::default();
+    loop {
+        let ask = if left.is_empty() {
+            asks.recv().ok()
+        } else {
+            match asks.recv_timeout(lost_probe.wait(&side.reach)) {
+                Ok(a) => Some(a),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        };
+        let Some(ask) = ask else {
+            if left.is_empty() {
+                break;
+            }
+            side.end_left(&mut left, &mut lost_probe, told);
+            set_outage(outage, &side);
+            continue;
+        };
+        match ask {
+            Ask::Poll { targets, focus } => {
+                let t0 = Instant::now();
+                let (poll, lost) = side.poll(&targets, focus.as_ref());
+                tracing::debug!(
+                    "host {}: polled {} target(s) in {} ms",
+                    side.place.spec.name,
+                    targets.len(),
+                    t0.elapsed().as_millis()
+                );
+                if let Some(why) = lost {
+                    // The backend is gone when this fails; nothing is left to tell.
+                    let _ = told.send(Told::Lost(why));
+                }
+                let _ = told.send(Told::Polled(poll));
+            }
+            Ask::Send { target, text } => {
+                if let Err(e) = side.tmux.send_text(&target, &text) {
+                    tracing::warn!(
+                        "{}: text to its pane on host {}: {e}",
+                        target.worker,
+                        side.place.spec.name
+                    );
+                }
+            }
+            Ask::Signal { nonce, hard } => {
+                if let Err(e) = super::kill::signal(&side.place.link, &nonce, hard) {
+                    tracing::warn!(
+                        "could not end attempt {nonce} on host {}: {e}",
+                        side.place.spec.name
+                    );
+                }
+            }
+            Ask::EndWhenBack(nonces) => {
+                left.extend(nonces);
+                left.dedup();
+            }
+            Ask::Spawn(specs, reply) => {
+                let r = super::backend::spawn_on(&side.place, &mut side.tmux, &specs);
+                // The asker gave up waiting: the windows are started all the same.
+                let _ = reply.send(r);
+            }
+            Ask::Launcher(reply) => {
+                let _ = reply.send(side.tmux.launcher());
+            }
+            Ask::RemoveRun(reply) => {
+                let _ = reply.send(side.tmux.remove_run());
+            }
+            Ask::ForgetScreen => side.tmux.forget_screen(),
+        }
+        if !left.is_empty() {
+            side.end_left(&mut left, &mut lost_probe, told);
+        }
+        set_outage(outage, &side);
+    }
+}
+
+fn set_outage(outage: &Mutex<Option<String>>, side: &HostSide) {
+    if let Ok(mut o) = outage.lock() {
+        let host = &side.place.spec.name;
+        *o = super::backend::outage_line(host, &side.reach)
+            .or_else(|| side.stuck.as_ref().map(|s| format!("host {host}: {s}")));
+    }
+}
+
+/// When a lost host is probed next (it is not polled: its workers moved away).
+#[derive(Default)]
+struct LostProbe {
+    next: Option<Instant>,
+    backoff: Duration,
+}
+
+impl LostProbe {
+    /// How long the thread may sleep before it tries the host again.
+    fn wait(&self, reach: &Reach) -> Duration {
+        let at = match reach {
+            Reach::Up => return Duration::ZERO,
+            Reach::Down { retry_at, .. } => *retry_at,
+            Reach::Lost => self.next.unwrap_or_else(Instant::now),
+        };
+        at.saturating_duration_since(Instant::now())
+    }
+
+    /// True when the lost host may be probed now (and schedules the next probe).
+    fn due(&mut self, now: Instant) -> bool {
+        if self.next.is_some_and(|n| now < n) {
+            return false;
+        }
+        self.backoff = (self.backoff * 2).clamp(Duration::from_secs(1), LOST_PROBE_MAX);
+        self.next = Some(now + self.backoff);
+        true
+    }
+}
+
+impl HostSide {
+    /// End the attempts `left` on the host if it answers (probing a host that is down or
+    /// lost when its turn has come); what was ended is told and dropped from `left`.
+    fn end_left(&mut self, left: &mut Vec<String>, lost: &mut LostProbe, told: &Sender<Told>) {
+        let now = Instant::now();
+        let may = match self.reach {
+            Reach::Up => true,
+            Reach::Down { .. } => self.reach.may_try(now) && self.probe(now),
+            Reach::Lost => lost.due(now) && self.probe(now),
+        };
+        if !may {
+            return;
+        }
+        *lost = LostProbe::default();
+        let mut ended = vec![];
+        for nonce in left.iter() {
+            match super::kill::end(&self.place.link, nonce, LEFT_GRACE) {
+                Ok(survivors) => {
+                    if !survivors.is_empty() {
+                        tracing::warn!(
+                            "host {}: processes of attempt {nonce} survive SIGKILL: {survivors:?}",
+                            self.place.spec.name
+                        );
+                    }
+                    ended.push(nonce.clone());
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        "host {}: could not end attempt {nonce}: {e}",
+                        self.place.spec.name
+                    );
+                    self.reach.failed(Instant::now(), e.to_string());
+                    break;
+                }
+            }
+        }
+        if !ended.is_empty() {
+            left.retain(|n| !ended.contains(n));
+            tracing::info!(
+                "host {}: ended {} attempt(s) left running there",
+                self.place.spec.name,
+                ended.len()
+            );
+            // The backend is gone when this fails; nothing is left to tell.
+            let _ = told.send(Told::Ended(ended));
+        }
+    }
+}

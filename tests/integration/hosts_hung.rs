@@ -1,0 +1,131 @@
+//! A hung SSH host (its sshd frozen with SIGSTOP: connections hang instead of failing)
+//! stalls nothing but its own workers: a local worker's exit is recorded at once, the host
+//! is said not to answer and then to answer again, and its worker finishes.
+
+use std::time::{Duration, Instant};
+
+use crate::support::on_host::{spawn_on_host, wait_running_remotely};
+use crate::support::sshd::{sshd_ready, SshHost};
+use crate::support::*;
+
+/// A bound far below what one hung ssh call costs (a 5 s probe, a 15 s call) and far
+/// above what recording an exit takes, even under load.
+const LOCAL_EXIT_BOUND: Duration = Duration::from_secs(4);
+
+fn status_of(project: &std::path::Path, worker: &str) -> Option<String> {
+    let s = try_state(project)?;
+    state_worker(&s, worker)["status"]
+        .as_str()
+        .map(str::to_string)
+}
+
+#[test]
+fn a_frozen_host_stalls_neither_a_local_workers_exit_nor_its_own_worker() {
+    if !sshd_ready("hosts_hung") {
+        return;
+    }
+    let host = SshHost::start();
+    let server = TmuxServer::new("hosts-hung");
+    let tmp = repo(&[("README", "x\n")]);
+    host.write_hosts_file(tmp.path(), "box");
+    // Lost only long after the test is over: the host must come back as itself.
+    let hosts = tmp.path().join(".crewmux/hosts.toml");
+    let text = std::fs::read_to_string(&hosts).unwrap();
+    std::fs::write(
+        &hosts,
+        text.replace("lost_after_s = 3", "lost_after_s = 300"),
+    )
+    .unwrap();
+    let flags = tempfile::tempdir().unwrap();
+    let go_here = flags.path().join("here");
+    let go_far = flags.path().join("far");
+    let team = team_file(
+        tmp.path(),
+        "team.toml",
+        &format!(
+            "parallel = 2\n\
+             [[worker]]\nid = \"here\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nmax_attempts = 1\n\
+             command = [\"sh\", \"-c\", \"while [ ! -e {here} ]; do sleep 0.05; done; echo local line; exit 0\"]\n\
+             [[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
+             command = [\"sh\", \"-c\", \"echo started; while [ ! -e {far} ]; do sleep 0.1; done; echo finished; exit 0\"]\n",
+            here = go_here.display(),
+            far = go_far.display()
+        ),
+    );
+    let team = team.to_str().unwrap();
+    let args = [
+        "run",
+        "--team",
+        team,
+        "--no-clarify",
+        "--headless",
+        "--",
+        "a host hangs",
+    ];
+    let child = spawn_on_host(tmp.path(), &server.socket, &host, &args);
+    wait_running_remotely(tmp.path(), "far");
+    assert!(
+        wait_for(
+            || status_of(tmp.path(), "here").as_deref() == Some("running"),
+            Duration::from_secs(60)
+        ),
+        "here never ran: {:?}",
+        try_state(tmp.path())
+    );
+    let frozen = host.freeze();
+    let frozen_at = Instant::now();
+    assert!(!frozen.is_empty(), "no sshd to freeze");
+    // The run polls its host at least every 0.8 s: let a poll meet the frozen host.
+    std::thread::sleep(Duration::from_millis(1500));
+    let t0 = Instant::now();
+    std::fs::write(&go_here, "").unwrap();
+    let recorded = wait_for(
+        || status_of(tmp.path(), "here").as_deref() == Some("completed"),
+        Duration::from_secs(60),
+    );
+    let took = t0.elapsed();
+    eprintln!("hosts_hung: a local exit was recorded {took:?} after it was allowed, host frozen");
+    // Hold the freeze past the 2 s after which a host that does not reply reads as not
+    // answering, so the run says so.
+    std::thread::sleep(Duration::from_secs(4).saturating_sub(frozen_at.elapsed()));
+    host.thaw(&frozen);
+    assert!(
+        recorded,
+        "here never completed: {:?}",
+        try_state(tmp.path())
+    );
+    assert!(
+        took < LOCAL_EXIT_BOUND,
+        "a local exit took {took:?} to be recorded while a host hung"
+    );
+    std::fs::write(&go_far, "").unwrap();
+    let out = wait_limited(child, &args);
+    assert_events_once(tmp.path());
+    let err = format!(
+        "{}\n--- crewmux.log:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        std::fs::read_to_string(tmp.path().join(".crewmux/crewmux.log")).unwrap_or_default()
+    );
+    let s = summary(&out);
+    for (id, code) in [("here", 0), ("far", 0)] {
+        let w = worker(&s, id);
+        assert_eq!(
+            (
+                w["status"].as_str(),
+                w["exit_code"].as_i64(),
+                w["attempts"].as_i64()
+            ),
+            (Some("completed"), Some(code), Some(1)),
+            "{id}: {s}\n{err}"
+        );
+    }
+    let run = only_run_dir(tmp.path());
+    let log = std::fs::read_to_string(run.join("workers/far/attempt-1/output.log")).unwrap();
+    assert!(log.contains("started") && log.contains("finished"), "{log}");
+    // The host's outage is its own notice, said once each way; the tmux server never
+    // stopped answering.
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(said.matches("host box does not answer").count(), 1, "{err}");
+    assert_eq!(said.matches("host box answers again").count(), 1, "{err}");
+    assert!(!said.contains("the tmux server answers again"), "{err}");
+}

@@ -1,0 +1,183 @@
+//! An attempt left running on an SSH host that was lost (its worker crashed as `host
+//! lost` and was retried on local) is ended there, by its nonce, the first time the host
+//! answers again: by the driver that lost it, and by one that reattaches later.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::support::on_host::{crewmux_on_host, spawn_on_host, wait_running_remotely};
+use crate::support::sshd::{sshd_ready, SshHost};
+use crate::support::*;
+
+/// Live processes whose environment holds `CREWMUX_ATTEMPT_NONCE=<nonce>`. The test's
+/// host is this machine, so its `/proc` is read here (its sshd may be down).
+fn attempt_processes(nonce: &str) -> Vec<u32> {
+    let needle = format!("CREWMUX_ATTEMPT_NONCE={nonce}");
+    let mut pids = vec![];
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        let zombie = std::fs::read_to_string(e.path().join("stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(") ").map(|(_, r)| r.starts_with('Z')))
+            .unwrap_or(true);
+        if !zombie && env.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// The state's first dispatch record (the attempt on the host).
+fn first_dispatch(project: &Path) -> serde_json::Value {
+    try_state(project)
+        .map(|s| s["dispatches"][0].clone())
+        .unwrap_or_default()
+}
+
+/// Start a run whose worker sleeps on the host and, once retried here, waits for
+/// `release`; lose the host (sshd stopped, connections killed) and wait for the retry.
+/// Returns the running crewmux and the nonce of the attempt left on the host.
+fn lose_the_host(
+    host: &mut SshHost,
+    server: &TmuxServer,
+    project: &Path,
+    release: &Path,
+) -> (std::process::Child, String) {
+    host.write_hosts_file(project, "box");
+    let workdir = host.workdir.path().display().to_string();
+    let team = team_file(
+        project,
+        "team.toml",
+        &format!(
+            "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 2\n\
+             command = [\"sh\", \"-c\", \"case $PWD in {workdir}*) echo on the host; exec sleep 300;; esac; while [ ! -e {release} ]; do sleep 0.1; done; echo ran here; exit 0\"]\n",
+            release = release.display()
+        ),
+    );
+    let args = [
+        "run",
+        "--team",
+        team.to_str().unwrap(),
+        "--no-clarify",
+        "--headless",
+        "--",
+        "a host is lost",
+    ];
+    let child = spawn_on_host(project, &server.socket, host, &args);
+    wait_running_remotely(project, "far");
+    let nonce = first_dispatch(project)["nonce"]
+        .as_str()
+        .expect("the attempt's nonce")
+        .to_string();
+    host.stop_sshd();
+    host.kill_ssh_clients();
+    let retried = wait_for(
+        || {
+            try_state(project).is_some_and(|s| {
+                let w = state_worker(&s, "far");
+                w["attempt"] == 2 && w["status"] == "running"
+            })
+        },
+        Duration::from_secs(90),
+    );
+    assert!(
+        retried,
+        "far was never retried here: {:?}",
+        try_state(project)
+    );
+    assert_eq!(first_dispatch(project)["left_on_host"], true);
+    assert!(
+        !attempt_processes(&nonce).is_empty(),
+        "the attempt on the lost host should still run there"
+    );
+    (child, nonce)
+}
+
+/// Wait until nothing of the attempt `nonce` runs any more (60 s at most).
+fn wait_ended(project: &Path, nonce: &str) {
+    let ended = wait_for(
+        || attempt_processes(nonce).is_empty(),
+        Duration::from_secs(60),
+    );
+    assert!(
+        ended,
+        "the attempt left on the host still runs: {:?}\n{}",
+        attempt_processes(nonce),
+        std::fs::read_to_string(project.join(".crewmux/crewmux.log")).unwrap_or_default()
+    );
+}
+
+/// The run finished with far's retry here; the record no longer says it was left.
+fn check_finished(project: &Path, out: &std::process::Output) {
+    assert_events_once(project);
+    let s = summary(out);
+    let w = worker(&s, "far");
+    assert_eq!(
+        (w["status"].as_str(), w["attempts"].as_i64()),
+        (Some("completed"), Some(2)),
+        "{s}\n{}",
+        stderr(out)
+    );
+    assert!(first_dispatch(project)["left_on_host"].is_null());
+    assert!(
+        stderr(out).contains("far#1: its processes left on host box were ended"),
+        "{}",
+        stderr(out)
+    );
+}
+
+#[test]
+fn an_attempt_left_on_a_lost_host_is_ended_when_the_host_answers_again() {
+    if !sshd_ready("hosts_left") {
+        return;
+    }
+    let mut host = SshHost::start();
+    let server = TmuxServer::new("hosts-left");
+    let tmp = repo(&[("README", "x\n")]);
+    let flags = tempfile::tempdir().unwrap();
+    let release = flags.path().join("release");
+    let (child, nonce) = lose_the_host(&mut host, &server, tmp.path(), &release);
+    host.start_sshd();
+    wait_ended(tmp.path(), &nonce);
+    std::fs::write(&release, "").unwrap();
+    let out = wait_limited(child, &["run"]);
+    check_finished(tmp.path(), &out);
+}
+
+#[test]
+fn an_attempt_left_on_a_lost_host_is_ended_by_a_driver_that_reattaches() {
+    if !sshd_ready("hosts_left_reattach") {
+        return;
+    }
+    let mut host = SshHost::start();
+    let server = TmuxServer::new("hosts-left-reattach");
+    let tmp = repo(&[("README", "x\n")]);
+    let flags = tempfile::tempdir().unwrap();
+    let release = flags.path().join("release");
+    let (mut child, nonce) = lose_the_host(&mut host, &server, tmp.path(), &release);
+    // Nobody drives the run while the host comes back.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    host.start_sshd();
+    assert!(
+        !attempt_processes(&nonce).is_empty(),
+        "nothing ends it while nobody drives the run"
+    );
+    let attach = crewmux_on_host(
+        tmp.path(),
+        &server.socket,
+        &host,
+        &["attach", "--headless", &run_id(tmp.path())],
+    )
+    .spawn()
+    .expect("crewmux attach runs");
+    wait_ended(tmp.path(), &nonce);
+    std::fs::write(&release, "").unwrap();
+    let out = wait_limited(attach, &["attach"]);
+    check_finished(tmp.path(), &out);
+}
