@@ -1,6 +1,7 @@
 //! A tmux server that does not answer (SIGSTOP) never hangs a command: `status` and
 //! `cancel` on a run nobody drives answer within a few seconds, with one line naming the
-//! socket, and the cancel still ends the workers (by their pids).
+//! socket, and the cancel still ends the workers (by their pids); a driver keeps recording
+//! exits while its server is stopped and finishes the run once it answers again.
 
 use std::time::{Duration, Instant};
 
@@ -111,4 +112,73 @@ fn a_killed_session_is_told_apart_from_a_gone_server() {
         "{reason}"
     );
     assert!(!reason.contains("server"), "{reason}");
+}
+
+/// One worker ends on its own while the run's tmux server is stopped, the other runs on.
+const ONE_ENDS: &str = r#"
+parallel = 2
+max_fix_rounds = 0
+[[worker]]
+id = "quick"
+role = "backend-engineer"
+provider = "command"
+max_attempts = 1
+command = ["sh", "-c", "while [ ! -e go ]; do sleep 0.1; done; echo quick is done"]
+
+[[worker]]
+id = "slow"
+role = "backend-engineer"
+provider = "command"
+max_attempts = 1
+command = ["sh", "-c", "while [ ! -e done ]; do sleep 0.1; done; echo slow is done"]
+"#;
+
+#[test]
+fn a_driver_records_an_exit_while_its_tmux_server_is_stopped_and_finishes_after() {
+    if !tmux_ready("stopped_server_driver") {
+        return;
+    }
+    let server = TmuxServer::new("stopdrv");
+    let tmp = TeamProject::new(ONE_ENDS);
+    let child = tmp.run("stop").tmux(&server).spawn();
+    wait_running(tmp.path(), 2);
+    let pid: i32 = String::from_utf8_lossy(&server.tmux(&["display", "-p", "#{pid}"]).stdout)
+        .trim()
+        .parse()
+        .expect("the server's pid");
+    assert!(std::process::Command::new("kill")
+        .args(["-STOP", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let cont = Stopped(pid);
+    // The worker's process is not the server's: it ends and writes its exit record, and
+    // the driver, whose tmux calls now get no answer, still records the exit.
+    std::fs::write(tmp.path().join("go"), "").unwrap();
+    let s = wait_state(
+        tmp.path(),
+        "quick completed while the server is stopped",
+        Duration::from_secs(30),
+        |s| {
+            s["workers"]
+                .as_array()
+                .and_then(|w| w.iter().find(|w| w["id"] == "quick"))
+                .is_some_and(|w| w["status"] == "completed")
+        },
+    );
+    let slow = s["workers"]
+        .as_array()
+        .and_then(|w| w.iter().find(|w| w["id"] == "slow"))
+        .cloned()
+        .unwrap();
+    assert_eq!(slow["status"], "running", "not taken for dead: {slow}");
+    drop(cont);
+    std::fs::write(tmp.path().join("done"), "").unwrap();
+    let out = wait_limited(child, &["the run after SIGCONT"]);
+    // The run ends (its council judges these one-line results as it likes).
+    let s = summary(&out);
+    assert_eq!(s["status"], "done", "{s}");
+    assert_eq!(worker(&s, "quick")["exit_code"], 0, "{s}");
+    assert_eq!(worker(&s, "slow")["status"], "completed", "{s}");
+    assert_eq!(worker(&s, "slow")["exit_code"], 0, "{s}");
 }
