@@ -142,6 +142,22 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
     } else {
         ""
     };
+    // tmux discards what it has not read of a pane's output once the pane's process is gone
+    // and its pty looks drained (a busy server lags behind a fast writer): the wrapper stays
+    // until its marker is in `output.log`, so everything printed before it is there too
+    // (up to 5 s; a stopped server does not hold the pane longer). The helpers of the wait
+    // do not carry the attempt's nonce: they are not the attempt's, and are not reaped.
+    let marker_wait = if spec.wait_for_log {
+        format!(
+            "unset {ATTEMPT_ENV}\n\
+             m='__CREWMUX_''EXIT_'{nonce}'__'\n\
+             i=0\n\
+             while [ \"$i\" -lt 250 ] && ! tail -c 1024 \"$dir/output.log\" 2>/dev/null | grep -qF \"$m\"; do sleep 0.02; i=$((i+1)); done\n",
+            nonce = q(spec.nonce)?,
+        )
+    } else {
+        String::new()
+    };
     let script = format!(
         "#!/bin/sh\n\
          # crewmux launch wrapper: worker {worker}, attempt {attempt}. Generated; do not edit.\n\
@@ -160,6 +176,7 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
          printf '{{\"schema_version\":1,\"code\":%d,\"nonce\":\"%s\"}}\\n' \"$code\" {nonce} > \"$dir/.exit.json.tmp\" \\\n\
            && mv -f \"$dir/.exit.json.tmp\" \"$dir/exit.json\"\n\
          printf '\\n%s%s%s:%d\\n' '__CREWMUX_' 'EXIT_'{nonce} '__' \"$code\"\n\
+         {marker_wait}\
          sleep 0.05\n\
          exit \"$code\"\n",
         worker = spec.worker.replace('\n', " "),
@@ -335,5 +352,56 @@ mod tests {
     fn a_signal_death_is_128_plus_n() {
         let (_t, paths, _out) = run_wrapper(&["sh", "-c", "kill -TERM $$"]);
         assert_eq!(read_exit_file(&paths.exit, "abc123").unwrap(), Some(143));
+    }
+
+    #[test]
+    fn on_tmux_the_wrapper_stays_until_its_marker_is_in_output_log() {
+        use std::io::{Read, Write};
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = AttemptPaths::new(tmp.path().to_path_buf());
+        std::fs::write(&paths.output, "").unwrap();
+        let argv = vec![
+            "sh".to_string(),
+            "-c".into(),
+            "echo the last line; exit 4".into(),
+        ];
+        let spec = WrapperSpec {
+            worker: "w",
+            attempt: 1,
+            nonce: "abc123",
+            argv: &argv,
+            cwd: tmp.path(),
+            stdin_file: None,
+            wait_for_log: true,
+            render: None,
+        };
+        write_wrapper(&paths, &spec).unwrap();
+        // The pane's output, not yet copied to output.log: a lagging tmux server.
+        let mut child = Command::new("sh")
+            .arg(&paths.launch)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut pane = child.stdout.take().unwrap();
+        let mut text = String::new();
+        while find_marker(&text, "abc123").is_none() {
+            let mut buf = [0u8; 256];
+            let n = pane.read(&mut buf).unwrap();
+            assert!(n > 0, "the wrapper ended before its marker: {text}");
+            text.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        assert_eq!(read_exit_file(&paths.exit, "abc123").unwrap(), Some(4));
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        assert!(child.try_wait().unwrap().is_none(), "it waits for the log");
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&paths.output)
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let start = std::time::Instant::now();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(4));
+        assert!(start.elapsed() < std::time::Duration::from_secs(2));
     }
 }
