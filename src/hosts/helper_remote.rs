@@ -200,7 +200,8 @@ fn stream_file(
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>),
     );
-    let status = match child.wait_timeout(limit) {
+    let waited = child.wait_timeout(limit);
+    let status = match waited {
         Ok(Some(s)) => s,
         Ok(None) | Err(_) => {
             if let Err(e) = child.kill() {
@@ -209,7 +210,10 @@ fn stream_file(
             if let Err(e) = child.wait() {
                 tracing::debug!("reap ssh: {e}");
             }
-            return Err(format!("not done within {} s", limit.as_secs()));
+            return Err(match waited {
+                Err(e) => format!("waiting for ssh: {e}"),
+                _ => format!("not done within {} s", limit.as_secs()),
+            });
         }
     };
     let stdout = out.join().unwrap_or_default();
