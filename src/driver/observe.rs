@@ -111,13 +111,13 @@ impl Driver {
                 liveness: vec![Liveness::Unknown; polled.len()],
                 ..Poll::default()
             }
-        } else if polled.is_empty() {
+        } else if polled.is_empty() && self.hosts_down_reported.is_empty() {
             Poll::default()
         } else {
             self.backend.poll(&polled, focus_target.as_ref())
         };
-        // Nothing polled says nothing about the hosts.
-        if poll_backend && !polled.is_empty() {
+        // A host said to be down is asked about until it answers, watched there or not.
+        if poll_backend && (!polled.is_empty() || !self.hosts_down_reported.is_empty()) {
             self.report_server(&poll, !targets.is_empty(), emit);
         }
         // A lost SSH host ends its workers before anything else of this poll is decided.

@@ -23,9 +23,11 @@ use super::reach::Reach;
 use crate::backend::{Launcher, Multiplexer, Poll, SpawnSpec, Spawned, Target};
 use crate::error::{Error, Result};
 
-/// A poll outstanding this long means the host does not answer (a control-mode poll
-/// answers in milliseconds; a hung one waits out its 15 s limit and a 5 s probe).
-pub const HUNG_AFTER: Duration = Duration::from_secs(2);
+/// A poll outstanding this long means the host does not answer: a control-mode poll
+/// answers in milliseconds, and the first one (which opens the connection and the
+/// channel) in a few seconds on a loaded machine; a hung one waits out its 15 s limit
+/// and a 5 s probe.
+pub const HUNG_AFTER: Duration = Duration::from_secs(5);
 /// Longest wait between two probes of a lost host that has attempts left to end.
 pub const LOST_PROBE_MAX: Duration = Duration::from_secs(10);
 /// Grace of an attempt left on a host (SIGTERM, then SIGKILL), as for a stale attempt.
@@ -191,7 +193,7 @@ impl HostThread {
 
 impl Drop for HostThread {
     /// The thread finishes what it was asked (kills, ends) and stops; a thread held by a
-    /// host that hangs is waited for [`HUNG_AFTER`] at most, then left to its limits.
+    /// host that hangs is waited for one call's limit at most, then left to it.
     fn drop(&mut self) {
         self.asks = None;
         match self.done.recv_timeout(HUNG_AFTER + super::ssh::CALL_LIMIT) {

@@ -40,6 +40,7 @@ mod poll;
 pub mod reach;
 pub mod spread;
 pub mod ssh;
+pub mod work_back;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

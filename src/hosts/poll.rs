@@ -31,6 +31,11 @@ pub(super) fn poll(b: &mut HostsBackend, targets: &[Target], focus: Option<&Targ
             .and_then(|p| super::backend::untag_pane(p).0)
             .map(str::to_string)
     });
+    // A host that is down is asked even with no target there, so it is seen to answer
+    // again (its workers may have ended or moved meanwhile).
+    for host in b.outages().into_keys() {
+        groups.entry(Some(host)).or_default();
+    }
     // The local backend is polled even with no target of its own when it has the focus.
     if focus.is_some() && focus_host.is_none() {
         groups.entry(None).or_default();

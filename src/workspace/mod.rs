@@ -117,7 +117,12 @@ pub fn on_attempt_end(
     attempt: u32,
     attempt_dir: &std::path::Path,
 ) -> Option<crate::engine::Input> {
-    if let Err(e) = crate::hosts::git::fetch_back(state, worker, attempt) {
+    // Usually brought back already on the host's own thread (`hosts::work_back`).
+    let back = crate::hosts::work_back::brought_back(attempt_dir);
+    if let Err(e) = (!back)
+        .then(|| crate::hosts::git::fetch_back(state, worker, attempt))
+        .transpose()
+    {
         tracing::warn!(
             worker,
             attempt,

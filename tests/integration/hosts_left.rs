@@ -98,10 +98,11 @@ fn lose_the_host(
     (child, nonce)
 }
 
-/// Wait until nothing of the attempt `nonce` runs any more (60 s at most).
+/// Wait until nothing of the attempt `nonce` runs any more and the run recorded it
+/// (60 s at most).
 fn wait_ended(project: &Path, nonce: &str) {
     let ended = wait_for(
-        || attempt_processes(nonce).is_empty(),
+        || attempt_processes(nonce).is_empty() && first_dispatch(project)["left_on_host"].is_null(),
         Duration::from_secs(60),
     );
     assert!(
@@ -123,7 +124,12 @@ fn check_finished(project: &Path, out: &std::process::Output) {
         "{s}\n{}",
         stderr(out)
     );
-    assert!(first_dispatch(project)["left_on_host"].is_null());
+    assert!(
+        first_dispatch(project)["left_on_host"].is_null(),
+        "{}\n{}",
+        stderr(out),
+        std::fs::read_to_string(project.join(".crewmux/crewmux.log")).unwrap_or_default()
+    );
     assert!(
         stderr(out).contains("far#1: its processes left on host box were ended"),
         "{}",
