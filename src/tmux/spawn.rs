@@ -135,10 +135,14 @@ impl TmuxBackend {
         let log = shlex::try_quote(&spec.log.display().to_string())
             .map_err(|_| Error::Other("log path has a NUL byte".into()))?
             .into_owned();
+        // tmux runs the command with `sh -c`; `exec` leaves one `cat` instead of a shell
+        // waiting on it (dash forks for a lone command). A dead pane keeps its pipe (and so
+        // this process) while it remains on exit, so each one left counts twice as many
+        // processes without it.
         let pipe = PipePane::new()
             .open()
             .target_pane(format!("{}:={}", self.target_session(), spec.window))
-            .shell_command(format!("cat >> {log}"))
+            .shell_command(format!("exec cat >> {log}"))
             .build();
         Ok(format!(
             "{}\n{}\n",
