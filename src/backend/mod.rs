@@ -2,6 +2,7 @@
 //! are watched and how text reaches them. Calls block; the driver runs them on a dedicated
 //! thread (each tmux_interface call is a blocking `std::process::Command`).
 
+pub mod proc_scan;
 pub mod reap;
 pub mod tmux_version;
 

@@ -7,7 +7,9 @@
 //! Finding them reads the environment of every process on the machine (milliseconds with a
 //! few hundred processes, more under load), so while the loop runs the reaps are done on a
 //! thread of their own: an exit is recorded without waiting for the scan, and the survivors'
-//! events come back to the loop. Offline entry points reap in place.
+//! events come back to the loop. That thread reads each process's environment once
+//! ([`ProcScan`]): a pass then costs a listing of `/proc` and the processes started since
+//! the last one. Offline entry points reap in place.
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
@@ -18,7 +20,8 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use super::{Driver, Update};
-use crate::backend::reap::{attempts_pids, spared};
+use crate::backend::proc_scan::ProcScan;
+use crate::backend::reap::spared;
 use crate::domain::RunEvent;
 use crate::error::{IoContext, Result};
 
@@ -46,10 +49,10 @@ pub(super) struct Reap {
 }
 
 /// Take the due steps of every reap in `list` (SIGTERM for a new one, SIGKILL once its grace
-/// is over, then the survivors' count), with one `/proc` pass for all of them; returns the
-/// survivors' events. With `finishing`, every reap is taken to its end now: the grace is
-/// waited out unless the attempt's processes are gone sooner.
-fn step_all(list: &mut Vec<Reap>, finishing: bool) -> Vec<RunEvent> {
+/// is over, then the survivors' count), with one `/proc` pass of `scan` for all of them;
+/// returns the survivors' events. With `finishing`, every reap is taken to its end now: the
+/// grace is waited out unless the attempt's processes are gone sooner.
+fn step_all(list: &mut Vec<Reap>, finishing: bool, scan: &mut ProcScan) -> Vec<RunEvent> {
     let mut events = vec![];
     loop {
         let now = Instant::now();
@@ -58,7 +61,7 @@ fn step_all(list: &mut Vec<Reap>, finishing: bool) -> Vec<RunEvent> {
             return events;
         }
         let nonces: Vec<&str> = list.iter().map(|r| r.nonce.as_str()).collect();
-        let found = attempts_pids(&nonces);
+        let found = scan.attempts_pids(&nonces);
         list.retain_mut(|r| {
             let left: Vec<u32> = found
                 .get(&r.nonce)
@@ -166,13 +169,13 @@ impl Reaps {
         match self {
             Reaps::Here(list, told) => {
                 list.push(reap);
-                told.extend(step_all(list, false));
+                told.extend(step_all(list, false, &mut ProcScan::new()));
             }
             Reaps::Thread(t) => {
                 if let Err(mpsc::SendError(Job::Begin(reap))) = t.jobs.send(Job::Begin(reap)) {
                     tracing::warn!("the reaper thread stopped; reaping in place");
                     let mut list = vec![reap];
-                    for e in step_all(&mut list, true) {
+                    for e in step_all(&mut list, true, &mut ProcScan::new()) {
                         tracing::warn!("{}", e.message);
                     }
                 }
@@ -186,7 +189,7 @@ impl Reaps {
         match self {
             Reaps::Here(list, told) => {
                 let mut events = std::mem::take(told);
-                events.extend(step_all(list, all));
+                events.extend(step_all(list, all, &mut ProcScan::new()));
                 events
             }
             Reaps::Thread(t) => {
@@ -230,6 +233,8 @@ impl Reaper {
                     }
                 };
                 let mut last_pass: Option<Instant> = None;
+                // Each process's environment is read once over the thread's life.
+                let mut scan = ProcScan::new();
                 loop {
                     let next = list.iter().filter_map(|r| r.at).min();
                     let wait = next.map_or(Duration::from_secs(3600), |at| {
@@ -258,7 +263,7 @@ impl Reaper {
                         }
                     }
                     last_pass = Some(Instant::now());
-                    send(step_all(&mut list, finish.is_some()));
+                    send(step_all(&mut list, finish.is_some(), &mut scan));
                     if let Some(done) = finish {
                         // A caller that stopped waiting needs no answer.
                         let _ = done.send(());
