@@ -33,13 +33,21 @@ impl Failures {
     }
 }
 
-/// The failed workers of `state`, as the history reads them from its `state.json`.
+/// The newest failed workers of `state` (at most the number a prompt lists), as the history
+/// reads them from its `state.json`. Chosen before they are copied out: a launch late in a
+/// run of a thousand workers would otherwise copy and sort every failure of it.
 fn this_run(state: &RunState) -> Vec<PastFailure> {
     let stamp = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(SecondsFormat::AutoSi, true);
-    state
+    let when = |w: &crate::domain::WorkerState| w.ended_at.unwrap_or(state.updated_at);
+    let mut failed: Vec<&crate::domain::WorkerState> = state
         .workers
         .iter()
         .filter(|w| FAILED_STATUSES.contains(&w.status.as_str()) && !w.provider.is_empty())
+        .collect();
+    failed.sort_by_key(|w| std::cmp::Reverse(when(w)));
+    failed.truncate(MAX_FAILURES);
+    failed
+        .into_iter()
         .map(|w| PastFailure {
             run_id: state.run_id.clone(),
             worker: w.id.clone(),
