@@ -461,7 +461,9 @@ impl Running {
                     eprintln!("{} {:?} {}", e.kind, e.worker, e.message)
                 }
                 Ok(Update::Notice(n)) => eprintln!("notice: {n}"),
-                Ok(Update::Snapshot { state, .. }) => last = Some(*state),
+                Ok(Update::Snapshot { state, .. }) => {
+                    last = Some(std::sync::Arc::unwrap_or_clone(state))
+                }
                 _ => {}
             }
         }

@@ -88,7 +88,7 @@ impl Follower {
             let screen = self.screen();
             if changed || screen.is_some() {
                 emit(Update::Snapshot {
-                    state: Box::new(self.state.clone()),
+                    state: std::sync::Arc::new(self.state.clone()),
                     screen,
                 });
             }

@@ -83,8 +83,7 @@ impl Driver {
         };
         let inputs = self.landed(ready, results);
         self.apply(inputs, emit);
-        self.save(emit);
-        self.snapshot(None, emit);
+        self.publish(true, Some(None), emit);
     }
 
     /// A batch that has not landed within [`LAND_LIMIT`] (its thread is gone: a backend

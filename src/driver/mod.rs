@@ -22,6 +22,7 @@ mod observe;
 mod offline;
 pub mod once;
 mod prepare;
+mod publish;
 mod reap;
 mod result;
 mod saver;
@@ -40,9 +41,8 @@ mod watch_tests;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use chrono::Utc;
 
 pub use council::{run_council, write_report};
 pub use notify::NotifyWays;
@@ -111,8 +111,11 @@ pub enum Control {
 #[derive(Debug, Clone)]
 pub enum Update {
     /// The run changed; `screen` is the focused worker's output (ANSI text) if it changed.
+    /// `state` is one copy of the run shared with the state saver (a run of 1,000 workers
+    /// is a few hundred kB to copy): `Arc::unwrap_or_clone` takes it, copying only while the
+    /// saver still writes it.
     Snapshot {
-        state: Box<RunState>,
+        state: Arc<RunState>,
         screen: Option<String>,
     },
     /// One event, as appended to `events.jsonl`.
@@ -193,6 +196,8 @@ pub struct Driver {
     applied: usize,
     /// Where `state.json` is written: in place, or on the saver thread while the loop runs.
     saves: saver::Saves,
+    /// The last snapshot shown, and the change waiting to be.
+    shown: publish::Shown,
     /// An exit-file watcher runs (inotify): a watch looks for its `exit.json` when told,
     /// not every turn.
     exits_watched: bool,
@@ -259,7 +264,7 @@ impl Driver {
         // A run that ended before this driver took it (the engine ignores inputs then).
         self.finished |= self.state.status.is_final();
         self.save(&mut emit);
-        self.snapshot(None, &mut emit);
+        self.show_now(&mut emit);
         // One queue for the loop: control messages, and a wake-up whenever an attempt's
         // `exit.json` appears (inotify through `notify`), so an exit is seen in
         // milliseconds instead of at the next tick.
@@ -283,7 +288,11 @@ impl Driver {
                 None if self.in_flight.is_none() && !turns.held.is_empty() => {
                     Ok(Wake::Control(turns.held.remove(0)))
                 }
-                None => wake.recv_timeout(period.saturating_sub(turns.last_tick.elapsed())),
+                None => {
+                    // A snapshot waiting to be shown shortens the wait (see `publish`).
+                    let wait = period.saturating_sub(turns.last_tick.elapsed());
+                    wake.recv_timeout(self.show_wait().map_or(wait, |s| s.min(wait)))
+                }
             };
             match next {
                 // A request waits while a batch is in flight (see `launch_thread`).
@@ -297,7 +306,7 @@ impl Driver {
                     let inputs = self.control_inputs(c, &mut emit);
                     if !inputs.is_empty() && self.apply(inputs, &mut emit) > 0 {
                         self.save(&mut emit);
-                        self.snapshot(None, &mut emit);
+                        self.show_now(&mut emit);
                     }
                     continue;
                 }
@@ -320,6 +329,11 @@ impl Driver {
                     turns.calm_since = Instant::now();
                     self.on_landed(results, &mut emit);
                 }
+                // Woken for a snapshot waiting to be shown, before the turn is due.
+                Err(RecvTimeoutError::Timeout) if turns.last_tick.elapsed() < period => {
+                    self.publish(false, None, &mut emit);
+                    continue;
+                }
                 Err(RecvTimeoutError::Timeout) => {}
             }
             self.turn(&mut turns, &mut emit);
@@ -327,18 +341,33 @@ impl Driver {
                 break;
             }
         }
-        self.land_in_flight(&wake, &mut emit);
+        self.leave_loop(&wake, turns.unsaved, &mut emit);
+        Ok(self.state)
+    }
+
+    /// After the loop: land the batch in flight, end what is left of a finished run, save
+    /// (a run nobody drives now is `detached`), show what was not shown yet, and say so.
+    fn leave_loop(
+        &mut self,
+        wake: &std::sync::mpsc::Receiver<Wake>,
+        unsaved: bool,
+        emit: &mut impl FnMut(Update),
+    ) {
+        self.land_in_flight(wake, emit);
         if self.finished {
             // The run is over: nothing of its attempts may be left.
-            self.reap_due(true, &mut emit);
+            self.reap_due(true, emit);
         }
-        if turns.unsaved {
-            self.save(&mut emit);
+        if unsaved {
+            self.save(emit);
         }
         if !self.state.status.is_final() && self.state.status != RunStatus::Halted {
             // Nobody drives the run now: say so, so `status` and `attach` know to continue it.
             self.state.status = RunStatus::Detached;
-            self.save(&mut emit);
+            self.save(emit);
+        }
+        if self.show_wait().is_some() {
+            self.show_now(emit);
         }
         for e in self.saves.flush() {
             emit(Update::Notice(e));
@@ -346,7 +375,6 @@ impl Driver {
         emit(Update::Stopped {
             finished: self.finished,
         });
-        Ok(self.state)
     }
 
     /// One turn of the loop: observe, apply, launch the next batch, SIGKILL what outlived
@@ -386,8 +414,8 @@ impl Driver {
         turns.unsaved |= changed;
         // state.json is rewritten at most every SAVE_EVERY (one run of 1000 workers is
         // megabytes); exit evidence is on disk meanwhile, so nothing is lost.
-        if turns.unsaved && (turns.last_save.elapsed() >= SAVE_EVERY || self.finished) {
-            self.save(emit);
+        let save = turns.unsaved && (turns.last_save.elapsed() >= SAVE_EVERY || self.finished);
+        if save {
             turns.unsaved = false;
             turns.last_save = Instant::now();
         }
@@ -395,23 +423,8 @@ impl Driver {
             turns.calm_since = Instant::now();
         }
         self.mem.last_output_moved = false;
-        if changed || screen.is_some() {
-            self.snapshot(screen, emit);
-        }
-    }
-
-    fn snapshot(&self, screen: Option<String>, emit: &mut impl FnMut(Update)) {
-        emit(Update::Snapshot {
-            state: Box::new(self.state.clone()),
-            screen,
-        });
-    }
-
-    fn save(&mut self, emit: &mut impl FnMut(Update)) {
-        self.state.updated_at = Utc::now();
-        for e in self.saves.save(&self.state) {
-            emit(Update::Notice(e));
-        }
+        let show = (changed || screen.is_some()).then_some(screen);
+        self.publish(save, show, emit);
     }
 }
 

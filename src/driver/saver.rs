@@ -1,9 +1,11 @@
-//! Saving the run state off the loop: the loop hands a copy of the state to a thread of
-//! its own that writes `state.json` (serialising, fsync and rename cost milliseconds on a
+//! Saving the run state off the loop: the loop hands a copy of the state (shared with the
+//! snapshot it shows, never copied again here) to a thread of its own that writes
+//! `state.json` (serialising, fsync and rename cost milliseconds on a
 //! large run; an exit must not wait for them). Saves that pile up while one is written
 //! are folded into the newest. Offline commands save in place.
 
 use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::domain::RunState;
@@ -11,7 +13,7 @@ use crate::error::{IoContext, Result};
 use crate::store::{RunStore, StateWriter};
 
 enum Job {
-    Save(Box<RunState>),
+    Save(Arc<RunState>),
     /// Answered once every save sent before it is written.
     Flush(Sender<()>),
 }
@@ -29,9 +31,15 @@ impl Saves {
         Saves::Here(StateWriter::new(store))
     }
 
-    /// Save `state` (on the thread: later). Returns the errors of saves finished since the
-    /// last call, for the person.
-    pub(super) fn save(&mut self, state: &RunState) -> Vec<String> {
+    /// True when saves go to the saver thread.
+    pub(super) fn on_thread(&self) -> bool {
+        matches!(self, Saves::Thread(_))
+    }
+
+    /// Save `state` (on the thread: later, from `shared` when the caller has that copy of
+    /// it already). Returns the errors of saves finished since the last call, for the
+    /// person.
+    pub(super) fn save(&mut self, state: &RunState, shared: Option<&Arc<RunState>>) -> Vec<String> {
         match self {
             Saves::Here(w) => w
                 .save(state)
@@ -40,7 +48,8 @@ impl Saves {
                 .into_iter()
                 .collect(),
             Saves::Thread(s) => {
-                if s.jobs.send(Job::Save(Box::new(state.clone()))).is_err() {
+                let copy = shared.map_or_else(|| Arc::new(state.clone()), Arc::clone);
+                if s.jobs.send(Job::Save(copy)).is_err() {
                     return vec!["the state saver stopped; the run state is not saved".into()];
                 }
                 s.errors.try_iter().collect()

@@ -56,6 +56,7 @@ impl Driver {
             recorded: once::Recorded::default(),
             applied: 0,
             saves,
+            shown: Default::default(),
             exits_watched: false,
             launch_thread: None,
             in_flight: None,

@@ -221,7 +221,7 @@ impl Model {
         match u {
             Update::Snapshot { state, screen } => {
                 let was_final = self.run.status.is_final();
-                self.run = *state;
+                self.run = std::sync::Arc::unwrap_or_clone(state);
                 if self.run.status.is_final() && !was_final {
                     self.finished = true;
                     self.ui.notice = Some(format!(

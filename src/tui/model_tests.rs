@@ -18,7 +18,7 @@ fn key(c: KeyCode) -> Msg {
 
 fn snapshot(run: crate::domain::RunState, screen: Option<&str>) -> Msg {
     Msg::Driver(Update::Snapshot {
-        state: Box::new(run),
+        state: std::sync::Arc::new(run),
         screen: screen.map(str::to_string),
     })
 }

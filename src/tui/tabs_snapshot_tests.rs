@@ -32,7 +32,7 @@ fn model() -> Model {
         .push("src/limit.rs: the bucket never refills".into());
     // Recompute what findings name with the project set.
     m.handle(Msg::Driver(crate::driver::Update::Snapshot {
-        state: Box::new(m.run.clone()),
+        state: std::sync::Arc::new(m.run.clone()),
         screen: None,
     }));
     m
