@@ -83,6 +83,9 @@ pub struct Watch {
     pub exit_seen: bool,
     /// When `exit.json` was last looked for (`None`: never).
     exit_looked: Option<Instant>,
+    /// `exit.json` was looked for after the marker was found: the wrapper writes the file
+    /// before it prints the marker, so a marker read once sends one look for the file.
+    looked_after_marker: bool,
 }
 
 /// What one read of a log found.
@@ -124,6 +127,7 @@ impl Watch {
             asked_screen: None,
             exit_seen: false,
             exit_looked: None,
+            looked_after_marker: false,
         }
     }
 
@@ -226,8 +230,10 @@ impl Watch {
     }
 
     /// As [`exit_evidence`](Self::exit_evidence), but `exit.json` is read only when `look`,
-    /// when the watcher saw it appear, or when the last look is [`EXIT_LOOK_EVERY`] old
-    /// (the marker is in memory: always).
+    /// when the watcher saw it appear, when the marker was just found (the file comes
+    /// first, so a marker settles from the file whenever there is one: a remote attempt's
+    /// files come back while the loop reads), or when the last look is
+    /// [`EXIT_LOOK_EVERY`] old (the marker is in memory: always).
     pub fn exit_evidence_looking(
         &mut self,
         look: bool,
@@ -237,9 +243,11 @@ impl Watch {
         let due = self
             .exit_looked
             .is_none_or(|at| now.saturating_duration_since(at) >= EXIT_LOOK_EVERY);
-        if look || self.exit_seen || due {
+        let marker_new = self.scanner.found().is_some() && !self.looked_after_marker;
+        if look || self.exit_seen || due || marker_new {
             self.exit_seen = false;
             self.exit_looked = Some(now);
+            self.looked_after_marker |= self.scanner.found().is_some();
             match read_exit_file(&self.dir.join("exit.json"), &self.nonce) {
                 Ok(Some(code)) => return Some((code, ExitSource::ExitFile)),
                 Ok(None) => {}

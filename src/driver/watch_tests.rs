@@ -73,3 +73,41 @@ fn exit_json_is_looked_for_when_told_seen_or_due() {
         "the last look is old: the watcher may have missed it"
     );
 }
+
+#[test]
+fn a_marker_read_sends_one_look_for_exit_json_which_it_yields_to() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = Watch::new("a", 1, "n1", tmp.path(), false);
+    let t0 = Instant::now();
+    assert_eq!(w.exit_evidence_looking(false, t0), None);
+    // A log brought back whole with its marker, its exit record beside it: the watcher has
+    // not said so yet and the last look is recent, yet the record is what settles the exit.
+    exit_json(tmp.path(), 3, "n1");
+    std::fs::write(
+        tmp.path().join("output.log"),
+        "work\n__CREWMUX_EXIT_n1__:3\n",
+    )
+    .unwrap();
+    assert!(w.read_log().grew);
+    let soon = t0 + Duration::from_millis(100);
+    assert_eq!(
+        w.exit_evidence_looking(false, soon),
+        Some((3, ExitSource::ExitFile))
+    );
+    // A marker with no record beside it is taken as the marker, and looked up once only.
+    let other = tempfile::tempdir().unwrap();
+    let mut w = Watch::new("a", 1, "n1", other.path(), false);
+    assert_eq!(w.exit_evidence_looking(false, t0), None);
+    std::fs::write(other.path().join("output.log"), "__CREWMUX_EXIT_n1__:7\n").unwrap();
+    w.read_log();
+    assert_eq!(
+        w.exit_evidence_looking(false, soon),
+        Some((7, ExitSource::Marker))
+    );
+    exit_json(other.path(), 9, "n1");
+    assert_eq!(
+        w.exit_evidence_looking(false, soon + Duration::from_millis(10)),
+        Some((7, ExitSource::Marker)),
+        "not due again until the look is old"
+    );
+}

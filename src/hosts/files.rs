@@ -49,10 +49,11 @@ pub fn fetch(link: &SshLink, remote_dir: &Path, local_dir: &Path) -> Result<()> 
 }
 
 /// Write the plain files of a tar stream into `dir` (each replaced whole: a temporary
-/// file renamed over it, so a reader never sees half a file).
+/// file renamed over it, so a reader never sees half a file), `exit.json` first.
 fn unpack(bytes: &[u8], dir: &Path) -> Result<()> {
     let mut archive = tar::Archive::new(bytes);
     let entries = archive.entries().map_err(|e| Error::io(dir, e))?;
+    let mut files = Vec::new();
     for entry in entries {
         let mut entry = entry.map_err(|e| Error::io(dir, e))?;
         if !entry.header().entry_type().is_file() {
@@ -76,6 +77,12 @@ fn unpack(bytes: &[u8], dir: &Path) -> Result<()> {
         };
         let mut data = Vec::new();
         std::io::Read::read_to_end(&mut entry, &mut data).map_err(|e| Error::io(&path, e))?;
+        files.push((name.to_os_string(), data));
+    }
+    // `exit.json` lands first: the driver reads the output as it lands, and an exit marker
+    // there must find its exit record already here (the record is trusted over the marker).
+    files.sort_by_key(|(name, _)| name != "exit.json");
+    for (name, data) in files {
         crate::store::write_replace(&dir.join(name), &data)?;
     }
     Ok(())
