@@ -56,11 +56,13 @@ pub fn run(all: bool, socket: Option<&str>, project: Option<&Path>) -> Result<i3
         screen.set_default_mode(&mode);
     }
     screen.hosts = host_choices(&project);
+    screen.probing = true;
     let reload = || home::load_rows(&projects(&project));
     let refresh = |h: &mut Home| {
         h.rows = reload();
         if let Some(p) = providers.lock().ok().and_then(|p| p.clone()) {
             h.providers = p;
+            h.probing = false;
         }
     };
     crate::tui::app::ESC_LEAVES.store(true, std::sync::atomic::Ordering::SeqCst);

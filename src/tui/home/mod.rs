@@ -191,6 +191,9 @@ pub struct Home {
     pub modes: Vec<ModeChoice>,
     /// Providers `doctor` found ready, offered after "auto".
     pub providers: Vec<String>,
+    /// The `doctor` probe behind `providers` still runs (the form says so: until it ends
+    /// only "auto" is offered).
+    pub probing: bool,
     /// The `--hosts` choices of the form when `hosts.toml` names SSH hosts: first none
     /// (the team file decides), then every host with `local`, then each host alone with
     /// `local`; empty: the form has no hosts field.
@@ -218,6 +221,7 @@ impl Home {
             confirm_clean: false,
             form: None,
             providers: Vec::new(),
+            probing: false,
             hosts: Vec::new(),
             notice: None,
             help: false,

@@ -183,6 +183,19 @@ fn a_refused_start_gives_the_typed_form_back_and_a_started_one_does_not() {
 }
 
 #[test]
+fn while_the_agent_clis_are_checked_the_form_says_so() {
+    let mut h = Home::new(PathBuf::from("/home/ada/shop"), false, vec![]);
+    h.probing = true;
+    h.key(key(KeyCode::Char('n')));
+    let text = format!("{:?}", screen(&h, 100, 24));
+    assert!(text.contains("checking the agent CLIs"), "{text}");
+    h.probing = false;
+    h.providers = vec!["sim".into()];
+    let text = format!("{:?}", screen(&h, 100, 24));
+    assert!(!text.contains("checking the agent CLIs"), "{text}");
+}
+
+#[test]
 fn a_long_notice_is_wrapped_so_its_end_shows() {
     let mut h = Home::new(PathBuf::from("/home/ada/shop"), false, vec![]);
     h.notice = Some(format!(

@@ -256,7 +256,13 @@ fn form(frame: &mut Frame, area: Rect, home: &Home) {
         .provider
         .checked_sub(1)
         .and_then(|i| home.providers.get(i).cloned())
-        .unwrap_or_else(|| "auto (the routing decides)".into());
+        .unwrap_or_else(|| {
+            if home.probing {
+                "auto (the routing decides) · checking the agent CLIs…".into()
+            } else {
+                "auto (the routing decides)".into()
+            }
+        });
     frame.render_widget(
         Line::from(vec![
             Span::styled("Provider  ", focus(2)),
