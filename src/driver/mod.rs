@@ -17,6 +17,7 @@ mod hosts;
 mod launch;
 mod launch_thread;
 mod lines;
+mod log_screen;
 mod notify;
 mod observe;
 mod offline;
@@ -166,6 +167,8 @@ pub struct Driver {
     server_down_reported: Option<String>,
     /// The SSH hosts said not to answer (see `observe::report_server`).
     hosts_down_reported: std::collections::BTreeSet<String>,
+    /// The focused worker's `output.log` shown while its pane cannot be captured.
+    log_screen: log_screen::LogScreen,
     /// The credential store, when there is one (docs/design.md): a key per launch, rotated when a
     /// worker's output matches the rate-limit patterns.
     creds: Option<crate::creds::Store>,

@@ -54,6 +54,7 @@ impl Driver {
             Control::Focus(w) => {
                 self.focus = w;
                 self.backend.forget_screen();
+                self.log_screen.reset();
                 vec![]
             }
             Control::Quit => vec![],
@@ -130,7 +131,13 @@ impl Driver {
         }
         inputs.extend(panes_gone(&polled, &poll));
         inputs.push(Input::Tick);
-        (inputs, poll.screen.map(|s| without_protocol_lines(&s)))
+        // A pane that cannot be captured (server or host gone, no answer yet) shows the end
+        // of its output.log instead.
+        let log = focus_target
+            .as_ref()
+            .map(|f| (f.worker.as_str(), f.attempt, f.log.as_path()));
+        let screen = self.log_screen.after_poll(poll.screen, log);
+        (inputs, screen.map(|s| without_protocol_lines(&s)))
     }
 
     /// The exit-file watcher saw `path` (`…/workers/<worker>/attempt-<n>/exit.json`)

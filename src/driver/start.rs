@@ -42,6 +42,7 @@ impl Driver {
             finished: false,
             server_down_reported: None,
             hosts_down_reported: Default::default(),
+            log_screen: Default::default(),
             creds: None,
             rate_limits: Default::default(),
             credential_labels: HashMap::new(),
