@@ -249,6 +249,8 @@ fn serve(
                     targets.len(),
                     t0.elapsed().as_millis()
                 );
+                // What the person reads about the host is current before its answer is.
+                set_outage(outage, &side);
                 if let Some(why) = lost {
                     // The backend is gone when this fails; nothing is left to tell.
                     let _ = told.send(Told::Lost(why));
@@ -379,5 +381,27 @@ impl HostSide {
             // The backend is gone when this fails; nothing is left to tell.
             let _ = told.send(Told::Ended(ended));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lost_host_is_probed_with_back_off_up_to_its_most() {
+        let t0 = Instant::now();
+        let mut p = LostProbe::default();
+        assert!(p.due(t0), "the first probe is at once");
+        assert!(!p.due(t0 + Duration::from_millis(500)));
+        assert!(p.due(t0 + Duration::from_secs(1)));
+        assert_eq!(p.backoff, Duration::from_secs(2));
+        let mut at = t0 + Duration::from_secs(1);
+        for _ in 0..10 {
+            at += p.backoff;
+            assert!(p.due(at));
+        }
+        assert_eq!(p.backoff, LOST_PROBE_MAX);
+        assert_eq!(p.wait(&Reach::Up), Duration::ZERO);
     }
 }

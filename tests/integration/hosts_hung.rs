@@ -47,7 +47,7 @@ fn a_frozen_host_stalls_neither_a_local_workers_exit_nor_its_own_worker() {
              [[worker]]\nid = \"here\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nmax_attempts = 1\n\
              command = [\"sh\", \"-c\", \"while [ ! -e {here} ]; do sleep 0.05; done; echo local line; exit 0\"]\n\
              [[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
-             command = [\"sh\", \"-c\", \"echo started; while [ ! -e {far} ]; do sleep 0.1; done; echo finished; exit 0\"]\n",
+             command = [\"sh\", \"-c\", \"echo started; while [ ! -e {far} ]; do sleep 0.1; done; echo finished; sleep 3; exit 0\"]\n",
             here = go_here.display(),
             far = go_far.display()
         ),
@@ -125,6 +125,7 @@ fn a_frozen_host_stalls_neither_a_local_workers_exit_nor_its_own_worker() {
     let said = String::from_utf8_lossy(&out.stderr);
     // The host's outage is its own notice: said not to answer, and last said to answer
     // again (a loaded machine may see a slow start too); the tmux server never stopped.
+    // (far lives 3 s after it is let go, so the run polls the host once it answers.)
     let down = said.rfind("host box does not answer");
     let back = said.rfind("host box answers again");
     assert!(down.is_some() && back > down, "{err}");
