@@ -33,7 +33,8 @@ use toml::Spanned;
 
 use crate::driver::NotifyWays;
 use crate::error::{Error, Result};
-use crate::providers::spec::{line_col, toml_error};
+use crate::providers::spec::line_col;
+use crate::providers::toml_hint::toml_error_with;
 use crate::providers::user_config_dir;
 use crate::providers::EnvSnapshot;
 use crate::tui::keys::{action_named, parse_key, Keys};
@@ -116,12 +117,18 @@ pub fn load() -> Result<Config> {
     }
 }
 
+/// What to write for a value of the wrong type, by key (the rest is read from the type).
+const HINTS: &[(&str, &str)] = &[
+    ("mode", "use one of crazy, ccg, solo, quoted"),
+    ("provider", "use a provider's name, quoted, e.g. \"codex\""),
+];
+
 /// Check `text`, the config file at `path`; `registry` knows the providers.
 ///
 /// # Errors
 /// One line `path:line:col: …` naming the key or value and what to write instead.
 pub fn parse(path: &Path, text: &str, registry: &crate::providers::Registry) -> Result<Config> {
-    let file: File = toml::from_str(text).map_err(|e| toml_error(path, text, &e))?;
+    let file: File = toml::from_str(text).map_err(|e| toml_error_with(path, text, &e, HINTS))?;
     let at = |span: std::ops::Range<usize>, msg: String| -> Error {
         let (line, col) = line_col(text, span.start);
         Error::Usage(format!("{}:{line}:{col}: {msg}", path.display()))

@@ -86,7 +86,7 @@ fn mistakes_are_one_line_at_their_place_with_the_fix() {
         ("[keys]\nretry = \"q\"\n", "config.toml:2:9: `q` is already quit's key where retry works"),
         ("[theme]\nerror = \"bluish\"\n", "config.toml:2:9: `bluish` is not a colour"),
         ("[theme]\nerrors = \"red\"\n", "config.toml:2:1: unknown theme colour `errors`: use one of accent"),
-        ("[notify]\nbell = \"yes\"\n", "config.toml:2:8: invalid type: string \"yes\", expected a boolean"),
+        ("[notify]\nbell = \"yes\"\n", "config.toml:2:8: bell: use true or false (not \"yes\")"),
         ("[notify]\nsound = true\n", "config.toml:2:1: unknown field `sound`"),
         ("[defaults]\nmode = \"wild\"\n", "config.toml:2:8: unknown mode `wild`: use one of crazy, ccg, solo"),
         ("[defaults]\nprovider = \"gpt\"\n", "config.toml:2:12: unknown provider `gpt`: use one of"),
@@ -96,4 +96,16 @@ fn mistakes_are_one_line_at_their_place_with_the_fix() {
         assert!(got.contains(want), "{text:?}\n got: {got}\nwant: {want}");
         assert_eq!(got.lines().count(), 1, "{got}");
     }
+}
+
+#[test]
+fn a_value_of_the_wrong_type_names_its_key_and_what_to_write() {
+    assert_eq!(
+        error("[notify]\nbell = \"yes\"\n"),
+        "/home/u/.config/crewmux/config.toml:2:8: bell: use true or false (not \"yes\")"
+    );
+    assert_eq!(
+        error("[defaults]\nmode = 3\n"),
+        "/home/u/.config/crewmux/config.toml:2:8: mode: use one of crazy, ccg, solo, quoted (not 3)"
+    );
 }

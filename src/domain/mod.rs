@@ -7,6 +7,7 @@ pub mod event;
 pub mod exit;
 pub mod flow;
 pub mod run;
+pub mod socket;
 pub mod stage;
 pub mod team;
 pub mod worker;

@@ -10,8 +10,8 @@
 //! workdir = "/home/me/crewmux"    # absolute; crewmux keeps its runs and repositories here
 //! max_workers = 8                 # optional (default 8)
 //! tmux = "tmux"                   # optional: the tmux program on that host
-//! tmux_socket = "crewmux"         # optional: the `-L` socket name there
-//! lost_after_s = 120              # optional: unreachable this long → its workers are retried here
+//! tmux_socket = "crewmux"         # optional: the `-L` socket name there (as `--tmux-socket`)
+//! lost_after_s = 120              # optional, ≥ 1: unreachable this long → its workers are retried here
 //! ```
 
 use std::collections::BTreeMap;
@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::providers::spec::{line_col, toml_error};
+use crate::providers::spec::line_col;
+use crate::providers::toml_hint::toml_error_with;
 use crate::providers::EnvSnapshot;
 
 /// The host every run has: this machine.
@@ -74,12 +75,32 @@ struct HostTable {
     #[serde(default)]
     max_workers: Option<toml::Spanned<u32>>,
     #[serde(default)]
-    tmux: Option<String>,
+    tmux: Option<toml::Spanned<String>>,
     #[serde(default)]
-    tmux_socket: Option<String>,
+    tmux_socket: Option<toml::Spanned<String>>,
     #[serde(default)]
-    lost_after_s: Option<u64>,
+    lost_after_s: Option<toml::Spanned<u64>>,
 }
+
+/// What to write for a value of the wrong type, by key.
+const HINTS: &[(&str, &str)] = &[
+    ("max_workers", "use a whole number ≥ 1, e.g. 8"),
+    (
+        "lost_after_s",
+        "use a whole number of seconds ≥ 1, e.g. 120",
+    ),
+    ("ssh", "use a quoted destination, e.g. \"me@box\""),
+    (
+        "workdir",
+        "use a quoted absolute path on that host, e.g. \"/home/me/crewmux\"",
+    ),
+    ("tmux", "use a quoted program name or path, e.g. \"tmux\""),
+    ("tmux_socket", "use a quoted socket name, e.g. \"crewmux\""),
+    (
+        "ssh_args",
+        "use a list of quoted words, e.g. [\"-p\", \"2222\"]",
+    ),
+];
 
 fn default_lost_after() -> u64 {
     DEFAULT_LOST_AFTER_S
@@ -145,7 +166,8 @@ impl Hosts {
 /// # Errors
 /// [`Error::Usage`] `file:line:col: message` for TOML or a bad value.
 pub fn parse(path: &Path, text: &str) -> Result<BTreeMap<String, HostSpec>> {
-    let file: HostsFile = toml::from_str(text).map_err(|e| toml_error(path, text, &e))?;
+    let file: HostsFile =
+        toml::from_str(text).map_err(|e| toml_error_with(path, text, &e, HINTS))?;
     let mut out = BTreeMap::new();
     for (name, table) in file.hosts {
         let (line, col) = line_col(text, table.span().start);
@@ -205,6 +227,8 @@ pub fn parse(path: &Path, text: &str) -> Result<BTreeMap<String, HostSpec>> {
             Some(m) => m.into_inner(),
             None => DEFAULT_MAX_WORKERS,
         };
+        let (tmux, tmux_socket, lost_after_s) =
+            tmux_and_loss(&name, t.tmux, t.tmux_socket, t.lost_after_s, &at_value)?;
         out.insert(
             name.clone(),
             HostSpec {
@@ -213,14 +237,58 @@ pub fn parse(path: &Path, text: &str) -> Result<BTreeMap<String, HostSpec>> {
                 ssh_args: t.ssh_args,
                 workdir,
                 max_workers,
-                tmux: t.tmux.unwrap_or_else(|| "tmux".into()),
-                tmux_socket: t.tmux_socket.unwrap_or_else(|| "crewmux".into()),
-                lost_after_s: t.lost_after_s.unwrap_or(DEFAULT_LOST_AFTER_S),
+                tmux,
+                tmux_socket,
+                lost_after_s,
                 source: path.to_path_buf(),
             },
         );
     }
     Ok(out)
+}
+
+/// `tmux`, `tmux_socket` and `lost_after_s` of host `name`, checked, or their defaults.
+fn tmux_and_loss(
+    name: &str,
+    tmux: Option<toml::Spanned<String>>,
+    tmux_socket: Option<toml::Spanned<String>>,
+    lost_after_s: Option<toml::Spanned<u64>>,
+    at_value: &dyn Fn(usize, String) -> Error,
+) -> Result<(String, String, u64)> {
+    let tmux = match tmux {
+        Some(p) if p.get_ref().trim().is_empty() => {
+            return Err(at_value(
+                p.span().start,
+                format!(
+                    "host `{name}`: `tmux` is empty: name the tmux program on that host, \
+                     e.g. \"tmux\", or leave the key out"
+                ),
+            ))
+        }
+        Some(p) => p.into_inner(),
+        None => "tmux".into(),
+    };
+    let tmux_socket = match tmux_socket {
+        Some(s) => crate::domain::socket::socket_name(s.get_ref())
+            .map_err(|m| at_value(s.span().start, format!("host `{name}`: `tmux_socket` {m}")))?,
+        None => "crewmux".into(),
+    };
+    // 0 would lose the host at its first missed poll; never-lost is not offered (its
+    // workers would wait for it forever).
+    let lost_after_s = match lost_after_s {
+        Some(l) if *l.get_ref() == 0 => {
+            return Err(at_value(
+                l.span().start,
+                format!(
+                    "host `{name}`: `lost_after_s` must be at least 1 (seconds); \
+                     leave it out for {DEFAULT_LOST_AFTER_S}"
+                ),
+            ))
+        }
+        Some(l) => l.into_inner(),
+        None => DEFAULT_LOST_AFTER_S,
+    };
+    Ok((tmux, tmux_socket, lost_after_s))
 }
 
 #[cfg(test)]
@@ -273,6 +341,43 @@ mod tests {
         .to_string();
         assert!(e.starts_with("h.toml:") && e.contains("port"), "{e}");
         assert!(!e.contains('\n'), "{e}");
+    }
+
+    fn one(extra: &str) -> String {
+        parse(
+            Path::new("h.toml"),
+            &format!("[hosts.b]\nssh = \"x\"\nworkdir = \"/w\"\n{extra}\n"),
+        )
+        .unwrap_err()
+        .to_string()
+    }
+
+    #[test]
+    fn bad_values_are_refused_by_the_clis_rules_naming_the_key_and_the_fix() {
+        let e = one("tmux_socket = \"a/b\"");
+        assert!(
+            e.starts_with("h.toml:4:15: host `b`: `tmux_socket` `a/b` is not a socket name"),
+            "{e}"
+        );
+        assert!(one("tmux_socket = \"default\"").contains("`default`"));
+        let e = one("lost_after_s = 0");
+        assert!(
+            e.starts_with("h.toml:4:16: host `b`: `lost_after_s` must be at least 1"),
+            "{e}"
+        );
+        let e = one("tmux = \"\"");
+        assert!(
+            e.starts_with("h.toml:4:8: host `b`: `tmux` is empty"),
+            "{e}"
+        );
+        assert_eq!(
+            one("max_workers = -3"),
+            "h.toml:4:15: max_workers: use a whole number ≥ 1, e.g. 8 (not -3)"
+        );
+        assert_eq!(
+            one("lost_after_s = \"soon\""),
+            "h.toml:4:16: lost_after_s: use a whole number of seconds ≥ 1, e.g. 120 (not \"soon\")"
+        );
     }
 
     #[test]

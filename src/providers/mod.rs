@@ -20,6 +20,7 @@ pub mod rate_limits;
 pub mod registry;
 pub mod run;
 pub mod spec;
+pub(crate) mod toml_hint;
 pub mod usable;
 
 pub use health::{AuthState, ProbeOptions, ProviderHealth, TmuxHealth};

@@ -215,12 +215,7 @@ pub(crate) fn compile(pattern: &str) -> std::result::Result<Regex, regex::Error>
 
 /// One line: `FILE:LINE:COL: message` from a toml error's span.
 pub(crate) fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> Error {
-    let (line, col) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
-    Error::Usage(format!(
-        "{}:{line}:{col}: {}",
-        path.display(),
-        e.message().trim().replace('\n', " ")
-    ))
+    super::toml_hint::toml_error_with(path, text, e, &[])
 }
 
 /// 1-based line and column of a byte offset.
