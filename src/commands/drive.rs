@@ -163,6 +163,8 @@ pub fn drive_headless(store: RunStore, state: RunState, opts: DriverOptions) -> 
                 }
             }
             Update::Stopped { .. } => break,
+            // Headless: each outage and return is printed from its notice already.
+            Update::HostsDown(_) => {}
         }
     }
     let final_state = handle

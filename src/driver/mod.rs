@@ -123,6 +123,8 @@ pub enum Update {
     Event(RunEvent),
     /// Something the person should read (a failed paste, a tmux error).
     Notice(String),
+    /// The SSH hosts that do not answer now (or were lost), sent whenever that set changes.
+    HostsDown(std::collections::BTreeSet<String>),
     /// The loop ended (`finished` = the run reached a final status).
     Stopped { finished: bool },
 }

@@ -215,6 +215,7 @@ impl Driver {
         } else if self.server_down_reported.take().is_some() {
             emit(Update::Notice("the tmux server answers again".into()));
         }
+        let before = self.hosts_down_reported.clone();
         for (host, msg) in &poll.hosts_down {
             if watching && self.hosts_down_reported.insert(host.clone()) {
                 emit(Update::Notice(msg.clone()));
@@ -229,6 +230,9 @@ impl Driver {
         for host in back {
             self.hosts_down_reported.remove(&host);
             emit(Update::Notice(format!("host {host} answers again")));
+        }
+        if self.hosts_down_reported != before {
+            emit(Update::HostsDown(self.hosts_down_reported.clone()));
         }
     }
 

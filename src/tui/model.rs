@@ -242,6 +242,7 @@ impl Model {
                 self.ui.notice = Some(n);
             }
             Update::Event(_) => self.events_pending = true,
+            Update::HostsDown(hosts) => self.ui.hosts_down = hosts,
             Update::Stopped { finished } => {
                 self.finished |= finished;
                 self.stopped = true;

@@ -198,6 +198,9 @@ pub struct UiState {
     pub confirm: Option<Confirm>,
     /// One line shown in the footer until the next key (e.g. "answer sent to backend").
     pub notice: Option<String>,
+    /// The SSH hosts that do not answer now (the driver's `Update::HostsDown`): their live
+    /// workers' liveness is unknown, and Enter does not try to attach there.
+    pub hosts_down: std::collections::BTreeSet<String>,
     /// Scroll and filter state of the tui-logger log panel.
     pub log: TuiWidgetState,
     /// The main area's tab; it sticks while the selection moves between workers.
@@ -261,6 +264,7 @@ impl Default for UiState {
             help: false,
             confirm: None,
             notice: None,
+            hosts_down: Default::default(),
             log: TuiWidgetState::new(),
             tab: Tab::default(),
             doc_scroll: 0,

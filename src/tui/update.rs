@@ -305,6 +305,12 @@ fn attach(ui: &mut UiState, run: &RunState) -> Vec<UiEffect> {
         ));
         return Vec::new();
     }
+    if let Some(host) = worker.host.as_ref().filter(|h| ui.hosts_down.contains(*h)) {
+        ui.notice = Some(format!(
+            "host {host} does not answer; Enter attaches once it does"
+        ));
+        return Vec::new();
+    }
     if worker.pane_id.is_none() {
         let had_one = run.dispatches.iter().any(|d| {
             d.worker_id == worker.id && d.attempt == worker.attempt && d.pane_id.is_some()

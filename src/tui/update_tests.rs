@@ -408,3 +408,26 @@ fn a_new_selection_asks_for_that_workers_output() {
         "scrolling is not selecting"
     );
 }
+
+#[test]
+fn enter_on_a_worker_whose_host_does_not_answer_says_so_at_once() {
+    let mut run = crazy_run();
+    run.workers[1].host = Some("box".into());
+    let mut ui = UiState {
+        selected: 1,
+        ..UiState::default()
+    };
+    ui.hosts_down.insert("box".into());
+    assert!(keys(&mut ui, &run, &[KeyCode::Enter]).is_empty());
+    assert_eq!(
+        ui.notice.as_deref(),
+        Some("host box does not answer; Enter attaches once it does")
+    );
+    ui.hosts_down.clear();
+    assert_eq!(
+        keys(&mut ui, &run, &[KeyCode::Enter]),
+        vec![UiEffect::Attach {
+            worker_id: "backend".into()
+        }]
+    );
+}

@@ -143,7 +143,16 @@ fn row<'a>(
     with_diff: bool,
     view: &View,
 ) -> Vec<Cell<'a>> {
-    let style = status_style(w.status);
+    // A live worker on a host that does not answer: its liveness is unknown until it does.
+    let unknown_on = w
+        .host
+        .as_ref()
+        .filter(|h| w.status.is_live() && view.ui.hosts_down.contains(*h));
+    let style = if unknown_on.is_some() {
+        Style::default().fg(Color::DarkGray)
+    } else {
+        status_style(w.status)
+    };
     let mut cells = vec![Cell::from(w.id.as_str())];
     if with_role {
         cells.push(Cell::from(Span::styled(
@@ -169,7 +178,14 @@ fn row<'a>(
     cells.extend([
         Cell::from(w.provider.as_str()),
         Cell::from(Line::from(vec![
-            Span::styled(status_symbol(w.status), style),
+            Span::styled(
+                if unknown_on.is_some() {
+                    "?"
+                } else {
+                    status_symbol(w.status)
+                },
+                style,
+            ),
             Span::raw(" "),
             Span::styled(
                 if blocked {
@@ -201,6 +217,7 @@ fn row<'a>(
                 .as_deref()
                 .map(|q| q.split_whitespace().collect::<Vec<_>>().join(" ")),
             s if s.is_terminal() => w.reason.clone(),
+            _ if unknown_on.is_some() => unknown_on.map(|h| format!("host {h} not answering")),
             _ => flow_note(view.run, w, view.now),
         };
         cells.push(Cell::from(Span::styled(

@@ -93,4 +93,28 @@ mod tests {
         });
         assert_eq!(super::width(&run), Some(5));
     }
+
+    #[test]
+    fn a_live_worker_on_a_host_that_does_not_answer_reads_unknown() {
+        let mut run = fixtures::crazy_run();
+        let i = run.workers.iter().position(|w| w.status.is_live()).unwrap();
+        run.workers[i].host = Some("box".into());
+        let mut ui = UiState::default();
+        ui.hosts_down.insert("box".into());
+        let view = fixtures::view(&run, &ui, &[]);
+        let mut terminal = Terminal::new(TestBackend::new(140, 10)).unwrap();
+        terminal
+            .draw(|f| super::super::roster::render(f, f.area(), &view))
+            .unwrap();
+        let text = format!("{}", terminal.backend());
+        let row = text
+            .lines()
+            .find(|l| l.contains(&run.workers[i].id))
+            .unwrap();
+        assert!(
+            row.contains("? running") && row.contains("host box not answering"),
+            "{row}"
+        );
+        insta::assert_snapshot!(terminal.backend());
+    }
 }
