@@ -275,10 +275,10 @@ pub enum SteerCommand {
         /// Worker id: lowercase letters, digits and `-` [default: the first free `added-N`].
         #[arg(long)]
         id: Option<String>,
-        /// The role its prompt is packaged for [default: the team's first worker's].
+        /// The role its prompt is packaged for [default: the team's first worker's that is not a `command` worker, else `sim`].
         #[arg(long)]
         role: Option<String>,
-        /// Provider it runs on [default: the team's first worker's].
+        /// Provider it runs on [default: the team's first worker's that is not a `command` worker, else `sim`].
         #[arg(long)]
         provider: Option<String>,
     },

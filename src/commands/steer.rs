@@ -81,8 +81,7 @@ fn request(state: &RunState, project: &Path, what: &SteerCommand) -> Result<Stee
             known_role(&role)?;
             let provider = provider
                 .clone()
-                .or_else(|| first.map(|w| w.provider.clone()))
-                .unwrap_or_else(|| "sim".into());
+                .unwrap_or_else(|| crate::engine::steer::default_added_provider(state));
             known_provider(&provider, project)?;
             Steer::AddWorker {
                 id: id.clone().unwrap_or_else(|| next_added_id(state)),
@@ -121,12 +120,17 @@ fn known_role(role: &str) -> Result<()> {
     )))
 }
 
-/// An agent provider the project knows (a built-in or one of its overrides); `command`
-/// runs a team file's argv and cannot be added this way.
+/// An agent provider the project knows (a built-in or one of its overrides) or `sim`, as
+/// the dashboard's `+` form offers; `command` runs a team file's argv and cannot be added
+/// this way.
 fn known_provider(provider: &str, project: &Path) -> Result<()> {
     let env = crate::providers::EnvSnapshot::current();
     let registry = crate::providers::Registry::load(Some(project), &env)?;
-    let agents: Vec<&str> = registry.agents().map(|(n, _)| n).collect();
+    let agents: Vec<&str> = registry
+        .agents()
+        .map(|(n, _)| n)
+        .chain(std::iter::once("sim"))
+        .collect();
     if agents.contains(&provider) {
         return Ok(());
     }
@@ -148,5 +152,38 @@ fn describe(steer: &Steer) -> String {
             task: Some(_),
         } => format!("retry {worker} with a new task"),
         Steer::SendText { worker, text } => format!("send {} bytes to {worker}", text.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn add(provider: Option<&str>) -> SteerCommand {
+        SteerCommand::Add {
+            task: "task".into(),
+            id: None,
+            role: Some("backend-engineer".into()),
+            provider: provider.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn adding_to_a_team_of_command_workers_defaults_to_sim_and_accepts_it() {
+        let project = tempfile::tempdir().unwrap();
+        let mut run = crate::tui::fixtures::crazy_run();
+        for w in &mut run.workers {
+            w.provider = "command".into();
+        }
+        for asked in [None, Some("sim")] {
+            let Steer::AddWorker { provider, .. } = request(&run, project.path(), &add(asked))
+                .unwrap_or_else(|e| panic!("{asked:?}: {e}"))
+            else {
+                panic!("not an add")
+            };
+            assert_eq!(provider, "sim", "{asked:?}");
+        }
+        let err = request(&run, project.path(), &add(Some("command"))).unwrap_err();
+        assert!(err.to_string().contains("sim"), "{err}");
     }
 }

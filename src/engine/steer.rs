@@ -127,6 +127,21 @@ pub fn next_added_id(state: &RunState) -> String {
         .unwrap_or_default()
 }
 
+/// The provider of an added worker when the person names none, the same for `crewmux steer
+/// add` and the dashboard's `+` form: the team's first worker's provider, skipping
+/// `command` workers (a team file's argv, which cannot be added without one); `sim` when
+/// the team has no other.
+pub fn default_added_provider(state: &RunState) -> String {
+    state
+        .workers
+        .iter()
+        .filter(|w| w.kind == crate::domain::WorkerKind::Worker)
+        .map(|w| w.provider.as_str())
+        .find(|p| *p != "command")
+        .unwrap_or("sim")
+        .to_string()
+}
+
 fn known<'a>(state: &'a RunState, id: &str) -> Result<&'a WorkerState, String> {
     state
         .worker(id)

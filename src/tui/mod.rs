@@ -52,7 +52,7 @@ pub mod update;
 #[cfg(test)]
 mod dead_pane_tests;
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 #[cfg(test)]
 mod flow_snapshot_tests;
 #[cfg(test)]

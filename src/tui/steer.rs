@@ -55,10 +55,9 @@ pub fn open_add(ui: &mut UiState, run: &RunState) {
         .or_else(|| roles.iter().position(|r| r == DEFAULT_ROLE))
         .unwrap_or(0);
     let mut providers: Vec<String> = Vec::new();
-    for p in run
-        .workers
-        .iter()
-        .map(|w| w.provider.clone())
+    // The default first, as `crewmux steer add` picks it.
+    for p in std::iter::once(crate::engine::steer::default_added_provider(run))
+        .chain(run.workers.iter().map(|w| w.provider.clone()))
         .chain(ui.providers.iter().cloned())
         .chain(std::iter::once("sim".to_string()))
     {

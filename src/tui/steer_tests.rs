@@ -215,3 +215,28 @@ fn o_orders_the_roster_by_attention_and_the_selection_follows_its_worker() {
     m.handle(key(KeyCode::Char('o')));
     assert!(!m.ui.attention);
 }
+
+#[test]
+fn the_add_form_defaults_to_the_provider_the_command_line_picks() {
+    let mut m = model();
+    for w in &mut m.run.workers {
+        w.provider = "command".into();
+    }
+    m.ui.providers = vec!["aider".into(), "codex".into()];
+    m.handle(key(KeyCode::Char('+')));
+    let Some(SteerForm::Add(f)) = &m.ui.form else {
+        panic!("no form: {:?}", m.ui.form)
+    };
+    assert_eq!(f.providers[f.provider], "sim");
+    assert_eq!(
+        f.providers[f.provider],
+        crate::engine::steer::default_added_provider(&m.run)
+    );
+    m.run.workers[1].provider = "gemini".into();
+    m.ui.form = None;
+    m.handle(key(KeyCode::Char('+')));
+    let Some(SteerForm::Add(f)) = &m.ui.form else {
+        panic!("no form: {:?}", m.ui.form)
+    };
+    assert_eq!(f.providers[f.provider], "gemini");
+}
