@@ -81,7 +81,10 @@ pub fn run(all: bool, socket: Option<&str>, project: Option<&Path>) -> Result<i3
                 note
             }
             // A refused start keeps the form: `n` brings the typed problem back.
-            Err(e) if screen.draft.is_some() => format!("{e} (n reopens the form as it was)"),
+            Err(e) if screen.draft.is_some() => format!(
+                "{} (n reopens the form as it was)",
+                home::refusal_for_the_form(&e.to_string())
+            ),
             Err(e) => e.to_string(),
         });
     }

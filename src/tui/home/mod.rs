@@ -208,6 +208,20 @@ pub struct Home {
     pub draft: Option<Form>,
 }
 
+/// A refused start's message for the home form, which has no flags: the command line's
+/// `--allow-sim-fallback` / `--provider sim` fixes (`team::route`) become choosing Provider
+/// sim in the form.
+pub fn refusal_for_the_form(msg: &str) -> String {
+    msg.replace(
+        "or pass --allow-sim-fallback (or --provider sim) to use the simulated agent",
+        "or choose Provider sim in this form to use the simulated agent",
+    )
+    .replace(
+        "or pass --allow-sim-fallback",
+        "or choose Provider sim in this form",
+    )
+}
+
 impl Home {
     pub fn new(project: PathBuf, all: bool, rows: Vec<RunRow>) -> Home {
         let modes = modes(&project);

@@ -283,3 +283,20 @@ fn home_screens() {
     empty.notice = Some("no run yet: n starts one".into());
     insta::assert_snapshot!("home_empty_80x24", screen(&empty, 80, 24));
 }
+
+#[test]
+fn a_refusal_in_the_form_names_the_forms_fix_not_flags() {
+    let cli = "no agent CLI can run worker `solo` (codex not installed); or pass --allow-sim-fallback (or --provider sim) to use the simulated agent";
+    let said = super::refusal_for_the_form(cli);
+    assert!(!said.contains("--"), "{said}");
+    assert!(
+        said.ends_with("or choose Provider sim in this form to use the simulated agent"),
+        "{said}"
+    );
+    let missing = "worker `a`: provider `codex` is chosen but `codex` is not on PATH: install it with `npm i -g @openai/codex`, or pass --allow-sim-fallback";
+    let said = super::refusal_for_the_form(missing);
+    assert!(
+        said.ends_with("or choose Provider sim in this form") && !said.contains("--allow"),
+        "{said}"
+    );
+}
