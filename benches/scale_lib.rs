@@ -24,6 +24,10 @@ use crewmux::tmux::{client_calls, TmuxBackend, TmuxClient};
 #[path = "scale_remote.rs"]
 mod scale_remote;
 
+// The CPU scenarios' before/after through the binaries (`attach --headless`).
+#[path = "scale_attach.rs"]
+mod scale_attach;
+
 /// Sizes of one benchmark run.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -518,6 +522,44 @@ fn naive_cost(socket: &str, pid: u32, panes: Vec<String>, secs: f64, floor: f64)
     (own + (server - floor).max(0.0), spawned as f64 / secs)
 }
 
+/// The driver watching the run of `run_dir` in process, in control mode (`running`, the
+/// driver that started it) and then with process polling (a new driver attached to the same
+/// panes), the dashboard open and one worker focused: each mode's (own %, server %, tmux
+/// calls a second) over one window.
+fn watch_in_process(
+    cfg: &Config,
+    running: Running,
+    run_dir: &Path,
+    pid: u32,
+    socket: &str,
+) -> Vec<(Mode, (f64, f64, f64))> {
+    let mut watched = vec![];
+    let mut running = Some(running);
+    for mode in [Mode::Control, Mode::Processes] {
+        let r = match running.take() {
+            Some(r) => r,
+            None => {
+                let store = RunStore::at(run_dir.to_path_buf());
+                let state = store.load_state().expect("bench state");
+                start_driver(store, state, &cfg.exe, mode)
+            }
+        };
+        let _ = r.control.send(Control::Focus(Some("w0".into())));
+        std::thread::sleep(Duration::from_millis(1500));
+        r.drain();
+        let w = Window::open(pid, socket);
+        let mut slept = 0.0;
+        while slept < cfg.window_s {
+            std::thread::sleep(Duration::from_millis(200));
+            slept += 0.2;
+            r.drain();
+        }
+        watched.push((mode, w.close()));
+        r.stop();
+    }
+    watched
+}
+
 /// CPU scenario: `workers` panes running `command`, watched in turn by the driver in
 /// control mode and with process polling (the dashboard open, one worker focused), then by
 /// the naive watcher, and left alone (the floor every figure is measured over).
@@ -556,31 +598,9 @@ fn cpu_scenario(
         ));
     }
     let pid = server_pid(&socket).expect("bench tmux server");
-    let mut watched = vec![];
-    let mut running = Some(running);
-    for mode in [Mode::Control, Mode::Processes] {
-        // The second mode attaches a new driver to the same run and panes.
-        let r = match running.take() {
-            Some(r) => r,
-            None => {
-                let store = RunStore::at(run_dir.clone());
-                let state = store.load_state().expect("bench state");
-                start_driver(store, state, &cfg.exe, mode)
-            }
-        };
-        let _ = r.control.send(Control::Focus(Some("w0".into())));
-        std::thread::sleep(Duration::from_millis(1500));
-        r.drain();
-        let w = Window::open(pid, &socket);
-        let mut slept = 0.0;
-        while slept < cfg.window_s {
-            std::thread::sleep(Duration::from_millis(200));
-            slept += 0.2;
-            r.drain();
-        }
-        watched.push((mode, w.close()));
-        r.stop();
-    }
+    let watched = watch_in_process(cfg, running, &run_dir, pid, &socket);
+    // The binaries, attached headless in turn (only when an earlier one is given).
+    let attached = scale_attach::attached_costs(cfg, tmp.path(), &socket, pid);
     // Nobody watching now: the server's own load with the same panes.
     let server_alone = server_only(pid, cfg.window_s);
     let state = RunStore::at(run_dir).load_state().expect("bench state");
@@ -619,6 +639,19 @@ fn cpu_scenario(
         );
         f.baseline = Some(naive_calls);
         figs.push(f);
+    }
+    for a in attached {
+        let pct = a.own + (a.server - server_alone).max(0.0);
+        figs.push(Figure::new(
+            &format!(
+                "CPU over the tmux-only floor, {} workers {label}, {}",
+                cfg.workers, a.label
+            ),
+            &format!("≤ {target_pct} %"),
+            pct,
+            " %",
+            pct <= target_pct,
+        ));
     }
     figs.push(Figure::new(
         &format!(

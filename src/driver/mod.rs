@@ -11,6 +11,7 @@
 mod apply;
 mod council;
 mod creds;
+mod exit_watch;
 mod failures;
 pub mod follow;
 mod hosts;
@@ -271,7 +272,7 @@ impl Driver {
         self.save(&mut emit);
         self.show_now(&mut emit);
         // One queue for the loop: control messages, and a wake-up whenever an attempt's
-        // `exit.json` appears (inotify through `notify`), so an exit is seen in
+        // `exit.json` appears (inotify, see `exit_watch`), so an exit is seen in
         // milliseconds instead of at the next tick.
         let (wake_tx, wake) = std::sync::mpsc::channel::<Wake>();
         observe::forward_controls(control, wake_tx.clone())?;
@@ -283,7 +284,7 @@ impl Driver {
         }
         // Attempts a lost host was left running (saved by an earlier driver too).
         self.end_left_on_hosts();
-        let _watcher = observe::exit_file_watcher(&self.store.dir().join("workers"), wake_tx);
+        let _watcher = exit_watch::watch(&self.store.dir().join("workers"), wake_tx);
         self.exits_watched = _watcher.is_some();
         let mut turns = Turns::new(self.opts.tick);
         loop {

@@ -436,49 +436,6 @@ pub(super) fn forward_controls(
     Ok(())
 }
 
-/// Watch `workers/` (recursively) for `exit.json` files; `None` (polling only) when inotify
-/// is not available.
-pub(super) fn exit_file_watcher(
-    dir: &std::path::Path,
-    tx: std::sync::mpsc::Sender<Wake>,
-) -> Option<notify::RecommendedWatcher> {
-    use notify::Watcher;
-    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-        let Ok(ev) = res else {
-            return;
-        };
-        // Opens are reported too (the loop's own read of an `exit.json` among them): only a
-        // file that appeared or was written counts.
-        if matches!(
-            ev.kind,
-            notify::EventKind::Access(notify::event::AccessKind::Open(_))
-        ) {
-            return;
-        }
-        for p in ev.paths {
-            if p.file_name().is_some_and(|n| n == "exit.json") {
-                // The loop is gone when this fails; its exit is all that matters then.
-                let _ = tx.send(Wake::ExitFile(p));
-            }
-        }
-    })
-    .map_err(|e| tracing::warn!("no inotify ({e}); exits are seen by polling"))
-    .ok()?;
-    if let Err(e) = std::fs::create_dir_all(dir) {
-        tracing::warn!("cannot create {}: {e}", dir.display());
-    }
-    watcher
-        .watch(dir, notify::RecursiveMode::Recursive)
-        .map_err(|e| {
-            tracing::warn!(
-                "cannot watch {}: {e}; exits are seen by polling",
-                dir.display()
-            )
-        })
-        .ok()?;
-    Some(watcher)
-}
-
 /// `PaneGone` for each polled attempt with a pane reference whose pane the backend found
 /// gone (applied after the exits, so an attempt has ended first). Nothing when the server
 /// did not answer: a `Gone` then is the process's, and the pane may still be there.
