@@ -145,7 +145,8 @@ pub trait Multiplexer: Send {
         None
     }
 
-    /// Liveness of `targets` and, if `focus` is given, its screen when changed.
+    /// Liveness of `targets` and, if `focus` is given, its screen when changed. With no
+    /// target, only the focus's screen is looked at (tmux: no pane listing).
     fn poll(&mut self, targets: &[Target], focus: Option<&Target>) -> Poll;
 
     /// Type `text` into the attempt, then Enter (tmux: `load-buffer -` + `paste-buffer -d

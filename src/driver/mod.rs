@@ -23,6 +23,7 @@ mod notify;
 mod observe;
 mod offline;
 pub mod once;
+mod pace;
 mod prepare;
 mod publish;
 mod reap;
@@ -189,6 +190,8 @@ pub struct Driver {
     registry: crate::providers::Registry,
     /// Sorts output lines into output, stall and rate-limit inputs.
     lines: lines::LineSorter,
+    /// How often the panes are listed while workers only print.
+    pace: pace::Pace,
     /// Launches the engine asked for that wait for the next batch.
     pending_launches: VecDeque<(String, u32)>,
     /// The roster's live diffstat (runs with worktrees).
@@ -399,10 +402,14 @@ impl Driver {
         } else {
             !std::mem::take(&mut turns.exit_wake) || since >= self.opts.tick
         };
-        if poll {
+        let look = if !poll {
+            pace::Look::Nothing
+        } else {
             turns.last_poll = Instant::now();
-        }
-        let (inputs, screen) = self.observe_with(emit, poll);
+            let rest = self.in_flight.is_none() && self.may_rest();
+            self.pace.look(turns.last_poll, self.opts.tick, rest)
+        };
+        let (inputs, screen) = self.observe_with(emit, look);
         let mut changed = self.apply(inputs, emit) > 0;
         changed |= self.live_diff.tick(&mut self.state, &self.mem.last_output);
         // Launches beyond one batch go out a batch per turn, so exits stay prompt.
@@ -414,6 +421,7 @@ impl Driver {
             changed = true;
             turns.last_tick = Instant::now() - self.opts.tick;
         }
+        self.pace.end_turn(changed, Instant::now());
         self.give_up_late_batch(emit);
         self.hard_kills();
         self.reap_due(false, emit);

@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use super::pace::Look;
 use super::result::{collect_output, events_text, log_text};
 use super::settle::{settle, Settled};
 use super::{Control, Driver, Update, Wake, Watch};
@@ -55,6 +56,7 @@ impl Driver {
                 self.focus = w;
                 self.backend.forget_screen();
                 self.log_screen.reset();
+                self.pace.refocused();
                 vec![]
             }
             Control::Quit => vec![],
@@ -67,16 +69,17 @@ impl Driver {
         &mut self,
         emit: &mut impl FnMut(Update),
     ) -> (Vec<Input>, Option<String>) {
-        self.observe_with(emit, true)
+        self.observe_with(emit, Look::Panes)
     }
 
-    /// As [`observe`](Self::observe); without `poll_backend` the backend is not asked (an
-    /// `exit.json` woke the loop: the files settle that exit, and a tmux round trip that
-    /// may wait behind a launch batch is not needed for it), so liveness is `Unknown`.
+    /// As [`observe`](Self::observe), asking the backend what `look` says. Without the
+    /// panes (an `exit.json` woke the loop: the files settle that exit, and a tmux round
+    /// trip that may wait behind a launch batch is not needed for it; or workers only
+    /// print, see `pace`) liveness is `Unknown`.
     pub(super) fn observe_with(
         &mut self,
         emit: &mut impl FnMut(Update),
-        poll_backend: bool,
+        look: Look,
     ) -> (Vec<Input>, Option<String>) {
         // Requests wait while a launch batch is in flight (see `launch_thread`).
         let mut inputs = if self.in_flight.is_none() {
@@ -107,18 +110,23 @@ impl Driver {
                 .clone()
                 .filter(|f| f.pane_id.is_some() && !targets.iter().any(|t| t.worker == f.worker)),
         );
-        let poll = if !poll_backend {
-            Poll {
-                liveness: vec![Liveness::Unknown; polled.len()],
-                ..Poll::default()
-            }
-        } else if polled.is_empty() && self.hosts_down_reported.is_empty() {
-            Poll::default()
-        } else {
-            self.backend.poll(&polled, focus_target.as_ref())
+        let unknown = Poll {
+            liveness: vec![Liveness::Unknown; polled.len()],
+            ..Poll::default()
+        };
+        let asked = !polled.is_empty() || !self.hosts_down_reported.is_empty();
+        let poll = match (look, &focus_target) {
+            (Look::Panes, _) if !asked => Poll::default(),
+            (Look::Panes, _) => self.backend.poll(&polled, focus_target.as_ref()),
+            // The focused screen alone: no target, so no listing (see `Multiplexer::poll`).
+            (Look::Screen, Some(f)) => Poll {
+                screen: self.backend.poll(&[], Some(f)).screen,
+                ..unknown
+            },
+            (Look::Screen | Look::Nothing, _) => unknown,
         };
         // A host said to be down is asked about until it answers, watched there or not.
-        if poll_backend && (!polled.is_empty() || !self.hosts_down_reported.is_empty()) {
+        if look == Look::Panes && asked {
             self.report_server(&poll, !targets.is_empty(), emit);
         }
         // A lost SSH host ends its workers before anything else of this poll is decided.
@@ -250,6 +258,10 @@ impl Driver {
             return inputs;
         };
         let news = watch.read_log();
+        if news.grew {
+            let focused = self.focus.as_deref() == Some(t.worker.as_str());
+            self.pace.grew(&t.worker, focused);
+        }
         let provider = self.state.worker(&t.worker).map(|w| w.provider.clone());
         if self.saw_rate_limit(provider.as_deref().unwrap_or_default(), &news.lines) {
             self.rate_limited.insert(t.worker.clone());

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use chrono::Utc;
 
-use super::{lines, once, reap, saver, Driver, DriverOptions, Watch};
+use super::{lines, once, pace, reap, saver, Driver, DriverOptions, Watch};
 use crate::backend::Multiplexer;
 use crate::domain::RunState;
 use crate::engine::{Input, RunMemory};
@@ -51,6 +51,7 @@ impl Driver {
             failures: Default::default(),
             registry: crate::providers::Registry::builtin(),
             lines: lines::LineSorter::default(),
+            pace: pace::Pace::default(),
             pending_launches: VecDeque::new(),
             live_diff: Default::default(),
             startup: vec![],

@@ -15,22 +15,31 @@ use crate::backend::{Liveness, Poll, Target};
 use crate::error::Error;
 
 impl TmuxBackend {
-    /// One poll of `targets` (see `Multiplexer::poll`); `focus` also gets its screen.
+    /// One poll of `targets` (see `Multiplexer::poll`); `focus` also gets its screen. With
+    /// no target, the focused screen alone: no listing, and the screen is handed over when
+    /// its text changed.
     pub(super) fn poll_panes(&mut self, targets: &[Target], focus: Option<&Target>) -> Poll {
         // One tmux process per tick: the pane listing, the last lines of the watched panes
         // whose signature moved at the previous tick, and the focused pane's screen.
         let sep = self.client.separator().to_string();
+        let listing = !targets.is_empty();
         // The server instance first: a capture is kept only when the pane it read belongs to
         // the instance its reference names (pane ids start over when a server restarts).
-        let mut tmux = Tmux::new()
-            .add_command(
-                DisplayMessage::new()
-                    .print()
-                    .message(format!("{sep}S{SERVER_FORMAT}"))
-                    .build(),
-            )
-            .add_command(self.list_panes());
-        let watched: Vec<String> = std::mem::take(&mut self.pending_tails)
+        let mut tmux = Tmux::new().add_command(
+            DisplayMessage::new()
+                .print()
+                .message(format!("{sep}S{SERVER_FORMAT}"))
+                .build(),
+        );
+        if listing {
+            tmux = tmux.add_command(self.list_panes());
+        }
+        let pending = if listing {
+            std::mem::take(&mut self.pending_tails)
+        } else {
+            vec![]
+        };
+        let watched: Vec<String> = pending
             .into_iter()
             .filter(|p| {
                 self.may_be_here(p)
@@ -82,29 +91,21 @@ impl TmuxBackend {
         let out = match self.client.run(tmux) {
             Ok(out) => out,
             Err(e @ Error::Timeout { .. }) => return not_answering(targets, &e),
-            Err(_) => {
-                // No server or no session: every pane is gone. A capture of a pane that has
-                // just been removed also fails; retry the listing alone before deciding.
-                return match self.client.run(Tmux::new().add_command(self.list_panes())) {
-                    Ok(out) => self.liveness_from(&out, targets, None, &mut None),
-                    Err(e @ Error::Timeout { .. }) => not_answering(targets, &e),
-                    Err(e) => Poll {
-                        liveness: vec![Liveness::Gone; targets.len()],
-                        screen: None,
-                        tails: vec![],
-                        server_down: Some(self.why_gone(&tmux_said(&e))),
-                        unanswered: false,
-                        hosts_down: Default::default(),
-                    },
-                };
-            }
+            Err(_) => return self.failed_poll(targets),
         };
-        let (server, listing, tail_text, mut screen) = split_batch(&out, &sep);
+        let (server, rows, tail_text, mut screen) = split_batch(&out, &sep);
         self.server.clone_from(&server);
         let here = |p: &str| server.as_deref().is_some_and(|s| same_server(p, s));
         if !focus_pane.as_deref().is_some_and(here) {
             screen = None;
         }
+        if !listing {
+            return Poll {
+                screen: self.screen_if_new(focus_pane.as_deref(), screen),
+                ..Poll::default()
+            };
+        }
+        let listing = rows;
         let mut poll = self.liveness_from(&listing, targets, focus_pane.as_deref(), &mut screen);
         poll.tails = targets
             .iter()
@@ -118,6 +119,35 @@ impl TmuxBackend {
             .collect();
         self.pending_tails = self.changed_panes(&listing, targets, &poll.liveness);
         poll
+    }
+
+    /// A poll whose batch failed: no server or no session, and every pane is gone. A
+    /// capture of a pane that has just been removed also fails, so the listing is tried
+    /// alone before deciding.
+    fn failed_poll(&mut self, targets: &[Target]) -> Poll {
+        match self.client.run(Tmux::new().add_command(self.list_panes())) {
+            Ok(out) => self.liveness_from(&out, targets, None, &mut None),
+            Err(e @ Error::Timeout { .. }) => not_answering(targets, &e),
+            Err(e) => Poll {
+                liveness: vec![Liveness::Gone; targets.len()],
+                screen: None,
+                tails: vec![],
+                server_down: Some(self.why_gone(&tmux_said(&e))),
+                unanswered: false,
+                hosts_down: Default::default(),
+            },
+        }
+    }
+
+    /// `screen` of `pane` when its text is not the one last handed over (a poll without
+    /// the listing has no signature to go by).
+    fn screen_if_new(&mut self, pane: Option<&str>, screen: Option<String>) -> Option<String> {
+        use std::hash::{Hash, Hasher};
+        let (pane, screen) = (pane?, screen?);
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        screen.hash(&mut h);
+        let sig = format!("text {:016x}", h.finish());
+        (self.last_sig.insert(pane.to_string(), sig.clone()) != Some(sig)).then_some(screen)
     }
 
     fn list_panes(&self) -> TmuxCommand<'static> {
