@@ -8,6 +8,15 @@ pub const MARKER_PREFIX: &str = "__CREWMUX_EXIT_";
 /// Remove ANSI escape sequences (the `strip-ansi-escapes` crate, as `text::clean_text`)
 /// and carriage returns.
 pub fn strip_ansi(text: &str) -> String {
+    // Printable ASCII and newlines are all the parser would keep as they are: most output
+    // lines are only that, and each costs a parser pass otherwise (every line a worker
+    // prints is sorted through here).
+    if text
+        .bytes()
+        .all(|b| b == b'\n' || (b' '..=b'~').contains(&b))
+    {
+        return text.to_string();
+    }
     strip_ansi_escapes::strip_str(text).replace('\r', "")
 }
 
@@ -87,6 +96,21 @@ mod tests {
             find_marker("\x1b[32m__CREWMUX_EXIT_n1__:2\x1b[0m\r\n", "n1"),
             Some(2)
         );
+    }
+
+    #[test]
+    fn plain_text_strips_as_the_parser_would() {
+        for text in [
+            "worker 3 line 12: compiling module 12",
+            "two\nlines ~ {} [] 100%",
+            "",
+            "\x1b[32mgreen\x1b[0m\r",
+            "tab\there, bell\x07, del\x7f",
+            "caf\u{e9} \u{2714} done",
+        ] {
+            let parser = strip_ansi_escapes::strip_str(text).replace('\r', "");
+            assert_eq!(strip_ansi(text), parser, "{text:?}");
+        }
     }
 
     #[test]
