@@ -35,7 +35,8 @@ pub fn attached_costs(cfg: &Config, project: &Path, socket: &str, pid: u32) -> V
             .stderr(Stdio::null())
             .spawn()
             .expect("crewmux attach starts");
-        std::thread::sleep(Duration::from_millis(1500));
+        // Its start (the logs' tails read again, providers loaded) stays out of the window.
+        std::thread::sleep(Duration::from_secs(4));
         let (cpu0, srv0, t0) = (tree_cpu(child.id()), server_cpu(pid), Instant::now());
         std::thread::sleep(Duration::from_secs_f64(cfg.window_s));
         let secs = t0.elapsed().as_secs_f64();
