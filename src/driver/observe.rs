@@ -260,7 +260,7 @@ impl Driver {
         let news = watch.read_log();
         if news.grew {
             let focused = self.focus.as_deref() == Some(t.worker.as_str());
-            self.pace.grew(&t.worker, focused);
+            self.pace.grew(&t.worker, focused, Instant::now());
         }
         let provider = self.state.worker(&t.worker).map(|w| w.provider.clone());
         if self.saw_rate_limit(provider.as_deref().unwrap_or_default(), &news.lines) {

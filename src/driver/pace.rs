@@ -12,13 +12,17 @@
 //! - it is due after a quarter of the time nothing but output has happened, at least a
 //!   tick and at most [`super::REST_TICKS`] ticks;
 //! - a change of the run (an exit, an answer, a state change) and a worker whose output
-//!   stopped since the turn before (a prompt may be waiting on its screen) make it due at
-//!   the tick again;
+//!   stopped (its log has not grown for [`STOPPED_AFTER`]: a prompt may be waiting on its
+//!   screen) make it due at the tick again; a gap of a tick or two, as a busy machine gives
+//!   a steady printer, is not a stop;
 //! - between listings the focused worker's screen is still captured, alone, when its log
 //!   grew or the focus changed, so the output panel follows at the tick.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
+
+/// A worker whose log has not grown for this long has stopped printing.
+pub(super) const STOPPED_AFTER: Duration = Duration::from_millis(500);
 
 /// What a turn asks the backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,9 +40,8 @@ pub(super) struct Pace {
     listed: Instant,
     /// Since when nothing but output has happened.
     quiet_since: Instant,
-    /// Workers whose log grew at the last turn, and at this one so far.
-    grew_before: HashSet<String>,
-    grew_now: HashSet<String>,
+    /// When each worker's log last grew, and whether its stop since was acted on.
+    grown: HashMap<String, (Instant, bool)>,
     /// The focused screen is to be captured at the next turn.
     screen_due: bool,
 }
@@ -48,8 +51,7 @@ impl Default for Pace {
         Pace {
             listed: Instant::now(),
             quiet_since: Instant::now(),
-            grew_before: HashSet::new(),
-            grew_now: HashSet::new(),
+            grown: HashMap::new(),
             screen_due: true,
         }
     }
@@ -72,9 +74,14 @@ impl Pace {
         }
     }
 
-    /// `worker`'s log grew at this turn (`focused`: it is the focused worker).
-    pub(super) fn grew(&mut self, worker: &str, focused: bool) {
-        self.grew_now.insert(worker.to_string());
+    /// `worker`'s log grew at `now` (`focused`: it is the focused worker).
+    pub(super) fn grew(&mut self, worker: &str, focused: bool, now: Instant) {
+        match self.grown.get_mut(worker) {
+            Some(g) => *g = (now, false),
+            None => {
+                self.grown.insert(worker.to_string(), (now, false));
+            }
+        }
         self.screen_due |= focused;
     }
 
@@ -83,16 +90,20 @@ impl Pace {
         self.screen_due = true;
     }
 
-    /// The turn is over; `changed`: the run changed at it. A worker that grew at the turn
-    /// before and not at this one stopped printing.
+    /// The turn is over; `changed`: the run changed at it.
     pub(super) fn end_turn(&mut self, changed: bool, now: Instant) {
-        let stopped = self.grew_before.iter().any(|w| !self.grew_now.contains(w));
+        let mut stopped = false;
+        for (at, told) in self.grown.values_mut() {
+            if !*told && now.saturating_duration_since(*at) >= STOPPED_AFTER {
+                *told = true;
+                stopped = true;
+            }
+        }
         if changed || stopped {
             self.quiet_since = now;
             // Listed at the next turn that may poll.
             self.listed = now.checked_sub(Duration::from_secs(3600)).unwrap_or(now);
         }
-        self.grew_before = std::mem::take(&mut self.grew_now);
     }
 }
 
@@ -109,7 +120,7 @@ mod tests {
         let mut listed = vec![];
         for i in 1..=100u32 {
             let now = t0 + TICK * i;
-            p.grew("w1", false);
+            p.grew("w1", false, now);
             if p.look(now, TICK, true) == Look::Panes {
                 listed.push(i);
             }
@@ -125,7 +136,7 @@ mod tests {
     fn turn(p: &mut Pace, now: Instant, grew: &[&str], changed: bool) -> Look {
         let look = p.look(now, TICK, true);
         for w in grew {
-            p.grew(w, false);
+            p.grew(w, false, now);
         }
         p.end_turn(changed, now);
         look
@@ -139,13 +150,21 @@ mod tests {
         p.listed = t0 - TICK;
         p.screen_due = false;
         assert_eq!(turn(&mut p, t0, &["w1", "w2"], false), Look::Nothing);
-        // w2 stopped printing at this turn: the next one lists.
+        // w2 skips a turn, as a busy machine makes a steady printer do: not a stop.
         assert_eq!(turn(&mut p, t0 + TICK, &["w1"], false), Look::Nothing);
-        assert_eq!(turn(&mut p, t0 + TICK * 2, &["w1"], false), Look::Panes);
-        // Quiet again only after a while.
-        assert_eq!(turn(&mut p, t0 + TICK * 3, &["w1"], true), Look::Panes);
+        assert_eq!(
+            turn(&mut p, t0 + TICK * 2, &["w1", "w2"], false),
+            Look::Nothing
+        );
+        // w2 stops: once its log has not grown for STOPPED_AFTER, the next turn lists.
+        assert_eq!(turn(&mut p, t0 + TICK * 3, &["w1"], false), Look::Nothing);
+        assert_eq!(turn(&mut p, t0 + TICK * 4, &["w1"], false), Look::Nothing);
+        assert_eq!(turn(&mut p, t0 + TICK * 5, &["w1"], false), Look::Nothing);
+        assert_eq!(turn(&mut p, t0 + TICK * 6, &["w1"], false), Look::Panes);
+        // Quiet again only after a while; the stop is acted on once.
+        assert_eq!(turn(&mut p, t0 + TICK * 7, &["w1"], true), Look::Panes);
         // A change: the next turn lists.
-        assert_eq!(turn(&mut p, t0 + TICK * 4, &["w1"], false), Look::Panes);
+        assert_eq!(turn(&mut p, t0 + TICK * 8, &["w1"], false), Look::Panes);
     }
 
     #[test]
@@ -157,10 +176,10 @@ mod tests {
         p.quiet_since = t0 - Duration::from_secs(30);
         p.listed = t0;
         assert_eq!(p.look(t0 + TICK, TICK, true), Look::Nothing);
-        p.grew("w1", true);
+        p.grew("w1", true, t0 + TICK);
         p.end_turn(false, t0 + TICK);
         assert_eq!(p.look(t0 + TICK * 2, TICK, true), Look::Screen);
-        p.grew("w1", true);
+        p.grew("w1", true, t0 + TICK * 2);
         p.end_turn(false, t0 + TICK * 2);
         p.refocused();
         assert_eq!(p.look(t0 + TICK * 3, TICK, true), Look::Screen);
