@@ -202,10 +202,20 @@ fn render(
             Some(p) => format!("unusable: {}", p.join(", ")),
             None if r.usable => {
                 let ready = r.ready();
-                if ready.is_empty() {
-                    "usable for command workers; no agent CLI is usable there".to_string()
-                } else {
-                    format!("usable; agent CLIs there: {}", ready.join(", "))
+                // `sim` workers run crewmux's own helper there.
+                let sim = r.checks.iter().any(|c| c.check == HELPER && c.ok);
+                match (ready.is_empty(), sim) {
+                    (true, true) => {
+                        "usable for command and sim workers; no agent CLI is usable there".into()
+                    }
+                    (true, false) => {
+                        "usable for command workers; no agent CLI is usable there".to_string()
+                    }
+                    (false, true) => format!(
+                        "usable; agent CLIs there: {}; sim workers too",
+                        ready.join(", ")
+                    ),
+                    (false, false) => format!("usable; agent CLIs there: {}", ready.join(", ")),
                 }
             }
             None => "unusable".to_string(),
@@ -218,4 +228,39 @@ fn render(
         out.push_str(&format!("  => {}: {verdict}{note}\n\n", r.host));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hosts::doctor::{HostCheck, HostReport};
+
+    #[test]
+    fn a_host_that_runs_the_helper_is_said_usable_for_sim_workers() {
+        let check = |check: &str, ok| HostCheck {
+            check: check.into(),
+            ok,
+            detail: "ok".into(),
+        };
+        let mut r = HostReport {
+            host: "box".into(),
+            ssh: "box".into(),
+            checks: vec![check("ssh", true), check(HELPER, true)],
+            providers: vec![],
+            usable: true,
+        };
+        let said = render(std::slice::from_ref(&r), &BTreeMap::new(), None);
+        assert!(
+            said.contains(
+                "=> box: usable for command and sim workers; no agent CLI is usable there"
+            ),
+            "{said}"
+        );
+        r.checks[1].ok = false;
+        let said = render(&[r], &BTreeMap::new(), None);
+        assert!(
+            said.contains("=> box: usable for command workers; no agent CLI"),
+            "{said}"
+        );
+    }
 }

@@ -66,7 +66,7 @@ pub fn classify_probe(
             if logged_out {
                 (
                     AuthState::NotAuthenticated,
-                    format!("status says: {first_line}"),
+                    format!("status says: {}", in_words(&first_line)),
                 )
             } else if !ok_patterns.is_empty() && !matches(ok_patterns) {
                 (
@@ -90,7 +90,7 @@ pub fn classify_probe(
             } else if logged_out || low.contains("login") {
                 (
                     AuthState::NotAuthenticated,
-                    format!("status says: {first_line}"),
+                    format!("status says: {}", in_words(&first_line)),
                 )
             } else {
                 (
@@ -99,6 +99,34 @@ pub fn classify_probe(
                 )
             }
         }
+    }
+}
+
+/// A `"key": value,` line of a JSON status (e.g. `claude auth status` prints
+/// `"loggedIn": false`) in words: `not logged in` / `logged in` for a login flag, else
+/// `key is value`; any other line as it is.
+fn in_words(line: &str) -> String {
+    static JSON_FIELD: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#"^[{\[\s]*"([^"]+)"\s*:\s*"?([^",}]*)"?[,}\]\s]*$"#).expect("valid")
+    });
+    let Some(c) = JSON_FIELD.captures(line) else {
+        return line.to_string();
+    };
+    let (key, value) = (c[1].replace(['_', '-', ' '], ""), c[2].trim());
+    let flag = match value {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    };
+    match flag {
+        Some(on) if key.contains("loggedin") || key.contains("authenticated") => {
+            if on { "logged in" } else { "not logged in" }.to_string()
+        }
+        _ => format!(
+            "{} is {}",
+            &c[1],
+            if value.is_empty() { "empty" } else { value }
+        ),
     }
 }
 
@@ -177,5 +205,22 @@ mod tests {
             classify_probe(Some(0), out, &oc.not_patterns, &oc.ok_patterns).0,
             AuthState::Authenticated
         );
+    }
+
+    #[test]
+    fn a_json_status_line_is_said_in_words() {
+        let (state, why) = classify_probe(
+            Some(1),
+            "{\n  \"loggedIn\": false,\n  \"authMethod\": \"none\"\n}\n",
+            &[r#""loggedin":\s*false"#.to_string()],
+            &[],
+        );
+        assert_eq!(state, AuthState::NotAuthenticated);
+        assert_eq!(why, "status says: not logged in");
+        assert_eq!(
+            in_words("\"apiprovider\": \"firstparty\","),
+            "apiprovider is firstparty"
+        );
+        assert_eq!(in_words("not logged in to codex"), "not logged in to codex");
     }
 }
