@@ -275,6 +275,8 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
         None => list_run_ids(&project)?,
     };
     let mut kept = 0;
+    // Runs kept because something of theirs cannot be read or reached: always exit 1.
+    let mut failed = 0;
     for id in ids {
         let store = RunStore::at(crate::store::runs_root(&project).join(&id));
         let state = match store.load_state() {
@@ -296,6 +298,15 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
         if driven || live || !state.status.is_final() {
             crate::errln!("crewmux: kept {id}: {}", why_not_ended(&id, driven, live));
             kept += 1;
+            continue;
+        }
+        // Without its hosts.json nothing of the run on its hosts can be found: keep all.
+        if let Err(e) = crate::hosts::run_hosts(store.dir()) {
+            crate::errln!(
+                "crewmux: kept {id}: {e}; restore that file, or delete it to clean this \
+                 machine's side only (the run's worktrees and files on its hosts then stay)"
+            );
+            failed += 1;
             continue;
         }
         // A tmux run whose tmux is no longer installed has no session left to remove.
@@ -320,11 +331,23 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
             continue;
         }
         if args.purge {
+            let (lines, all) = crate::hosts::purge::purge_remote(store.dir(), &id)?;
+            for l in &lines {
+                crate::errln!("crewmux: {l}");
+            }
+            if !all {
+                failed += 1;
+                continue;
+            }
             std::fs::remove_dir_all(store.dir()).at(store.dir())?;
             crate::errln!("crewmux: removed {}", store.dir().display());
         }
     }
-    Ok(if kept > 0 && args.run.is_some() { 1 } else { 0 })
+    Ok(if failed > 0 || (kept > 0 && args.run.is_some()) {
+        1
+    } else {
+        0
+    })
 }
 
 #[cfg(test)]

@@ -37,6 +37,7 @@ mod host_thread;
 pub mod kill;
 pub mod output;
 mod poll;
+pub mod purge;
 pub mod reach;
 pub mod spread;
 pub mod ssh;

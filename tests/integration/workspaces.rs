@@ -420,3 +420,33 @@ fn a_run_halted_at_the_clarification_gate_makes_no_worktree_until_resumed() {
     assert!(run_crewmux(d, "unused", &["merge", &id]).status.success());
     assert_eq!(std::fs::read_to_string(d.join("b.txt")).unwrap(), "B\n");
 }
+
+#[test]
+fn clean_keeps_a_run_whose_hosts_json_is_corrupt_and_exits_1() {
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n")],
+        &command_worker("one", "echo A >> a.txt", "Changed a.txt."),
+    );
+    let d = t.path();
+    let out = t.run(PROBLEM).process().output();
+    assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
+    let id = run_id(d);
+    let run_dir = d.join(".crewmux/runs").join(&id);
+    let hosts = run_dir.join("hosts.json");
+    std::fs::write(&hosts, "{ not json").unwrap();
+    let tree = d.join(".crewmux/worktrees").join(&id).join("one");
+
+    let cleaned = run_crewmux(d, "unused", &["clean", "--purge", "--force"]);
+    let text = stderr(&cleaned);
+    assert_eq!(cleaned.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!("kept {id}:"))
+            && text.contains("hosts.json: not the hosts crewmux saved")
+            && text.contains("restore that file, or delete it"),
+        "{text}"
+    );
+    assert_eq!(text.trim().lines().count(), 1, "{text}");
+    assert_eq!(std::fs::read_to_string(&hosts).unwrap(), "{ not json");
+    assert!(tree.exists(), "nothing of the run is removed: {text}");
+    assert_events_once(d);
+}
