@@ -16,7 +16,8 @@ use crate::team::{resolve, ResolveOptions, ResolvedTeam};
 ///
 /// # Errors
 /// As [`resolve`]: a bad team file or options ([`Error::Usage`]), or no provider for a worker;
-/// a host no `hosts.toml` defines or a `hosts.toml` mistake (as `crewmux run`);
+/// a host no `hosts.toml` defines or a `hosts.toml` mistake, a worker on a host without a
+/// worktree there (as `crewmux run`);
 /// [`crate::error::Error::System`] when the current directory cannot be read.
 #[allow(
     clippy::needless_pass_by_value,
@@ -46,6 +47,28 @@ pub fn run(args: DispatchArgs) -> Result<i32> {
         team.workers
             .iter()
             .map(|w| (w.id.as_str(), w.host.as_deref())),
+    )?;
+    // And their workspaces: a worker on a host needs a worktree there.
+    let hosts: Vec<Option<String>> = team
+        .workers
+        .iter()
+        .map(|w| crate::hosts::worker_host(w.host.as_deref(), None))
+        .collect();
+    let placed: Vec<super::plan::Placed<'_>> = team
+        .workers
+        .iter()
+        .zip(&hosts)
+        .map(|(w, host)| super::plan::Placed {
+            id: &w.id,
+            workspace: w.workspace,
+            host: host.as_deref(),
+        })
+        .collect();
+    super::plan::plan_workspace(
+        &opts.project_dir,
+        &team.workspace,
+        &placed,
+        &crate::workspace::WorkspaceOptions::default(),
     )?;
     if args.json {
         let text = serde_json::to_string_pretty(&team).map_err(|e| Error::Other(e.to_string()))?;

@@ -152,10 +152,17 @@ fn a_local_and_a_remote_worker_both_change_files_and_merge_brings_both_home() {
     assert_eq!(std::fs::read_to_string(d.join("b.txt")).unwrap(), "b\nB\n");
     assert_eq!(std::fs::read_to_string(d.join("far.txt")).unwrap(), "new\n");
 
-    // `clean` removes the worktree and branch on the host with the local ones.
+    // `clean --purge` removes the worktree and branch on the host with the local ones, and
+    // the run's folders there with the local run folder.
     let there = host.workdir.path().join("worktrees").join(&id).join("far");
-    assert!(there.exists());
-    let clean = run_with_host(d, &server.socket, &host, &["clean", "--run", &id]);
+    let runs_there = host.workdir.path().join("runs").join(&id);
+    assert!(there.exists() && runs_there.exists());
+    let clean = run_with_host(
+        d,
+        &server.socket,
+        &host,
+        &["clean", "--purge", "--run", &id],
+    );
     assert!(clean.status.success(), "{}", stderr(&clean));
     assert!(
         stderr(&clean).contains(&format!("and branch crewmux/{id}/far on host box")),
@@ -163,6 +170,11 @@ fn a_local_and_a_remote_worker_both_change_files_and_merge_brings_both_home() {
         stderr(&clean)
     );
     assert!(!there.exists(), "{}", stderr(&clean));
+    assert!(
+        !runs_there.exists() && !there.parent().unwrap().exists(),
+        "{}",
+        stderr(&clean)
+    );
     let repo = std::fs::read_dir(host.workdir.path().join("repos"))
         .unwrap()
         .flatten()
@@ -193,6 +205,14 @@ fn a_project_without_git_or_a_shared_remote_worker_is_refused_and_nothing_is_mad
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(err.trim().starts_with(wanted), "{err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");
+        // `dispatch` shows only plans `run` accepts: the same check, the same line.
+        let out = run_crewmux(
+            t.path(),
+            "unused",
+            &["dispatch", "--team", t.team_arg(), "x"],
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert_eq!(stderr(&out).trim(), err.trim());
         let runs = t.path().join(".crewmux/runs");
         assert!(
             !runs.exists() || std::fs::read_dir(&runs).unwrap().count() == 0,
