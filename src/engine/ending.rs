@@ -88,6 +88,19 @@ pub(super) fn on_vanished(
     detail: &str,
     fx: &mut Effects,
 ) {
+    let reason = format!("vanished with no exit code: {detail}");
+    on_gone(state, mem, worker, attempt, reason, fx);
+}
+
+/// The attempt is gone with no exit code: crashed with `reason`, unless crewmux ended it.
+pub(super) fn on_gone(
+    state: &mut RunState,
+    mem: &mut RunMemory,
+    worker: &str,
+    attempt: u32,
+    reason: String,
+    fx: &mut Effects,
+) {
     let Some(w) = current(state, worker, attempt) else {
         return;
     };
@@ -95,12 +108,7 @@ pub(super) fn on_vanished(
         return;
     }
     let killed = mem.kills.get(worker).map(|k| killed_status(k.0, w));
-    let (status, reason) = killed.unwrap_or_else(|| {
-        (
-            WorkerStatus::Crashed,
-            format!("vanished with no exit code: {detail}"),
-        )
-    });
+    let (status, reason) = killed.unwrap_or((WorkerStatus::Crashed, reason));
     let end = Ending {
         worker,
         attempt,
@@ -116,7 +124,10 @@ pub(super) fn on_vanished(
 /// The status and reason of an attempt that ended after crewmux asked it to.
 fn killed_status(reason: KillReason, w: &WorkerState) -> (WorkerStatus, String) {
     match reason {
-        KillReason::Cancel => (WorkerStatus::Cancelled, "cancelled".to_string()),
+        KillReason::Cancel => (
+            WorkerStatus::Cancelled,
+            "ended on request (SIGTERM, grace, SIGKILL)".to_string(),
+        ),
         KillReason::Timeout => (
             WorkerStatus::Timeout,
             format!("wall timeout of {}s", w.timeout_s.unwrap_or(0)),
@@ -267,21 +278,23 @@ pub(super) fn finish(state: &mut RunState, mem: &mut RunMemory, end: Ending, fx:
         EventKind::worker_ended(status),
         Some((id, attempt)),
         source,
-        format!(
-            "{}{code_note}{}",
-            status.as_str(),
-            if reason.is_empty() {
-                String::new()
-            } else {
-                format!(": {reason}")
-            }
-        ),
+        ended_line(status, &code_note, &reason),
     );
     if retry {
         schedule_retry(state, id, attempt, status, fx);
     }
     if rejudge && !cancelled_run {
         judge_again(state, id, attempt, fx);
+    }
+}
+
+/// The event line of an ending: `failed (exit 1): <reason>`; a lost host's reason
+/// (`host lost: box unreachable …`) reads `crashed (host lost): box unreachable …`.
+fn ended_line(status: WorkerStatus, code_note: &str, reason: &str) -> String {
+    match reason.strip_prefix(super::hosts::HOST_LOST) {
+        Some(rest) => format!("{} (host lost){code_note}: {rest}", status.as_str()),
+        None if reason.is_empty() => format!("{}{code_note}", status.as_str()),
+        None => format!("{}{code_note}: {reason}", status.as_str()),
     }
 }
 

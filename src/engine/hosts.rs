@@ -8,6 +8,10 @@
 use super::{ending, Effects, RunMemory};
 use crate::domain::{RunState, WorkerState};
 
+/// How a lost host's reason starts (`host lost: box unreachable for 120 s (…)`); the
+/// event line reads `crashed (host lost): box unreachable …`.
+pub(crate) const HOST_LOST: &str = "host lost: ";
+
 /// `host` is lost (`detail`: since when, what ssh said).
 pub(super) fn on_host_lost(
     state: &mut RunState,
@@ -43,12 +47,12 @@ pub(super) fn on_host_lost(
         } else {
             "; no attempt is left to retry"
         };
-        ending::on_vanished(
+        ending::on_gone(
             state,
             mem,
             &worker,
             attempt,
-            &format!("host lost: {host} {detail}{then}"),
+            format!("{HOST_LOST}{host} {detail}{then}"),
             fx,
         );
         // A worker that ended for good keeps the host it ran on; one that runs again
@@ -157,7 +161,7 @@ mod tests {
         let w = &s.workers[0];
         let said = format!("{fx:?}");
         assert!(
-            said.contains("crashed: vanished with no exit code: host lost: box unreachable"),
+            said.contains("crashed (host lost): box unreachable") && !said.contains("vanished"),
             "{said}"
         );
         assert_eq!(

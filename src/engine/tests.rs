@@ -288,6 +288,13 @@ fn cancel_all_stops_live_workers_and_marks_pending_ones() {
     assert_eq!(s.worker("w0").unwrap().status, WorkerStatus::Cancelled);
     assert_eq!(s.status, RunStatus::Cancelled);
     assert!(fx.contains(&Effect::Finished));
+    // The reason says what happened, not the status again.
+    let said = format!("{fx:?}");
+    assert!(!said.contains("cancelled: cancelled"), "{said}");
+    assert_eq!(
+        s.worker("w0").unwrap().reason.as_deref(),
+        Some("ended on request (SIGTERM, grace, SIGKILL)")
+    );
 }
 
 #[test]
