@@ -48,7 +48,7 @@ pub fn run(args: DispatchArgs) -> Result<i32> {
             .iter()
             .map(|w| (w.id.as_str(), w.host.as_deref())),
     )?;
-    // And their workspaces: a worker on a host needs a worktree there.
+    // And, when a worker runs on a host, the workspaces: it needs a worktree there.
     let hosts: Vec<Option<String>> = team
         .workers
         .iter()
@@ -64,12 +64,15 @@ pub fn run(args: DispatchArgs) -> Result<i32> {
             host: host.as_deref(),
         })
         .collect();
-    super::plan::plan_workspace(
-        &opts.project_dir,
-        &team.workspace,
-        &placed,
-        &crate::workspace::WorkspaceOptions::default(),
-    )?;
+    // Only then: the plan asks git, which a dispatch of local workers does not need.
+    if hosts.iter().any(Option::is_some) {
+        super::plan::plan_workspace(
+            &opts.project_dir,
+            &team.workspace,
+            &placed,
+            &crate::workspace::WorkspaceOptions::default(),
+        )?;
+    }
     if args.json {
         let text = serde_json::to_string_pretty(&team).map_err(|e| Error::Other(e.to_string()))?;
         crate::outln!("{text}");
