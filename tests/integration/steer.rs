@@ -281,8 +281,9 @@ fn a_headless_run_is_steered_from_the_cli_and_from_a_dashboard_opened_on_it() {
     viewer.keys(&["+"]);
     viewer.wait_screen("Add a worker", Duration::from_secs(30));
     viewer.type_text("Say hello from the inbox");
-    // Back to the provider field; the simulated agent is offered last.
-    viewer.keys(&["BTab", "Left", "C-s"]);
+    // A team of command workers: the form offers the simulated agent first, as
+    // `crewmux steer add` picks it.
+    viewer.keys(&["C-s"]);
     let s = wait_state(
         project,
         "the added worker completes",
