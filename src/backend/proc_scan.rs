@@ -16,10 +16,10 @@
 //! What `environ` shows is the environment the process was started (`execve`d) with. A
 //! process's answer changes only when it runs `execve` with the nonce added, and the only
 //! process that adds the nonce is the attempt's wrapper (it exports it): a child of the
-//! wrapper met between its `fork` and its `execve` is remembered without the nonce. Such a
-//! child is the wrapper's own (spared while the wrapper runs, see
-//! [`super::reap::spared`]); the agent's own children, and everything they start, carry the
-//! nonce from their first moment.
+//! wrapper met between its `fork` and its `execve` shows no nonce yet, and the agent is
+//! such a child. So a "no nonce" is trusted only once two passes read it; a nonce at once.
+//! The agent's own children, and everything they start, carry the nonce from their first
+//! moment.
 
 use std::collections::HashMap;
 
@@ -31,6 +31,10 @@ use crate::launch::ATTEMPT_ENV;
 struct Seen {
     ino: u64,
     nonce: Option<String>,
+    /// A "no nonce" answer read twice: trusted from then on. One read alone may have met
+    /// a child between its `fork` and its `execve` (its environment still its parent's),
+    /// so a first "no nonce" is read again at the next pass.
+    settled: bool,
 }
 
 /// `/proc` passes that read each process's environment once (see the module docs).
@@ -78,12 +82,23 @@ impl ProcScan {
             let ino = std::os::unix::fs::DirEntryExt::ino(&entry);
             let seen = match self.seen.remove(&pid) {
                 // procfs gives inode 1 when it could not make the entry: never trusted.
-                Some(s) if s.ino == ino && ino != 1 => s,
+                Some(s) if s.ino == ino && ino != 1 && (s.nonce.is_some() || s.settled) => s,
+                // Met before with no nonce, once: read again (see `Seen::settled`).
+                Some(s) if s.ino == ino && ino != 1 => {
+                    self.reads += 1;
+                    let nonce = nonce_of(pid);
+                    Seen {
+                        ino,
+                        settled: nonce.is_none(),
+                        nonce,
+                    }
+                }
                 _ => {
                     self.reads += 1;
                     Seen {
                         ino,
                         nonce: nonce_of(pid),
+                        settled: false,
                     }
                 }
             };
@@ -114,12 +129,23 @@ fn nonce_of(pid: u32) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn child_with(nonce: &str) -> std::process::Child {
-        std::process::Command::new("sleep")
+    /// A child carrying `nonce`, returned once it has run `execve` (`spawn` may return
+    /// before: its environment is its parent's until then).
+    pub(super) fn child_with(nonce: &str) -> std::process::Child {
+        let child = std::process::Command::new("sleep")
             .arg("30")
             .env(ATTEMPT_ENV, nonce)
             .spawn()
-            .unwrap()
+            .unwrap();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while nonce_of(child.id()).as_deref() != Some(nonce) {
+            assert!(
+                std::time::Instant::now() < until,
+                "the child never ran execve"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        child
     }
 
     #[test]
@@ -131,6 +157,9 @@ mod tests {
         assert!(!first.contains_key("feedc0de00000002"));
         let read_once = scan.reads();
         assert!(read_once > 0);
+        // A second pass confirms what had no nonce; only then are answers kept.
+        scan.attempts_pids(&["feedc0de00000001", "feedc0de00000002"]);
+        let read_once = scan.reads();
 
         // A process started after the first pass is read and found; the others are not
         // read again (other processes of the machine may start meanwhile: a few reads).
@@ -139,7 +168,7 @@ mod tests {
         assert_eq!(second.get("feedc0de00000001"), Some(&vec![a.id()]));
         assert_eq!(second.get("feedc0de00000002"), Some(&vec![b.id()]));
         assert!(
-            scan.reads() - read_once < read_once,
+            scan.reads() - read_once < read_once / 2,
             "a second pass reads only processes it has not met ({} then {})",
             read_once,
             scan.reads() - read_once
@@ -167,5 +196,36 @@ mod tests {
         }
         c.kill().unwrap();
         c.wait().unwrap();
+    }
+}
+
+#[cfg(test)]
+mod fork_tests {
+    use super::*;
+
+    #[test]
+    fn an_agent_met_before_its_execve_is_found_at_the_next_pass() {
+        let mut child = super::tests::child_with("feedc0de00000009");
+        let pid = child.id();
+        let ino = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_str() == Some(&pid.to_string()))
+            .map(|e| std::os::unix::fs::DirEntryExt::ino(&e))
+            .unwrap();
+        // What a pass between the child's fork and its execve remembered: no nonce.
+        let mut scan = ProcScan::new();
+        scan.seen.insert(
+            pid,
+            Seen {
+                ino,
+                nonce: None,
+                settled: false,
+            },
+        );
+        let found = scan.attempts_pids(&["feedc0de00000009"]);
+        assert_eq!(found.get("feedc0de00000009"), Some(&vec![pid]));
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 }
