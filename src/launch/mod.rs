@@ -152,7 +152,7 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
             "unset {ATTEMPT_ENV}\n\
              m='__CREWMUX_''EXIT_'{nonce}'__'\n\
              i=0\n\
-             while [ \"$i\" -lt 250 ] && ! tail -c 1024 \"$dir/output.log\" 2>/dev/null | grep -qF \"$m\"; do sleep 0.02; i=$((i+1)); done\n",
+             while [ \"$i\" -lt 50 ] && ! tail -c 1024 \"$dir/output.log\" 2>/dev/null | grep -qF \"$m\"; do sleep 0.1; i=$((i+1)); done\n",
             nonce = q(spec.nonce)?,
         )
     } else {
