@@ -86,7 +86,29 @@ pub(super) fn host_full(state: &RunState, w: &WorkerState) -> bool {
 mod tests {
     use crate::domain::WorkerStatus;
     use crate::engine::tests::{exited, launched, launches, run, t0};
-    use crate::engine::{update, Input, RunMemory};
+    use crate::engine::{update, Effect, Input, RunMemory};
+
+    /// `w` runs its first attempt of `max_attempts` in a pane on host `box`.
+    fn running_on_box(w: &mut crate::domain::WorkerState, max_attempts: u32) {
+        w.host = Some("box".into());
+        w.attempt = 1;
+        w.max_attempts = max_attempts;
+        w.status = WorkerStatus::Running;
+        w.pane_id = Some("box:%1@42.1700000000".into());
+    }
+
+    /// Host `box` is found lost.
+    fn lose_box(s: &mut crate::domain::RunState, mem: &mut RunMemory) -> Vec<Effect> {
+        update(
+            s,
+            mem,
+            t0(),
+            Input::HostLost {
+                host: "box".into(),
+                detail: "unreachable for 120 s".into(),
+            },
+        )
+    }
 
     #[test]
     fn each_listed_host_runs_at_most_its_share_at_once() {
@@ -116,20 +138,8 @@ mod tests {
     fn a_lost_hosts_worker_with_no_attempt_left_keeps_its_host_and_promises_no_retry() {
         let mut s = run(1, 1);
         let mut mem = RunMemory::default();
-        s.workers[0].host = Some("box".into());
-        s.workers[0].attempt = 1;
-        s.workers[0].max_attempts = 1;
-        s.workers[0].status = WorkerStatus::Running;
-        s.workers[0].pane_id = Some("box:%1@42.1700000000".into());
-        let fx = update(
-            &mut s,
-            &mut mem,
-            t0(),
-            Input::HostLost {
-                host: "box".into(),
-                detail: "unreachable for 120 s".into(),
-            },
-        );
+        running_on_box(&mut s.workers[0], 1);
+        let fx = lose_box(&mut s, &mut mem);
         let w = &s.workers[0];
         let said = format!("{fx:?}");
         assert!(!said.contains("a retry runs"), "{said}");
@@ -142,22 +152,10 @@ mod tests {
     fn a_lost_hosts_workers_crash_and_run_on_local_from_then_on() {
         let mut s = run(3, 3);
         let mut mem = RunMemory::default();
-        s.workers[0].host = Some("box".into());
-        s.workers[0].attempt = 1;
-        s.workers[0].max_attempts = 2;
-        s.workers[0].status = WorkerStatus::Running;
-        s.workers[0].pane_id = Some("box:%1@42.1700000000".into());
+        running_on_box(&mut s.workers[0], 2);
         s.workers[1].host = Some("box".into());
         s.workers[2].host = Some("other".into());
-        let fx = update(
-            &mut s,
-            &mut mem,
-            t0(),
-            Input::HostLost {
-                host: "box".into(),
-                detail: "unreachable for 120 s".into(),
-            },
-        );
+        let fx = lose_box(&mut s, &mut mem);
         let w = &s.workers[0];
         let said = format!("{fx:?}");
         assert!(
@@ -208,15 +206,7 @@ mod tests {
             let r = record(&w.id.clone(), status);
             s.dispatches.push(r);
         }
-        update(
-            &mut s,
-            &mut mem,
-            t0(),
-            Input::HostLost {
-                host: "box".into(),
-                detail: "unreachable for 120 s".into(),
-            },
-        );
+        lose_box(&mut s, &mut mem);
         let marked: Vec<bool> = s.dispatches.iter().map(|d| d.left_on_host).collect();
         assert_eq!(marked, vec![true, false], "only the attempt that ran there");
     }
