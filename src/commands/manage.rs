@@ -230,7 +230,13 @@ pub fn attach(args: AttachArgs, resume: bool) -> Result<i32> {
             state.run_id,
             state.status.as_str()
         );
-        crate::out!("{}", super::status::status_text(&state, false));
+        // The same summary JSON a headless driver ends with, so a script reads one shape
+        // whether its `attach --headless` drove the run's end or found it ended.
+        crate::outln!(
+            "{}",
+            serde_json::to_string_pretty(&super::summary::summary(&state))
+                .map_err(|e| Error::Other(e.to_string()))?
+        );
         return Ok(super::summary::exit_code(&state));
     }
     if args.headless || !std::io::stdout().is_terminal() {

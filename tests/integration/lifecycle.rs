@@ -333,6 +333,11 @@ fn a_second_process_cannot_drive_a_run_that_is_driven() {
     assert_eq!(st.status.code(), Some(0));
     let out = wait_limited(first, &["run"]);
     assert_eq!(summary(&out)["status"], "done");
+    // Attaching to the ended run prints the same summary JSON, so a script reads one shape.
+    let again = run_crewmux(tmp.path(), "unused", &["attach", "--headless"]);
+    assert_eq!(again.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("is already done"));
+    assert_eq!(summary(&again), summary(&out));
 }
 
 #[test]
