@@ -117,8 +117,10 @@ pub fn create_run(
 
 /// Create the run directory, `manifest.json` and the first `state.json` for a resolved
 /// team (stage `team-plan`); in a git project, a worktree per worker from the base
-/// (`crate::workspace`), its SHA in `manifest.json` (`workspace.base`). Workspace notices
-/// (a dirty tree, a project without git) go to stderr, one line each. See [`NewRun`].
+/// (`crate::workspace`), its SHA in `manifest.json` (`workspace.base`). Workspace and
+/// helper notices (a dirty tree, a project without git, crewmux copied to a host) go to
+/// the run's `events.jsonl` as `plan-notice` events, one each ([`plan_notices`]). See
+/// [`NewRun`].
 ///
 /// # Errors
 /// An empty or too long problem, an unknown host, a bad `--parallel`, a refused workspace (`--base`
@@ -169,9 +171,6 @@ pub fn create_run_with(
         .collect();
     let planned = plan_workspace(project, &team.workspace, &placed, ws_opts)?;
     let helpers = helpers_of(project, team, &hosts)?;
-    for n in planned.notices.iter().chain(&helpers.notices) {
-        crate::errln!("crewmux: {n}");
-    }
     let run_id = early.map_or_else(new_run_id, |p| p.run_id().to_string());
     let workspace = match &planned.plan {
         // Worktrees and branches are made when the first worker launches (a run halted at
@@ -185,6 +184,8 @@ pub fn create_run_with(
     };
     crate::hosts::save_run_hosts(store.dir(), &hosts)?;
     crate::hosts::helper::save(store.dir(), &helpers.states)?;
+    let notices: Vec<&String> = planned.notices.iter().chain(&helpers.notices).collect();
+    record_notices(&store, &notices)?;
     // For the home screen's `--all` list.
     crate::tui::home::index::remember(project);
     let now = Utc::now();
@@ -235,6 +236,39 @@ pub fn create_run_with(
     }))?;
     store.save_state(&state)?;
     Ok((store, state))
+}
+
+/// Keep what planning found for the person in the run's `events.jsonl` (`plan-notice`,
+/// source `plan`): the dashboard, which takes the screen right after, shows them in its
+/// log panel; a headless run prints them on stderr ([`plan_notices`]).
+///
+/// # Errors
+/// `events.jsonl` cannot be written.
+fn record_notices(store: &RunStore, notices: &[&String]) -> Result<()> {
+    for n in notices {
+        store.append_event(&crate::domain::RunEvent {
+            ts: Utc::now(),
+            kind: crate::domain::EventKind::PlanNotice,
+            worker: None,
+            attempt: None,
+            source: "plan".into(),
+            message: (*n).clone(),
+        })?;
+    }
+    Ok(())
+}
+
+/// What planning the run in `store` found for the person ([`record_notices`]), in order.
+///
+/// # Errors
+/// `events.jsonl` cannot be read or has a line that does not parse.
+pub fn plan_notices(store: &RunStore) -> Result<Vec<String>> {
+    Ok(store
+        .read_events()?
+        .into_iter()
+        .filter(|e| e.kind == crate::domain::EventKind::PlanNotice)
+        .map(|e| e.message)
+        .collect())
 }
 
 /// The problem without its trailing newlines, refused when empty or over

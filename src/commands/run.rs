@@ -156,6 +156,10 @@ fn start(
             state.run_dir.display(),
             state.backend.as_str()
         );
+        // The dashboard shows these in its log panel; headless, stderr is where they are read.
+        for n in super::plan::plan_notices(&store)? {
+            crate::errln!("crewmux: {n}");
+        }
         super::drive::drive_headless(store, state, dopts)
     } else {
         super::dashboard::drive_dashboard(store, state, dopts)

@@ -61,12 +61,15 @@ pub enum EventKind {
     TextSent,
     /// A finished run went back to work (a worker was added or retried).
     RunReopened,
+    /// Something planning the run found that the person should read (crewmux copied to a
+    /// host, a host that cannot run it, uncommitted changes left out of the worktrees).
+    PlanNotice,
     /// A name this build does not know.
     Other(String),
 }
 
 /// Every known kind, for parsing.
-const KNOWN: [EventKind; 40] = [
+const KNOWN: [EventKind; 41] = [
     EventKind::WorkerStarted,
     EventKind::WorkerRelaunched,
     EventKind::WorkerResumed,
@@ -107,6 +110,7 @@ const KNOWN: [EventKind; 40] = [
     EventKind::WorkerRetried,
     EventKind::TextSent,
     EventKind::RunReopened,
+    EventKind::PlanNotice,
 ];
 
 impl EventKind {
@@ -153,6 +157,7 @@ impl EventKind {
             EventKind::WorkerRetried => "worker-retried",
             EventKind::TextSent => "text-sent",
             EventKind::RunReopened => "run-reopened",
+            EventKind::PlanNotice => "plan-notice",
             EventKind::Other(name) => name,
         }
     }

@@ -78,3 +78,42 @@ fn a_run_killed_while_it_is_planned_leaves_a_folder_status_explains_and_clean_re
     assert!(!dir.exists(), "{}", stderr(&cleaned));
     assert_events_once(d);
 }
+
+/// What planning finds for the person (here: a project that is not a git repository) is
+/// in the dashboard's log panel and the run's events, not on stderr, where the
+/// dashboard's screen would hide it.
+#[test]
+fn the_dashboard_shows_what_planning_found_in_its_log_and_keeps_it_off_stderr() {
+    if !tmux_ready("the_dashboard_shows_what_planning_found_in_its_log_and_keeps_it_off_stderr") {
+        return;
+    }
+    let workers = TmuxServer::new("plan-note-workers");
+    let t = TeamProject::new(
+        "name = \"one\"\n\n[[worker]]\nid = \"one\"\nrole = \"architect\"\nprovider = \"sim\"\nprompt = \"{problem}\\nsim: lines=2\"\n",
+    );
+    let d = t.path();
+    let cmd = format!(
+        "cd {} && CREWMUX_TMUX_SOCKET={} {} run --team {} --no-clarify 'say hello' 2>{}; echo EXITED $?; sleep 60",
+        d.display(),
+        workers.socket,
+        env!("CARGO_BIN_EXE_crewmux"),
+        t.team().display(),
+        d.join("stderr.txt").display()
+    );
+    let viewer = Viewer::start("plan-note-viewer", (160, 45), &cmd);
+    let screen = viewer.wait_screen("is not a git repository", Duration::from_secs(60));
+    assert!(screen.contains("plan-notice"), "{screen}");
+    viewer.wait_screen("done  council", Duration::from_secs(60));
+    viewer.keys(&["q"]);
+    viewer.wait_screen("EXITED", Duration::from_secs(60));
+    let err = std::fs::read_to_string(d.join("stderr.txt")).unwrap();
+    assert!(!err.contains("not a git repository"), "{err}");
+    let events = std::fs::read_to_string(only_run_dir(d).join("events.jsonl")).unwrap();
+    let notices: Vec<&str> = events
+        .lines()
+        .filter(|l| l.contains("\"plan-notice\""))
+        .collect();
+    assert_eq!(notices.len(), 1, "{events}");
+    assert!(notices[0].contains("is not a git repository"), "{events}");
+    assert_events_once(d);
+}
