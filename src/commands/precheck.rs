@@ -50,7 +50,16 @@ pub fn precheck(
     } else {
         let known = crate::hosts::Hosts::load(project, &crate::providers::EnvSnapshot::current())?;
         let slots = crate::hosts::spread::slots(spread_over, &known, team.parallel())?;
-        crate::hosts::spread::spread(&slots, &pinned)
+        // Without the routed providers nor the hosts' probe: where a worker that runs
+        // crewmux itself lands is checked again once the team is routed.
+        let wants: Vec<crate::hosts::spread::Want<'_>> = pinned
+            .iter()
+            .map(|p| crate::hosts::spread::Want {
+                pinned: *p,
+                runs_crewmux: false,
+            })
+            .collect();
+        crate::hosts::spread::spread(&slots, &wants)
             .iter()
             .map(|h| crate::hosts::worker_host(Some(h), None))
             .collect()

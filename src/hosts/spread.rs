@@ -5,8 +5,12 @@
 //! team) keep it and take a slot of that host first. The others, in the team's order
 //! (`order`, then file order), each go to the listed host with the most free slots left;
 //! a tie goes to the host listed first. Once every host is full the same rule goes on, so
-//! the workers that wait are shared out as evenly as the free slots were. The result is
-//! a function of the team and the list only (no probe, no clock), so `crewmux dispatch
+//! the workers that wait are shared out as evenly as the free slots were. A worker whose
+//! provider runs crewmux itself (`sim`, `{self_exe}`: see [`super::helper`]) goes only to
+//! a host that can run this crewmux: `local`, or an SSH host whose `uname -sm` is this
+//! machine's (one probe per listed SSH host, asked only when such a worker is free to go
+//! anywhere; a host that does not answer it is left out for them too). The result is a
+//! function of the team, the list and those answers only (no clock), so `crewmux dispatch
 //! --hosts …` shows exactly what `crewmux run --hosts …` does, and the run keeps it in
 //! `state.json` (each worker's `host`) and in each attempt's dispatch record.
 
@@ -22,6 +26,18 @@ pub struct Slots {
     pub host: String,
     /// `max_workers`, or the run's `parallel` for `local`.
     pub capacity: usize,
+    /// `None`: it can run this crewmux (`local`, or as far as planning knows); `Some(why)`:
+    /// it cannot, and workers that run crewmux itself do not go there.
+    pub no_crewmux: Option<String>,
+}
+
+/// A worker as [`spread`] sees it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Want<'a> {
+    /// Its own host (`Some("local")` too), `None`: free to go anywhere.
+    pub pinned: Option<&'a str>,
+    /// Its provider runs crewmux itself (`sim`, `{self_exe}`).
+    pub runs_crewmux: bool,
 }
 
 /// The slots of each host of `names` (`--hosts`, in the order given), checked against
@@ -62,35 +78,42 @@ pub fn slots(names: &[String], hosts: &Hosts, parallel: usize) -> Result<Vec<Slo
         out.push(Slots {
             host: name.to_string(),
             capacity,
+            no_crewmux: None,
         });
     }
     Ok(out)
 }
 
-/// The host of each worker: `pinned[i]` is worker `i`'s own host (`Some("local")` too),
-/// `None` for one that is free to go anywhere; workers come in the team's order. Free
-/// workers get a host of `slots` by the rule of the module docs; pinned ones keep theirs.
-/// Returns one host name per worker (`local` for this machine).
-pub fn spread(slots: &[Slots], pinned: &[Option<&str>]) -> Vec<String> {
+/// The host of each worker of `wants` (in the team's order): free workers get a host of
+/// `slots` by the rule of the module docs (one that runs crewmux itself only a slot
+/// without [`Slots::no_crewmux`]); pinned ones keep theirs. Returns one host name per
+/// worker (`local` for this machine; also for a free worker no slot may take).
+pub fn spread(slots: &[Slots], wants: &[Want<'_>]) -> Vec<String> {
     let mut free: Vec<i64> = slots
         .iter()
         .map(|s| {
-            let taken = pinned
+            let taken = wants
                 .iter()
-                .filter(|p| **p == Some(s.host.as_str()))
+                .filter(|w| w.pinned == Some(s.host.as_str()))
                 .count();
             s.capacity as i64 - taken as i64
         })
         .collect();
-    pinned
+    wants
         .iter()
-        .map(|p| {
-            if let Some(host) = p {
-                return (*host).to_string();
+        .map(|w| {
+            if let Some(host) = w.pinned {
+                return host.to_string();
             }
             // The most free slots; `max_by_key` keeps the last of equals, so walk the
             // list backwards to let the first listed host win a tie.
-            let Some((i, _)) = free.iter().enumerate().rev().max_by_key(|(_, f)| **f) else {
+            let Some((i, _)) = free
+                .iter()
+                .enumerate()
+                .rev()
+                .filter(|(i, _)| !w.runs_crewmux || slots[*i].no_crewmux.is_none())
+                .max_by_key(|(_, f)| **f)
+            else {
                 return LOCAL.to_string();
             };
             free[i] -= 1;
@@ -106,7 +129,9 @@ pub fn spread(slots: &[Slots], pinned: &[Option<&str>]) -> Vec<String> {
 /// Returns each listed host's slots, for the run's per-host bound.
 ///
 /// # Errors
-/// As [`slots`], and a `hosts.toml` mistake.
+/// As [`slots`], and a `hosts.toml` mistake; a free worker that runs crewmux itself when
+/// no listed host can run it (one line naming the worker, each host's reason and the
+/// fix).
 pub fn spread_team(
     workers: &mut [crate::team::ResolvedWorker],
     team_spec: &crate::domain::TeamSpec,
@@ -114,9 +139,10 @@ pub fn spread_team(
     parallel: usize,
     project_dir: &std::path::Path,
     env: &crate::providers::EnvSnapshot,
+    registry: &crate::providers::Registry,
 ) -> Result<std::collections::BTreeMap<String, usize>> {
     let hosts = Hosts::load(project_dir, env)?;
-    let slots = slots(names, &hosts, parallel)?;
+    let mut slots = slots(names, &hosts, parallel)?;
     let pinned: Vec<Option<String>> = workers
         .iter()
         .map(|w| {
@@ -128,11 +154,99 @@ pub fn spread_team(
             own.or_else(|| team_spec.host.clone())
         })
         .collect();
-    let pinned_refs: Vec<Option<&str>> = pinned.iter().map(Option::as_deref).collect();
-    for (w, host) in workers.iter_mut().zip(spread(&slots, &pinned_refs)) {
+    let wants: Vec<Want<'_>> = workers
+        .iter()
+        .zip(&pinned)
+        .map(|(w, p)| Want {
+            pinned: p.as_deref(),
+            runs_crewmux: registry
+                .get(&w.provider)
+                .is_some_and(|s| super::helper::runs_crewmux(s, w.command.as_deref())),
+        })
+        .collect();
+    if let Some(first) = wants
+        .iter()
+        .position(|w| w.pinned.is_none() && w.runs_crewmux)
+    {
+        mark_no_crewmux(&mut slots, &hosts)?;
+        if slots.iter().all(|s| s.no_crewmux.is_some()) {
+            let w = &workers[first];
+            return Err(none_runs_crewmux(&w.id, &w.provider, names, &slots));
+        }
+    }
+    let placed = spread(&slots, &wants);
+    for (w, host) in workers.iter_mut().zip(placed) {
         w.host = super::worker_host(Some(&host), None);
     }
     Ok(slots.into_iter().map(|s| (s.host, s.capacity)).collect())
+}
+
+/// Ask each SSH host of `slots` (in parallel) whether it can run this crewmux, and mark
+/// those that cannot or do not answer ([`super::helper::probe`]; nothing is copied).
+///
+/// # Errors
+/// The SSH control directory cannot be made; this crewmux binary cannot be read.
+fn mark_no_crewmux(slots: &mut [Slots], hosts: &Hosts) -> Result<()> {
+    let own = super::helper::own_binary()?;
+    let mut asked = vec![];
+    for (i, s) in slots.iter().enumerate() {
+        let spec = hosts
+            .get(&s.host)
+            .map_err(|e| Error::Usage(format!("--hosts: {e}")))?;
+        if let Some(spec) = spec {
+            asked.push((i, super::ssh::SshLink::new(spec)?, own.path_on(spec)));
+        }
+    }
+    let answers: Vec<(usize, Option<String>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = asked
+            .iter()
+            .map(|(i, link, path)| {
+                let i = *i;
+                (
+                    i,
+                    scope.spawn(move || super::helper::probe(link, own, path)),
+                )
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|(i, h)| {
+                let why = match h.join() {
+                    Ok(Ok(super::helper::Found::Foreign(why))) => Some(why),
+                    Ok(Ok(_)) => None,
+                    Ok(Err(why)) => Some(format!("it did not answer: {why}")),
+                    Err(_) => Some("the check stopped".into()),
+                };
+                (i, why)
+            })
+            .collect()
+    });
+    for (i, why) in answers {
+        if let Some(why) = &why {
+            tracing::info!(
+                "--hosts: {} cannot take workers that run crewmux: {why}",
+                slots[i].host
+            );
+        }
+        slots[i].no_crewmux = why;
+    }
+    Ok(())
+}
+
+/// The refusal of worker `id`, whose `provider` runs crewmux itself, when no host of
+/// `names` can run it.
+fn none_runs_crewmux(id: &str, provider: &str, names: &[String], slots: &[Slots]) -> Error {
+    let why: Vec<String> = slots
+        .iter()
+        .map(|s| format!("{}: {}", s.host, s.no_crewmux.as_deref().unwrap_or("?")))
+        .collect();
+    Error::Usage(format!(
+        "--hosts {}: worker `{}` uses provider `{}`, which runs crewmux itself, and no host listed can run this crewmux ({}): add `local` to --hosts, or give the worker another provider",
+        names.join(","),
+        id,
+        provider,
+        why.join("; ")
+    ))
 }
 
 #[cfg(test)]
@@ -143,13 +257,28 @@ mod tests {
         Slots {
             host: host.into(),
             capacity,
+            no_crewmux: None,
         }
+    }
+
+    fn free(n: usize) -> Vec<Want<'static>> {
+        vec![Want::default(); n]
+    }
+
+    fn pinned<'a>(hosts: &[Option<&'a str>]) -> Vec<Want<'a>> {
+        hosts
+            .iter()
+            .map(|p| Want {
+                pinned: *p,
+                runs_crewmux: false,
+            })
+            .collect()
     }
 
     #[test]
     fn free_workers_go_where_most_slots_are_free_and_ties_go_to_the_first_listed() {
         let slots = [s("a", 2), s("b", 4), s("local", 2)];
-        let got = spread(&slots, &[None; 8]);
+        let got = spread(&slots, &free(8));
         // b: 4 free → 3 → 2 ties a (2) and local (2): a is listed first.
         assert_eq!(got, ["b", "b", "a", "b", "local", "a", "b", "local"]);
     }
@@ -157,17 +286,60 @@ mod tests {
     #[test]
     fn pinned_workers_keep_their_host_and_take_its_slots_first() {
         let slots = [s("a", 2), s("local", 2)];
-        let got = spread(&slots, &[None, Some("a"), None, Some("a"), None, Some("z")]);
+        let got = spread(
+            &slots,
+            &pinned(&[None, Some("a"), None, Some("a"), None, Some("z")]),
+        );
         assert_eq!(got, ["local", "a", "local", "a", "a", "z"]);
     }
 
     #[test]
     fn past_every_hosts_capacity_the_waiting_workers_are_shared_out_evenly() {
         let slots = [s("a", 1), s("b", 1)];
-        let got = spread(&slots, &[None; 5]);
+        let got = spread(&slots, &free(5));
         assert_eq!(got, ["a", "b", "a", "b", "a"]);
         // The same team and list always give the same hosts.
-        assert_eq!(spread(&slots, &[None; 5]), got);
+        assert_eq!(spread(&slots, &free(5)), got);
+    }
+
+    #[test]
+    fn workers_that_run_crewmux_skip_a_host_that_cannot_and_the_others_still_use_it() {
+        let mut mac = s("mac", 4);
+        mac.no_crewmux = Some("it is `Darwin arm64`".into());
+        let slots = [mac, s("local", 2)];
+        let sim = Want {
+            pinned: None,
+            runs_crewmux: true,
+        };
+        let cmd = Want::default();
+        let got = spread(&slots, &[sim, cmd, sim, cmd, sim, cmd]);
+        // mac has the most free slots, but the sim workers go to local only; past
+        // local's capacity they wait there.
+        assert_eq!(got, ["local", "mac", "local", "mac", "local", "mac"]);
+        // A pinned worker keeps its host (its refusal is the helper's, when planned).
+        let pinned_sim = Want {
+            pinned: Some("mac"),
+            runs_crewmux: true,
+        };
+        assert_eq!(spread(&slots, &[pinned_sim]), ["mac"]);
+    }
+
+    #[test]
+    fn no_host_for_a_worker_that_runs_crewmux_is_one_line_naming_each_reason_and_the_fix() {
+        let mut mac = s("mac", 4);
+        mac.no_crewmux = Some("it is `Darwin arm64`".into());
+        let mut down = s("down", 2);
+        down.no_crewmux = Some("it did not answer: no answer within 12 s".into());
+        let e = none_runs_crewmux(
+            "simmer",
+            "sim",
+            &["mac".into(), "down".into()],
+            &[mac, down],
+        );
+        assert_eq!(
+            e.to_string(),
+            "--hosts mac,down: worker `simmer` uses provider `sim`, which runs crewmux itself, and no host listed can run this crewmux (mac: it is `Darwin arm64`; down: it did not answer: no answer within 12 s): add `local` to --hosts, or give the worker another provider"
+        );
     }
 
     #[test]

@@ -97,6 +97,7 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
             parallel,
             &opts.project_dir,
             &opts.env,
+            &registry,
         )?;
     }
     let (checks, critics, fixer) = council_limits(spec, &workers, &registry, &sources);

@@ -455,6 +455,85 @@ fn a_host_of_another_system_shows_raw_output_and_refuses_sim_when_the_run_is_pla
     );
     assert_eq!(runs(), before, "nothing made");
 
+    // `--hosts box,local` spreads around the host: box has the most free slots (4 against
+    // local's 1), but a sim worker goes to local while a command worker still goes to box,
+    // and the run finishes.
+    let mixed = team_file(
+        p,
+        "mixed.toml",
+        &format!(
+            "[[worker]]\nid = \"simmer\"\nrole = \"backend-engineer\"\nprovider = \"sim\"\n\n{}",
+            command_worker("cmd", "true", "ok")
+        ),
+    );
+    let spread = ["--hosts", "box,local", "--parallel", "1"];
+    let dispatch = crewmux_on_host(p, &server.socket, &host, &["dispatch", "--team"])
+        .arg(&mixed)
+        .args(spread)
+        .args(["--", "another system"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&dispatch);
+    assert_eq!(dispatch.status.code(), Some(0), "{stdout}{stderr}");
+    let host_of = |id: &str| {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{id} ")))
+            .unwrap_or_else(|| panic!("no row for {id}: {stdout}"));
+        row.split_whitespace().nth(4).unwrap().to_string()
+    };
+    assert_eq!(
+        (host_of("simmer"), host_of("cmd")),
+        ("local".into(), "box".into()),
+        "{stdout}"
+    );
+    let sim_only = team_file(
+        p,
+        "sim-free.toml",
+        "[[worker]]\nid = \"simmer\"\nrole = \"backend-engineer\"\nprovider = \"sim\"\n",
+    );
+    let args = [
+        "run",
+        "--team",
+        sim_only.to_str().unwrap(),
+        "--no-clarify",
+        "--headless",
+        spread[0],
+        spread[1],
+        spread[2],
+        spread[3],
+        "--",
+        "another system",
+    ];
+    let child = crewmux_on_host(p, &server.socket, &host, &args)
+        .spawn()
+        .unwrap();
+    let out = wait_limited(child, &args);
+    let (_, stderr) = text(&out);
+    let s = summary(&out);
+    assert_eq!(s["status"], "done", "{s}\n{stderr}");
+    assert_eq!(worker(&s, "simmer")["status"], "completed", "{s}");
+    let state: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            p.join(".crewmux/runs")
+                .join(s["run_id"].as_str().unwrap())
+                .join("state.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let simmer = state["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["id"] == "simmer")
+        .unwrap();
+    assert!(
+        simmer["host"].is_null() || simmer["host"] == "local",
+        "{simmer}"
+    );
+    assert_events_once(p);
+
     // doctor: a warning for the host, a failure for a team that runs sim there.
     let doctor = |args: &[&str]| {
         let out = crewmux_on_host(p, &server.socket, &host, args)
