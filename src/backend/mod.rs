@@ -217,6 +217,26 @@ pub trait Multiplexer: Send {
     fn take_ended_on_hosts(&mut self) -> Vec<(String, Vec<String>)> {
         vec![]
     }
+
+    /// Ask whether the SSH host `host` answers (one of its launches failed): one that does
+    /// not is down from then on, as when a poll fails. The answer comes later from
+    /// [`take_checked_hosts`]; the caller never waits on the host. Without hosts, nothing.
+    ///
+    /// [`take_checked_hosts`]: Multiplexer::take_checked_hosts
+    fn check_host(&mut self, _host: &str) {}
+
+    /// The answers to [`check_host`] since the last call: `(host, answers)`.
+    ///
+    /// [`check_host`]: Multiplexer::check_host
+    fn take_checked_hosts(&mut self) -> Vec<(String, bool)> {
+        vec![]
+    }
+
+    /// The SSH hosts that do not answer now, or were lost (`Poll::hosts_down`'s hosts,
+    /// without a poll). Default: none.
+    fn hosts_not_answering(&self) -> std::collections::BTreeSet<String> {
+        Default::default()
+    }
 }
 
 /// The error of an SSH host a run does not know.

@@ -81,6 +81,10 @@ impl Driver {
                 attempt,
                 reason,
             } => {
+                // Held back for its SSH host: it never started, so it ends now.
+                if let Some(ended) = self.kill_held(&worker, attempt) {
+                    return Some(ended);
+                }
                 let pid = self.state.worker(&worker).and_then(|w| w.pid);
                 if let Some(pid) = pid {
                     if let Err(e) = signal_group(pid, false) {

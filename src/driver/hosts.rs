@@ -9,9 +9,10 @@ use crate::engine::Input;
 impl Driver {
     /// `HostLost` for each host the backend found lost this turn; the attempts still
     /// running there are to be ended when it answers again.
-    pub(super) fn lost_hosts(&mut self) -> Vec<Input> {
+    pub(super) fn lost_hosts(&mut self, emit: &mut impl FnMut(Update)) -> Vec<Input> {
         let mut inputs = vec![];
         for (host, detail) in self.backend.take_lost_hosts() {
+            self.host_lost_held(&host, emit);
             let nonces: Vec<String> = self
                 .state
                 .dispatches

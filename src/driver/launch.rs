@@ -22,15 +22,13 @@ impl Driver {
         // Worktrees are made when the first worker launches, not when the run starts; a
         // worker whose own worktree cannot be made fails with its own reason, the others
         // of the batch start.
+        // An attempt whose SSH host does not answer waits for it (see `host_wait`).
+        let wanted = self.hold_for_down_hosts(wanted);
         let launching: Vec<String> = wanted.iter().map(|(w, _)| w.clone()).collect();
         let mut no_worktree = crate::workspace::make_worktrees(&mut self.state, &launching);
         for (worker, attempt) in wanted {
             if let Some(error) = no_worktree.remove(&worker) {
-                inputs.push(Input::LaunchFailed {
-                    worker,
-                    attempt,
-                    error,
-                });
+                inputs.extend(self.launch_failed(worker, attempt, error));
                 continue;
             }
             match self.prepare_one(&worker, attempt) {
@@ -77,7 +75,7 @@ impl Driver {
         let mut results = results.into_iter();
         ready
             .into_iter()
-            .map(|r| {
+            .filter_map(|r| {
                 let result = results.next().unwrap_or_else(|| {
                     Err(crate::error::Error::Other(
                         "the backend gave no result for this attempt".into(),
@@ -88,11 +86,12 @@ impl Driver {
             .collect()
     }
 
+    /// `None`: the attempt waits for its SSH host (see `host_wait`).
     fn landed_one(
         &mut self,
         r: ReadyAttempt,
         result: crate::error::Result<crate::backend::Spawned>,
-    ) -> Input {
+    ) -> Option<Input> {
         let ReadyAttempt {
             worker,
             attempt,
@@ -111,7 +110,7 @@ impl Driver {
                         false,
                     ),
                 );
-                Input::Launched {
+                Some(Input::Launched {
                     worker,
                     attempt,
                     nonce: prepared.nonce,
@@ -120,13 +119,9 @@ impl Driver {
                     pane_id: spawned.pane_id,
                     pid: spawned.pid,
                     credential_label,
-                }
+                })
             }
-            Err(e) => Input::LaunchFailed {
-                worker,
-                attempt,
-                error: e.to_string(),
-            },
+            Err(e) => self.launch_failed(worker, attempt, e.to_string()),
         }
     }
 

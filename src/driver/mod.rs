@@ -14,6 +14,7 @@ mod creds;
 mod exit_watch;
 mod failures;
 pub mod follow;
+mod host_wait;
 mod hosts;
 mod launch;
 mod launch_thread;
@@ -194,6 +195,8 @@ pub struct Driver {
     pace: pace::Pace,
     /// Launches the engine asked for that wait for the next batch.
     pending_launches: VecDeque<(String, u32)>,
+    /// Attempts held back while their SSH host does not answer (see `host_wait`).
+    host_wait: host_wait::HostWait,
     /// The roster's live diffstat (runs with worktrees).
     live_diff: crate::workspace::live::LiveDiff,
     /// What reconciling the saved state with the files found; applied first by every entry

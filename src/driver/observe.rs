@@ -114,7 +114,9 @@ impl Driver {
             liveness: vec![Liveness::Unknown; polled.len()],
             ..Poll::default()
         };
-        let asked = !polled.is_empty() || !self.hosts_down_reported.is_empty();
+        // Attempts held back for their host: it is asked about until it answers or is lost.
+        let held = self.host_wait.any();
+        let asked = !polled.is_empty() || !self.hosts_down_reported.is_empty() || held;
         let poll = match (look, &focus_target) {
             (Look::Panes, _) if !asked => Poll::default(),
             (Look::Panes, _) => self.backend.poll(&polled, focus_target.as_ref()),
@@ -127,11 +129,12 @@ impl Driver {
         };
         // A host said to be down is asked about until it answers, watched there or not.
         if look == Look::Panes && asked {
-            self.report_server(&poll, !targets.is_empty(), emit);
+            self.report_server(&poll, !targets.is_empty() || held, emit);
         }
         // A lost SSH host ends its workers before anything else of this poll is decided.
-        inputs.extend(self.lost_hosts());
+        inputs.extend(self.lost_hosts(emit));
         self.ended_on_hosts(emit);
+        inputs.extend(self.host_wait_turn(emit));
         for (i, t) in targets.iter().enumerate() {
             let live = poll.liveness.get(i).copied().unwrap_or(Liveness::Unknown);
             let tail = poll.tails.get(i).cloned().flatten();

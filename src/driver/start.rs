@@ -53,6 +53,7 @@ impl Driver {
             lines: lines::LineSorter::default(),
             pace: pace::Pace::default(),
             pending_launches: VecDeque::new(),
+            host_wait: Default::default(),
             live_diff: Default::default(),
             startup: vec![],
             recorded: once::Recorded::default(),

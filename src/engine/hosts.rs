@@ -2,11 +2,13 @@
 //! `crashed (host lost)`, and they — with every worker of that host that has not started
 //! yet — run on this machine from then on, so a retry (when attempts remain) starts here.
 //! The lost attempts are marked `left_on_host` in their dispatch records: the driver ends
-//! them on the host the first time it answers again.
+//! them on the host the first time it answers again. An attempt that never started there
+//! (its host did not answer when it was to start, so the driver held it back) costs
+//! nothing: it starts on this machine under the same attempt number.
 //! In a run spread with `--hosts`, each listed host runs at most its share at once.
 
 use super::{ending, Effects, RunMemory};
-use crate::domain::{RunState, WorkerState};
+use crate::domain::{RunState, WorkerState, WorkerStatus};
 
 /// How a lost host's reason starts (`host lost: box unreachable for 120 s (…)`); the
 /// event line reads `crashed (host lost): box unreachable …`.
@@ -21,12 +23,25 @@ pub(super) fn on_host_lost(
     fx: &mut Effects,
 ) {
     let mut live = vec![];
+    let started: std::collections::HashSet<(String, u32)> = state
+        .dispatches
+        .iter()
+        .map(|d| (d.worker_id.clone(), d.attempt))
+        .collect();
     for w in state
         .workers
         .iter_mut()
         .filter(|w| w.host.as_deref() == Some(host) && !w.status.is_terminal())
     {
-        if w.status.is_live() {
+        if w.status == WorkerStatus::Starting && !started.contains(&(w.id.clone(), w.attempt)) {
+            // Held back while its host did not answer: it starts here, as the same attempt.
+            w.attempt = w.attempt.saturating_sub(1);
+            w.status = WorkerStatus::Pending;
+            w.reason = Some(format!(
+                "host {host} was lost before it started there; it runs on local"
+            ));
+            w.host = None;
+        } else if w.status.is_live() {
             live.push((w.id.clone(), w.attempt, w.attempt < w.max_attempts));
         } else {
             // Not started yet: it runs here from now on.
@@ -172,6 +187,28 @@ mod tests {
             "a pending worker of that host runs here"
         );
         assert_eq!(s.workers[2].host.as_deref(), Some("other"));
+    }
+
+    #[test]
+    fn an_attempt_held_back_while_its_host_did_not_answer_starts_here_as_the_same_attempt() {
+        let mut s = run(1, 1);
+        let mut mem = RunMemory::default();
+        s.workers[0].host = Some("box".into());
+        update(&mut s, &mut mem, t0(), Input::Start);
+        let w = &s.workers[0];
+        assert_eq!((w.status, w.attempt), (WorkerStatus::Starting, 1));
+        // The driver never launched it: no dispatch record, no pane.
+        let fx = lose_box(&mut s, &mut mem);
+        assert_eq!(launches(&fx), vec![("w0".into(), 1)], "{fx:?}");
+        let w = &s.workers[0];
+        assert_eq!(
+            (w.status, w.attempt, w.host.as_deref()),
+            (WorkerStatus::Starting, 1, None)
+        );
+        assert!(!format!("{fx:?}").contains("crashed"), "{fx:?}");
+        launched(&mut s, &mut mem, "w0", 1, t0());
+        exited(&mut s, &mut mem, "w0", 1, 0);
+        assert_eq!(s.workers[0].status, WorkerStatus::Completed);
     }
 
     #[test]

@@ -43,6 +43,8 @@ pub struct HostsBackend {
     lost: Vec<(String, String)>,
     /// Attempts left on hosts that were ended there, not yet handed to the driver.
     ended: Vec<(String, Vec<String>)>,
+    /// Answers to `check_host` not yet handed to the driver: `(host, answers)`.
+    checked: Vec<(String, bool)>,
     /// Ends of ended attempts under way on hosts (see `kill`).
     ending: super::kill::Ending,
     /// How long a poll waits for the hosts' answers (see `backend_poll`).
@@ -139,6 +141,7 @@ impl HostsBackend {
             remotes,
             lost: vec![],
             ended: vec![],
+            checked: vec![],
             ending: super::kill::Ending::default(),
             answer_wait: if control {
                 polling::ANSWER_WAIT
@@ -406,16 +409,24 @@ impl Multiplexer for HostsBackend {
     }
 
     fn take_ended_on_hosts(&mut self) -> Vec<(String, Vec<String>)> {
-        for (host, r) in &mut self.remotes {
-            for t in r.thread.collect(None).1 {
-                match t {
-                    super::host_thread::Told::Lost(why) => self.lost.push((host.clone(), why)),
-                    super::host_thread::Told::Ended(n) => self.ended.push((host.clone(), n)),
-                    super::host_thread::Told::Polled(_) => {}
-                }
-            }
-        }
+        self.take_told();
         std::mem::take(&mut self.ended)
+    }
+
+    fn check_host(&mut self, host: &str) {
+        match self.remotes.get(host) {
+            Some(r) => r.thread.ask(super::host_thread::Ask::Check),
+            None => tracing::warn!("{}", crate::backend::no_such_host(host)),
+        }
+    }
+
+    fn take_checked_hosts(&mut self) -> Vec<(String, bool)> {
+        self.take_told();
+        std::mem::take(&mut self.checked)
+    }
+
+    fn hosts_not_answering(&self) -> std::collections::BTreeSet<String> {
+        self.outages().into_keys().collect()
     }
 
     /// A kill on a host goes to its thread (a failure there is logged).

@@ -73,11 +73,7 @@ impl HostsBackend {
         };
         let (answer, told) = r.thread.collect(Some(deadline));
         for t in told {
-            match t {
-                Told::Lost(why) => self.lost.push((host.to_string(), why)),
-                Told::Ended(nonces) => self.ended.push((host.to_string(), nonces)),
-                Told::Polled(_) => {}
-            }
+            self.keep_told(host, t);
         }
         let Some(r) = self.remotes.get_mut(host) else {
             return unknown;
@@ -109,6 +105,30 @@ impl HostsBackend {
             out.screen = p.screen;
         }
         out
+    }
+
+    /// Keep what `host`'s thread told besides a poll's answer, for the driver to take.
+    pub(in crate::hosts) fn keep_told(&mut self, host: &str, t: Told) {
+        match t {
+            Told::Lost(why) => self.lost.push((host.to_string(), why)),
+            Told::Ended(nonces) => self.ended.push((host.to_string(), nonces)),
+            Told::Checked(answers) => self.checked.push((host.to_string(), answers)),
+            Told::Polled(_) => {}
+        }
+    }
+
+    /// Take in what every host's thread told, without waiting.
+    pub(in crate::hosts) fn take_told(&mut self) {
+        let hosts: Vec<String> = self.remotes.keys().cloned().collect();
+        for host in hosts {
+            let told = match self.remotes.get_mut(&host) {
+                Some(r) => r.thread.collect(None).1,
+                None => continue,
+            };
+            for t in told {
+                self.keep_told(&host, t);
+            }
+        }
     }
 
     /// Every host of the run that does not answer or was lost, with the line the person

@@ -52,6 +52,8 @@ pub(super) enum Ask {
     /// End these attempts (nonces) now, or the first time the host answers again.
     EndWhenBack(Vec<String>),
     Spawn(Vec<SpawnSpec>, Sender<Vec<Result<Spawned>>>),
+    /// Whether the host answers (a launch there failed): probed unless it is down already.
+    Check,
     Launcher(Sender<Option<Box<dyn Launcher>>>),
     RemoveRun(Sender<Result<Option<String>>>),
     ForgetScreen,
@@ -65,6 +67,8 @@ pub(super) enum Told {
     Lost(String),
     /// These attempts left on the host were ended there.
     Ended(Vec<String>),
+    /// The answer to `Ask::Check`: true when the host answers.
+    Checked(bool),
 }
 
 /// The state of one host that lives on its thread.
@@ -282,6 +286,14 @@ fn serve(
                 let r = super::backend::spawn_on(&side.place, &mut side.tmux, &specs);
                 // The asker gave up waiting: the windows are started all the same.
                 let _ = reply.send(r);
+            }
+            Ask::Check => {
+                // A host down already is not tried before its back-off says so.
+                let now = Instant::now();
+                let answers = side.reach.may_try(now) && side.probe(now);
+                // Its outage is said before the answer is, so the asker sees both agree.
+                set_outage(outage, &side);
+                let _ = told.send(Told::Checked(answers));
             }
             Ask::Launcher(reply) => {
                 let _ = reply.send(side.tmux.launcher());

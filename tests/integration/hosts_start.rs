@@ -1,0 +1,147 @@
+//! A host that does not answer when the run starts: its workers wait for it as for an
+//! outage (no attempt used up), and once it is lost they run on `local`.
+
+use crate::support::on_host::run_with_host;
+use crate::support::sshd::{sshd_ready, SshHost};
+use crate::support::*;
+
+#[test]
+fn a_host_down_when_the_run_starts_is_waited_for_then_its_worker_runs_on_local() {
+    if !sshd_ready("hosts_down_at_start") {
+        return;
+    }
+    let mut host = SshHost::start();
+    let server = TmuxServer::new("hosts-down-start");
+    let tmp = repo(&[("README", "x\n")]);
+    host.write_hosts_file(tmp.path(), "box");
+    host.stop_sshd();
+    let workdir = host.workdir.path().display().to_string();
+    // One attempt only: waiting for the host must not use it up.
+    let team = team_file(
+        tmp.path(),
+        "team.toml",
+        &format!(
+            "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
+             command = [\"sh\", \"-c\", \"case $PWD in {workdir}*) echo on the host; exit 9;; esac; echo ran here; exit 0\"]\n"
+        ),
+    );
+    let started = std::time::Instant::now();
+    let out = run_with_host(
+        tmp.path(),
+        &server.socket,
+        &host,
+        &[
+            "run",
+            "--team",
+            team.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--",
+            "a host that is down from the start",
+        ],
+    );
+    let took = started.elapsed();
+    let log = std::fs::read_to_string(tmp.path().join(".crewmux/crewmux.log")).unwrap_or_default();
+    let s = summary(&out);
+    let w = worker(&s, "far");
+    assert_eq!(
+        (
+            s["status"].as_str(),
+            w["status"].as_str(),
+            w["exit_code"].as_i64(),
+            w["attempts"].as_i64()
+        ),
+        (Some("done"), Some("completed"), Some(0), Some(1)),
+        "{s}\n{}\n{log}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // It waited for the host's lost_after_s (3 s) before it ran here.
+    assert!(took >= std::time::Duration::from_secs(3), "{took:?}");
+    // Said where a headless run's person reads: that the host does not answer, then that
+    // the worker runs here.
+    let err = String::from_utf8_lossy(&out.stderr);
+    let down = err.find("host box does not answer");
+    let moved = err.find("far#1: host box was lost before it started there; it runs on local");
+    assert!(down.is_some() && moved > down, "{err}");
+    let state = try_state(tmp.path()).unwrap();
+    let dispatches = state["dispatches"].as_array().unwrap();
+    assert_eq!(dispatches.len(), 1, "{dispatches:?}");
+    assert!(dispatches[0]["host"].is_null(), "{dispatches:?}");
+    assert!(state_worker(&state, "far")["host"].is_null());
+    let run = only_run_dir(tmp.path());
+    let output = std::fs::read_to_string(run.join("workers/far/attempt-1/output.log")).unwrap();
+    assert!(output.contains("ran here"), "{output}");
+}
+
+#[test]
+fn a_host_down_when_the_run_starts_runs_its_worker_once_it_answers() {
+    if !sshd_ready("hosts_back_at_start") {
+        return;
+    }
+    let mut host = SshHost::start();
+    let server = TmuxServer::new("hosts-back-start");
+    let tmp = repo(&[("README", "x\n")]);
+    let hosts = host
+        .hosts_toml("box")
+        .replace("lost_after_s = 3", "lost_after_s = 300");
+    std::fs::create_dir_all(tmp.path().join(".crewmux")).unwrap();
+    std::fs::write(tmp.path().join(".crewmux/hosts.toml"), hosts).unwrap();
+    host.stop_sshd();
+    let workdir = host.workdir.path().display().to_string();
+    let team = team_file(
+        tmp.path(),
+        "team.toml",
+        &format!(
+            "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
+             command = [\"sh\", \"-c\", \"case $PWD in {workdir}*) echo on the host; exit 0;; esac; echo ran here; exit 9\"]\n"
+        ),
+    );
+    let child = crate::support::on_host::spawn_on_host(
+        tmp.path(),
+        &server.socket,
+        &host,
+        &[
+            "run",
+            "--team",
+            team.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--",
+            "a host that comes up late",
+        ],
+    );
+    // The worker waits for the host (its launch was tried, the host did not answer).
+    let log = tmp.path().join(".crewmux/crewmux.log");
+    let waiting = wait_for(
+        || {
+            std::fs::read_to_string(&log)
+                .is_ok_and(|l| l.contains("far#1: host box does not answer"))
+        },
+        std::time::Duration::from_secs(60),
+    );
+    assert!(
+        waiting,
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    host.start_sshd();
+    let out = wait_limited(child, &["run"]);
+    assert_events_once(tmp.path());
+    let s = summary(&out);
+    let w = worker(&s, "far");
+    assert_eq!(
+        (
+            w["status"].as_str(),
+            w["exit_code"].as_i64(),
+            w["attempts"].as_i64()
+        ),
+        (Some("completed"), Some(0), Some(1)),
+        "{s}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let state = try_state(tmp.path()).unwrap();
+    assert_eq!(state["dispatches"][0]["host"], "box", "{state}");
+    let run = only_run_dir(tmp.path());
+    let output = std::fs::read_to_string(run.join("workers/far/attempt-1/output.log")).unwrap();
+    assert!(output.contains("on the host"), "{output}");
+}
