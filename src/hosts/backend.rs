@@ -474,6 +474,22 @@ impl Multiplexer for HostsBackend {
     }
 }
 
+impl Drop for HostsBackend {
+    /// Every host's thread is told to stop first, then all are waited for together, so
+    /// hosts that hang cost the leaving one [`LEAVE_WAIT`] in all, not one each.
+    ///
+    /// [`LEAVE_WAIT`]: super::host_thread::LEAVE_WAIT
+    fn drop(&mut self) {
+        for r in self.remotes.values_mut() {
+            r.thread.close();
+        }
+        let deadline = std::time::Instant::now() + super::host_thread::LEAVE_WAIT;
+        for r in self.remotes.values_mut() {
+            r.thread.finish_by(deadline);
+        }
+    }
+}
+
 /// `t` with the pane reference its host's tmux server knows.
 fn untagged(t: &Target) -> Target {
     let mut t = t.clone();

@@ -30,6 +30,12 @@ use crate::error::{Error, Result};
 pub const HUNG_AFTER: Duration = Duration::from_secs(5);
 /// Longest wait between two probes of a lost host that has attempts left to end.
 pub const LOST_PROBE_MAX: Duration = Duration::from_secs(10);
+/// How long the backend, when it is dropped (the run ends or the dashboard quits), waits
+/// for its hosts' threads to finish what they were asked (a kill over a connection that
+/// works takes a round trip). A thread held by a host that hangs is left to its calls'
+/// own limits: the run's state is saved before, so nothing is lost, and the process may
+/// leave.
+pub const LEAVE_WAIT: Duration = Duration::from_millis(1500);
 /// Grace of an attempt left on a host (SIGTERM, then SIGKILL), as for a stale attempt.
 const LEFT_GRACE: Duration = Duration::from_millis(500);
 
@@ -195,23 +201,42 @@ impl HostThread {
     }
 }
 
-impl Drop for HostThread {
-    /// The thread finishes what it was asked (kills, ends) and stops; a thread held by a
-    /// host that hangs is waited for one call's limit at most, then left to it.
-    fn drop(&mut self) {
+impl HostThread {
+    /// Tell the thread no more is asked: it finishes what it was asked and stops.
+    pub fn close(&mut self) {
         self.asks = None;
-        match self.done.recv_timeout(HUNG_AFTER + super::ssh::CALL_LIMIT) {
+    }
+
+    /// Wait until `deadline` at most for the thread to stop (after [`close`]); a thread
+    /// still waiting on ssh then is left to its calls' limits.
+    ///
+    /// [`close`]: HostThread::close
+    pub fn finish_by(&mut self, deadline: Instant) {
+        self.close();
+        let Some(j) = self.join.take() else {
+            return;
+        };
+        match self
+            .done
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
             Ok(()) | Err(RecvTimeoutError::Disconnected) => {
-                if let Some(j) = self.join.take() {
-                    if j.join().is_err() {
-                        tracing::warn!("a host's thread panicked");
-                    }
+                if j.join().is_err() {
+                    tracing::warn!("a host's thread panicked");
                 }
             }
             Err(RecvTimeoutError::Timeout) => {
                 tracing::warn!("a host's thread is still waiting on ssh; leaving it");
             }
         }
+    }
+}
+
+impl Drop for HostThread {
+    /// The thread finishes what it was asked (kills, ends) and stops, waited for
+    /// [`LEAVE_WAIT`] at most (see there).
+    fn drop(&mut self) {
+        self.finish_by(Instant::now() + LEAVE_WAIT);
     }
 }
 

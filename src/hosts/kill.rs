@@ -134,24 +134,30 @@ pub fn end(link: &SshLink, nonce: &str, grace: Duration) -> Result<Vec<u32>> {
 }
 
 /// Ends of remote attempts under way on threads of their own. Dropping it waits for them
-/// (each is bounded by its grace plus [`CALL_LIMIT`]), so a run that finishes leaves
-/// nothing of its attempts on its hosts.
+/// until each is due (its grace plus [`END_ROUND_TRIP`] after it began), so a run that
+/// finishes leaves nothing of its attempts on hosts that answer; one still waiting on a
+/// host that hangs then is left to its call's limit (grace plus [`CALL_LIMIT`]).
 #[derive(Default)]
 pub struct Ending {
-    threads: Vec<JoinHandle<()>>,
+    threads: Vec<(JoinHandle<()>, std::time::Instant)>,
 }
+
+/// What an end on a host that answers takes besides its grace: two round trips and the
+/// 500 ms it leaves its processes to go after SIGKILL, with room for a loaded machine.
+pub const END_ROUND_TRIP: Duration = Duration::from_secs(3);
 
 impl Ending {
     /// End the attempt `nonce` (worker `label`) on `link`'s host on a thread; survivors
     /// and an unreachable host are logged.
     pub fn begin(&mut self, link: SshLink, nonce: String, grace: Duration, label: &str) {
-        self.threads.retain(|t| !t.is_finished());
+        self.threads.retain(|(t, _)| !t.is_finished());
+        let due = std::time::Instant::now() + grace + END_ROUND_TRIP;
         let who = label.to_string();
         let spawned = std::thread::Builder::new()
             .name("crewmux-host-reap".into())
             .spawn(move || report(&link, &who, end(&link, &nonce, grace)));
         match spawned {
-            Ok(t) => self.threads.push(t),
+            Ok(t) => self.threads.push((t, due)),
             Err(e) => tracing::warn!("{label}: cannot start a thread to end it on its host: {e}"),
         }
     }
@@ -171,8 +177,15 @@ fn report(link: &SshLink, label: &str, r: Result<Vec<u32>>) {
 
 impl Drop for Ending {
     fn drop(&mut self) {
-        for t in self.threads.drain(..) {
-            if t.join().is_err() {
+        for (t, due) in self.threads.drain(..) {
+            while !t.is_finished() && std::time::Instant::now() < due {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if !t.is_finished() {
+                tracing::warn!(
+                    "an end of an attempt on a host is still waiting on ssh; leaving it"
+                );
+            } else if t.join().is_err() {
                 tracing::warn!("a thread ending an attempt on a host panicked");
             }
         }

@@ -1,5 +1,8 @@
-//! A host that does not answer when the run starts: its workers wait for it as for an
-//! outage (no attempt used up), and once it is lost they run on `local`.
+//! Hosts that do not answer at the edges of a run. At its start: its workers wait for it
+//! as for an outage (no attempt used up), and once it is lost they run on `local`. When
+//! the dashboard quits: it leaves at once, and the run is attached again later.
+
+use std::time::{Duration, Instant};
 
 use crate::support::on_host::run_with_host;
 use crate::support::sshd::{sshd_ready, SshHost};
@@ -25,7 +28,7 @@ fn a_host_down_when_the_run_starts_is_waited_for_then_its_worker_runs_on_local()
              command = [\"sh\", \"-c\", \"case $PWD in {workdir}*) echo on the host; exit 9;; esac; echo ran here; exit 0\"]\n"
         ),
     );
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let out = run_with_host(
         tmp.path(),
         &server.socket,
@@ -56,7 +59,7 @@ fn a_host_down_when_the_run_starts_is_waited_for_then_its_worker_runs_on_local()
         String::from_utf8_lossy(&out.stderr)
     );
     // It waited for the host's lost_after_s (3 s) before it ran here.
-    assert!(took >= std::time::Duration::from_secs(3), "{took:?}");
+    assert!(took >= Duration::from_secs(3), "{took:?}");
     // Said where a headless run's person reads: that the host does not answer, then that
     // the worker runs here.
     let err = String::from_utf8_lossy(&out.stderr);
@@ -117,7 +120,7 @@ fn a_host_down_when_the_run_starts_runs_its_worker_once_it_answers() {
             std::fs::read_to_string(&log)
                 .is_ok_and(|l| l.contains("far#1: host box does not answer"))
         },
-        std::time::Duration::from_secs(60),
+        Duration::from_secs(60),
     );
     assert!(
         waiting,
@@ -144,4 +147,84 @@ fn a_host_down_when_the_run_starts_runs_its_worker_once_it_answers() {
     let run = only_run_dir(tmp.path());
     let output = std::fs::read_to_string(run.join("workers/far/attempt-1/output.log")).unwrap();
     assert!(output.contains("on the host"), "{output}");
+}
+
+/// Far below what a frozen host's calls cost the quit before (a 15 s call and a 5 s probe
+/// per host thread) and above what leaving takes under load.
+const QUIT_BOUND: Duration = Duration::from_secs(6);
+
+#[test]
+fn q_with_a_frozen_host_leaves_at_once_and_the_run_is_attached_again_later() {
+    if !sshd_ready("hosts_quit_frozen") {
+        return;
+    }
+    let host = SshHost::start();
+    let workers = TmuxServer::new("hosts-quit-workers");
+    let flags = tempfile::tempdir().unwrap();
+    let go = flags.path().join("go");
+    let t = TeamProject::in_repo(
+        &[("README.md", "quit\n")],
+        &format!(
+            "[[worker]]\nid = \"there\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
+             command = [\"sh\", \"-c\", \"echo on the host; while [ ! -e {go} ]; do sleep 0.2; done; echo finished; exit 0\"]\n",
+            go = go.display()
+        ),
+    );
+    // Lost only long after the test is over: the host must come back as itself.
+    let hosts = host
+        .hosts_toml("box")
+        .replace("lost_after_s = 3", "lost_after_s = 300");
+    std::fs::create_dir_all(t.path().join(".crewmux")).unwrap();
+    std::fs::write(t.path().join(".crewmux/hosts.toml"), hosts).unwrap();
+    let cmd = crate::support::viewer::dashboard_cmd(
+        t.path(),
+        &workers,
+        &format!("XDG_RUNTIME_DIR={}", host.runtime_dir().display()),
+        t.team(),
+        "quit while the host hangs",
+        "",
+    );
+    let viewer = Viewer::start("hosts-quit-viewer", (140, 40), &cmd);
+    viewer.wait_screen("1 running", Duration::from_secs(60));
+    let frozen = host.freeze();
+    assert!(!frozen.is_empty(), "no sshd to freeze");
+    // Let the run's polls meet the frozen host (one goes out at least every 0.8 s).
+    std::thread::sleep(Duration::from_millis(1500));
+    let t0 = Instant::now();
+    viewer.keys(&["q"]);
+    let after = viewer.wait_screen("EXITED", Duration::from_secs(60));
+    let took = t0.elapsed();
+    host.thaw(&frozen);
+    eprintln!("q with the host frozen: the dashboard was gone in {took:?}");
+    assert!(after.contains("EXITED 0"), "{after}");
+    assert!(took < QUIT_BOUND, "q took {took:?} with the host frozen");
+    let state = try_state(t.path()).unwrap();
+    assert_eq!(state["status"], "detached", "{state}");
+    assert_eq!(
+        state_worker(&state, "there")["status"],
+        "running",
+        "{state}"
+    );
+    // The worker kept running on the host; attached again, the run finishes.
+    std::fs::write(&go, "").unwrap();
+    let run = only_run_dir(t.path());
+    let run_id = run.file_name().unwrap().to_str().unwrap().to_string();
+    let out = crate::support::on_host::run_with_host(
+        t.path(),
+        &workers.socket,
+        &host,
+        &["attach", &run_id, "--headless"],
+    );
+    let s = summary(&out);
+    let w = worker(&s, "there");
+    assert_eq!(
+        (
+            w["status"].as_str(),
+            w["exit_code"].as_i64(),
+            w["attempts"].as_i64()
+        ),
+        (Some("completed"), Some(0), Some(1)),
+        "{s}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
