@@ -232,6 +232,19 @@ pub trait Multiplexer: Send {
         vec![]
     }
 
+    /// Whether the attempt's pane can be reached now, asked just before the person's
+    /// terminal is handed to [`attach_command`]: a pane on an SSH host that does not answer
+    /// within a few seconds is `Err` (the line to show), so the dashboard never hangs on
+    /// an attach. Default: it can.
+    ///
+    /// # Errors
+    /// The host of the pane does not answer (what ssh said).
+    ///
+    /// [`attach_command`]: Multiplexer::attach_command
+    fn reachable(&self, _target: &Target) -> Result<()> {
+        Ok(())
+    }
+
     /// The SSH hosts that do not answer now, or were lost (`Poll::hosts_down`'s hosts,
     /// without a poll). Default: none.
     fn hosts_not_answering(&self) -> std::collections::BTreeSet<String> {

@@ -377,6 +377,17 @@ impl Multiplexer for HostsBackend {
         }
     }
 
+    /// One `ssh <dest> true` on the shared connection, within [`ATTACH_CHECK`]: a host
+    /// that hangs (not yet found out by the polls) makes `ssh -t` wait far longer.
+    ///
+    /// [`ATTACH_CHECK`]: super::reach::ATTACH_CHECK
+    fn reachable(&self, target: &Target) -> Result<()> {
+        let Some(r) = host_of(target).and_then(|h| self.remotes.get(h)) else {
+            return Ok(());
+        };
+        super::reach::answers_within(&r.place.link, super::reach::ATTACH_CHECK)
+    }
+
     fn attach_command(&self, target: &Target) -> Option<Command> {
         let Some(h) = host_of(target) else {
             return self.local.attach_command(target);

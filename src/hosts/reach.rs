@@ -14,6 +14,27 @@ const RETRY_MAX: Duration = Duration::from_secs(30);
 /// Limit of one probe.
 pub const PROBE_LIMIT: Duration = Duration::from_secs(5);
 
+/// How long an attach waits for the host to answer before the person's terminal is
+/// handed to `ssh -t` (a round trip on the shared connection takes milliseconds; a new
+/// connection on a loaded machine a second or two).
+pub const ATTACH_CHECK: Duration = Duration::from_secs(3);
+
+/// `Ok` when the host of `link` runs `true` within `limit`.
+///
+/// # Errors
+/// The host does not answer within `limit`: one line for the person, naming the host
+/// and what to do.
+pub fn answers_within(link: &super::ssh::SshLink, limit: Duration) -> crate::error::Result<()> {
+    link.run("true", None, limit).map(|_| ()).map_err(|e| {
+        tracing::info!("host {}: {e}", link.host);
+        crate::error::Error::Other(format!(
+            "host {} does not answer (no reply within {} s); Enter attaches once it does",
+            link.host,
+            limit.as_secs()
+        ))
+    })
+}
+
 /// A host's reachability as the backend last saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reach {

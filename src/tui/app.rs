@@ -380,6 +380,10 @@ fn attach(
         log: store.attempt_dir(&w.id, w.attempt).join("output.log"),
         watch_screen: false,
     };
+    // A pane on an SSH host that hangs would hold the terminal until ssh gives up.
+    if let Err(e) = viewer.reachable(&target) {
+        return Ok(Some(e.to_string()));
+    }
     let mut back = format!("detach with the tmux {detach} to come back");
     let mut cmd = match viewer.attach_command(&target) {
         Some(cmd) => cmd,

@@ -1,6 +1,7 @@
 //! Hosts that do not answer at the edges of a run. At its start: its workers wait for it
 //! as for an outage (no attempt used up), and once it is lost they run on `local`. When
-//! the dashboard quits: it leaves at once, and the run is attached again later.
+//! the dashboard quits: it leaves at once, and the run is attached again later. When
+//! Enter is pressed on a worker of a host that has just hung: it says so within a bound.
 
 use std::time::{Duration, Instant};
 
@@ -227,4 +228,51 @@ fn q_with_a_frozen_host_leaves_at_once_and_the_run_is_attached_again_later() {
         "{s}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Above the attach check's 3 s and what a loaded machine adds; far below what `ssh -t`
+/// waited on a frozen host (its connection's keep-alive, 15 s, and more).
+const ENTER_BOUND: Duration = Duration::from_secs(8);
+
+#[test]
+fn enter_on_a_worker_of_a_host_that_just_froze_says_so_within_a_bound() {
+    if !sshd_ready("hosts_enter_frozen") {
+        return;
+    }
+    let host = SshHost::start();
+    let workers = TmuxServer::new("hosts-enter-workers");
+    let t = TeamProject::in_repo(
+        &[("README.md", "enter\n")],
+        "[[worker]]\nid = \"there\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
+         command = [\"sh\", \"-c\", \"echo on the host; sleep 300\"]\n",
+    );
+    let hosts = host
+        .hosts_toml("box")
+        .replace("lost_after_s = 3", "lost_after_s = 300");
+    std::fs::create_dir_all(t.path().join(".crewmux")).unwrap();
+    std::fs::write(t.path().join(".crewmux/hosts.toml"), hosts).unwrap();
+    let cmd = crate::support::viewer::dashboard_cmd(
+        t.path(),
+        &workers,
+        &format!("XDG_RUNTIME_DIR={}", host.runtime_dir().display()),
+        t.team(),
+        "attach while the host hangs",
+        "",
+    );
+    let viewer = Viewer::start("hosts-enter-viewer", (140, 40), &cmd);
+    viewer.wait_screen("1 running", Duration::from_secs(60));
+    let frozen = host.freeze();
+    assert!(!frozen.is_empty(), "no sshd to freeze");
+    // At once: the polls take 5 s to find the host not answering.
+    let t0 = Instant::now();
+    viewer.keys(&["Enter"]);
+    let said = viewer.wait_screen("does not answer", Duration::from_secs(60));
+    let took = t0.elapsed();
+    eprintln!("Enter with the host just frozen: said so in {took:?}");
+    assert!(took < ENTER_BOUND, "Enter took {took:?}:\n{said}");
+    assert!(said.contains("Workers 1"), "the dashboard is back:\n{said}");
+    viewer.keys(&["q"]);
+    let after = viewer.wait_screen("EXITED", Duration::from_secs(30));
+    host.thaw(&frozen);
+    assert!(after.contains("EXITED 0"), "{after}");
 }
