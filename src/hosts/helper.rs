@@ -13,7 +13,8 @@
 //!   is copied there once: streamed on ssh's stdin into a temporary name in the same
 //!   folder, made executable, run with `--version` there, then renamed over the final
 //!   name (rename(2) is atomic: a concurrent run sees the old state or the whole file).
-//!   Later runs find it and copy nothing.
+//!   Later runs find it and copy nothing. Copies of other builds there that no process
+//!   and no live run uses are then removed ([`prune`]).
 //! - A host of another system, or one where the copy does not run (`--version` fails:
 //!   another libc, a `noexec` mount), cannot run it: its panes show the agent's raw output
 //!   (one line says so when the run is planned), and a worker whose provider runs crewmux
@@ -37,6 +38,9 @@ use crate::providers::Registry;
 #[path = "helper_remote.rs"]
 mod remote;
 pub use remote::{doctor_line, ensure, probe, Found};
+#[path = "helper_prune.rs"]
+mod prune;
+pub use prune::{prune, prune_script};
 
 /// The file in a run's folder that keeps what each host has of crewmux.
 pub const HELPERS_FILE: &str = "helpers.json";
@@ -265,7 +269,8 @@ pub fn judge(
 }
 
 /// Put crewmux on every host of `hosts` whose workers need it (in parallel, one thread
-/// per host; see the module docs) and judge the result ([`judge`]).
+/// per host; see the module docs), remove the old copies there that nothing uses (see
+/// `helper_prune.rs`), and judge the result ([`judge`]).
 ///
 /// # Errors
 /// As [`judge`]; the SSH control directory cannot be made.
@@ -281,22 +286,55 @@ pub fn plan(
             links.push((host.clone(), spec, super::ssh::SshLink::new(spec)?));
         }
     }
-    let states = std::thread::scope(|s| {
+    let found: Vec<(String, HelperState, Option<String>)> = std::thread::scope(|s| {
         let handles: Vec<_> = links
             .iter()
-            .map(|(name, spec, link)| (name, s.spawn(move || ensure(link, spec))))
+            .map(|(name, spec, link)| (name, spec, s.spawn(move || ensure_and_prune(link, spec))))
             .collect();
         handles
             .into_iter()
-            .map(|(name, h)| {
-                let state = h.join().unwrap_or_else(|_| HelperState::Unknown {
-                    why: "the check stopped".into(),
+            .map(|(name, spec, h)| {
+                let (state, removed) = h.join().unwrap_or_else(|_| {
+                    let why = "the check stopped".to_string();
+                    (HelperState::Unknown { why }, vec![])
                 });
-                (name.clone(), state)
+                let bin = spec.workdir.join("bin");
+                let notice = prune::pruned_notice(name, &bin, &removed);
+                (name.clone(), state, notice)
             })
             .collect()
     });
-    judge(&need, states)
+    let mut pruned = vec![];
+    let mut states = BTreeMap::new();
+    for (name, state, notice) in found {
+        states.insert(name, state);
+        pruned.extend(notice);
+    }
+    let mut planned = judge(&need, states)?;
+    planned.notices.extend(pruned);
+    Ok(planned)
+}
+
+/// [`ensure`], then, when crewmux runs there, [`prune`]: the host's state and the names
+/// removed (a pruning that failed is logged and removes nothing).
+fn ensure_and_prune(link: &super::ssh::SshLink, spec: &HostSpec) -> (HelperState, Vec<String>) {
+    let state = ensure(link, spec);
+    if !matches!(state, HelperState::Ready { .. }) {
+        return (state, vec![]);
+    }
+    let removed = own_binary()
+        .map_err(|e| e.to_string())
+        .and_then(|own| prune(link, spec, own));
+    match removed {
+        Ok(removed) => (state, removed),
+        Err(why) => {
+            tracing::warn!(
+                "host {}: old copies of crewmux left in place: {why}",
+                spec.name
+            );
+            (state, vec![])
+        }
+    }
 }
 
 /// Save what planning found into the run's folder (nothing when no host needs crewmux).

@@ -199,6 +199,26 @@ fn a_remote_codex_workers_pane_shows_filtered_text_through_crewmux_copied_once()
         line,
         format!("  helper     ok   (crewmux there: {})", copy.display())
     );
+    // Copies of other builds: one nothing uses goes when the next run is planned; one
+    // named by a wrapper of the first run, whose session is still on the host, stays.
+    let unused = bin_dir.join("crewmux-0.0.1-aaaaaaaaaaaa");
+    let kept = bin_dir.join("crewmux-0.0.2-bbbbbbbbbbbb");
+    for f in [&unused, &kept] {
+        std::fs::write(f, "#!/bin/sh\n").unwrap();
+    }
+    let first = s["run_id"].as_str().unwrap();
+    let old_attempt = host
+        .workdir
+        .path()
+        .join("runs")
+        .join(first)
+        .join("workers/old/attempt-1");
+    std::fs::create_dir_all(&old_attempt).unwrap();
+    std::fs::write(
+        old_attempt.join("launch.sh"),
+        format!("#!/bin/sh\n{} sim-agent\n", kept.display()),
+    )
+    .unwrap();
     let before = std::fs::metadata(copy).unwrap();
     let out = run(&args);
     let (_, stderr) = text(&out);
@@ -209,7 +229,16 @@ fn a_remote_codex_workers_pane_shows_filtered_text_through_crewmux_copied_once()
         (after.ino(), after.mtime()),
         "reused, not copied again"
     );
-    assert_eq!(copies_on(&host), copies);
+    let mut left = vec![copy.clone(), kept.clone()];
+    left.sort();
+    assert_eq!(copies_on(&host), left);
+    assert!(
+        stderr.contains(&format!(
+            "crewmux: host box: removed 1 old copy of crewmux from {} ",
+            bin_dir.display()
+        )),
+        "{stderr}"
+    );
 }
 
 /// The gate waits for the test's go-ahead; `simmer` runs after it.
