@@ -258,7 +258,8 @@ fn record_notices(store: &RunStore, notices: &[&String]) -> Result<()> {
     Ok(())
 }
 
-/// What planning the run in `store` found for the person ([`record_notices`]), in order.
+/// What planning the run in `store` found for the person (its `plan-notice` events), in
+/// order.
 ///
 /// # Errors
 /// `events.jsonl` cannot be read or has a line that does not parse.
