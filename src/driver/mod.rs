@@ -218,6 +218,8 @@ pub struct Driver {
     /// The batch the launch thread is starting, and since when.
     in_flight: Option<Vec<launch::ReadyAttempt>>,
     in_flight_at: Instant,
+    /// Results taken before their attempt's marker was in `output.log` (see `result`).
+    retakes: Vec<result::Retake>,
     /// Tests: panic (a crash: nothing more is saved) once `applied` reaches this count;
     /// with `true`, the state is saved first (a crash right after a save).
     #[cfg(test)]
@@ -366,6 +368,7 @@ impl Driver {
         emit: &mut impl FnMut(Update),
     ) {
         self.land_in_flight(wake, emit);
+        self.retake_results(true);
         if self.finished {
             // The run is over: nothing of its attempts may be left.
             self.reap_due(true, emit);
@@ -425,6 +428,7 @@ impl Driver {
             turns.last_tick = Instant::now() - self.opts.tick;
         }
         self.pace.end_turn(changed, Instant::now());
+        self.retake_results(false);
         self.give_up_late_batch(emit);
         self.hard_kills();
         self.reap_due(false, emit);

@@ -380,7 +380,12 @@ impl Driver {
 
     /// The input for a settled attempt: its exit with the artifacts it lacks and its
     /// result (the output when it wrote none), or its vanishing.
-    fn exit_input(&self, t: &Target, w: &Watch, exit: Result<(i32, ExitSource), String>) -> Input {
+    fn exit_input(
+        &mut self,
+        t: &Target,
+        w: &Watch,
+        exit: Result<(i32, ExitSource), String>,
+    ) -> Input {
         match exit {
             Ok((code, source)) => {
                 let artifacts = self
@@ -398,7 +403,14 @@ impl Driver {
                     .state
                     .worker(&t.worker)
                     .and_then(|s| self.registry.get(&s.provider));
-                collect_output(&w.dir, spec, code == 0 && missing.is_empty());
+                let from_log = collect_output(&w.dir, spec, code == 0 && missing.is_empty());
+                if from_log && w.marker_code().is_none() {
+                    // The output's last lines may still be on their way (see `result`).
+                    let provider = self.state.worker(&t.worker).map(|s| s.provider.clone());
+                    let retake =
+                        super::result::Retake::new(&w.dir, &w.nonce, provider, Instant::now());
+                    self.retakes.push(retake);
+                }
                 let said = spec.filter(|_| code != 0).and_then(|s| {
                     let explain =
                         |text: &str| crate::providers::exit_output::explain(&s.exit_output, text);

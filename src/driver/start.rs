@@ -64,6 +64,7 @@ impl Driver {
             launch_thread: None,
             in_flight: None,
             in_flight_at: Instant::now(),
+            retakes: Vec::new(),
             #[cfg(test)]
             crash_after: None,
         };

@@ -123,7 +123,7 @@ id = "quick"
 role = "backend-engineer"
 provider = "command"
 max_attempts = 1
-command = ["sh", "-c", "while [ ! -e go ]; do sleep 0.1; done; echo quick is done"]
+command = ["sh", "-c", "echo quick starts; while [ ! -e go ]; do sleep 0.1; done; echo quick is done"]
 
 [[worker]]
 id = "slow"
@@ -142,6 +142,15 @@ fn a_driver_records_an_exit_while_its_tmux_server_is_stopped_and_finishes_after(
     let tmp = TeamProject::new(ONE_ENDS);
     let child = tmp.run("stop").tmux(&server).spawn();
     wait_running(tmp.path(), 2);
+    let quick_dir = || only_run_dir(tmp.path()).join("workers/quick/attempt-1");
+    let started = wait_for(
+        || {
+            std::fs::read_to_string(quick_dir().join("output.log"))
+                .is_ok_and(|l| l.contains("quick starts"))
+        },
+        Duration::from_secs(30),
+    );
+    assert!(started, "quick's first line never reached output.log");
     let pid: i32 = String::from_utf8_lossy(&server.tmux(&["display", "-p", "#{pid}"]).stdout)
         .trim()
         .parse()
@@ -181,4 +190,12 @@ fn a_driver_records_an_exit_while_its_tmux_server_is_stopped_and_finishes_after(
     assert_eq!(worker(&s, "quick")["exit_code"], 0, "{s}");
     assert_eq!(worker(&s, "slow")["status"], "completed", "{s}");
     assert_eq!(worker(&s, "slow")["exit_code"], 0, "{s}");
+    // quick's exit was settled before its last line reached output.log (the server was
+    // stopped): its result was taken again once the line and the marker came.
+    let result = std::fs::read_to_string(quick_dir().join("result.md")).unwrap();
+    assert!(
+        result.contains("quick starts") && result.contains("quick is done"),
+        "{result}"
+    );
+    assert_events_once(tmp.path());
 }
