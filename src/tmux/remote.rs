@@ -20,8 +20,16 @@
 //! session lingers), and such an orphan wedged its server: every other client then got
 //! "server exited unexpectedly". Only one process drives a run, so when the channel
 //! (re)connects, any earlier control-mode client of the run's session on that server is
-//! an orphan: it is ended (SIGKILL, `pkill -f` on the exact command line crewmux runs)
-//! just before the new client starts, in the same ssh call.
+//! an orphan: it is ended (SIGKILL, found with `pgrep -f` on the exact command line
+//! crewmux runs) just before the new client starts, in the same ssh call.
+//!
+//! The new client starts only once the server has dropped the orphans (`list-clients` no
+//! longer names their pids; bounded at 5 s): tmux 3.3a tells every control client that
+//! another one detached, and a control client still identifying itself has no control
+//! state yet, so the server dereferences NULL and dies (`control_write`; tmux later
+//! checks `control_state` in `CONTROL_SHOULD_NOTIFY_CLIENT`). Started at once after the
+//! kill, the new client met that notice now and then under load and took the host's
+//! server, and every worker on it, down.
 
 use std::process::Command;
 use std::time::Duration;
@@ -92,8 +100,25 @@ impl RemoteShell {
             ere_escape(socket),
             ere_escape(session)
         );
+        let list_clients = join(
+            &[
+                self.tmux.clone(),
+                "-u".to_string(),
+                "-L".to_string(),
+                socket.to_string(),
+                "list-clients".to_string(),
+                "-F".to_string(),
+                "#{client_pid}".to_string(),
+            ],
+            &self.host,
+        )?;
+        // One command a line (the unit test reads them back): the orphans' pids, their
+        // SIGKILL, the wait until the server has dropped them (see the module docs).
         let script = format!(
-            "{UTF8_LOCALE}pkill -KILL -f -- {} 2>/dev/null; exec {client}",
+            "{UTF8_LOCALE}\npat={}\nold=$(pgrep -f -- \"$pat\")\nif [ -n \"$old\" ]; then\n\
+             kill -KILL $old 2>/dev/null\nn=0\n\
+             while [ $n -lt 50 ] && {list_clients} 2>/dev/null | grep -qxF \"$old\"; do sleep 0.1; n=$((n+1)); done\n\
+             fi\nexec {client}",
             join(&[pattern], &self.host)?
         );
         // `sh`: the login shell on the host may not be a POSIX one.
@@ -232,15 +257,25 @@ mod tests {
             .collect();
         let line = shlex::split(&args[2]).unwrap();
         assert_eq!(line[..2], ["sh", "-c"]);
-        let script = shlex::split(&line[2]).unwrap();
-        let script = &script[script.iter().position(|w| w == "pkill").unwrap()..];
-        let (pkill, client) = script.split_at(script.iter().position(|w| w == "exec").unwrap());
-        assert_eq!(pkill[..4], ["pkill", "-KILL", "-f", "--"]);
-        let re = regex::Regex::new(&pkill[4]).unwrap();
+        let step = |start: &str| {
+            let l = line[2].lines().find(|l| l.starts_with(start)).unwrap();
+            shlex::split(l).unwrap()
+        };
+        let pat = step("pat=");
+        let re = regex::Regex::new(pat[0].strip_prefix("pat=").unwrap()).unwrap();
+        assert_eq!(step("old=")[..4], ["old=$(pgrep", "-f", "--", "$pat)"]);
+        assert_eq!(step("kill ")[..3], ["kill", "-KILL", "$old"]);
+        // The new client waits until the server no longer lists the orphans.
+        let wait = step("while ").join(" ");
+        assert!(
+            wait.contains("/opt/tmux.3 -u -L s.1 list-clients -F #{client_pid}")
+                && wait.contains("grep -qxF $old"),
+            "{wait}"
+        );
         // What ps shows of a process: its arguments joined by spaces.
-        let client = client[1..].join(" ");
+        let client = step("exec ")[1..].join(" ");
         assert!(client.ends_with("-f no-output,ignore-size"), "{client}");
-        assert!(re.is_match(&client), "{} / {client}", &pkill[4]);
+        assert!(re.is_match(&client), "{} / {client}", &pat[0]);
         for other in [
             format!("sh -c {}", line[2]),
             client.replace("=crewmux-r1", "=crewmux-r10"),
