@@ -64,12 +64,14 @@ pub enum EventKind {
     /// Something planning the run found that the person should read (crewmux copied to a
     /// host, a host that cannot run it, uncommitted changes left out of the worktrees).
     PlanNotice,
+    /// A completed attempt's result was taken from its output after its exit.
+    ResultTaken,
     /// A name this build does not know.
     Other(String),
 }
 
 /// Every known kind, for parsing.
-const KNOWN: [EventKind; 41] = [
+const KNOWN: [EventKind; 42] = [
     EventKind::WorkerStarted,
     EventKind::WorkerRelaunched,
     EventKind::WorkerResumed,
@@ -111,6 +113,7 @@ const KNOWN: [EventKind; 41] = [
     EventKind::TextSent,
     EventKind::RunReopened,
     EventKind::PlanNotice,
+    EventKind::ResultTaken,
 ];
 
 impl EventKind {
@@ -158,6 +161,7 @@ impl EventKind {
             EventKind::TextSent => "text-sent",
             EventKind::RunReopened => "run-reopened",
             EventKind::PlanNotice => "plan-notice",
+            EventKind::ResultTaken => "result-taken",
             EventKind::Other(name) => name,
         }
     }

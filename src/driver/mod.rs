@@ -368,7 +368,8 @@ impl Driver {
         emit: &mut impl FnMut(Update),
     ) {
         self.land_in_flight(wake, emit);
-        self.retake_results(true);
+        let late = self.retake_results(true);
+        let unsaved = unsaved | (!late.is_empty() && self.apply(late, emit) > 0);
         if self.finished {
             // The run is over: nothing of its attempts may be left.
             self.reap_due(true, emit);
@@ -427,8 +428,11 @@ impl Driver {
             changed = true;
             turns.last_tick = Instant::now() - self.opts.tick;
         }
+        let late = self.retake_results(false);
+        if !late.is_empty() {
+            changed |= self.apply(late, emit) > 0;
+        }
         self.pace.end_turn(changed, Instant::now());
-        self.retake_results(false);
         self.give_up_late_batch(emit);
         self.hard_kills();
         self.reap_due(false, emit);

@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use super::pace::Look;
-use super::result::{collect_output, events_text, log_text};
+use super::result::{collect_output, events_text, log_text, FromLog};
 use super::settle::{settle, Settled};
 use super::{Control, Driver, Update, Wake, Watch};
 use crate::backend::{Liveness, Poll, Target};
@@ -404,11 +404,17 @@ impl Driver {
                     .worker(&t.worker)
                     .and_then(|s| self.registry.get(&s.provider));
                 let from_log = collect_output(&w.dir, spec, code == 0 && missing.is_empty());
-                if from_log && w.marker_code().is_none() {
+                if from_log != FromLog::No && w.marker_code().is_none() {
                     // The output's last lines may still be on their way (see `result`).
                     let provider = self.state.worker(&t.worker).map(|s| s.provider.clone());
-                    let retake =
-                        super::result::Retake::new(&w.dir, &w.nonce, provider, Instant::now());
+                    let of = super::result::Of {
+                        worker: &t.worker,
+                        attempt: t.attempt,
+                        dir: &w.dir,
+                        nonce: &w.nonce,
+                    };
+                    let late = from_log == FromLog::NoText;
+                    let retake = super::result::Retake::new(of, late, provider, Instant::now());
                     self.retakes.push(retake);
                 }
                 let said = spec.filter(|_| code != 0).and_then(|s| {

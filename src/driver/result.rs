@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::engine::Input;
 use crate::launch::tail::{tail_of_file, Tail};
 use crate::providers::output::{record_usage, result_text, OutputFormat};
 
@@ -53,17 +54,32 @@ pub(super) fn events_text(dir: &Path) -> String {
 /// `result.md` from the CLI's final answer or its output's last
 /// [`super::RESULT_FROM_LOG_LINES`] lines without noise (`providers::output`), at most
 /// [`RESULT_MAX_BYTES`]; nothing when there is no text. The output is the CLI's raw
-/// `cli-events.jsonl` when it was rendered for its pane, else `output.log`. Returns true
-/// when `result.md` was written from `output.log` (what it held then: see [`Retake`]).
+/// `cli-events.jsonl` when it was rendered for its pane, else `output.log`. Says whether
+/// the result came from `output.log` (what it held then: see [`Retake`]).
 pub(super) fn collect_output(
     dir: &Path,
     spec: Option<&crate::providers::ProviderSpec>,
     want_result: bool,
-) -> bool {
+) -> FromLog {
     let result = dir.join("result.md");
     let write = want_result && !result.exists();
     let from_log = take_output(dir, spec, write);
-    write && from_log && result.exists()
+    match (write && from_log, result.exists()) {
+        (false, _) => FromLog::No,
+        (true, true) => FromLog::Result,
+        (true, false) => FromLog::NoText,
+    }
+}
+
+/// Whether [`collect_output`] took the result from `output.log`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FromLog {
+    /// No: none was wanted, the agent wrote its own, or it came from the CLI's events.
+    No,
+    /// `result.md` was written from it.
+    Result,
+    /// It was to be, but `output.log` had no text.
+    NoText,
 }
 
 /// [`collect_output`]'s work: usage, and `result.md` (replaced) when `write_result`.
@@ -109,6 +125,10 @@ const MARKER_TAIL_BYTES: usize = 4096;
 /// result is taken again when anything besides the marker came after the first take.
 #[derive(Debug, Clone)]
 pub(super) struct Retake {
+    pub worker: String,
+    pub attempt: u32,
+    /// The first take found no text (the engine has no result for the attempt yet).
+    pub late: bool,
     pub dir: PathBuf,
     pub nonce: String,
     /// The worker's provider (its output format and noise patterns).
@@ -118,11 +138,29 @@ pub(super) struct Retake {
     pub until: Instant,
 }
 
+/// The attempt a [`Retake`] is for: its worker, attempt number, directory and nonce.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Of<'a> {
+    pub worker: &'a str,
+    pub attempt: u32,
+    pub dir: &'a Path,
+    pub nonce: &'a str,
+}
+
 impl Retake {
-    /// A retake of the result just taken in `dir` from `output.log`.
-    pub fn new(dir: &Path, nonce: &str, provider: Option<String>, now: Instant) -> Self {
+    /// A retake of the result just taken (`late`: no text found) from `output.log`.
+    pub fn new(of: Of<'_>, late: bool, provider: Option<String>, now: Instant) -> Self {
+        let Of {
+            worker,
+            attempt,
+            dir,
+            nonce,
+        } = of;
         let taken_len = std::fs::metadata(dir.join("output.log")).map_or(0, |m| m.len());
         Retake {
+            worker: worker.to_string(),
+            attempt,
+            late,
             dir: dir.to_path_buf(),
             nonce: nonce.to_string(),
             provider,
@@ -138,11 +176,12 @@ impl Retake {
     }
 
     /// Take the result again when more than the marker came after the first take.
-    /// Returns true when `result.md` was taken again.
-    pub fn take_again(&self, registry: &crate::providers::Registry) -> bool {
+    /// Returns the input that gives the engine the result when the first take had none
+    /// and this one has.
+    pub fn take_again(&self, registry: &crate::providers::Registry) -> Option<Input> {
         let log = self.dir.join("output.log");
         if !grew_besides_marker(&log, self.taken_len, &self.nonce) {
-            return false;
+            return None;
         }
         let spec = self.provider.as_deref().and_then(|p| registry.get(p));
         take_output(&self.dir, spec, true);
@@ -150,25 +189,33 @@ impl Retake {
             "{}: result taken again with the end of output.log",
             self.dir.display()
         );
-        true
+        let result = self.dir.join("result.md");
+        (self.late && result.exists()).then(|| Input::ResultTaken {
+            worker: self.worker.clone(),
+            attempt: self.attempt,
+            result,
+        })
     }
 }
 
 impl super::Driver {
-    /// Take again the results whose [`Retake`] is due (`force`: all of them, now).
-    pub(super) fn retake_results(&mut self, force: bool) {
+    /// Take again the results whose [`Retake`] is due (`force`: all of them, now); returns
+    /// the inputs of results the engine did not have.
+    pub(super) fn retake_results(&mut self, force: bool) -> Vec<Input> {
         if self.retakes.is_empty() {
-            return;
+            return vec![];
         }
         let now = Instant::now();
         let registry = &self.registry;
+        let mut inputs = vec![];
         self.retakes.retain(|r| {
             if !r.due(now, force) {
                 return true;
             }
-            r.take_again(registry);
+            inputs.extend(r.take_again(registry));
             false
         });
+        inputs
     }
 }
 
@@ -288,21 +335,21 @@ mod tests {
         let log = d.join("output.log");
         std::fs::write(&log, "working\nstep 1\n").unwrap();
         // Settled from exit.json while the last lines and the marker were on their way.
-        assert!(collect_output(d, None, true));
+        assert_eq!(collect_output(d, None, true), FromLog::Result);
         let taken = std::fs::read_to_string(d.join("result.md")).unwrap();
         assert_eq!(taken, "working\nstep 1\n");
         let now = Instant::now();
-        let r = Retake::new(d, "n1", None, now);
+        let r = Retake::new(of(d, "n1"), false, None, now);
         assert!(!r.due(now, false), "no marker yet");
         let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
         std::io::Write::write_all(&mut f, b"the answer is 42\n\n__CREWMUX_EXIT_n1__:0\n").unwrap();
         assert!(r.due(now, false), "the marker is there");
         let registry = crate::providers::Registry::builtin();
-        assert!(r.take_again(&registry));
+        assert_eq!(r.take_again(&registry), None, "the engine has a result");
         let again = std::fs::read_to_string(d.join("result.md")).unwrap();
         assert_eq!(again, "working\nstep 1\nthe answer is 42\n");
         // Past the wait, it is due without the marker too.
-        let late = Retake::new(d, "other", None, now);
+        let late = Retake::new(of(d, "other"), false, None, now);
         assert!(late.due(now + RETAKE_WITHIN, false) && !late.due(now, false));
         assert!(late.due(now, true), "forced when the driver leaves");
     }
@@ -313,12 +360,12 @@ mod tests {
         let d = dir.path();
         let log = d.join("output.log");
         std::fs::write(&log, "all of it\n").unwrap();
-        assert!(collect_output(d, None, true));
-        let r = Retake::new(d, "n1", None, Instant::now());
+        assert_eq!(collect_output(d, None, true), FromLog::Result);
+        let r = Retake::new(of(d, "n1"), false, None, Instant::now());
         let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
         std::io::Write::write_all(&mut f, b"\r\n\x1b[0m__CREWMUX_EXIT_n1__:0\r\n").unwrap();
         let registry = crate::providers::Registry::builtin();
-        assert!(!r.take_again(&registry), "nothing but the marker came");
+        assert_eq!(r.take_again(&registry), None, "nothing but the marker came");
         assert_eq!(
             std::fs::read_to_string(d.join("result.md")).unwrap(),
             "all of it\n"
@@ -327,12 +374,46 @@ mod tests {
         let own = tempfile::tempdir().unwrap();
         std::fs::write(own.path().join("output.log"), "chatter\n").unwrap();
         std::fs::write(own.path().join("result.md"), "my answer\n").unwrap();
-        assert!(!collect_output(own.path(), None, true));
+        assert_eq!(collect_output(own.path(), None, true), FromLog::No);
         // Nor for a failed attempt.
         let failed = tempfile::tempdir().unwrap();
         std::fs::write(failed.path().join("output.log"), "oops\n").unwrap();
-        assert!(!collect_output(failed.path(), None, false));
+        assert_eq!(collect_output(failed.path(), None, false), FromLog::No);
         assert!(!failed.path().join("result.md").exists());
+    }
+
+    #[test]
+    fn a_result_whose_output_all_came_after_the_exit_goes_to_the_engine() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let log = d.join("output.log");
+        std::fs::write(&log, "").unwrap();
+        assert_eq!(collect_output(d, None, true), FromLog::NoText);
+        assert!(!d.join("result.md").exists());
+        let r = Retake::new(of(d, "n1"), true, None, Instant::now());
+        std::fs::write(&log, "late answer\n__CREWMUX_EXIT_n1__:0\n").unwrap();
+        let registry = crate::providers::Registry::builtin();
+        assert_eq!(
+            r.take_again(&registry),
+            Some(Input::ResultTaken {
+                worker: "w".into(),
+                attempt: 1,
+                result: d.join("result.md"),
+            })
+        );
+        assert_eq!(
+            std::fs::read_to_string(d.join("result.md")).unwrap(),
+            "late answer\n"
+        );
+    }
+
+    fn of<'a>(dir: &'a Path, nonce: &'a str) -> Of<'a> {
+        Of {
+            worker: "w",
+            attempt: 1,
+            dir,
+            nonce,
+        }
     }
 
     #[test]

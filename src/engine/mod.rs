@@ -14,6 +14,7 @@ mod integrate;
 #[cfg(test)]
 mod integrate_tests;
 mod kills;
+mod late_result;
 mod lifecycle;
 mod panes;
 mod stages;
@@ -179,6 +180,13 @@ pub enum Input {
     PaneGone { worker: String, attempt: u32 },
     /// An SSH host did not answer for longer than its limit (see `hosts`).
     HostLost { host: String, detail: String },
+    /// A completed attempt's result, taken from its output after its exit was settled
+    /// (see `late_result`).
+    ResultTaken {
+        worker: String,
+        attempt: u32,
+        result: PathBuf,
+    },
 }
 
 /// What the driver must do.
@@ -262,6 +270,19 @@ pub fn update(
     if let Input::PaneGone { worker, attempt } = &input {
         // Also after the run ended: the dashboard still shows it.
         panes::on_pane_gone(state, worker, *attempt, &mut fx);
+        return fx.out;
+    }
+    if let Input::ResultTaken {
+        worker,
+        attempt,
+        result,
+    } = &input
+    {
+        // Also after the run ended: status and the summary read it.
+        late_result::on_result_taken(state, worker, *attempt, result, &mut fx);
+        if !fx.out.is_empty() {
+            state.updated_at = now;
+        }
         return fx.out;
     }
     if let Input::Steer(s) = input {

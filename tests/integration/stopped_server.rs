@@ -114,9 +114,10 @@ fn a_killed_session_is_told_apart_from_a_gone_server() {
     assert!(!reason.contains("server"), "{reason}");
 }
 
-/// One worker ends on its own while the run's tmux server is stopped, the other runs on.
+/// Two workers end on their own while the run's tmux server is stopped (`quick` printed a
+/// line before, `mute` nothing), the other runs on.
 const ONE_ENDS: &str = r#"
-parallel = 2
+parallel = 3
 max_fix_rounds = 0
 [[worker]]
 id = "quick"
@@ -124,6 +125,13 @@ role = "backend-engineer"
 provider = "command"
 max_attempts = 1
 command = ["sh", "-c", "echo quick starts; while [ ! -e go ]; do sleep 0.1; done; echo quick is done"]
+
+[[worker]]
+id = "mute"
+role = "backend-engineer"
+provider = "command"
+max_attempts = 1
+command = ["sh", "-c", "while [ ! -e go ]; do sleep 0.1; done; echo mute is done"]
 
 [[worker]]
 id = "slow"
@@ -141,7 +149,7 @@ fn a_driver_records_an_exit_while_its_tmux_server_is_stopped_and_finishes_after(
     let server = TmuxServer::new("stopdrv");
     let tmp = TeamProject::new(ONE_ENDS);
     let child = tmp.run("stop").tmux(&server).spawn();
-    wait_running(tmp.path(), 2);
+    wait_running(tmp.path(), 3);
     let quick_dir = || only_run_dir(tmp.path()).join("workers/quick/attempt-1");
     let started = wait_for(
         || {
@@ -166,13 +174,15 @@ fn a_driver_records_an_exit_while_its_tmux_server_is_stopped_and_finishes_after(
     std::fs::write(tmp.path().join("go"), "").unwrap();
     let s = wait_state(
         tmp.path(),
-        "quick completed while the server is stopped",
+        "quick and mute completed while the server is stopped",
         Duration::from_secs(30),
         |s| {
-            s["workers"]
-                .as_array()
-                .and_then(|w| w.iter().find(|w| w["id"] == "quick"))
-                .is_some_and(|w| w["status"] == "completed")
+            s["workers"].as_array().is_some_and(|w| {
+                ["quick", "mute"].iter().all(|id| {
+                    w.iter()
+                        .any(|w| w["id"] == *id && w["status"] == "completed")
+                })
+            })
         },
     );
     let slow = s["workers"]
@@ -197,5 +207,10 @@ fn a_driver_records_an_exit_while_its_tmux_server_is_stopped_and_finishes_after(
         result.contains("quick starts") && result.contains("quick is done"),
         "{result}"
     );
+    // mute's output had not reached output.log at all: it got its result then.
+    let mute = only_run_dir(tmp.path()).join("workers/mute/attempt-1/result.md");
+    let result = std::fs::read_to_string(&mute).unwrap();
+    assert!(result.contains("mute is done"), "{result}");
+    assert!(worker(&s, "mute")["result"].is_string(), "{s}");
     assert_events_once(tmp.path());
 }
