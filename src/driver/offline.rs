@@ -68,6 +68,9 @@ impl Driver {
             }
             std::thread::sleep(Duration::from_millis(300));
         }
+        // Results taken before their output was all in (see `result`): now, with what is.
+        let late = self.retake_results(true);
+        self.apply(late, &mut |_| {});
         self.save(&mut |_| {});
         Ok(self.state)
     }

@@ -219,10 +219,24 @@ impl super::Driver {
     }
 }
 
-/// True when the end of `log` holds the marker of `nonce`.
+/// True when the last [`MARKER_TAIL_BYTES`] of `log` hold the marker of `nonce` (read
+/// from there: a log may be gigabytes).
 fn marker_in(log: &Path, nonce: &str) -> bool {
-    tail_of_file(log, MARKER_TAIL_BYTES, MARKER_TAIL_BYTES)
-        .is_ok_and(|t| crate::launch::find_marker(&t.text, nonce).is_some())
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(log) else {
+        return false;
+    };
+    let len = f.metadata().map_or(0, |m| m.len());
+    let from = len.saturating_sub(MARKER_TAIL_BYTES as u64);
+    let mut end = Vec::with_capacity(MARKER_TAIL_BYTES);
+    if let Err(e) = f
+        .seek(SeekFrom::Start(from))
+        .and_then(|_| f.read_to_end(&mut end))
+    {
+        tracing::debug!("{}: {e}", log.display());
+        return false;
+    }
+    crate::launch::find_marker(&String::from_utf8_lossy(&end), nonce).is_some()
 }
 
 /// True when `log` has, past its first `from` bytes, a line with text other than the
