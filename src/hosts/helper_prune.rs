@@ -9,6 +9,9 @@
 //!   server: a live run, or one not cleaned yet, which may start attempts with it again
 //!   (a run's session goes with `crewmux clean`).
 //!
+//! - a copy a run was planned with in the last hour: each plan touches its copy first
+//!   (another build's run may be planned and not started there yet).
+//!
 //! and removes the other copies, and temporary copies (`*.part.<pid>`) older than an hour
 //! (a copy is done within 30 s plus 1 s per MB, or killed). What it removes is said in one
 //! line when the run is planned; a host that does not answer keeps everything.
@@ -23,8 +26,9 @@ use crate::hosts::doctor::RemoteSh;
 /// Limit of the pruning call.
 const PRUNE_LIMIT: Duration = Duration::from_secs(12);
 
-/// Age past which a temporary copy (`*.part.<pid>`) is a leftover, minutes.
-const PART_STALE_MIN: u32 = 60;
+/// Age past which a temporary copy (`*.part.<pid>`) is a leftover, and a copy no run was
+/// planned with since may go, minutes.
+const STALE_MIN: u32 = 60;
 
 fn q(word: &str) -> String {
     shlex::try_quote(word).map_or_else(|_| "''".into(), |w| w.into_owned())
@@ -39,14 +43,16 @@ pub fn prune_script(host: &HostSpec, keep: &str) -> String {
     format!(
         "bin={bin}; keep={keep}; runs={runs}\n\
          cd \"$bin\" 2>/dev/null || exit 0\n\
+         touch -c -- \"$keep\"\n\
          live=$({tmux} -L {socket} list-sessions -F '#{{session_name}}' 2>/dev/null | sed -n 's/^crewmux-//p')\n\
          exes=$(ls -l /proc/[0-9]*/exe 2>/dev/null)\n\
          for f in crewmux-*; do\n\
          \x20 [ -f \"$f\" ] || continue\n\
          \x20 case \"$f\" in\n\
          \x20   \"$keep\") continue ;;\n\
-         \x20   *.part.*) if [ -n \"$(find \"./$f\" -mmin +{PART_STALE_MIN} 2>/dev/null)\" ]; then rm -f -- \"$f\" && echo \"removed $f\"; fi; continue ;;\n\
+         \x20   *.part.*) if [ -n \"$(find \"./$f\" -mmin +{STALE_MIN} 2>/dev/null)\" ]; then rm -f -- \"$f\" && echo \"removed $f\"; fi; continue ;;\n\
          \x20 esac\n\
+         \x20 if [ -z \"$(find \"./$f\" -mmin +{STALE_MIN} 2>/dev/null)\" ]; then echo \"kept $f (a run was planned with it within the hour)\"; continue; fi\n\
          \x20 case \"$exes\" in *\"$bin/$f\"*) echo \"kept $f (a process runs it)\"; continue ;; esac\n\
          \x20 used=\n\
          \x20 for r in $live; do\n\

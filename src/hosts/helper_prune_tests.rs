@@ -52,6 +52,16 @@ fn executable(path: &Path, body: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// Make `path` two hours old (no run was planned with it within the hour).
+fn age(path: &Path) {
+    let touched = Command::new("touch")
+        .args(["-d", "2 hours ago"])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(touched.success());
+}
+
 /// A wrapper of run `run` on the host that runs the copy at `copy`.
 fn wrapper(workdir: &Path, run: &str, copy: &Path) {
     let dir = workdir.join("runs").join(run).join("workers/w/attempt-1");
@@ -80,13 +90,19 @@ fn old_copies_go_and_this_one_those_a_process_or_a_live_run_uses_and_fresh_parts
     let running = bin.join("crewmux-0.7.0-eeeeeeeeeeee");
     let old_part = bin.join(format!("{}.part.123", own().name()));
     let new_part = bin.join(format!("{}.part.456", own().name()));
+    let recent = bin.join("crewmux-0.9.5-ffffffffffff");
     let other = bin.join("notes.txt");
     for f in [
-        &current, &unused, &live, &gone_run, &old_part, &new_part, &other,
+        &current, &unused, &live, &gone_run, &old_part, &new_part, &recent, &other,
     ] {
         executable(f, "#!/bin/sh\nexit 0\n");
     }
     std::fs::copy("/bin/sleep", &running).unwrap();
+    // Two hours old: no run was planned with them since (a temporary copy that old is a
+    // leftover of a killed copy); `recent` was planned with within the hour.
+    for f in [&current, &unused, &live, &gone_run, &old_part, &running] {
+        age(f);
+    }
     // ETXTBSY: another test's fork may still hold the copy's write descriptor a moment.
     let started = std::time::Instant::now();
     let mut proc = loop {
@@ -108,13 +124,6 @@ fn old_copies_go_and_this_one_those_a_process_or_a_live_run_uses_and_fresh_parts
     }
     wrapper(&work, "live", &live);
     wrapper(&work, "ended", &gone_run);
-    // A temporary copy two hours old is a leftover of a killed copy.
-    let touched = Command::new("touch")
-        .args(["-d", "2 hours ago"])
-        .arg(&old_part)
-        .status()
-        .unwrap();
-    assert!(touched.success());
 
     let removed = prune(&Here, &h, &own());
     if let Err(e) = proc.kill() {
@@ -129,9 +138,12 @@ fn old_copies_go_and_this_one_those_a_process_or_a_live_run_uses_and_fresh_parts
     let mut want = vec![name(&unused), name(&gone_run), name(&old_part)];
     want.sort();
     assert_eq!(removed, want);
-    for kept in [&current, &live, &running, &new_part, &other] {
+    for kept in [&current, &live, &running, &new_part, &recent, &other] {
         assert!(kept.exists(), "{} kept", kept.display());
     }
+    // The run's own copy is touched: planned with now.
+    let planned = std::fs::metadata(&current).unwrap().modified().unwrap();
+    assert!(planned.elapsed().unwrap() < Duration::from_secs(600));
     for gone in [&unused, &gone_run, &old_part] {
         assert!(!gone.exists(), "{} removed", gone.display());
     }
@@ -151,6 +163,7 @@ fn a_host_without_a_bin_folder_or_a_tmux_server_has_nothing_to_prune() {
     let bin = dir.path().join("w/bin");
     std::fs::create_dir_all(&bin).unwrap();
     executable(&bin.join("crewmux-0.1.0-000000000000"), "");
+    age(&bin.join("crewmux-0.1.0-000000000000"));
     let h = host(&dir.path().join("w"), Path::new("/nonexistent/tmux"));
     assert_eq!(
         prune(&Here, &h, &own()),

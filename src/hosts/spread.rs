@@ -187,15 +187,21 @@ pub fn spread_team(
 /// # Errors
 /// The SSH control directory cannot be made; this crewmux binary cannot be read.
 fn mark_no_crewmux(slots: &mut [Slots], hosts: &Hosts) -> Result<()> {
-    let own = super::helper::own_binary()?;
-    let mut asked = vec![];
+    let mut remote = vec![];
     for (i, s) in slots.iter().enumerate() {
         let spec = hosts
             .get(&s.host)
             .map_err(|e| Error::Usage(format!("--hosts: {e}")))?;
-        if let Some(spec) = spec {
-            asked.push((i, super::ssh::SshLink::new(spec)?, own.path_on(spec)));
-        }
+        remote.extend(spec.map(|spec| (i, spec)));
+    }
+    if remote.is_empty() {
+        return Ok(());
+    }
+    // Read (and hashed) once per process: the plan's copy uses it next.
+    let own = super::helper::own_binary()?;
+    let mut asked = vec![];
+    for (i, spec) in remote {
+        asked.push((i, super::ssh::SshLink::new(spec)?, own.path_on(spec)));
     }
     let answers: Vec<(usize, Option<String>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = asked
