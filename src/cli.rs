@@ -120,16 +120,16 @@ pub struct RunOptions {
     #[arg(long, value_enum)]
     pub backend: Option<BackendArg>,
     /// Workers launched at once (1..=256).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::cli_values::whole_in::<usize>(1, 256))]
     pub parallel: Option<usize>,
     /// Print events on stderr and the summary JSON on stdout instead of the dashboard.
     #[arg(long)]
     pub headless: bool,
     /// Fix rounds after a blocked council, 0-10.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=10))]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::cli_values::whole_in::<u32>(0, 10))]
     pub max_fix_rounds: Option<u32>,
     /// Attempts per worker (failed, timed-out and crashed attempts are retried), 1-20.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=20))]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::cli_values::whole_in::<u32>(1, 20))]
     pub max_attempts: Option<u32>,
     /// No bell or desktop notification (also `--no-notify`).
     #[arg(long, visible_alias = "no-notify")]
@@ -143,17 +143,17 @@ pub struct RunOptions {
 #[derive(Debug, Args, Clone, Copy, Default)]
 pub struct LimitArgs {
     /// Wall timeout of each agent worker, seconds [default: 2700 = 45 min]
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = crate::cli_values::limit_seconds)]
     pub timeout: Option<u64>,
     /// Idle timeout (no new output) of each agent worker, seconds [default: 600 = 10 min]
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = crate::cli_values::limit_seconds)]
     pub idle_timeout: Option<u64>,
     /// End an agent attempt whose output is only its provider's stall lines (reconnecting,
     /// network, overload) for this long, seconds [default: 120, or the provider's]
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = crate::cli_values::limit_seconds)]
     pub stall_after: Option<u64>,
     /// Wall timeout of each check and `command` worker, seconds [default: 1200 = 20 min]
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = crate::cli_values::limit_seconds)]
     pub check_timeout: Option<u64>,
 }
 
@@ -194,7 +194,12 @@ pub struct RunArgs {
     #[arg(long, env = "CREWMUX_ROLE")]
     pub role: Option<String>,
     /// Cap on a packaged prompt, characters (the task itself is never cut).
-    #[arg(long, default_value_t = 4000, value_parser = clap::value_parser!(u64).range(200..=1_000_000))]
+    #[arg(
+        long,
+        default_value_t = 4000,
+        allow_negative_numbers = true,
+        value_parser = crate::cli_values::whole_in::<u64>(200, 1_000_000)
+    )]
     pub prompt_max_chars: u64,
     /// Commit the workers' worktrees start from (branch, tag or SHA); default: HEAD.
     #[arg(long, value_name = "REF")]
@@ -216,7 +221,7 @@ pub struct DemoArgs {
     #[command(flatten)]
     pub options: RunOptions,
     /// Seconds the demo's simulated question waits before taking its default answer.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, allow_negative_numbers = true, value_parser = crate::cli_values::seconds)]
     pub question_timeout: u64,
 }
 
@@ -313,7 +318,7 @@ pub struct CancelArgs {
     #[arg(long)]
     pub worker: Option<String>,
     /// Grace period between SIGTERM and SIGKILL, seconds.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = crate::cli_values::seconds)]
     pub grace: u64,
 }
 
@@ -366,7 +371,7 @@ pub struct DispatchArgs {
     pub hosts: Vec<String>,
     /// Workers launched at once (1..=256), as `run --parallel` (`local`'s share with
     /// `--hosts`).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::cli_values::whole_in::<usize>(1, 256))]
     pub parallel: Option<usize>,
     /// The problem to route.
     pub problem: String,

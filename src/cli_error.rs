@@ -5,6 +5,10 @@
 //! so the binary folds clap's report into `crewmux: <error>; <tip> (see '<command> --help')`.
 //! `--help` and `--version` are not errors and keep clap's own output.
 
+/// How to give a missing problem (`run`, `dispatch`).
+const PROBLEM_FIX: &str =
+    "give the problem as the last argument, in quotes (`-` reads it from standard input)";
+
 /// Fold a clap error report (`clap::Error::render().to_string()`, plain text) into one line:
 /// the error and its continuation lines joined by spaces, clap's `tip:` lines after a `;`,
 /// and the usage line turned into `(see '<command> --help')`; a report without a usage line
@@ -20,10 +24,11 @@ pub fn one_line(report: &str, fallback_command: &str) -> String {
             tips.push(tip.trim());
         } else if let Some(usage) = line.strip_prefix("Usage:") {
             // "crewmux run [OPTIONS] <PROBLEM>": the command is the words before the first
-            // placeholder.
+            // placeholder or flag (a missing argument's usage repeats the flags given:
+            // "crewmux run --headless --provider <PROVIDER> <PROBLEM>").
             let words: Vec<&str> = usage
                 .split_whitespace()
-                .take_while(|w| !w.starts_with(['[', '<']))
+                .take_while(|w| !w.starts_with(['[', '<', '-']))
                 .collect();
             if !words.is_empty() {
                 command = Some(words.join(" "));
@@ -37,6 +42,11 @@ pub fn one_line(report: &str, fallback_command: &str) -> String {
     let mut out = message.join(" ");
     // "…were not provided: <PROBLEM>" reads better than "…provided:  <PROBLEM>".
     out = out.replace(":  ", ": ");
+    if out.starts_with("the following required arguments were not provided")
+        && out.contains("<PROBLEM>")
+    {
+        tips.push(PROBLEM_FIX);
+    }
     if !tips.is_empty() {
         out.push_str("; ");
         out.push_str(&tips.join("; "));
@@ -80,9 +90,53 @@ mod tests {
         let line = folded(&["crewmux", "run", "--parallel", "abc", "x"]);
         assert_eq!(
             line,
-            "invalid value 'abc' for '--parallel <PARALLEL>': invalid digit found in string \
+            "invalid value 'abc' for '--parallel <PARALLEL>': use a whole number 1..=256 \
              (see 'crewmux run --help')"
         );
+    }
+
+    #[test]
+    fn a_negative_or_out_of_range_number_names_the_range_not_a_flag_tip() {
+        for (args, want) in [
+            (
+                &["crewmux", "run", "--parallel", "-3", "x"][..],
+                "invalid value '-3' for '--parallel <PARALLEL>': use a whole number 1..=256",
+            ),
+            (
+                &["crewmux", "dispatch", "--parallel", "257", "x"][..],
+                "invalid value '257' for '--parallel <PARALLEL>': use a whole number 1..=256",
+            ),
+            (
+                &["crewmux", "run", "--timeout", "-5", "x"][..],
+                "invalid value '-5' for '--timeout <SECONDS>': use a whole number of seconds, \
+                 e.g. 600 (0 turns it off)",
+            ),
+            (
+                &["crewmux", "run", "--idle-timeout", "ten", "x"][..],
+                "invalid value 'ten' for '--idle-timeout <SECONDS>': use a whole number of \
+                 seconds, e.g. 600 (0 turns it off)",
+            ),
+            (
+                &["crewmux", "run", "--max-attempts", "x", "x"][..],
+                "invalid value 'x' for '--max-attempts <MAX_ATTEMPTS>': use a whole number 1..=20",
+            ),
+        ] {
+            let line = folded(args);
+            assert!(line.starts_with(want), "{args:?}: {line}");
+            assert!(!line.contains("use '--"), "{args:?}: no flag tip: {line}");
+            assert!(!line.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn a_missing_problem_says_how_to_give_it_and_points_at_the_command_help() {
+        let line = folded(&["crewmux", "run", "--headless", "--provider", "sim"]);
+        assert!(line.contains("<PROBLEM>"), "{line}");
+        assert!(
+            line.contains("give the problem as the last argument"),
+            "{line}"
+        );
+        assert!(line.ends_with("(see 'crewmux run --help')"), "{line}");
     }
 
     #[test]

@@ -341,6 +341,17 @@ mod tests {
         .to_string();
         assert!(e.starts_with("h.toml:") && e.contains("port"), "{e}");
         assert!(!e.contains('\n'), "{e}");
+        let e = parse(
+            Path::new("h.toml"),
+            "[hosts.b]\nssh = \"x\"\nworkdir = \"/w\"\nlost_after_s = 99999999999999999999\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            "h.toml:4:16: lost_after_s: use a whole number of seconds ≥ 1, e.g. 120 \
+             (not 99999999999999999999)"
+        );
     }
 
     fn one(extra: &str) -> String {

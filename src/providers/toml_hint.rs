@@ -23,15 +23,31 @@ pub(crate) fn toml_error_with(
         .unwrap_or((1, 1));
     let message = e.message().trim().replace('\n', " ");
     let named = span
-        .filter(|_| message.starts_with("invalid type:") || message.starts_with("invalid value:"))
+        .filter(|_| {
+            message.starts_with("invalid type:")
+                || message.starts_with("invalid value:")
+                || out_of_range(&message)
+        })
         .and_then(|s| {
             let key = key_before(text, s.start)?;
             let hint = hints
                 .iter()
                 .find(|(k, _)| *k == key)
                 .map(|(_, h)| (*h).to_string())
-                .or_else(|| hint_for(&message))?;
-            let value = text.get(s).unwrap_or("").trim();
+                .or_else(|| {
+                    if out_of_range(&message) {
+                        Some("use a smaller whole number".to_string())
+                    } else {
+                        hint_for(&message)
+                    }
+                })?;
+            // The parser's span of a number too large is its first digit only: show the
+            // whole number.
+            let value = if out_of_range(&message) {
+                token_at(text, s.start)
+            } else {
+                text.get(s).unwrap_or("").trim()
+            };
             Some(format!("{key}: {hint} (not {value})"))
         });
     Error::Usage(format!(
@@ -39,6 +55,21 @@ pub(crate) fn toml_error_with(
         path.display(),
         named.unwrap_or(message)
     ))
+}
+
+/// A number the TOML parser or serde could not hold (`number too large to fit in target
+/// type`, `… too small …`, an integer past i64): the key and its hint say what fits.
+fn out_of_range(message: &str) -> bool {
+    message.starts_with("number too large") || message.starts_with("number too small")
+}
+
+/// The bare word (a number) starting at `offset`: up to a space, `,`, `]`, `}` or `#`.
+fn token_at(text: &str, offset: usize) -> &str {
+    let rest = text.get(offset..).unwrap_or("");
+    let end = rest
+        .find(|c: char| c.is_whitespace() || matches!(c, ',' | ']' | '}' | '#'))
+        .unwrap_or(rest.len());
+    &rest[..end]
 }
 
 /// The key of a value starting at `offset`: `key = ` (bare, quoted or dotted, its last
@@ -100,6 +131,21 @@ mod tests {
         assert_eq!(
             err("n = \"soon\"\n", &[]),
             "f.toml:1:5: n: use a whole number ≥ 0 (not \"soon\")"
+        );
+    }
+
+    #[test]
+    fn a_number_too_large_names_its_key_and_what_to_write() {
+        assert_eq!(
+            err(
+                "b = true\nn = 99999999999999999999\n",
+                &[("n", "use a whole number ≥ 1")]
+            ),
+            "f.toml:2:5: n: use a whole number ≥ 1 (not 99999999999999999999)"
+        );
+        assert_eq!(
+            err("n = 99999999999999999999\n", &[]),
+            "f.toml:1:5: n: use a smaller whole number (not 99999999999999999999)"
         );
     }
 }

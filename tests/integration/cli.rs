@@ -31,7 +31,23 @@ fn bad_inputs_give_one_line_naming_the_value_and_exit_2() {
                 "0",
                 "do it now please",
             ],
-            "--parallel 0",
+            "'0' for '--parallel <PARALLEL>': use a whole number 1..=256",
+        ),
+        (
+            vec!["run", "--headless", "--parallel", "-3", "fix it"],
+            "'-3' for '--parallel <PARALLEL>': use a whole number 1..=256",
+        ),
+        (
+            vec!["run", "--headless", "--parallel", "abc", "fix it"],
+            "'abc' for '--parallel <PARALLEL>': use a whole number 1..=256",
+        ),
+        (
+            vec!["run", "--headless", "--timeout", "-1", "fix it"],
+            "'-1' for '--timeout <SECONDS>': use a whole number of seconds",
+        ),
+        (
+            vec!["run", "--headless", "--provider", "sim"],
+            "give the problem as the last argument",
         ),
         (
             vec!["run", "--headless", "--team", "nope.toml", "fix the bug"],
