@@ -359,7 +359,10 @@ fn enter_on_a_remote_worker_attaches_through_ssh_and_comes_back() {
     );
     let viewer = Viewer::start("hosts-attach-viewer", (140, 40), &cmd);
     // The roster shows where the worker runs, and it runs.
-    let screen = viewer.wait_screen("1 running", Duration::from_secs(60));
+    // Running in its pane there, and shown so (the header counts a worker still being
+    // started as running too, and Enter on one says it has no pane yet).
+    crate::support::on_host::wait_running_remotely(t.path(), "there");
+    let screen = viewer.wait_screen("● running", Duration::from_secs(60));
     let row = screen.lines().find(|l| l.contains("▶ there")).unwrap();
     assert!(row.contains("box"), "the host column:\n{screen}");
     assert!(screen.contains("host"), "{screen}");

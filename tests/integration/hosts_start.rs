@@ -186,7 +186,10 @@ fn q_with_a_frozen_host_leaves_at_once_and_the_run_is_attached_again_later() {
         "",
     );
     let viewer = Viewer::start("hosts-quit-viewer", (140, 40), &cmd);
-    viewer.wait_screen("1 running", Duration::from_secs(60));
+    // Running in its pane there, and shown so (the header counts a worker still being
+    // started as running too, and Enter on one says it has no pane yet).
+    crate::support::on_host::wait_running_remotely(t.path(), "there");
+    viewer.wait_screen("● running", Duration::from_secs(60));
     let frozen = host.freeze();
     assert!(!frozen.is_empty(), "no sshd to freeze");
     // Let the run's polls meet the frozen host (one goes out at least every 0.8 s).
@@ -260,7 +263,10 @@ fn enter_on_a_worker_of_a_host_that_just_froze_says_so_within_a_bound() {
         "",
     );
     let viewer = Viewer::start("hosts-enter-viewer", (140, 40), &cmd);
-    viewer.wait_screen("1 running", Duration::from_secs(60));
+    // Running in its pane there, and shown so (the header counts a worker still being
+    // started as running too, and Enter on one says it has no pane yet).
+    crate::support::on_host::wait_running_remotely(t.path(), "there");
+    viewer.wait_screen("● running", Duration::from_secs(60));
     let frozen = host.freeze();
     assert!(!frozen.is_empty(), "no sshd to freeze");
     // At once: the polls take 5 s to find the host not answering.
