@@ -58,6 +58,27 @@ pub fn control_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// The control socket's name for `dest` reached with `args`: `%C` (ssh's hash of the
+/// local host, remote host, port and user as ssh resolves them, 40 hex digits) then `-`
+/// and 12 hex digits of a BLAKE2 hash of the destination and the `ssh_args`. `%C` alone
+/// leaves out options such as `-F <config>` or `-i <key>`, so a run with other
+/// `ssh_args` would ride on a master an earlier run opened with the old ones.
+/// The name is 53 bytes once ssh expands it, plus the 17 bytes of the temporary name ssh
+/// binds before renaming: with the control directory (`/run/user/<uid>/crewmux-ssh`),
+/// about 97 bytes, under the 104 of a Unix socket path.
+pub fn control_name(dest: &str, args: &[String]) -> String {
+    use blake2::Digest;
+    let mut hasher = blake2::Blake2b512::new();
+    // Each word with its length first: ["-i", "k"] and ["-ik"] hash apart.
+    for word in std::iter::once(dest).chain(args.iter().map(String::as_str)) {
+        hasher.update((word.len() as u64).to_le_bytes());
+        hasher.update(word.as_bytes());
+    }
+    let digest = hasher.finalize();
+    let short: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    format!("%C-{short}")
+}
+
 /// Quote `words` as one command line for the remote shell (ssh joins its arguments
 /// with spaces and hands them to the login shell there).
 ///
@@ -78,7 +99,7 @@ impl SshLink {
             host: host.name.clone(),
             dest: host.ssh.clone(),
             args: host.ssh_args.clone(),
-            control_path: control_dir()?.join("%C"),
+            control_path: control_dir()?.join(control_name(&host.ssh, &host.ssh_args)),
         })
     }
 
@@ -193,6 +214,39 @@ mod tests {
     }
 
     #[test]
+    fn the_control_socket_depends_on_the_destination_and_the_ssh_args() {
+        let words = |w: &[&str]| -> Vec<String> { w.iter().map(|s| (*s).to_string()).collect() };
+        let plain = control_name("me@b", &[]);
+        assert_eq!(
+            plain,
+            control_name("me@b", &[]),
+            "the same link shares its master"
+        );
+        let names = [
+            plain.clone(),
+            control_name("me@b", &words(&["-F", "/tmp/cfg"])),
+            control_name("me@b", &words(&["-F", "/tmp/other"])),
+            control_name("me@b", &words(&["-i", "key"])),
+            control_name("me@b", &words(&["-ikey"])),
+            control_name("you@b", &[]),
+        ];
+        for (i, a) in names.iter().enumerate() {
+            for b in &names[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        // `%C` stays (ssh's own hash of what the destination resolves to); 40 hex digits
+        // once expanded, so the name on disk is 53 bytes.
+        assert!(plain.starts_with("%C-"), "{plain}");
+        let expanded = plain.replace("%C", &"0".repeat(40));
+        assert_eq!(expanded.len(), 53, "{expanded}");
+        assert!(
+            expanded[41..].bytes().all(|b| b.is_ascii_hexdigit()),
+            "{expanded}"
+        );
+    }
+
+    #[test]
     fn calls_share_one_connection_and_never_ask() {
         let host = HostSpec {
             name: "b".into(),
@@ -217,5 +271,13 @@ mod tests {
         assert_eq!(args[dest - 1], "--");
         assert_eq!(args[dest + 1], "true");
         assert!(args.iter().position(|a| a == "2222").unwrap() < dest);
+        let path = args
+            .iter()
+            .find_map(|a| a.strip_prefix("ControlPath="))
+            .unwrap();
+        assert!(
+            path.ends_with(&control_name("me@b", &host.ssh_args)),
+            "{path}"
+        );
     }
 }

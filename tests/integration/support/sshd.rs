@@ -293,8 +293,13 @@ impl SshHost {
             .arg(self.ssh_config())
             .arg("-o")
             .arg(format!(
-                "ControlPath={}/crewmux-ssh/%C",
-                self.runtime_dir().display()
+                "ControlPath={}/crewmux-ssh/{}",
+                self.runtime_dir().display(),
+                // The name crewmux gives the socket of this destination and `ssh_args`.
+                crewmux::hosts::ssh::control_name(
+                    SSH_DEST,
+                    &["-F".to_string(), self.ssh_config().display().to_string()]
+                )
             ))
             .args(["-O", "exit", SSH_DEST])
             .stdin(Stdio::null())
