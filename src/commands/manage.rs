@@ -281,6 +281,8 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
         None => list_run_ids(&project)?,
     };
     let mut kept = 0;
+    // Lines printed: none says `nothing to remove`.
+    let mut said = 0;
     // Runs kept because something of theirs cannot be read or reached: always exit 1.
     let mut failed = 0;
     for id in ids {
@@ -291,10 +293,12 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
                 // Stopped while it was planned: no worker, worktree or session to keep.
                 std::fs::remove_dir_all(store.dir()).at(store.dir())?;
                 crate::errln!("crewmux: removed {}", store.dir().display());
+                said += 1;
                 continue;
             }
             Err(e) => {
                 crate::errln!("crewmux: kept {id}: {e}");
+                said += 1;
                 kept += 1;
                 continue;
             }
@@ -303,6 +307,7 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
         let driven = store.is_driven()?;
         if driven || live || !state.status.is_final() {
             crate::errln!("crewmux: kept {id}: {}", why_not_ended(&id, driven, live));
+            said += 1;
             kept += 1;
             continue;
         }
@@ -312,6 +317,7 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
                 "crewmux: kept {id}: {e}; restore that file, or delete it to clean this \
                  machine's side only (the run's worktrees and files on its hosts then stay)"
             );
+            said += 1;
             failed += 1;
             continue;
         }
@@ -330,9 +336,12 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
             }
             if let Some(what) = backend.remove_run()? {
                 crate::errln!("crewmux: removed {what}");
+                said += 1;
             }
         }
-        if super::workspace::clean_worktrees(&state, args.force)? > 0 {
+        let (trees_kept, lines) = super::workspace::clean_worktrees(&state, args.force)?;
+        said += lines;
+        if trees_kept > 0 {
             kept += 1;
             continue;
         }
@@ -341,13 +350,18 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
             for l in &lines {
                 crate::errln!("crewmux: {l}");
             }
+            said += lines.len();
             if !all {
                 failed += 1;
                 continue;
             }
             std::fs::remove_dir_all(store.dir()).at(store.dir())?;
             crate::errln!("crewmux: removed {}", store.dir().display());
+            said += 1;
         }
+    }
+    if said == 0 {
+        crate::errln!("crewmux: nothing to remove");
     }
     Ok(if failed > 0 || (kept > 0 && args.run.is_some()) {
         1

@@ -92,20 +92,27 @@ pub fn diff(args: DiffArgs) -> Result<i32> {
 }
 
 /// The worktree half of `crewmux clean` for one finished run: print what was removed and
-/// kept; returns how many worktrees were kept.
+/// kept (nothing for what an earlier clean removed); returns how many worktrees were kept
+/// and how many lines were printed.
 ///
 /// # Errors
 /// A git call that fails (what was removed before stays removed and is reported).
-pub fn clean_worktrees(state: &RunState, force: bool) -> Result<usize> {
+pub fn clean_worktrees(state: &RunState, force: bool) -> Result<(usize, usize)> {
     let Some(ws) = &state.workspace else {
-        return Ok(0);
+        return Ok((0, 0));
     };
     let run_dir = crate::store::runs_root(&state.project_dir).join(&state.run_id);
     let taken = crate::workspace::take::records(&run_dir)?;
     let report = crate::workspace::clean::clean_run(ws, &state.run_id, &taken, force)?;
-    let remote = crate::hosts::git::clean_remote(state, &report.removed_workers);
+    let workers: Vec<String> = report
+        .removed_workers
+        .iter()
+        .chain(&report.gone_workers)
+        .cloned()
+        .collect();
+    let remote = crate::hosts::git::clean_remote(state, &workers);
     for l in report.lines.iter().chain(&remote) {
         crate::errln!("crewmux: {l}");
     }
-    Ok(report.kept)
+    Ok((report.kept, report.lines.len() + remote.len()))
 }

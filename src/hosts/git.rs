@@ -398,11 +398,13 @@ pub fn clean_remote(state: &RunState, removed: &[String]) -> Vec<String> {
             down.entry(host).or_insert_with(|| e.to_string());
         }
         match result {
-            Ok(()) => lines.push(format!(
+            Ok(true) => lines.push(format!(
                 "removed {} and branch {} on host {host}",
                 wt.display(),
                 w.branch
             )),
+            // Already gone there (an earlier clean).
+            Ok(false) => {}
             Err(e) => lines.push(format!(
                 "could not remove {} on host {host} ({e}): run `crewmux clean` again when it answers",
                 wt.display()
@@ -412,20 +414,26 @@ pub fn clean_remote(state: &RunState, removed: &[String]) -> Vec<String> {
     lines
 }
 
-/// One ssh call: the worktree, the branch and the pushed ref go from the host's repository.
-fn remove_there(spec: &HostSpec, ws: &RunWorkspace, wt: &Path, branch: &str) -> Result<()> {
+/// One ssh call: the worktree, the branch and the pushed ref go from the host's repository;
+/// true when any of them was there to remove.
+fn remove_there(spec: &HostSpec, ws: &RunWorkspace, wt: &Path, branch: &str) -> Result<bool> {
     let link = SshLink::new(spec)?;
     let repo = remote_line(&[remote_repo(spec, &ws.repo).display().to_string()])?;
+    // Prints `there` when the worktree, the branch or the pushed ref was there to remove.
     let script = format!(
-        "git -C {repo} worktree remove --force {wt} 2>/dev/null; rm -rf {wt}; \
+        "if [ -e {wt} ] || git -C {repo} rev-parse --verify -q refs/heads/{br} >/dev/null 2>&1 \
+         || git -C {repo} rev-parse --verify -q {rf} >/dev/null 2>&1; then echo there; fi; \
+         git -C {repo} worktree remove --force {wt} 2>/dev/null; rm -rf {wt}; \
          git -C {repo} worktree prune; \
          git -C {repo} branch -D -q {br} 2>/dev/null; git -C {repo} update-ref -d {rf} 2>/dev/null; true",
         wt = remote_line(&[wt.display().to_string()])?,
         br = remote_line(&[branch])?,
         rf = remote_line(&[pushed_ref(branch)])?,
     );
-    link.run(&script, None, CALL_LIMIT)?;
-    Ok(())
+    let out = link.run(&script, None, CALL_LIMIT)?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .any(|l| l == "there"))
 }
 
 /// Refuse, before anything is made, a run whose workers on SSH hosts would have no

@@ -21,6 +21,10 @@ pub struct CleanReport {
     /// Workers whose worktree and branch were removed (their worktrees on SSH hosts go
     /// next: `crate::hosts::git::clean_remote`).
     pub removed_workers: Vec<String>,
+    /// Workers whose worktree and branch were already gone here (an earlier clean): no
+    /// line, but what is left of them on an SSH host (a host that did not answer then)
+    /// goes too.
+    pub gone_workers: Vec<String>,
 }
 
 /// Uncommitted changes in a worktree, not counting the `copy` seeds nor untracked build
@@ -83,6 +87,11 @@ pub fn clean_run(
                 &format!("refs/heads/{branch}"),
             ])?
             .ok();
+        if !exists && !branch_exists {
+            // Removed by an earlier clean: nothing to remove, nothing to say.
+            report.gone_workers.push(name);
+            continue;
+        }
         let merged = !branch_exists
             || git
                 .output(&["merge-base", "--is-ancestor", &branch, "HEAD"])?
@@ -112,9 +121,19 @@ pub fn clean_run(
         }
         report.removed += 1;
         report.removed_workers.push(name.clone());
-        report
-            .lines
-            .push(format!("removed {} and branch {branch}", path.display()));
+        report.lines.push(if !exists {
+            format!(
+                "removed branch {branch} (its worktree {} was already gone)",
+                path.display()
+            )
+        } else if !branch_exists {
+            format!(
+                "removed {} (its branch {branch} was already gone)",
+                path.display()
+            )
+        } else {
+            format!("removed {} and branch {branch}", path.display())
+        });
     }
     git.run(&["worktree", "prune"])?;
     if report.kept == 0 {

@@ -280,8 +280,17 @@ fn clean_removes_worktrees_whose_branches_are_merged() {
     assert!(run_crewmux(d, "unused", &["merge", &id]).status.success());
     let clean = run_crewmux(d, "unused", &["clean", "--run", &id]);
     assert!(clean.status.success(), "{}", stderr(&clean));
+    assert!(
+        stderr(&clean).contains(&format!("and branch crewmux/{id}/one")),
+        "{}",
+        stderr(&clean)
+    );
     assert!(!d.join(".crewmux/worktrees").join(&id).exists());
     assert_eq!(git(d, &["branch", "--list", "crewmux/*"]), "");
+    // A second clean has nothing left to remove, and says only that.
+    let again = run_crewmux(d, "unused", &["clean", "--run", &id]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(stderr(&again).trim(), "crewmux: nothing to remove");
 }
 
 #[test]
