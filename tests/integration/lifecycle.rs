@@ -45,7 +45,19 @@ fn hostile_problems_reach_the_agent_byte_for_byte() {
                 "{backend} #{i}: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            let got = std::fs::read(tmp.path().join("received.bin")).unwrap();
+            let got = std::fs::read(tmp.path().join("received.bin")).unwrap_or_else(|e| {
+                let run = only_run_dir(tmp.path());
+                let attempt = run.join("workers/recorder/attempt-1");
+                panic!(
+                    "{backend} #{i}: received.bin: {e}\nsummary: {}\nstderr: {}\noutput.log: {:?}\nevents: {}\ncrewmux.log: {}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr),
+                    std::fs::read_to_string(attempt.join("output.log")),
+                    std::fs::read_to_string(run.join("events.jsonl")).unwrap_or_default(),
+                    std::fs::read_to_string(tmp.path().join(".crewmux/crewmux.log"))
+                        .unwrap_or_default()
+                )
+            });
             let got = String::from_utf8(got).unwrap();
             assert!(
                 got.contains(problem),
