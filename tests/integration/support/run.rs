@@ -9,9 +9,15 @@ use std::process::{Command, Output};
 /// temporary projects to the person's own index. An exported `RUST_BACKTRACE` needs no
 /// removing: crewmux keeps its errors to one line unless `-v` asks for the report (see
 /// `cli::an_io_error_names_its_path_on_one_line_and_v_shows_the_cause`).
+///
+/// `TMUX` and `TMUX_PANE` are removed: a suite started inside the person's own tmux
+/// would otherwise have every run end with a `tmux display-message` on their client (the
+/// finish notification), which a test counting tmux calls reads as tmux being driven.
 pub fn crewmux() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_crewmux"));
-    c.env("XDG_STATE_HOME", state_home());
+    c.env("XDG_STATE_HOME", state_home())
+        .env_remove("TMUX")
+        .env_remove("TMUX_PANE");
     c
 }
 
