@@ -289,7 +289,7 @@ impl Channel {
         let spawned = std::thread::Builder::new()
             .name("crewmux-tmux-control".into())
             .spawn(move || read_replies(BufReader::new(stdout), &reader_queue, &socket));
-        let mut live = Live {
+        let live = Live {
             child,
             stdin,
             queue,
@@ -299,18 +299,35 @@ impl Channel {
             tracing::warn!("cannot start the control channel's reader: {e}");
             return None;
         }
-        // The probe: a client that cannot attach (no server, no session) ends at once.
-        let probe = vec!["display-message -p crewmux-control".to_string()];
-        let rx = write_lines(&mut live, &probe).ok()?.pop()?;
-        match rx.recv_timeout(probe_limit) {
-            Ok(reply) if reply.ok => Some(live),
-            Ok(reply) => {
-                tracing::debug!("control channel probe: {}", reply.text().trim());
-                None
-            }
-            Err(e) => {
-                tracing::debug!("tmux -L {} -C did not come up: {e}", self.socket);
-                None
+        self.probe(live, probe_limit)
+    }
+
+    /// Up once the client is attached to the run's session: the probe asks the client's
+    /// own session. A client that cannot attach (no server, no session) ends; until it
+    /// has (tmux 3.3a runs a line from stdin before, between or after the `attach-session`
+    /// of the command line, and on a failed attach it still answers before it exits, with
+    /// another session as the current one), the answer is empty and the probe asks again.
+    /// A probe that only had to be answered called such a client up; the next command
+    /// then met its exit ("the control channel ended before tmux answered") and a launch
+    /// failed, now and then under load, on a server holding other runs' sessions.
+    fn probe(&self, mut live: Live, limit: Duration) -> Option<Live> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let probe = vec!["display-message -p \"#{client_session}\"".to_string()];
+            let rx = write_lines(&mut live, &probe).ok()?.pop()?;
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(reply) if reply.ok && reply.text().trim() == self.session => return Some(live),
+                Ok(reply) if reply.ok && reply.text().trim().is_empty() => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Ok(reply) => {
+                    tracing::debug!("control channel probe: {}", reply.text().trim());
+                    return None;
+                }
+                Err(e) => {
+                    tracing::debug!("tmux -L {} -C did not come up: {e}", self.socket);
+                    return None;
+                }
             }
         }
     }
