@@ -85,12 +85,18 @@ pub fn run(args: DispatchArgs) -> Result<i32> {
 /// The human-readable decision.
 pub fn render(t: &ResolvedTeam) -> String {
     let mut out = format!(
-        "target: {} ({})\nteam:   {} [{}], parallel {}, max fix rounds {}, model role {}\n\n",
+        "target: {} ({})\nteam:   {} [{}], parallel {}{}, max fix rounds {}, model role {}\n\n",
         t.target,
         t.target_reason,
         t.name,
         t.source,
         t.parallel,
+        // With `--hosts`, `--parallel` is local's share only.
+        if t.host_slots.is_empty() {
+            ""
+        } else {
+            " on local"
+        },
         t.max_fix_rounds,
         t.role.as_deref().unwrap_or("per agent")
     );
@@ -101,9 +107,9 @@ pub fn render(t: &ResolvedTeam) -> String {
             .map(|(h, n)| format!("{h} {n}"))
             .collect();
         out.push_str(&format!(
-            "hosts:  {} at once ({} in all)\n\n",
+            "hosts:  {} at once ({} at once in all)\n\n",
             shares.join(", "),
-            t.host_slots.values().sum::<usize>()
+            t.at_once()
         ));
     }
     let host = |w: &crate::team::ResolvedWorker| {
@@ -145,8 +151,8 @@ pub fn render(t: &ResolvedTeam) -> String {
     out
 }
 
-/// The levels of the team's graph: which workers start together (at most `parallel` at
-/// once) and whom each waiting one waits for.
+/// The levels of the team's graph: which workers start together (at most
+/// [`ResolvedTeam::at_once`]) and whom each waiting one waits for.
 pub fn levels(t: &ResolvedTeam) -> String {
     let nodes: Vec<(&str, Vec<&str>)> = t
         .workers
@@ -154,11 +160,15 @@ pub fn levels(t: &ResolvedTeam) -> String {
         .map(|w| (w.id.as_str(), w.after.iter().map(String::as_str).collect()))
         .collect();
     let levels = crate::engine::graph::levels(&nodes);
+    let bound = if t.host_slots.is_empty() {
+        format!("parallel {}", t.parallel)
+    } else {
+        format!("{} at once over {} hosts", t.at_once(), t.host_slots.len())
+    };
     let mut out = format!(
-        "\nflow ({} level{}, parallel {}):\n",
+        "\nflow ({} level{}, {bound}):\n",
         levels.len(),
         if levels.len() == 1 { "" } else { "s" },
-        t.parallel
     );
     for (n, ids) in levels.iter().enumerate() {
         let names: Vec<String> = ids

@@ -127,6 +127,18 @@ pub struct ResolvedTeam {
 }
 
 impl ResolvedTeam {
+    /// Workers the run has live at once: `parallel`, or with `--hosts` the sum of the
+    /// hosts' shares (`parallel` is then `local`'s share), within 1..=256, as the run's
+    /// plan sets its `parallel`.
+    #[must_use]
+    pub fn at_once(&self) -> usize {
+        if self.host_slots.is_empty() {
+            self.parallel
+        } else {
+            self.host_slots.values().sum::<usize>().clamp(1, 256)
+        }
+    }
+
     /// The launch command of one attempt of `worker`, with the project's provider overrides.
     ///
     /// # Errors

@@ -106,7 +106,13 @@ fn hosts_spreads_the_free_workers_by_capacity_and_dispatch_shows_the_same_hosts(
     let header = stdout.lines().find(|l| l.starts_with("worker ")).unwrap();
     assert!(header.contains(" host "), "{stdout}");
     assert!(
-        stdout.contains("hosts:  box 4, local 3 at once (7 in all)"),
+        stdout.contains("hosts:  box 4, local 3 at once (7 at once in all)"),
+        "{stdout}"
+    );
+    // `--parallel` is local's share: the run has the hosts' sum live at once.
+    assert!(stdout.contains(", parallel 3 on local,"), "{stdout}");
+    assert!(
+        stdout.contains("level, 7 at once over 2 hosts):"),
         "{stdout}"
     );
     for (id, want) in SPREAD {
