@@ -175,6 +175,11 @@ impl Channel {
             match write_lines(live, lines) {
                 Ok(receivers) => (receivers, generation),
                 Err(written) => {
+                    // The client died before its reader saw the end: said as in `live`.
+                    tracing::info!(
+                        "tmux -L {}: the control channel ended; using tmux processes meanwhile",
+                        self.socket
+                    );
                     self.went_down(&mut conn);
                     if written == 0 {
                         self.fallbacks.fetch_add(1, Ordering::Relaxed);
