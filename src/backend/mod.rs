@@ -145,6 +145,16 @@ pub trait Multiplexer: Send {
         None
     }
 
+    /// True when [`poll`](Self::poll) may wait long behind other work of the backend (tmux:
+    /// a server runs one client's commands in order, a launch batch first): the driver then
+    /// polls from a thread of its own and keeps settling exits from their files meanwhile.
+    /// A backend with SSH hosts answers false: the driver asks it about its hosts at every
+    /// launch and turn, which must not wait for a poll. Default: false (the loop polls in
+    /// place).
+    fn polls_off_loop(&self) -> bool {
+        false
+    }
+
     /// Liveness of `targets` and, if `focus` is given, its screen when changed. With no
     /// target, only the focus's screen is looked at (tmux: no pane listing).
     fn poll(&mut self, targets: &[Target], focus: Option<&Target>) -> Poll;

@@ -119,7 +119,7 @@ impl Driver {
                     watch_screen: false,
                 });
                 if let Some(t) = target {
-                    if let Err(e) = self.backend.send_text(&t, &text) {
+                    if let Err(e) = self.backend.get().send_text(&t, &text) {
                         emit(Update::Notice(format!("could not answer {worker}: {e}")));
                     }
                 }
@@ -209,7 +209,7 @@ impl Driver {
     pub(super) fn hard_kills(&mut self) {
         let now = Instant::now();
         let state = &self.state;
-        let backend = &mut self.backend;
+        let backend = &self.backend;
         self.kills.retain(|k| {
             let still = state
                 .worker(&k.worker)
@@ -226,7 +226,7 @@ impl Driver {
             }
             match (&k.nonce, &k.host) {
                 (Some(n), Some(h)) => {
-                    if let Err(e) = backend.signal_on_host(h, n, true) {
+                    if let Err(e) = backend.get().signal_on_host(h, n, true) {
                         tracing::warn!("SIGKILL to {} on host {h}: {e}", k.worker);
                     }
                 }
@@ -260,7 +260,7 @@ impl Driver {
                 crate::backend::reap::signal_attempt(nonce, sig);
             }
             Some(h) => {
-                if let Err(e) = self.backend.signal_on_host(h, nonce, hard) {
+                if let Err(e) = self.backend.get().signal_on_host(h, nonce, hard) {
                     emit(Update::Notice(format!(
                         "could not end {worker} on host {h}: {e}"
                     )));

@@ -49,7 +49,7 @@ impl Driver {
     /// Hold back the attempts of `wanted` whose host does not answer now; returns the
     /// others, to be started.
     pub(super) fn hold_for_down_hosts(&mut self, wanted: Vec<(String, u32)>) -> Vec<(String, u32)> {
-        let down = self.backend.hosts_not_answering();
+        let down = self.hosts_not_answering();
         if down.is_empty() {
             return wanted;
         }
@@ -89,7 +89,7 @@ impl Driver {
             });
         };
         if !self.host_wait.checking(&host) {
-            self.backend.check_host(&host);
+            self.backend.get().check_host(&host);
         }
         self.host_wait.held.push(Held {
             host,
@@ -108,7 +108,7 @@ impl Driver {
             return vec![];
         }
         let mut inputs = vec![];
-        for (host, answers) in self.backend.take_checked_hosts() {
+        for (host, answers) in self.backend.get().take_checked_hosts() {
             let (checked, rest): (Vec<Held>, Vec<Held>) = std::mem::take(&mut self.host_wait.held)
                 .into_iter()
                 .partition(|h| h.host == host && h.error.is_some());
@@ -131,7 +131,7 @@ impl Driver {
                 }
             }
         }
-        let down = self.backend.hosts_not_answering();
+        let down = self.backend.get().hosts_not_answering();
         let (back, wait): (Vec<Held>, Vec<Held>) = std::mem::take(&mut self.host_wait.held)
             .into_iter()
             .partition(|h| h.error.is_none() && !down.contains(&h.host));

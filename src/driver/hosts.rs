@@ -7,11 +7,15 @@ use super::{Driver, Update};
 use crate::engine::Input;
 
 impl Driver {
-    /// `HostLost` for each host the backend found lost this turn; the attempts still
-    /// running there are to be ended when it answers again.
-    pub(super) fn lost_hosts(&mut self, emit: &mut impl FnMut(Update)) -> Vec<Input> {
+    /// `HostLost` for each host the backend found `lost` (drained with the poll); the
+    /// attempts still running there are to be ended when it answers again.
+    pub(super) fn lost_hosts(
+        &mut self,
+        lost: Vec<(String, String)>,
+        emit: &mut impl FnMut(Update),
+    ) -> Vec<Input> {
         let mut inputs = vec![];
-        for (host, detail) in self.backend.take_lost_hosts() {
+        for (host, detail) in lost {
             self.host_lost_held(&host, emit);
             let nonces: Vec<String> = self
                 .state
@@ -21,7 +25,7 @@ impl Driver {
                 .map(|d| d.nonce.clone())
                 .collect();
             if !nonces.is_empty() {
-                self.backend.end_on_host_when_back(&host, nonces);
+                self.backend.get().end_on_host_when_back(&host, nonces);
             }
             inputs.push(Input::HostLost { host, detail });
         }
@@ -42,14 +46,17 @@ impl Driver {
                 "host {host}: {} attempt(s) left running there are ended when it answers",
                 nonces.len()
             );
-            self.backend.end_on_host_when_back(&host, nonces);
+            self.backend.get().end_on_host_when_back(&host, nonces);
         }
     }
 
-    /// Clear the mark of the attempts the backend ended on their hosts (saved at once: a
-    /// later driver need not end them again).
-    pub(super) fn ended_on_hosts(&mut self, emit: &mut impl FnMut(Update)) {
-        let ended = self.backend.take_ended_on_hosts();
+    /// Clear the mark of the attempts the backend `ended` on their hosts (drained with the
+    /// poll; saved at once: a later driver need not end them again).
+    pub(super) fn ended_on_hosts(
+        &mut self,
+        ended: Vec<(String, Vec<String>)>,
+        emit: &mut impl FnMut(Update),
+    ) {
         if ended.is_empty() {
             return;
         }

@@ -61,7 +61,7 @@ impl Driver {
             tracing::warn!("the launch thread stopped; starting attempts on the loop");
             self.launch_thread = None;
         }
-        let results = self.backend.spawn_many(&specs);
+        let results = self.backend.get().spawn_many(&specs);
         inputs.extend(self.landed(ready, results));
         inputs
     }
@@ -115,7 +115,7 @@ impl Driver {
                     attempt,
                     nonce: prepared.nonce,
                     prompt_path: prepared.paths.prompt,
-                    backend: self.backend.kind().as_str().into(),
+                    backend: self.backend_kind.as_str().into(),
                     pane_id: spawned.pane_id,
                     pid: spawned.pid,
                     credential_label,
@@ -141,7 +141,7 @@ impl Driver {
         // A wrapper already there: a driver that stopped before recording it launched this
         // attempt. Its processes must not outlive it nor write into the new attempt's files.
         if let Some(old) = crate::launch::wrapper_nonce(&dir.join("launch.sh")) {
-            let left = self.backend.end_stale_attempt(&old);
+            let left = self.backend.get().end_stale_attempt(&old);
             if !left.is_empty() {
                 tracing::warn!(
                     "{worker}#{attempt}: processes of an earlier launch survive SIGKILL: {left:?}"

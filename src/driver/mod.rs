@@ -25,6 +25,7 @@ mod observe;
 mod offline;
 pub mod once;
 mod pace;
+mod poller;
 mod prepare;
 mod publish;
 mod reap;
@@ -37,6 +38,8 @@ mod watch;
 
 #[cfg(test)]
 mod fake;
+#[cfg(test)]
+mod poller_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -54,7 +57,6 @@ pub use observe::RESULT_FROM_LOG_LINES;
 pub use prepare::{prepare, prompt_text, Prepared};
 pub use watch::{Watch, OUTPUT_RING_LINES};
 
-use crate::backend::Multiplexer;
 use crate::domain::{RunEvent, RunState, RunStatus};
 use crate::engine::{Input, RunMemory};
 use crate::error::Result;
@@ -139,6 +141,8 @@ enum Wake {
     ExitFile(PathBuf),
     /// The launch thread started the batch in flight: one result per attempt, in order.
     Launched(Vec<Result<crate::backend::Spawned>>),
+    /// The poll thread's answer to the look handed to it.
+    Polled(Box<poller::Looked>),
 }
 
 /// A kill waiting for its SIGKILL.
@@ -159,7 +163,11 @@ pub struct Driver {
     store: RunStore,
     state: RunState,
     mem: RunMemory,
-    backend: Box<dyn Multiplexer>,
+    /// Shared with the poll thread (see `poller`): the loop takes it only for what is rare.
+    backend: poller::SharedBackend,
+    backend_kind: crate::domain::BackendKind,
+    /// Looks at the backend off the loop, for a backend that may answer late.
+    poller: Option<poller::PollThread>,
     opts: DriverOptions,
     watches: HashMap<String, Watch>,
     kills: Vec<PendingKill>,
@@ -284,12 +292,7 @@ impl Driver {
         // milliseconds instead of at the next tick.
         let (wake_tx, wake) = std::sync::mpsc::channel::<Wake>();
         observe::forward_controls(control, wake_tx.clone())?;
-        if let Some(launcher) = self.backend.launcher() {
-            self.launch_thread = Some(launch_thread::LaunchThread::start(
-                launcher,
-                wake_tx.clone(),
-            )?);
-        }
+        self.start_helpers(&wake_tx)?;
         // Attempts a lost host was left running (saved by an earlier driver too).
         self.end_left_on_hosts();
         let _watcher = exit_watch::watch(&self.store.dir().join("workers"), wake_tx);
@@ -308,6 +311,7 @@ impl Driver {
                     wake.recv_timeout(self.show_wait().map_or(wait, |s| s.min(wait)))
                 }
             };
+            let mut answer = None;
             match next {
                 // A request waits while a batch is in flight (see `launch_thread`).
                 Ok(Wake::Control(c)) if self.in_flight.is_some() => {
@@ -343,6 +347,12 @@ impl Driver {
                     turns.calm_since = Instant::now();
                     self.on_landed(results, &mut emit);
                 }
+                Ok(Wake::Polled(looked)) => {
+                    if let Some(p) = self.poller.as_mut() {
+                        p.busy = false;
+                    }
+                    answer = Some(*looked);
+                }
                 // Woken for a snapshot waiting to be shown, before the turn is due.
                 Err(RecvTimeoutError::Timeout) if turns.last_tick.elapsed() < period => {
                     self.publish(false, None, &mut emit);
@@ -350,7 +360,7 @@ impl Driver {
                 }
                 Err(RecvTimeoutError::Timeout) => {}
             }
-            self.turn(&mut turns, &mut emit);
+            self.turn(&mut turns, &mut emit, answer);
             if self.finished && self.opts.exit_when_finished {
                 break;
             }
@@ -367,6 +377,8 @@ impl Driver {
         unsaved: bool,
         emit: &mut impl FnMut(Update),
     ) {
+        // A look in flight is of no use now (the thread ends once it is answered).
+        self.poller = None;
         self.land_in_flight(wake, emit);
         let late = self.retake_results(true);
         let unsaved = unsaved | (!late.is_empty() && self.apply(late, emit) > 0);
@@ -394,8 +406,14 @@ impl Driver {
     }
 
     /// One turn of the loop: observe, apply, launch the next batch, SIGKILL what outlived
-    /// its grace, save (at most every [`SAVE_EVERY`]) and show what changed.
-    fn turn(&mut self, turns: &mut Turns, emit: &mut impl FnMut(Update)) {
+    /// its grace, save (at most every [`SAVE_EVERY`]) and show what changed. `answer`: the
+    /// poll thread's look this turn applies (it asks for no other).
+    fn turn(
+        &mut self,
+        turns: &mut Turns,
+        emit: &mut impl FnMut(Update),
+        answer: Option<poller::Looked>,
+    ) {
         turns.last_tick = Instant::now();
         // An exit wake-up between ticks reads the files only; the backend is polled at
         // least once a tick however often exits wake the loop. While a launch batch is in
@@ -403,7 +421,10 @@ impl Driver {
         // mode one client): the loop does not wait for that, exits are seen from their
         // files meanwhile, and a poll goes out once a [`POLL_DURING_LAUNCH`] at most.
         let since = turns.last_poll.elapsed();
-        let poll = if self.in_flight.is_some() {
+        let asking = answer.is_some() || self.poller.as_ref().is_some_and(|p| p.busy);
+        let poll = if asking {
+            false
+        } else if self.in_flight.is_some() {
             turns.exit_wake = false;
             since >= POLL_DURING_LAUNCH
         } else {
@@ -416,7 +437,11 @@ impl Driver {
             let rest = self.in_flight.is_none() && self.may_rest();
             self.pace.look(turns.last_poll, self.opts.tick, rest)
         };
-        let (inputs, screen) = self.observe_with(emit, look);
+        let looked = match answer {
+            Some(looked) => looked,
+            None => self.look(look),
+        };
+        let (inputs, screen) = self.observe_looked(emit, looked);
         let mut changed = self.apply(inputs, emit) > 0;
         changed |= self.live_diff.tick(&mut self.state, &self.mem.last_output);
         // Launches beyond one batch go out a batch per turn, so exits stay prompt.

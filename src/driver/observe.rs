@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use super::pace::Look;
+use super::poller::{look_at, same_attempt, Looked};
 use super::result::{collect_output, events_text, log_text, FromLog};
 use super::settle::{settle, Settled};
 use super::{Control, Driver, Update, Wake, Watch};
@@ -54,7 +55,11 @@ impl Driver {
             },
             Control::Focus(w) => {
                 self.focus = w;
-                self.backend.forget_screen();
+                match self.poller.as_mut() {
+                    // Told to the backend with the next look (never waited for here).
+                    Some(p) => p.forget_screen = true,
+                    None => self.backend.get().forget_screen(),
+                }
                 self.log_screen.reset();
                 self.pace.refocused();
                 vec![]
@@ -72,14 +77,31 @@ impl Driver {
         self.observe_with(emit, Look::Panes)
     }
 
-    /// As [`observe`](Self::observe), asking the backend what `look` says. Without the
-    /// panes (an `exit.json` woke the loop: the files settle that exit, and a tmux round
-    /// trip that may wait behind a launch batch is not needed for it; or workers only
-    /// print, see `pace`) liveness is `Unknown`.
+    /// As [`observe`](Self::observe), asking the backend what `look` says, in place.
+    /// Without the panes (an `exit.json` woke the loop: the files settle that exit, and a
+    /// tmux round trip that may wait behind a launch batch is not needed for it; or workers
+    /// only print, see `pace`) liveness is `Unknown`.
     pub(super) fn observe_with(
         &mut self,
         emit: &mut impl FnMut(Update),
         look: Look,
+    ) -> (Vec<Input>, Option<String>) {
+        let (polled, focus, asked) = self.look_targets();
+        let looked = {
+            let mut backend = self.backend.get();
+            look_at(&mut **backend, look, asked, polled, focus)
+        };
+        self.observe_looked(emit, looked)
+    }
+
+    /// One observation with what `looked` found (in place or on the poll thread, maybe a
+    /// few turns ago: only what it found about attempts still current counts): inbox
+    /// commands, the hosts' news, new log bytes and exit evidence of every watched attempt.
+    /// Returns the inputs (ending with a `Tick`) and the focused screen when it changed.
+    pub(super) fn observe_looked(
+        &mut self,
+        emit: &mut impl FnMut(Update),
+        mut looked: Looked,
     ) -> (Vec<Input>, Option<String>) {
         // Requests wait while a launch batch is in flight (see `launch_thread`).
         let mut inputs = if self.in_flight.is_none() {
@@ -87,68 +109,61 @@ impl Driver {
         } else {
             vec![]
         };
-        let targets: Vec<Target> = self
-            .watches
-            .values()
-            .filter_map(|w| {
-                let t = self.target(&w.worker)?;
-                // The sim agent asks through its output protocol; agents through their
-                // screens.
-                let provider = &self.state.worker(&w.worker)?.provider;
-                Some(Target {
-                    watch_screen: provider != "sim",
-                    ..t
-                })
-            })
-            .collect();
+        let targets = self.watched_targets();
         let focus_target = self.focus.as_ref().and_then(|f| self.target(f));
-        // The focused worker's pane is looked at too when its attempt has ended, so the
-        // dashboard stops offering a pane that is gone.
-        let mut polled = targets.clone();
-        polled.extend(
-            focus_target
-                .clone()
-                .filter(|f| f.pane_id.is_some() && !targets.iter().any(|t| t.worker == f.worker)),
-        );
-        let unknown = Poll {
-            liveness: vec![Liveness::Unknown; polled.len()],
-            ..Poll::default()
-        };
         // Attempts held back for their host: it is asked about until it answers or is lost.
         let held = self.host_wait.any();
-        let asked = !polled.is_empty() || !self.hosts_down_reported.is_empty() || held;
-        let poll = match (look, &focus_target) {
-            (Look::Panes, _) if !asked => Poll::default(),
-            (Look::Panes, _) => self.backend.poll(&polled, focus_target.as_ref()),
-            // The focused screen alone: no target, so no listing (see `Multiplexer::poll`).
-            (Look::Screen, Some(f)) => Poll {
-                screen: self.backend.poll(&[], Some(f)).screen,
-                ..unknown
-            },
-            (Look::Screen | Look::Nothing, _) => unknown,
-        };
-        // A host said to be down is asked about until it answers, watched there or not.
-        if look == Look::Panes && asked {
-            self.report_server(&poll, !targets.is_empty() || held, emit);
+        if looked.listed {
+            self.report_server(&looked.poll, !targets.is_empty() || held, emit);
         }
         // A lost SSH host ends its workers before anything else of this poll is decided.
-        inputs.extend(self.lost_hosts(emit));
-        self.ended_on_hosts(emit);
+        let lost = std::mem::take(&mut looked.lost_hosts);
+        inputs.extend(self.lost_hosts(lost, emit));
+        self.ended_on_hosts(std::mem::take(&mut looked.ended_on_hosts), emit);
         inputs.extend(self.host_wait_turn(emit));
-        for (i, t) in targets.iter().enumerate() {
-            let live = poll.liveness.get(i).copied().unwrap_or(Liveness::Unknown);
-            let tail = poll.tails.get(i).cloned().flatten();
-            inputs.extend(self.observe_one(t, live, tail, poll.server_down.as_deref(), emit));
+        for t in &targets {
+            let (live, tail) = looked.of(t);
+            inputs.extend(self.observe_one(
+                t,
+                live,
+                tail,
+                looked.poll.server_down.as_deref(),
+                emit,
+            ));
         }
-        inputs.extend(panes_gone(&polled, &poll));
+        inputs.extend(
+            panes_gone(&looked.polled, &looked.poll)
+                .into_iter()
+                .filter(|g| self.is_current(g, &looked.polled)),
+        );
         inputs.push(Input::Tick);
+        // The screen of the attempt focused now, not of one focused before.
+        let same_focus = match (&looked.focus, &focus_target) {
+            (Some(a), Some(b)) => same_attempt(a, b),
+            _ => false,
+        };
+        let captured = looked.poll.screen.filter(|_| same_focus);
         // A pane that cannot be captured (server or host gone, no answer yet) shows the end
         // of its output.log instead.
         let log = focus_target
             .as_ref()
             .map(|f| (f.worker.as_str(), f.attempt, f.log.as_path()));
-        let screen = self.log_screen.after_poll(poll.screen, log);
+        let screen = self.log_screen.after_poll(captured, log);
         (inputs, screen.map(|s| without_protocol_lines(&s)))
+    }
+
+    /// Whether the `PaneGone` input `g` is about an attempt that is still its worker's
+    /// current one in the pane that was polled.
+    fn is_current(&self, g: &Input, polled: &[Target]) -> bool {
+        let Input::PaneGone { worker, attempt } = g else {
+            return true;
+        };
+        let now = self.target(worker);
+        polled.iter().any(|p| {
+            p.worker == *worker
+                && p.attempt == *attempt
+                && now.as_ref().is_some_and(|c| same_attempt(c, p))
+        })
     }
 
     /// The exit-file watcher saw `path` (`…/workers/<worker>/attempt-<n>/exit.json`)

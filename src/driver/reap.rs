@@ -326,6 +326,7 @@ impl Driver {
         if let Some(h) = host {
             // A remote attempt's processes are on its host: ended there, off this loop.
             self.backend
+                .get()
                 .reap_on_host(&h, worker, &nonce, self.opts.grace);
             return;
         }

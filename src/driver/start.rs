@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use chrono::Utc;
 
-use super::{lines, once, pace, reap, saver, Driver, DriverOptions, Watch};
+use super::{lines, once, pace, poller, reap, saver, Driver, DriverOptions, Watch};
 use crate::backend::Multiplexer;
 use crate::domain::RunState;
 use crate::engine::{Input, RunMemory};
@@ -32,7 +32,9 @@ impl Driver {
             store,
             state,
             mem: RunMemory::default(),
-            backend,
+            backend_kind: backend.kind(),
+            backend: poller::SharedBackend::new(backend),
+            poller: None,
             opts,
             watches: HashMap::new(),
             kills: vec![],

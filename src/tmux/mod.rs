@@ -136,6 +136,10 @@ impl Multiplexer for TmuxBackend {
         Some(Box::new(self.launch_handle()))
     }
 
+    fn polls_off_loop(&self) -> bool {
+        true
+    }
+
     fn poll(&mut self, targets: &[Target], focus: Option<&Target>) -> Poll {
         self.poll_panes(targets, focus)
     }
