@@ -271,6 +271,15 @@ pub fn no_such_host(host: &str) -> crate::error::Error {
 pub trait Launcher: Send {
     /// As [`Multiplexer::spawn_many`]: one result per spec, in order.
     fn spawn_many(&mut self, specs: &[SpawnSpec]) -> Vec<Result<Spawned>>;
+
+    /// As [`spawn_many`](Self::spawn_many), handing each result to `each` (the spec's
+    /// index, in order, once each) as soon as it is known, so the first attempts of a long
+    /// batch are recorded while the backend starts the rest. Default: all at the end.
+    fn spawn_each(&mut self, specs: &[SpawnSpec], each: &mut dyn FnMut(usize, Result<Spawned>)) {
+        for (i, r) in self.spawn_many(specs).into_iter().enumerate() {
+            each(i, r);
+        }
+    }
 }
 
 /// End an attempt's process group: SIGTERM now; the caller sends SIGKILL after the grace

@@ -1,6 +1,7 @@
 //! Starting attempts off the loop: the backend's [`Launcher`] runs each batch on a thread
-//! of its own and hands the results back as a wake-up of the loop, which keeps observing
-//! (exits, polls, saves) while tmux creates the windows.
+//! of its own and hands each attempt's result back as a wake-up of the loop as soon as it
+//! is known (tmux: once its window and pipe are made), so the loop records it, and an exit
+//! of it, while tmux creates the rest of the batch.
 //!
 //! One batch is in flight at a time. Until it lands, requests from the person (dashboard or
 //! inbox) wait, so no cancel or answer meets an attempt that is neither launched nor
@@ -24,7 +25,8 @@ pub(super) struct LaunchThread {
 }
 
 impl LaunchThread {
-    /// Start the thread; each batch's results arrive on `wake` as [`Wake::Launched`].
+    /// Start the thread; the results of each batch arrive on `wake` as [`Wake::Launched`],
+    /// in order, a few at a time.
     ///
     /// # Errors
     /// The thread cannot start.
@@ -34,8 +36,11 @@ impl LaunchThread {
             .name("crewmux-launch".into())
             .spawn(move || {
                 for specs in rx {
-                    let results = launcher.spawn_many(&specs);
-                    if wake.send(Wake::Launched(results)).is_err() {
+                    let mut gone = false;
+                    launcher.spawn_each(&specs, &mut |_, r| {
+                        gone = gone || wake.send(Wake::Launched(vec![r])).is_err();
+                    });
+                    if gone {
                         return; // the loop is gone
                     }
                 }
@@ -71,16 +76,26 @@ impl Drop for LaunchThread {
 }
 
 impl Driver {
-    /// A batch landed: watch and record its attempts, show the change.
+    /// The first attempts of the batch in flight landed (one result each, in order; none:
+    /// the whole rest failed): watch and record them, show the change. The batch is done
+    /// once every attempt of it landed.
     pub(super) fn on_landed(
         &mut self,
         results: Vec<Result<Spawned>>,
         emit: &mut impl FnMut(Update),
     ) {
-        let Some(ready) = self.in_flight.take() else {
+        let Some(rest) = self.in_flight.as_mut() else {
             tracing::warn!("launch results with no batch in flight; ignored");
             return;
         };
+        let n = match results.len() {
+            0 => rest.len(),
+            n => n.min(rest.len()),
+        };
+        let ready: Vec<_> = rest.drain(..n).collect();
+        if rest.is_empty() {
+            self.in_flight = None;
+        }
         let inputs = self.landed(ready, results);
         self.apply(inputs, emit);
         self.publish(true, Some(None), emit);

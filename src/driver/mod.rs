@@ -343,8 +343,18 @@ impl Driver {
                         }
                     }
                 }
-                Ok(Wake::Launched(results)) => {
+                Ok(Wake::Launched(mut results)) => {
                     turns.calm_since = Instant::now();
+                    // Attempts that landed together are recorded together.
+                    while let Ok(w) = wake.try_recv() {
+                        match w {
+                            Wake::Launched(more) => results.extend(more),
+                            other => {
+                                turns.deferred = Some(other);
+                                break;
+                            }
+                        }
+                    }
                     self.on_landed(results, &mut emit);
                 }
                 Ok(Wake::Polled(looked)) => {

@@ -138,10 +138,11 @@ impl TmuxClient {
         args: &[String],
     ) -> Option<Result<String>> {
         let channel = self.control.as_ref()?;
-        match channel.send(lines, limit) {
-            Sent::Answered(replies) => {
+        let sent = channel.send(lines, limit);
+        match sent {
+            Sent::Answered(ref replies) => {
                 let mut out = String::new();
-                for r in &replies {
+                for r in replies {
                     if !r.ok {
                         return Some(Err(Error::Tmux {
                             args: args.to_vec(),
@@ -154,20 +155,68 @@ impl TmuxClient {
             }
             Sent::Down => None,
             Sent::Lost if read_only => None,
-            Sent::Lost => Some(Err(Error::Tmux {
-                args: args.to_vec(),
-                stderr:
-                    "the control channel ended before tmux answered; the command may not have run"
-                        .into(),
-            })),
-            Sent::TimedOut => Some(Err(Error::Timeout {
+            Sent::Lost | Sent::TimedOut => Some(Err(self.unanswered(&sent, args, limit))),
+        }
+    }
+
+    /// The error of a channel that ended (`Sent::Lost`) or missed its deadline
+    /// (`Sent::TimedOut`) before every reply came.
+    fn unanswered(&self, sent: &Sent, args: &[String], limit: Duration) -> Error {
+        match sent {
+            Sent::TimedOut => Error::Timeout {
                 program: format!("the tmux server on socket {}", self.socket),
                 secs: limit.as_secs(),
                 hint: format!(
                     "is it stopped? (`tmux -L {} list-sessions` hangs too); crewmux tries again",
                     self.socket
                 ),
-            })),
+            },
+            _ => Error::Tmux {
+                args: args.to_vec(),
+                stderr:
+                    "the control channel ended before tmux answered; the command may not have run"
+                        .into(),
+            },
+        }
+    }
+
+    /// Send `lines` (one tmux command each, as [`run_script`](Self::run_script) runs them)
+    /// over the control channel, handing each line's reply to `each` as soon as it comes:
+    /// the line's index, and its output or tmux's message (`secrets` redacted). `None` when
+    /// the channel is not up: nothing was sent, the caller runs the script otherwise.
+    ///
+    /// # Errors
+    /// The channel ended, or missed its deadline ([`SCRIPT_LIMIT`](super::bounded::SCRIPT_LIMIT)),
+    /// before every reply came: the lines not answered may or may not have run.
+    pub(super) fn script_each(
+        &self,
+        lines: &[String],
+        secrets: &[&str],
+        each: &mut dyn FnMut(usize, std::result::Result<String, String>),
+    ) -> Option<Result<()>> {
+        let channel = self.control.as_ref()?;
+        let limit = super::bounded::SCRIPT_LIMIT;
+        let sent = channel.send_each(lines, limit, &mut |i, reply| {
+            let text = reply.text();
+            each(
+                i,
+                if reply.ok {
+                    Ok(text)
+                } else {
+                    Err(secrets
+                        .iter()
+                        .filter(|v| !v.is_empty())
+                        .fold(text.trim().to_string(), |t, v| t.replace(v, "<redacted>")))
+                },
+            );
+        });
+        match sent {
+            Sent::Answered(_) => Some(Ok(())),
+            Sent::Down => None,
+            Sent::Lost | Sent::TimedOut => {
+                let args = ["source-file", "-"].map(String::from);
+                Some(Err(self.unanswered(&sent, &args, limit)))
+            }
         }
     }
 

@@ -159,6 +159,18 @@ impl Channel {
     /// Send `lines` (one tmux command each, no newline, never empty: an empty line ends a
     /// control client) and wait for their replies, each within `limit` of the send.
     pub fn send(&self, lines: &[String], limit: Duration) -> Sent {
+        self.send_each(lines, limit, &mut |_, _| {})
+    }
+
+    /// As [`send`](Self::send), handing each reply to `each` (with its line's index) as
+    /// soon as it comes, before the next one is waited for: a caller can act on the first
+    /// commands of a long batch while tmux runs the rest.
+    pub fn send_each(
+        &self,
+        lines: &[String],
+        limit: Duration,
+        each: &mut dyn FnMut(usize, &Reply),
+    ) -> Sent {
         if lines
             .iter()
             .any(|l| l.trim().is_empty() || l.contains('\n'))
@@ -191,9 +203,12 @@ impl Channel {
         };
         let deadline = Instant::now() + limit;
         let mut replies = Vec::with_capacity(receivers.len());
-        for rx in receivers {
+        for (i, rx) in receivers.into_iter().enumerate() {
             match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(reply) => replies.push(reply),
+                Ok(reply) => {
+                    each(i, &reply);
+                    replies.push(reply);
+                }
                 Err(RecvTimeoutError::Disconnected) => return Sent::Lost,
                 Err(RecvTimeoutError::Timeout) => {
                     let mut conn = lock(&self.conn);

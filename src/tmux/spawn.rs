@@ -73,50 +73,114 @@ impl TmuxBackend {
         Ok(())
     }
 
-    /// All windows in one `source-file -` script: per attempt, `new-window` with the
-    /// wrapper as argv (never a shell string) and its secrets as `-e`, then `pipe-pane` on
-    /// the new pane (the wrapper waits for output.log to exist). Nothing travels on argv.
+    /// All windows in one script: per attempt, `new-window` with the wrapper as argv
+    /// (never a shell string) and its secrets as `-e`, then `pipe-pane` on the new pane
+    /// (the wrapper waits for output.log to exist). Nothing travels on argv.
     pub(super) fn spawn_windows(&mut self, specs: &[SpawnSpec]) -> Vec<Result<Spawned>> {
-        let fail = |e: &Error| {
-            specs
-                .iter()
-                .map(|_| Err(Error::Other(e.to_string())))
-                .collect()
-        };
-        if let Err(e) = self.ensure_session().and_then(|_| self.sync_env()) {
-            return fail(&e);
-        }
-        let mut script = String::new();
-        let mut secrets: Vec<&str> = vec![];
-        for spec in specs {
-            match self.window_lines(spec) {
-                Ok(lines) => script.push_str(&lines),
-                Err(e) => return fail(&e),
-            }
-            secrets.extend(spec.secret_env.iter().map(|(_, v)| v.as_str()));
-        }
-        let out = match self.client.run_script(&script, &secrets) {
-            Ok(out) => out,
-            Err(e) => return fail(&e),
-        };
-        let mut lines = out.lines().filter(|l| l.contains('\t'));
-        specs
-            .iter()
-            .map(|spec| {
-                let line = lines.next().ok_or_else(|| {
-                    Error::Other(format!("tmux did not start window {}", spec.window))
-                })?;
-                let (pane, pid) = line.split_once('\t').unwrap_or_default();
-                Ok(Spawned {
-                    pane_id: Some(pane.to_string()),
-                    pid: pid.trim().parse().ok(),
-                })
-            })
+        let mut results: Vec<Option<Result<Spawned>>> = specs.iter().map(|_| None).collect();
+        self.spawn_windows_each(specs, &mut |i, r| results[i] = Some(r));
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(Error::Other("tmux started nothing".into()))))
             .collect()
     }
 
+    /// As [`spawn_windows`](Self::spawn_windows), handing each window's result to `each`
+    /// (its index, in order, once each) as soon as it is known. Over the control channel
+    /// that is when tmux has answered the window's `pipe-pane`, while it makes the next
+    /// windows (16 windows take 100–700 ms on a busy server, and an attempt that ends
+    /// meanwhile is recorded only once its start is); each window's result is its own
+    /// (tmux runs every line of the channel however the one before went). Through a tmux
+    /// process (`source-file -`), when the script has run.
+    pub(super) fn spawn_windows_each(
+        &mut self,
+        specs: &[SpawnSpec],
+        each: &mut dyn FnMut(usize, Result<Spawned>),
+    ) {
+        let fail_from = |from: usize, e: &Error, each: &mut dyn FnMut(usize, Result<Spawned>)| {
+            for i in from..specs.len() {
+                each(i, Err(Error::Other(e.to_string())));
+            }
+        };
+        if let Err(e) = self.ensure_session().and_then(|_| self.sync_env()) {
+            return fail_from(0, &e, each);
+        }
+        let mut lines: Vec<String> = vec![];
+        let mut secrets: Vec<&str> = vec![];
+        for spec in specs {
+            match self.window_lines(spec) {
+                Ok(pair) => lines.extend(pair),
+                Err(e) => return fail_from(0, &e, each),
+            }
+            secrets.extend(spec.secret_env.iter().map(|(_, v)| v.as_str()));
+        }
+        let mut made: Option<std::result::Result<String, String>> = None;
+        let mut reported = 0;
+        let streamed = self.client.script_each(&lines, &secrets, &mut |i, reply| {
+            if i % 2 == 0 {
+                made = Some(reply);
+                return;
+            }
+            let w = i / 2;
+            let r = match (made.take(), reply) {
+                (Some(Ok(out)), Ok(_)) => spawned(&out, &specs[w]),
+                (Some(Err(e)), _) | (_, Err(e)) => Err(Error::Tmux {
+                    args: vec!["new-window".into(), specs[w].window.clone()],
+                    stderr: e,
+                }),
+                (None, Ok(_)) => Err(Error::Other(format!(
+                    "tmux did not start window {}",
+                    specs[w].window
+                ))),
+            };
+            each(w, r);
+            reported = w + 1;
+        });
+        match streamed {
+            Some(Ok(())) => fail_from(
+                reported,
+                &Error::Other("tmux gave no answer for this window".into()),
+                each,
+            ),
+            Some(Err(e)) => fail_from(reported, &e, each),
+            None => self.script_windows(specs, &lines, &secrets, each),
+        }
+    }
+
+    /// The windows' script through one tmux process, each result handed to `each` when it
+    /// has run (all failed when it fails).
+    fn script_windows(
+        &self,
+        specs: &[SpawnSpec],
+        lines: &[String],
+        secrets: &[&str],
+        each: &mut dyn FnMut(usize, Result<Spawned>),
+    ) {
+        let script: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let out = match self.client.run_script(&script, secrets) {
+            Ok(out) => out,
+            Err(e) => {
+                for i in 0..specs.len() {
+                    each(i, Err(Error::Other(e.to_string())));
+                }
+                return;
+            }
+        };
+        let mut made = out.lines().filter(|l| l.contains('\t'));
+        for (i, spec) in specs.iter().enumerate() {
+            let r = match made.next() {
+                Some(line) => spawned(line, spec),
+                None => Err(Error::Other(format!(
+                    "tmux did not start window {}",
+                    spec.window
+                ))),
+            };
+            each(i, r);
+        }
+    }
+
     /// The two script lines that start one attempt's window and stream its output.
-    fn window_lines(&self, spec: &SpawnSpec) -> Result<String> {
+    fn window_lines(&self, spec: &SpawnSpec) -> Result<[String; 2]> {
         let mut new_window = TmuxCommand::new();
         new_window.name("new-window");
         new_window.push_flag("-d");
@@ -144,11 +208,10 @@ impl TmuxBackend {
             .target_pane(format!("{}:={}", self.target_session(), spec.window))
             .shell_command(format!("exec cat >> {log}"))
             .build();
-        Ok(format!(
-            "{}\n{}\n",
+        Ok([
             command_line::command_line(new_window, &env)?,
-            command_line::command_line(pipe, &[])?
-        ))
+            command_line::command_line(pipe, &[])?,
+        ])
     }
 
     /// Give the run's session crewmux's own environment (once per process), so its panes
@@ -215,6 +278,23 @@ impl crate::backend::Launcher for TmuxBackend {
     fn spawn_many(&mut self, specs: &[SpawnSpec]) -> Vec<Result<Spawned>> {
         self.spawn_windows(specs)
     }
+
+    fn spawn_each(&mut self, specs: &[SpawnSpec], each: &mut dyn FnMut(usize, Result<Spawned>)) {
+        self.spawn_windows_each(specs, each);
+    }
+}
+
+/// The started window in `new-window -P`'s output (`<pane ref>\t<pid>`).
+fn spawned(out: &str, spec: &SpawnSpec) -> Result<Spawned> {
+    let line = out
+        .lines()
+        .find(|l| l.contains('\t'))
+        .ok_or_else(|| Error::Other(format!("tmux did not start window {}", spec.window)))?;
+    let (pane, pid) = line.split_once('\t').unwrap_or_default();
+    Ok(Spawned {
+        pane_id: Some(pane.to_string()),
+        pid: pid.trim().parse().ok(),
+    })
 }
 
 impl TmuxBackend {
