@@ -323,3 +323,53 @@ fn a_run_whose_control_client_is_killed_falls_back_reconnects_and_finishes_right
     assert!(log.matches("control channel up").count() >= 2, "{log}");
     assert_events_once(tmp.path());
 }
+
+/// A launch batch over the channel hands each window over as tmux answers for it: once
+/// each, in order, each with its own pane on the server, nothing run as a tmux process.
+#[test]
+fn a_launch_batch_hands_each_window_over_in_order_with_its_own_pane() {
+    use crewmux::backend::{Multiplexer, SpawnSpec};
+    let Some(server) = started("control-batch") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let launch = tmp.path().join("launch.sh");
+    std::fs::write(&launch, "exec sleep 1000\n").unwrap();
+    let specs: Vec<SpawnSpec> = (0..6)
+        .map(|i| SpawnSpec {
+            worker: format!("w{i}"),
+            attempt: 1,
+            nonce: format!("n{i}"),
+            window: format!("w{i}-1"),
+            cwd: tmp.path().to_path_buf(),
+            launch: launch.clone(),
+            log: tmp.path().join(format!("w{i}.log")),
+            env: vec![],
+            secret_env: vec![],
+            host: None,
+        })
+        .collect();
+    let mut backend =
+        crewmux::tmux::TmuxBackend::new(&server.socket, "run", vec![]).with_control_mode();
+    let mut launcher = backend
+        .launcher()
+        .expect("tmux starts attempts off the loop");
+    let mut got = vec![];
+    launcher.spawn_each(&specs, &mut |i, r| got.push((i, r)));
+    let order: Vec<usize> = got.iter().map(|(i, _)| *i).collect();
+    assert_eq!(order, [0, 1, 2, 3, 4, 5]);
+    let out = server.tmux(&["list-panes", "-s", "-t", "=run", "-F", "#{pane_id}"]);
+    let panes = String::from_utf8_lossy(&out.stdout).to_string();
+    let mut seen = std::collections::HashSet::new();
+    for (i, r) in got {
+        let pane = r
+            .unwrap_or_else(|e| panic!("window {i}: {e}"))
+            .pane_id
+            .unwrap();
+        let id = pane.split('@').next().unwrap().to_string();
+        assert!(panes.lines().any(|l| l == id), "{pane} not in {panes}");
+        assert!(seen.insert(id), "window {i} has another's pane");
+    }
+    let s = backend.client().control_stats().unwrap();
+    assert_eq!(s.fallbacks, 0, "{s:?}");
+}
