@@ -29,6 +29,7 @@ mod poller;
 mod prepare;
 mod publish;
 mod reap;
+mod release;
 mod result;
 mod saver;
 pub mod settle;
@@ -168,6 +169,8 @@ pub struct Driver {
     backend_kind: crate::domain::BackendKind,
     /// Looks at the backend off the loop, for a backend that may answer late.
     poller: Option<poller::PollThread>,
+    /// Wrappers of ended attempts waiting for their marker to be read (see `release`).
+    releases: release::Releases,
     opts: DriverOptions,
     watches: HashMap<String, Watch>,
     kills: Vec<PendingKill>,
@@ -309,7 +312,9 @@ impl Driver {
                 None => {
                     // A snapshot waiting to be shown shortens the wait (see `publish`).
                     let wait = period.saturating_sub(turns.last_tick.elapsed());
-                    wake.recv_timeout(self.show_wait().map_or(wait, |s| s.min(wait)))
+                    let soon = [self.show_wait(), self.releases.wait()];
+                    let wait = soon.into_iter().flatten().fold(wait, Duration::min);
+                    wake.recv_timeout(wait)
                 }
             };
             let mut answer = None;
@@ -366,6 +371,7 @@ impl Driver {
                 }
                 // Woken for a snapshot waiting to be shown, before the turn is due.
                 Err(RecvTimeoutError::Timeout) if turns.last_tick.elapsed() < period => {
+                    self.releases.turn(Instant::now());
                     self.publish(false, None, &mut emit);
                     continue;
                 }
@@ -469,6 +475,7 @@ impl Driver {
             changed |= self.apply(late, emit) > 0;
         }
         self.pace.end_turn(changed, Instant::now());
+        self.releases.turn(Instant::now());
         self.give_up_late_batch(emit);
         self.hard_kills();
         self.reap_due(false, emit);

@@ -339,6 +339,16 @@ impl Driver {
         if self.rate_limited.remove(&t.worker) && !matches!(exit, Ok((0, _))) {
             self.rotate_credential(&t.worker, t.attempt, emit);
         }
+        // Its wrapper waits for the marker to be read (this machine's attempts).
+        if self
+            .state
+            .worker(&t.worker)
+            .is_some_and(|w| w.host.is_none())
+        {
+            let read = watch.marker_code().is_some();
+            self.releases
+                .ended(&watch.dir, &watch.nonce, read, Instant::now());
+        }
         // Whatever the attempt started and left behind goes with it.
         self.reap_attempt(&t.worker, t.attempt);
         let setup_failed =

@@ -148,6 +148,7 @@ pub fn prepare(
             cwd: &cwd,
             stdin_file: launch.stdin_file.as_deref(),
             wait_for_log: is_tmux,
+            release_fifo: is_tmux && remote.is_none(),
             // A host without crewmux shows the raw output.
             render: launch
                 .render

@@ -35,6 +35,7 @@ impl Driver {
             backend_kind: backend.kind(),
             backend: poller::SharedBackend::new(backend),
             poller: None,
+            releases: Default::default(),
             opts,
             watches: HashMap::new(),
             kills: vec![],

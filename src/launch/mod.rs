@@ -3,6 +3,7 @@
 //! evidence", docs/tmux.md "Exit detection").
 
 mod marker;
+mod marker_wait;
 pub mod tail;
 
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use marker::{find_marker, strip_ansi, MarkerScanner, MARKER_PREFIX};
+pub use marker_wait::{make_release_fifo, release, MARKER_WAIT_S, RELEASE_FIFO};
 
 use crate::error::{Error, Result};
 use crate::store::write_replace;
@@ -82,8 +84,13 @@ pub struct WrapperSpec<'a> {
     /// A file fed to the agent on stdin (prompt by stdin); `None` keeps the pane's tty.
     pub stdin_file: Option<&'a Path>,
     /// Wait (up to 2 s) for `output.log` to exist before starting, so that tmux's
-    /// `pipe-pane` is attached before the agent prints its first byte.
+    /// `pipe-pane` is attached before the agent prints its first byte; and after the
+    /// marker, until it is in `output.log` (see `marker_wait`).
     pub wait_for_log: bool,
+    /// The driver lets the wrapper go once it has read the marker (through the attempt's
+    /// [`RELEASE_FIFO`], made here): this machine's attempts. Otherwise the wrapper looks
+    /// for the marker in `output.log` itself (an SSH host's).
+    pub release_fifo: bool,
     /// A filter the agent's stdout goes through (`crewmux pane-text …`); the wrapper adds
     /// `--raw <dir>/cli-events.jsonl` and keeps the agent's own exit status.
     pub render: Option<&'a [String]>,
@@ -142,21 +149,18 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
     } else {
         ""
     };
-    // tmux discards what it has not read of a pane's output once the pane's process is gone
-    // and its pty looks drained (a busy server lags behind a fast writer): the wrapper stays
-    // until its marker is in `output.log`, so everything printed before it is there too
-    // (up to 5 s; a stopped server does not hold the pane longer). The helpers of the wait
-    // do not carry the attempt's nonce: they are not the attempt's, and are not reaped.
-    let marker_wait = if spec.wait_for_log {
-        format!(
-            "unset {ATTEMPT_ENV}\n\
-             m='__CREWMUX_''EXIT_'{nonce}'__'\n\
-             i=0\n\
-             while [ \"$i\" -lt 50 ] && ! tail -c 1024 \"$dir/output.log\" 2>/dev/null | grep -qF \"$m\"; do sleep 0.1; i=$((i+1)); done\n",
-            nonce = q(spec.nonce)?,
-        )
+    let print_marker = format!(
+        "printf '\\n%s%s%s:%d\\n' '__CREWMUX_' 'EXIT_'{nonce} '__' \"$code\"\n",
+        nonce = q(spec.nonce)?
+    );
+    let print_marker = if spec.wait_for_log {
+        if spec.release_fifo {
+            marker_wait::make_release_fifo(&paths.dir)?;
+        }
+        marker_wait::print_and_wait(&print_marker, &q(spec.nonce)?, spec.release_fifo)
     } else {
-        String::new()
+        // The process backend: output goes to output.log directly.
+        format!("{print_marker}sleep 0.05\n")
     };
     let script = format!(
         "#!/bin/sh\n\
@@ -175,9 +179,7 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
          fi\n\
          printf '{{\"schema_version\":1,\"code\":%d,\"nonce\":\"%s\"}}\\n' \"$code\" {nonce} > \"$dir/.exit.json.tmp\" \\\n\
            && mv -f \"$dir/.exit.json.tmp\" \"$dir/exit.json\"\n\
-         printf '\\n%s%s%s:%d\\n' '__CREWMUX_' 'EXIT_'{nonce} '__' \"$code\"\n\
-         {marker_wait}\
-         sleep 0.05\n\
+         {print_marker}\
          exit \"$code\"\n",
         worker = spec.worker.replace('\n', " "),
         attempt = spec.attempt,
@@ -250,6 +252,7 @@ mod tests {
                 cwd: tmp.path(),
                 stdin_file: None,
                 wait_for_log: false,
+                release_fifo: false,
                 render,
             },
         )
@@ -333,6 +336,7 @@ mod tests {
             cwd: &gone,
             stdin_file: None,
             wait_for_log: false,
+            release_fifo: false,
             render: None,
         };
         write_wrapper(&paths, &spec).unwrap();
@@ -373,6 +377,7 @@ mod tests {
             cwd: tmp.path(),
             stdin_file: None,
             wait_for_log: true,
+            release_fifo: false,
             render: None,
         };
         write_wrapper(&paths, &spec).unwrap();
