@@ -283,12 +283,6 @@ impl Driver {
         })?;
         self.saves.start_thread(&self.store)?;
         self.reaps.start_thread()?;
-        // One queue for the loop: control messages, the launch and poll threads' results,
-        // and a wake-up whenever an attempt's `exit.json` appears (inotify, see
-        // `exit_watch`), so an exit is seen in milliseconds instead of at the next tick.
-        let (wake_tx, wake) = std::sync::mpsc::channel::<Wake>();
-        // Before the first inputs: the run's first batch starts off the loop too.
-        self.start_helpers(&wake_tx)?;
         let mut first = std::mem::take(&mut self.startup);
         first.push(Input::Start);
         self.apply(first, &mut emit);
@@ -296,7 +290,13 @@ impl Driver {
         self.finished |= self.state.status.is_final();
         self.save(&mut emit);
         self.show_now(&mut emit);
+        // One queue for the loop: control messages, the launch and poll threads' results,
+        // and a wake-up whenever an attempt's `exit.json` appears (inotify, see
+        // `exit_watch`), so an exit is seen in milliseconds instead of at the next tick.
+        let (wake_tx, wake) = std::sync::mpsc::channel::<Wake>();
         observe::forward_controls(control, wake_tx.clone())?;
+        // After the first batch: an SSH host's launcher is made once its link is up.
+        self.start_helpers(&wake_tx)?;
         // Attempts a lost host was left running (saved by an earlier driver too).
         self.end_left_on_hosts();
         let _watcher = exit_watch::watch(&self.store.dir().join("workers"), wake_tx);

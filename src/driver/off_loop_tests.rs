@@ -114,8 +114,8 @@ fn wait(gate: &Gate) {
         .unwrap();
 }
 
-/// The scripted run with its first `n` workers only and no checks, driven by `mux` on a
-/// thread; its events come on the receiver.
+/// A run of `n` workers at once and no checks, driven by `mux` on a thread; its events
+/// come on the receiver.
 fn drive(
     tmp: &std::path::Path,
     n: usize,
@@ -126,7 +126,16 @@ fn drive(
     std::thread::JoinHandle<Result<crate::domain::RunState>>,
 ) {
     let (store, mut state, _) = scripted(tmp);
-    state.workers.truncate(n);
+    let template = state.workers[0].clone();
+    state.workers = (0..n)
+        .map(|i| {
+            let mut w = template.clone();
+            w.id = format!("w{i}");
+            w.order = i as u32;
+            w
+        })
+        .collect();
+    state.parallel = n;
     state.checks.clear();
     store.save_state(&state).unwrap();
     let opts = DriverOptions {
@@ -238,7 +247,7 @@ impl Launcher for GatedLaunches {
             each(
                 i,
                 Ok(Spawned {
-                    pane_id: Some(format!("%{i}")),
+                    pane_id: Some(format!("%{}", spec.worker)),
                     pid: None,
                 }),
             );
@@ -254,8 +263,13 @@ impl Multiplexer for Batches {
         BackendKind::Tmux
     }
 
-    fn spawn(&mut self, _spec: &SpawnSpec) -> Result<Spawned> {
-        panic!("attempts start on the launch thread")
+    /// The run's first batch starts on the loop, at once.
+    fn spawn(&mut self, spec: &SpawnSpec) -> Result<Spawned> {
+        self.0.started.lock().unwrap().push(spec.clone());
+        Ok(Spawned {
+            pane_id: Some(format!("%{}", spec.worker)),
+            pid: None,
+        })
     }
 
     fn launcher(&mut self) -> Option<Box<dyn Launcher>> {
@@ -290,9 +304,11 @@ fn an_attempt_is_recorded_and_its_exit_too_while_the_rest_of_its_batch_starts() 
         gate: rest.clone(),
         started: started.clone(),
     });
-    // Two workers, two at once: one batch.
-    let (ctl, events, run) = drive(tmp.path(), 2, Box::new(mux));
-    let first = nth_started(&started, 0);
+    // The run's first batch starts on the loop; the two workers past it are the launch
+    // thread's first batch.
+    let n = super::LAUNCH_BATCH + 2;
+    let (ctl, events, run) = drive(tmp.path(), n, Box::new(mux));
+    let first = nth_started(&started, n - 2);
     exit_now(&first);
     let took = completed_within(&events, &first.worker);
     assert!(
@@ -301,11 +317,11 @@ fn an_attempt_is_recorded_and_its_exit_too_while_the_rest_of_its_batch_starts() 
     );
     assert_eq!(
         started.lock().unwrap().len(),
-        1,
+        n - 1,
         "the batch is still starting"
     );
     open(&rest);
-    let second = nth_started(&started, 1);
+    let second = nth_started(&started, n - 1);
     exit_now(&second);
     completed_within(&events, &second.worker);
     drop(ctl);
