@@ -55,6 +55,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("driver", 3),
     ("cli", 4),
     ("cli_error", 4),
+    ("cli_values", 4),
     ("commands", 4),
     ("config", 4),
     ("tui", 4),
