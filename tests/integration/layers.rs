@@ -7,7 +7,7 @@
 //! | 1 engine | `engine` | the pure state machine of a run |
 //! | 2 adapters | `backend`, `tmux`, `process`, `store`, `launch`, `providers`, `creds`, `team`, `clarification`, `council`, `logging`, `workspace`, `hosts` | files, processes, tmux, agent CLIs, team files, the clarification gate and waiting detection, the council's critics and report, git worktrees, SSH hosts |
 //! | 3 driver | `driver` | the async loop joining engine and adapters |
-//! | 4 edge | `cli`, `commands`, `tui`, `sim` | what the binary runs: flags, commands, the dashboard, the simulated agent |
+//! | 4 edge | `cli`, `cli_error`, `cli_values`, `commands`, `tui`, `sim` | what the binary runs: flags, commands, the dashboard, the simulated agent |
 //!
 //! Two rules sit on top of the layers:
 //! - The concrete multiplexers (`tmux`, `process`, and the `tmux_interface` crate) are reached
