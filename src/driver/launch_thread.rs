@@ -64,14 +64,21 @@ impl Drop for LaunchThread {
     fn drop(&mut self) {
         self.jobs = None;
         if let Some(t) = self.thread.take() {
-            let end = std::time::Instant::now() + std::time::Duration::from_secs(1);
-            while !t.is_finished() && std::time::Instant::now() < end {
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            if t.is_finished() && t.join().is_err() {
-                tracing::warn!("the launch thread panicked");
-            }
+            join_within(t, std::time::Duration::from_secs(1), "launch");
         }
+    }
+}
+
+/// Join `thread` once it ends, waiting `bound` at most (looked at every 5 ms): a thread
+/// still in a call then (a server that does not answer) ends by its own limit, unwaited.
+/// A panic is logged as of "the `name` thread".
+pub(super) fn join_within(thread: JoinHandle<()>, bound: std::time::Duration, name: &str) {
+    let end = std::time::Instant::now() + bound;
+    while !thread.is_finished() && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    if thread.is_finished() && thread.join().is_err() {
+        tracing::warn!("the {name} thread panicked");
     }
 }
 

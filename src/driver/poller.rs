@@ -185,13 +185,7 @@ impl Drop for PollThread {
     fn drop(&mut self) {
         self.jobs = None;
         if let Some(t) = self.thread.take() {
-            let end = std::time::Instant::now() + std::time::Duration::from_secs(1);
-            while !t.is_finished() && std::time::Instant::now() < end {
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            if t.is_finished() && t.join().is_err() {
-                tracing::warn!("the poll thread panicked");
-            }
+            super::launch_thread::join_within(t, std::time::Duration::from_secs(1), "poll");
         }
     }
 }
