@@ -6,6 +6,11 @@
 //! before it is there too. The wait lasts 5 s at most (a stopped server, or no driver,
 //! does not hold the pane longer).
 //!
+//! The FIFO is removed when the wait ends, so an ended attempt's directory holds regular
+//! files only: a program that reads every file of a run (a backup, a search, a test that
+//! looks for secrets) would otherwise block opening it, waiting for a writer that never
+//! comes.
+//!
 //! Locally the wait forks one process and runs nothing while it waits: the wrapper blocks
 //! reading the attempt's FIFO [`RELEASE_FIFO`] (made with the attempt's files), and the
 //! driver, which reads every `output.log` anyway, writes a line into it once it has read
@@ -86,6 +91,7 @@ pub(super) fn print_and_wait(marker: &str, nonce: &str, fifo: bool) -> String {
              read -r _ <&3\n\
              kill $! 2>/dev/null\n\
              exec 3<&-\n\
+             rm -f \"$f\"\n\
              else\n\
              {marker}\
              fi\n"
@@ -203,6 +209,10 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert!(gone(), "the sleep outlived the wait");
+        assert!(
+            !tmp.path().join(RELEASE_FIFO).exists(),
+            "the FIFO outlived the wait"
+        );
     }
 
     #[test]
@@ -218,5 +228,7 @@ mod tests {
             took >= bound - Duration::from_millis(500) && took < bound * 2,
             "left after {took:?}"
         );
+        // Nothing is left that would block a reader of every file of the run.
+        assert!(!tmp.path().join(RELEASE_FIFO).exists());
     }
 }
