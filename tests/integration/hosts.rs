@@ -93,8 +93,10 @@ fn a_team_on_local_and_an_ssh_host_finishes_with_the_right_exit_codes() {
     for f in ["launch.sh", "prompt.md", "exit.json", "output.log"] {
         assert!(
             there.join(f).exists(),
-            "{f} on the host in {}",
-            there.display()
+            "{f} on the host in {}\nstderr: {}\nlog: {}",
+            there.display(),
+            String::from_utf8_lossy(&out.stderr),
+            std::fs::read_to_string(tmp.path().join(".crewmux/crewmux.log")).unwrap_or_default()
         );
     }
     let local = run.join("workers/there-ok/attempt-1");
