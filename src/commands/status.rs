@@ -87,6 +87,9 @@ pub fn status_text(state: &RunState, driven: bool) -> String {
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| "-".into())
         ));
+        if let Some(p) = w.placement() {
+            s.push_str(&format!("  {p}\n"));
+        }
         if let Some(u) = usage.get(&w.id) {
             s.push_str(&format!("  usage: {}\n", u.short()));
         }
@@ -196,4 +199,35 @@ fn list_runs(project: &std::path::Path, json: bool) -> Result<i32> {
         }
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The line after the row of worker `id` in `text`.
+    fn line_after<'a>(text: &'a str, id: &str) -> &'a str {
+        let mut lines = text.lines().skip_while(|l| !l.starts_with(id));
+        lines.next();
+        lines.next().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_worker_moved_off_a_lost_host_and_one_on_a_host_say_where_they_run() {
+        let mut run = crate::tui::fixtures::crazy_run();
+        run.workers[0].moved_from = Some("box".into());
+        run.workers[0].attempt = 2;
+        run.workers[0].status = crate::domain::WorkerStatus::Running;
+        run.workers[1].host = Some("box".into());
+        let text = super::status_text(&run, true);
+        assert_eq!(
+            line_after(&text, &run.workers[0].id),
+            "  attempt 2 on local (box lost)",
+            "{text}"
+        );
+        assert_eq!(line_after(&text, &run.workers[1].id), "  on box", "{text}");
+        assert_eq!(
+            text.matches("box").count(),
+            2,
+            "no other worker names a host: {text}"
+        );
+    }
 }

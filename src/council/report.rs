@@ -38,6 +38,9 @@ pub struct ReportWorker {
     pub reason: Option<String>,
     /// The text of its last result file, if any.
     pub result_text: Option<String>,
+    /// Where it ran when a host is involved (`on box`, `attempt 2 on local (box lost)`);
+    /// `None` for a worker that only ever ran on this machine.
+    pub placement: Option<String>,
 }
 
 /// Everything the merge needs, in display order.
@@ -136,6 +139,9 @@ fn write_workers(out: &mut String, workers: &[ReportWorker]) -> fmt::Result {
     out.push('\n');
     for w in workers {
         writeln!(out, "### {} ({})\n", w.id, w.role)?;
+        if let Some(placement) = &w.placement {
+            writeln!(out, "Ran {placement}.\n")?;
+        }
         if let Some(reason) = &w.reason {
             writeln!(out, "Ended {}: {}\n", w.status, one_line(reason))?;
         }

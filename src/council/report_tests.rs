@@ -36,6 +36,7 @@ fn worker(id: &str, kind: WorkerKind, round: u32, status: WorkerStatus) -> Repor
         attempts: 1,
         reason: None,
         result_text: None,
+        placement: None,
     }
 }
 
@@ -187,4 +188,27 @@ fn excerpts_are_cut_by_lines_and_characters() {
 fn the_merge_is_deterministic() {
     let input = run_with_a_fix_round();
     assert_eq!(merge_report(&input), merge_report(&input));
+}
+
+#[test]
+fn a_worker_moved_off_a_lost_host_says_where_it_ran() {
+    let mut moved = worker("backend", WorkerKind::Worker, 0, WorkerStatus::Completed);
+    moved.attempts = 2;
+    moved.placement = Some("attempt 2 on local (box lost)".to_string());
+    let report = merge_report(&ReportInput {
+        run_id: "r".into(),
+        problem: "p".into(),
+        team: "t".into(),
+        clarifications: vec![],
+        workers: vec![
+            moved,
+            worker("tests", WorkerKind::Check, 0, WorkerStatus::Completed),
+        ],
+        verify_passes: vec![],
+    });
+    assert!(
+        report.contains("### backend (backend-engineer)\n\nRan attempt 2 on local (box lost).\n"),
+        "{report}"
+    );
+    assert_eq!(report.matches("Ran ").count(), 1, "{report}");
 }

@@ -66,12 +66,15 @@ pub enum EventKind {
     PlanNotice,
     /// A completed attempt's result was taken from its output after its exit.
     ResultTaken,
+    /// A worker's SSH host was lost: the worker runs on this machine from then on (its
+    /// next attempt, or the one held back while the host did not answer).
+    WorkerMoved,
     /// A name this build does not know.
     Other(String),
 }
 
 /// Every known kind, for parsing.
-const KNOWN: [EventKind; 42] = [
+const KNOWN: [EventKind; 43] = [
     EventKind::WorkerStarted,
     EventKind::WorkerRelaunched,
     EventKind::WorkerResumed,
@@ -114,6 +117,7 @@ const KNOWN: [EventKind; 42] = [
     EventKind::RunReopened,
     EventKind::PlanNotice,
     EventKind::ResultTaken,
+    EventKind::WorkerMoved,
 ];
 
 impl EventKind {
@@ -162,6 +166,7 @@ impl EventKind {
             EventKind::RunReopened => "run-reopened",
             EventKind::PlanNotice => "plan-notice",
             EventKind::ResultTaken => "result-taken",
+            EventKind::WorkerMoved => "worker-moved",
             EventKind::Other(name) => name,
         }
     }

@@ -164,6 +164,11 @@ pub struct WorkerState {
     /// The SSH host (a `hosts.toml` name) the worker runs on; `None` is this machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// The SSH host this worker was moved off when that host was lost: it runs on this
+    /// machine since (`host` is `None`). Kept for what the person reads (`status`, the
+    /// roster, the report: `attempt 2 on local (box lost)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved_from: Option<String>,
     /// Dependencies, stall detection, retry back-off and the rate-limit mark.
     #[serde(default)]
     pub flow: super::FlowState,
@@ -202,6 +207,30 @@ pub struct DispatchRecord {
     /// that reattaches later. Cleared once they are.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub left_on_host: bool,
+    /// This attempt runs on this machine because its worker's SSH host (named here) was
+    /// lost; `None` for every other attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved_from: Option<String>,
+}
+
+impl WorkerState {
+    /// Where the worker runs, in words, when a host is involved: `on box` (an SSH host),
+    /// `attempt 2 on local (box lost)` (moved here when its host was lost; `next attempt
+    /// on local (box lost)` while the attempt waits to start); `None` for a worker that
+    /// only ever ran on this machine.
+    pub fn placement(&self) -> Option<String> {
+        let local = super::LOCAL_HOST;
+        match (&self.host, &self.moved_from) {
+            (Some(h), _) => Some(format!("on {h}")),
+            (None, Some(lost)) if self.status == WorkerStatus::Pending || self.attempt == 0 => {
+                Some(format!("next attempt on {local} ({lost} lost)"))
+            }
+            (None, Some(lost)) => {
+                Some(format!("attempt {} on {local} ({lost} lost)", self.attempt))
+            }
+            (None, None) => None,
+        }
+    }
 }
 
 /// The part of a stored pane reference a person reads: `%3` of `%3@4242.1796074715`,

@@ -112,6 +112,7 @@ pub fn write_report(state: &RunState, store: &RunStore) -> Result<(PathBuf, u64)
                 attempts: w.attempt,
                 reason: w.reason.clone(),
                 result_text: read(w.result.as_deref()),
+                placement: w.placement(),
             })
             .collect(),
         verify_passes: if state.council_history.is_empty() {

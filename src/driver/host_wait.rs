@@ -146,18 +146,10 @@ impl Driver {
         inputs
     }
 
-    /// `host` is lost: what was held back for it is the engine's to move here.
-    pub(super) fn host_lost_held(&mut self, host: &str, emit: &mut impl FnMut(Update)) {
-        let (gone, keep): (Vec<Held>, Vec<Held>) = std::mem::take(&mut self.host_wait.held)
-            .into_iter()
-            .partition(|h| h.host == host);
-        self.host_wait.held = keep;
-        for h in gone {
-            emit(Update::Notice(format!(
-                "{}#{}: host {host} was lost before it started there; it runs on local",
-                h.worker, h.attempt
-            )));
-        }
+    /// `host` is lost: what was held back for it is the engine's to move here (its
+    /// `worker-moved` event says so).
+    pub(super) fn host_lost_held(&mut self, host: &str) {
+        self.host_wait.held.retain(|h| h.host != host);
     }
 
     /// A kill of an attempt held back for its host: it never started, so it ends at once

@@ -9,14 +9,10 @@ use crate::engine::Input;
 impl Driver {
     /// `HostLost` for each host the backend found `lost` (drained with the poll); the
     /// attempts still running there are to be ended when it answers again.
-    pub(super) fn lost_hosts(
-        &mut self,
-        lost: Vec<(String, String)>,
-        emit: &mut impl FnMut(Update),
-    ) -> Vec<Input> {
+    pub(super) fn lost_hosts(&mut self, lost: Vec<(String, String)>) -> Vec<Input> {
         let mut inputs = vec![];
         for (host, detail) in lost {
-            self.host_lost_held(&host, emit);
+            self.host_lost_held(&host);
             let nonces: Vec<String> = self
                 .state
                 .dispatches

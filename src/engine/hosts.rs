@@ -8,7 +8,7 @@
 //! In a run spread with `--hosts`, each listed host runs at most its share at once.
 
 use super::{ending, Effects, RunMemory};
-use crate::domain::{RunState, WorkerState, WorkerStatus};
+use crate::domain::{EventKind, RunState, WorkerState, WorkerStatus, LOCAL_HOST};
 
 /// How a lost host's reason starts (`host lost: box unreachable for 120 s (…)`); the
 /// event line reads `crashed (host lost): box unreachable …`.
@@ -23,6 +23,8 @@ pub(super) fn on_host_lost(
     fx: &mut Effects,
 ) {
     let mut live = vec![];
+    // (worker, attempt its event names, what it says): each worker that runs here from now on.
+    let mut moved: Vec<(String, u32, String)> = vec![];
     let started: std::collections::HashSet<(String, u32)> = state
         .dispatches
         .iter()
@@ -35,17 +37,23 @@ pub(super) fn on_host_lost(
     {
         if w.status == WorkerStatus::Starting && !started.contains(&(w.id.clone(), w.attempt)) {
             // Held back while its host did not answer: it starts here, as the same attempt.
+            let said =
+                format!("host {host} was lost before it started there; it runs on {LOCAL_HOST}");
+            moved.push((w.id.clone(), w.attempt, said.clone()));
             w.attempt = w.attempt.saturating_sub(1);
             w.status = WorkerStatus::Pending;
-            w.reason = Some(format!(
-                "host {host} was lost before it started there; it runs on local"
-            ));
-            w.host = None;
+            w.reason = Some(said);
+            move_here(w, host);
         } else if w.status.is_live() {
             live.push((w.id.clone(), w.attempt, w.attempt < w.max_attempts));
         } else {
             // Not started yet: it runs here from now on.
-            w.host = None;
+            moved.push((
+                w.id.clone(),
+                w.attempt,
+                format!("host {host} was lost; it runs on {LOCAL_HOST}"),
+            ));
+            move_here(w, host);
         }
     }
     for (worker, attempt, _) in &live {
@@ -74,10 +82,31 @@ pub(super) fn on_host_lost(
         // (a retry, or a cancel that leaves it pending) runs here.
         if let Some(w) = state.worker_mut(&worker) {
             if !w.status.is_terminal() {
-                w.host = None;
+                move_here(w, host);
+                moved.push((
+                    worker,
+                    attempt,
+                    format!(
+                        "host {host} was lost during attempt {attempt}; the next attempt runs on {LOCAL_HOST}"
+                    ),
+                ));
             }
         }
     }
+    for (worker, attempt, said) in moved {
+        fx.event(
+            EventKind::WorkerMoved,
+            Some((&worker, attempt)),
+            "engine",
+            said,
+        );
+    }
+}
+
+/// `w` runs on this machine from now on, because `host` was lost.
+fn move_here(w: &mut WorkerState, host: &str) {
+    w.host = None;
+    w.moved_from = Some(host.to_string());
 }
 
 /// True when `w`'s host already runs as many workers as its share (`host_slots`: a run
@@ -99,7 +128,7 @@ pub(super) fn host_full(state: &RunState, w: &WorkerState) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use crate::domain::WorkerStatus;
+    use crate::domain::{EventKind, WorkerStatus};
     use crate::engine::tests::{exited, launched, launches, run, t0};
     use crate::engine::{update, Effect, Input, RunMemory};
 
@@ -187,6 +216,75 @@ mod tests {
             "a pending worker of that host runs here"
         );
         assert_eq!(s.workers[2].host.as_deref(), Some("other"));
+        assert_eq!(s.workers[2].moved_from, None);
+    }
+
+    #[test]
+    fn a_worker_moved_off_a_lost_host_says_so_in_an_event_its_record_and_its_placement() {
+        let mut s = run(2, 2);
+        let mut mem = RunMemory::default();
+        running_on_box(&mut s.workers[0], 2);
+        s.workers[1].host = Some("box".into());
+        let fx = lose_box(&mut s, &mut mem);
+        let moved: Vec<(Option<String>, Option<u32>, String)> = fx
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Event(ev) if ev.kind == EventKind::WorkerMoved => {
+                    Some((ev.worker.clone(), ev.attempt, ev.message.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            moved,
+            vec![
+                (
+                    Some("w1".into()),
+                    Some(0),
+                    "host box was lost; it runs on local".into()
+                ),
+                (
+                    Some("w0".into()),
+                    Some(1),
+                    "host box was lost during attempt 1; the next attempt runs on local".into()
+                ),
+            ]
+        );
+        let w = &s.workers[0];
+        assert_eq!(w.moved_from.as_deref(), Some("box"));
+        assert_eq!(
+            w.placement().as_deref(),
+            Some("next attempt on local (box lost)")
+        );
+        // The retry starts here: its record and its start say where and why.
+        s.workers[0].flow.retry_at = None;
+        s.workers[0].status = WorkerStatus::Starting;
+        s.workers[0].attempt = 2;
+        let fx = update(
+            &mut s,
+            &mut mem,
+            t0(),
+            Input::Launched {
+                worker: "w0".into(),
+                attempt: 2,
+                nonce: "n2".into(),
+                prompt_path: "/p/w0/attempt-2/prompt.md".into(),
+                backend: "tmux".into(),
+                pane_id: Some("%1".into()),
+                pid: Some(42),
+                credential_label: None,
+            },
+        );
+        let d = s.dispatches.last().unwrap();
+        assert_eq!(
+            (d.attempt, d.host.as_deref(), d.moved_from.as_deref()),
+            (2, None, Some("box"))
+        );
+        assert!(format!("{fx:?}").contains("on local (box lost)"), "{fx:?}");
+        assert_eq!(
+            s.workers[0].placement().as_deref(),
+            Some("attempt 2 on local (box lost)")
+        );
     }
 
     #[test]
@@ -231,6 +329,7 @@ mod tests {
             credential_label: None,
             host: Some("box".into()),
             left_on_host: false,
+            moved_from: None,
         };
         for (i, status) in [WorkerStatus::Running, WorkerStatus::Completed]
             .into_iter()

@@ -123,6 +123,7 @@ fn on_launched(
     }
     w.status = WorkerStatus::Running;
     let host = w.host.clone();
+    let moved_from = w.moved_from.clone().filter(|_| host.is_none());
     w.pane_id = launch.pane_id.clone();
     w.pid = launch.pid;
     w.started_at = Some(fx.now);
@@ -155,12 +156,16 @@ fn on_launched(
         credential_label: launch.credential_label,
         host,
         left_on_host: false,
+        moved_from: moved_from.clone(),
     });
+    let moved_note = moved_from
+        .map(|lost| format!(" on {} ({lost} lost)", crate::domain::LOCAL_HOST))
+        .unwrap_or_default();
     fx.event(
         EventKind::WorkerStarted,
         Some((worker, attempt)),
         "engine",
-        format!("attempt {attempt} running in {where_}{label_note}"),
+        format!("attempt {attempt} running in {where_}{moved_note}{label_note}"),
     );
 }
 

@@ -339,6 +339,7 @@ pub fn blank_worker(
         cwd: None,
         order: 100,
         host: None,
+        moved_from: None,
         flow: Default::default(),
     }
 }

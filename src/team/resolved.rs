@@ -85,6 +85,7 @@ impl ResolvedWorker {
             cwd: self.cwd.clone(),
             order: self.order,
             host: self.host.clone(),
+            moved_from: None,
             flow: crate::domain::FlowState {
                 after: self.after.clone(),
                 on_upstream_failure: self.on_upstream_failure,

@@ -34,6 +34,7 @@ fn with_gone_pane() -> (RunState, UiState) {
         credential_label: None,
         host: None,
         left_on_host: false,
+        moved_from: None,
     });
     // The roster's order is not the state's: select `testing` by what the roster shows.
     let selected = (0..run.workers.len())

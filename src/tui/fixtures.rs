@@ -56,6 +56,7 @@ pub fn worker(id: &str, role: &str, status: WorkerStatus) -> WorkerState {
         cwd: None,
         order: 0,
         host: None,
+        moved_from: None,
         flow: Default::default(),
     }
 }

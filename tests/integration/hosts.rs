@@ -302,6 +302,31 @@ fn a_host_gone_for_good_crashes_its_worker_as_host_lost_and_the_retry_runs_on_lo
         "{first}"
     );
     assert!(state_worker(&state, "far")["host"].is_null());
+    // The move leaves a trace: an event, the retry's record, the summary, `status`.
+    let second = &state["dispatches"][1];
+    assert_eq!(
+        (second["host"].as_str(), second["moved_from"].as_str()),
+        (None, Some("box")),
+        "{second}"
+    );
+    assert_eq!(w["placement"], "attempt 2 on local (box lost)", "{s}");
+    let events = std::fs::read_to_string(only_run_dir(tmp.path()).join("events.jsonl")).unwrap();
+    assert_eq!(
+        events.matches("\"worker-moved\"").count(),
+        1,
+        "one move, said once: {events}"
+    );
+    let status = run_with_host(
+        tmp.path(),
+        &server.socket,
+        &host,
+        &["status", s["run_id"].as_str().unwrap()],
+    );
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains("  attempt 2 on local (box lost)\n"),
+        "{status}"
+    );
     let run = only_run_dir(tmp.path());
     let log = std::fs::read_to_string(run.join("workers/far/attempt-2/output.log")).unwrap();
     assert!(log.contains("ran here"), "{log}");

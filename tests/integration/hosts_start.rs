@@ -65,13 +65,20 @@ fn a_host_down_when_the_run_starts_is_waited_for_then_its_worker_runs_on_local()
     // the worker runs here.
     let err = String::from_utf8_lossy(&out.stderr);
     let down = err.find("host box does not answer");
-    let moved = err.find("far#1: host box was lost before it started there; it runs on local");
+    let moved =
+        err.find("far#1 worker-moved: host box was lost before it started there; it runs on local");
     assert!(down.is_some() && moved > down, "{err}");
     let state = try_state(tmp.path()).unwrap();
     let dispatches = state["dispatches"].as_array().unwrap();
     assert_eq!(dispatches.len(), 1, "{dispatches:?}");
     assert!(dispatches[0]["host"].is_null(), "{dispatches:?}");
+    assert_eq!(dispatches[0]["moved_from"], "box", "{dispatches:?}");
     assert!(state_worker(&state, "far")["host"].is_null());
+    assert_eq!(
+        worker(&s, "far")["placement"],
+        "attempt 1 on local (box lost)",
+        "{s}"
+    );
     let run = only_run_dir(tmp.path());
     let output = std::fs::read_to_string(run.join("workers/far/attempt-1/output.log")).unwrap();
     assert!(output.contains("ran here"), "{output}");

@@ -1,5 +1,5 @@
 //! The roster's `host` column: where each worker runs (`local`, or the `hosts.toml` name of
-//! its SSH host). Shown only in a run that uses a host other than this machine, so a run
+//! its SSH host; `local (box lost)` for a worker moved here when its host was lost). Shown only in a run that uses a host other than this machine, so a run
 //! that never leaves it keeps its columns.
 
 use ratatui::style::{Color, Style};
@@ -15,8 +15,12 @@ pub fn width(run: &RunState) -> Option<u16> {
     let hosts = run
         .workers
         .iter()
-        .filter_map(|w| w.host.as_deref())
-        .chain(run.dispatches.iter().filter_map(|d| d.host.as_deref()));
+        .filter_map(|w| {
+            w.host
+                .clone()
+                .or_else(|| w.moved_from.as_deref().map(moved))
+        })
+        .chain(run.dispatches.iter().filter_map(|d| d.host.clone()));
     let mut widest = None;
     for h in hosts {
         widest = Some(widest.unwrap_or(LOCAL.len()).max(h.chars().count()));
@@ -24,12 +28,22 @@ pub fn width(run: &RunState) -> Option<u16> {
     widest.map(|w| w.min(16) as u16)
 }
 
-/// The cell of `w`: its host, `local` in grey.
+/// The cell of `w`: its host, `local` in grey, `local (box lost)` in yellow for a worker
+/// moved here when its host was lost.
 pub fn cell(w: &WorkerState) -> Cell<'static> {
-    match &w.host {
-        Some(h) => Cell::from(Span::styled(h.clone(), Style::default().fg(Color::Cyan))),
-        None => Cell::from(Span::styled(LOCAL, Style::default().fg(Color::Gray))),
+    match (&w.host, &w.moved_from) {
+        (Some(h), _) => Cell::from(Span::styled(h.clone(), Style::default().fg(Color::Cyan))),
+        (None, Some(lost)) => Cell::from(Span::styled(
+            moved(lost),
+            Style::default().fg(Color::Yellow),
+        )),
+        (None, None) => Cell::from(Span::styled(LOCAL, Style::default().fg(Color::Gray))),
     }
+}
+
+/// The cell text of a worker moved here off the lost host `lost`.
+fn moved(lost: &str) -> String {
+    format!("{LOCAL} ({lost} lost)")
 }
 
 #[cfg(test)]
@@ -90,8 +104,22 @@ mod tests {
             credential_label: None,
             host: Some("box".into()),
             left_on_host: false,
+            moved_from: None,
         });
         assert_eq!(super::width(&run), Some(5));
+    }
+
+    #[test]
+    fn a_worker_moved_off_a_lost_host_reads_local_and_the_host_it_lost() {
+        let mut run = fixtures::crazy_run();
+        run.workers[0].moved_from = Some("box".into());
+        assert_eq!(super::width(&run), Some("local (box lost)".len() as u16));
+        let text = format!("{}", draw(&run, 140));
+        let row = text
+            .lines()
+            .find(|l| l.contains(&run.workers[0].id))
+            .unwrap();
+        assert!(row.contains("local (box lost)"), "{row}");
     }
 
     #[test]
