@@ -20,7 +20,10 @@ impl TmuxBackend {
         if self.client.has_session(&self.session) {
             return Ok(());
         }
-        self.env_synced = false;
+        // A new session here gets crewmux's environment again; one on another machine
+        // keeps that host's own (this machine's variables mean nothing there, and its
+        // secrets must not reach the host's tmux: a launch carries what a pane needs).
+        self.env_synced = self.client.is_remote();
         match self.new_session() {
             // With no server yet, the question above (or the control channel's first
             // `attach-session`) starts one that finds no session and exits; a call that

@@ -407,10 +407,8 @@ fn a_host_of_another_system_shows_raw_output_and_refuses_sim_when_the_run_is_pla
     let uname = tools.path().join("uname");
     std::fs::write(&uname, "#!/bin/sh\necho 'Darwin arm64'\n").unwrap();
     std::fs::set_permissions(&uname, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let host = SshHost::start_with(&format!(
-        "SetEnv PATH={}:/usr/local/bin:/usr/bin:/bin\n",
-        tools.path().display()
-    ));
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", tools.path().display());
+    let host = SshHost::start_with_env(&[("PATH", &path)]);
     let said = host.ssh(&["uname", "-sm"]);
     assert_eq!(String::from_utf8_lossy(&said.stdout).trim(), "Darwin arm64");
     let server = TmuxServer::new("hosts-helper-foreign");

@@ -1,7 +1,9 @@
 //! An API key from the credential store reaches a remote agent only through the
 //! environment of its launch: it is in the agent's environment on the host, and in no
 //! file under the host's workdir, its tmux socket directory or the SSH control
-//! directory, nor in any process's argv (`/proc/*/cmdline` on the host).
+//! directory, nor in any process's argv (`/proc/*/cmdline` on the host), nor in the
+//! host's tmux session or global environment. Nothing else of this machine's environment
+//! reaches the host: the remote session keeps the host's own.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -14,6 +16,8 @@ use crate::support::*;
 
 const PASS: &str = "hosts key test passphrase";
 const KEY: &str = "sk-sim-RemoteHostKEY-7e3a91c04b";
+/// A variable set only in the environment of the crewmux that drives the run.
+const HERE_ONLY: &str = "CREWMUX_TEST_SET_ONLY_HERE";
 
 const TEAM: &str = r#"
 [[worker]]
@@ -57,7 +61,8 @@ fn holds_key(bytes: &[u8]) -> bool {
 }
 
 #[test]
-fn a_stored_key_reaches_the_remote_agent_only_through_its_environment() {
+fn a_stored_key_reaches_the_remote_agent_only_through_its_launch_and_nothing_else_of_this_machine_does(
+) {
     if !sshd_ready("hosts_keys") {
         return;
     }
@@ -101,6 +106,7 @@ fn a_stored_key_reaches_the_remote_agent_only_through_its_environment() {
     let child = crewmux_on_host(tmp.path(), &server.socket, &host, &args)
         .env("CREWMUX_CONFIG_DIR", &config)
         .env("CREWMUX_CREDENTIAL_PASSPHRASE", PASS)
+        .env(HERE_ONLY, "this machine only")
         .spawn()
         .unwrap();
     wait_running_remotely(tmp.path(), "keyed");
@@ -129,6 +135,25 @@ fn a_stored_key_reaches_the_remote_agent_only_through_its_environment() {
         reached,
         "the key is not in the agent's environment on the host"
     );
+    let here_only = format!("{HERE_ONLY}=");
+    assert!(
+        !environ
+            .split(|&b| b == 0)
+            .any(|kv| kv.starts_with(here_only.as_bytes())),
+        "{HERE_ONLY}, set only on this machine, reached the agent on the host"
+    );
+    // The host's tmux holds neither: the key went with the launch of the agent's window
+    // only, and this machine's environment was not copied into the session.
+    for scope in [format!("-t=crewmux-{run_id}"), "-g".to_string()] {
+        let env = host.ssh(&["tmux", "-L", &host.tmux_socket, "show-environment", &scope]);
+        let text = String::from_utf8_lossy(&env.stdout);
+        assert!(env.status.success(), "show-environment {scope}: {env:?}");
+        assert!(!holds_key(&env.stdout), "the key is in tmux's {scope}");
+        assert!(
+            !text.lines().any(|l| l.starts_with(&here_only)),
+            "{HERE_ONLY} is in the host tmux's environment ({scope}):\n{text}"
+        );
+    }
     // No argv on the host (here too: it is this machine) names it while the agent runs.
     let argv = host
         .ssh(&["cat /proc/[0-9]*/cmdline 2>/dev/null; true"])

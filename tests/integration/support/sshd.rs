@@ -4,12 +4,23 @@
 //! The "remote" tmux server runs on this machine under a socket of its own, killed on
 //! drop with the sshd. Without `sshd`/`ssh` a test says so loudly and skips;
 //! `CREWMUX_REQUIRE_SSH=1` (set by CI) turns the skip into a failure.
+//!
+//! The host does not depend on this machine's shell start-up files: sshd runs every
+//! command through the user's login shell, and bash run by sshd reads `~/.bashrc` even
+//! for `ssh host true` (zsh its `~/.zshenv`). A stale lock in one (pyenv's rehash waits
+//! on `~/.pyenv/shims/.pyenv-shim` for good) once made every ssh to the host hang and
+//! every remote worker of the `hosts*` tests run locally, unnoticed. So the host's
+//! sessions get a `HOME` of their own (an empty directory), `~/.ssh/rc` is off, and
+//! start-up fails at once, naming the cause, when the host's shell does not answer a
+//! plain `true` within [`SHELL_ANSWER`] after sshd let the test in.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use wait_timeout::ChildExt;
 
 /// Set by CI: a test that needs sshd fails instead of skipping when it is missing.
 pub const REQUIRE_SSH_ENV: &str = "CREWMUX_REQUIRE_SSH";
@@ -17,6 +28,12 @@ pub const REQUIRE_SSH_ENV: &str = "CREWMUX_REQUIRE_SSH";
 const SSHD: &str = "/usr/sbin/sshd";
 /// The destination the tests' ssh config defines.
 pub const SSH_DEST: &str = "crewmux-test-host";
+
+/// How long the host's shell may take to answer `true` once sshd has let the test in
+/// (a few ms on a quiet machine; generous for a loaded one).
+pub const SHELL_ANSWER: Duration = Duration::from_secs(10);
+/// How long the test's own ssh calls to the host may take before the test fails.
+const SIDE_DOOR_LIMIT: Duration = Duration::from_secs(60);
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
@@ -70,18 +87,50 @@ fn user() -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// The login shell sshd runs the host's commands with (`getent passwd`), for messages.
+fn login_shell() -> String {
+    let out = Command::new("getent").args(["passwd", &user()]).output();
+    out.ok()
+        .and_then(|o| {
+            let line = String::from_utf8_lossy(&o.stdout).trim().to_string();
+            line.rsplit(':').next().map(str::to_string)
+        })
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "the login shell".into())
+}
+
+/// What one `true` sent to the host came to.
+enum Probe {
+    /// It ran and ended with 0.
+    Answered,
+    /// sshd let the test in, and the shell did not run `true` in time.
+    ShellSilent,
+    /// Not in (yet): refused, failed or still logging in.
+    NotIn,
+}
+
 impl SshHost {
     /// Start sshd and wait (bounded) until a client gets in.
     pub fn start() -> SshHost {
-        SshHost::start_with("")
+        SshHost::start_with_env(&[])
     }
 
-    /// As [`SshHost::start`], with `extra` lines at the end of the sshd config (e.g.
-    /// `SetEnv PATH=…`: what the host's commands find first).
-    pub fn start_with(extra: &str) -> SshHost {
+    /// As [`SshHost::start`], with `env` set in every session on the host (e.g. `PATH`:
+    /// what the host's commands find first). sshd takes one `SetEnv` line only: this is
+    /// the way to add one.
+    pub fn start_with_env(env: &[(&str, &str)]) -> SshHost {
         let dir = tempfile::tempdir().unwrap();
         let workdir = tempfile::tempdir().unwrap();
         let d = dir.path();
+        let home = d.join("home");
+        std::fs::create_dir(&home).unwrap();
+        let set_env: String = std::iter::once(("HOME", home.to_str().unwrap()))
+            .chain(env.iter().copied())
+            .map(|(k, v)| {
+                assert!(!v.contains(char::is_whitespace), "SetEnv {k}={v}");
+                format!(" {k}={v}")
+            })
+            .collect();
         keygen(&d.join("host_key"));
         keygen(&d.join("client_key"));
         std::fs::copy(d.join("client_key.pub"), d.join("authorized_keys")).unwrap();
@@ -102,7 +151,7 @@ impl SshHost {
                 "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\n\
                  AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nPermitRootLogin prohibit-password\n\
                  PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
-                 PubkeyAuthentication yes\nLogLevel ERROR\n{extra}",
+                 PubkeyAuthentication yes\nLogLevel ERROR\nPermitUserRC no\nSetEnv{set_env}\n",
                 d = d.display()
             ),
         )
@@ -147,15 +196,62 @@ impl SshHost {
             .spawn()
             .expect("sshd starts");
         self.sshd = Some(child);
-        let ok = super::wait_for(
-            || self.ssh(&["true"]).status.success(),
-            Duration::from_secs(20),
-        );
-        assert!(
-            ok,
-            "sshd did not let the test in: {}",
-            std::fs::read_to_string(d.join("sshd.log")).unwrap_or_default()
-        );
+        let end = Instant::now() + Duration::from_secs(20);
+        loop {
+            match self.probe() {
+                Probe::Answered => return,
+                Probe::ShellSilent => panic!(
+                    "the test host's shell ({}) did not answer `true` within {SHELL_ANSWER:?} \
+                     after sshd let the test in: a start-up file of that shell hangs (the \
+                     system's, or one in the host's HOME {}); ssh -v said: {}",
+                    login_shell(),
+                    self.home().display(),
+                    self.dir.path().join("probe.log").display()
+                ),
+                Probe::NotIn if Instant::now() < end => {
+                    std::thread::sleep(Duration::from_millis(100))
+                }
+                Probe::NotIn => panic!(
+                    "sshd did not let the test in: {}",
+                    std::fs::read_to_string(d.join("sshd.log")).unwrap_or_default()
+                ),
+            }
+        }
+    }
+
+    /// One `ssh -v … true` to the host, ended after [`SHELL_ANSWER`]; its debug lines go
+    /// to `probe.log`, which tells a refused or unfinished login from a silent shell.
+    fn probe(&self) -> Probe {
+        let log = self.dir.path().join("probe.log");
+        let mut child = Command::new("ssh")
+            .arg("-v")
+            .arg("-F")
+            .arg(self.ssh_config())
+            .args([
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                "ConnectTimeout=5",
+                SSH_DEST,
+                "true",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("ssh runs");
+        let status = child.wait_timeout(SHELL_ANSWER).expect("wait for ssh");
+        if status.is_none() {
+            // Killed and reaped here; an error means it ended by itself meanwhile.
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let said = std::fs::read_to_string(&log).unwrap_or_default();
+        match status {
+            Some(st) if st.success() => Probe::Answered,
+            None if said.contains("Authenticated to") => Probe::ShellSilent,
+            _ => Probe::NotIn,
+        }
     }
 
     /// Stop sshd for good (connections already open stay until [`drop_connections`]).
@@ -218,6 +314,12 @@ impl SshHost {
         }
     }
 
+    /// The `HOME` of the host's sessions: a directory of the test's own, empty unless a
+    /// test writes into it.
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
     /// The ssh config file the client uses.
     pub fn ssh_config(&self) -> PathBuf {
         self.dir.path().join("ssh_config")
@@ -225,15 +327,32 @@ impl SshHost {
 
     /// Run a command on the host with the test's own client config (no connection
     /// sharing: this is the test's side door).
+    /// Fails the test when it has not ended within a minute (a hung host shell).
     pub fn ssh(&self, remote: &[&str]) -> std::process::Output {
-        Command::new("ssh")
+        let child = Command::new("ssh")
             .arg("-F")
             .arg(self.ssh_config())
             .args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=5", SSH_DEST])
             .args(remote)
             .stdin(Stdio::null())
-            .output()
-            .expect("ssh runs")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("ssh runs");
+        let pid = child.id();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // The receiver is gone only when the test has already failed on the limit.
+            let _ = tx.send(child.wait_with_output());
+        });
+        match rx.recv_timeout(SIDE_DOOR_LIMIT) {
+            Ok(out) => out.expect("wait for ssh"),
+            Err(_) => {
+                // Ends the reading thread too; the panic below is what counts.
+                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+                panic!("ssh {remote:?} to the test host did not end within {SIDE_DOOR_LIMIT:?}")
+            }
+        }
     }
 
     /// The `[hosts.NAME]` table of this host (lost after 3 s without an answer).
