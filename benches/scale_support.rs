@@ -1,5 +1,5 @@
 //! What the scale bench's remote case borrows from the integration tests' support (their
-//! SSH host), with the two helpers that host needs from the rest of it.
+//! SSH host), with the helpers that host needs from the rest of it.
 #![allow(
     dead_code,
     reason = "the bench uses only part of the test host's helpers"
@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 
 #[path = "../tests/integration/support/sshd.rs"]
 pub mod sshd;
+
+#[path = "../tests/integration/support/bounded.rs"]
+pub mod bounded;
 
 /// Poll `cond` every 100 ms until it holds (true) or `limit` passes (false).
 pub fn wait_for(mut cond: impl FnMut() -> bool, limit: Duration) -> bool {

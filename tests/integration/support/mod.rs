@@ -2,6 +2,7 @@
 //!
 //! - [`tmux`]: a private tmux server per test and the skip contract (loud skip without
 //!   tmux, failure under `CREWMUX_REQUIRE_TMUX=1`).
+//! - [`bounded`]: waits on child processes that end the child past a limit.
 //! - [`run`]: the crewmux binary (bounded runs, background runs, summaries, team files).
 //! - [`team`]: [`TeamProject`], a temporary project with a team file, and a headless run
 //!   of it on a chosen [`Backend`] — the set-up most tests share.
@@ -15,6 +16,7 @@
 //! - [`events`]: the event-once check of every run a test makes, and [`Project`], the
 //!   temporary directory that runs it when the test ends.
 
+pub mod bounded;
 pub mod creds;
 pub mod events;
 pub mod git;

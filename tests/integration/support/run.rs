@@ -54,18 +54,8 @@ pub fn spawn_crewmux(project: &Path, socket: &str, args: &[&str]) -> std::proces
 
 /// Wait for `child` at most [`COMMAND_LIMIT`]; kill it and panic past that.
 pub fn wait_limited(child: std::process::Child, what: &[&str]) -> Output {
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(COMMAND_LIMIT) {
-        Ok(out) => out.expect("wait for crewmux"),
-        Err(_) => {
-            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
-            panic!("crewmux {what:?} did not finish within {COMMAND_LIMIT:?}");
-        }
-    }
+    super::bounded::output_within(child, COMMAND_LIMIT)
+        .unwrap_or_else(|| panic!("crewmux {what:?} did not finish within {COMMAND_LIMIT:?}"))
 }
 
 /// Write a team file into `dir` and return its path.

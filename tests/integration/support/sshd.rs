@@ -339,20 +339,9 @@ impl SshHost {
             .stderr(Stdio::piped())
             .spawn()
             .expect("ssh runs");
-        let pid = child.id();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            // The receiver is gone only when the test has already failed on the limit.
-            let _ = tx.send(child.wait_with_output());
-        });
-        match rx.recv_timeout(SIDE_DOOR_LIMIT) {
-            Ok(out) => out.expect("wait for ssh"),
-            Err(_) => {
-                // Ends the reading thread too; the panic below is what counts.
-                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-                panic!("ssh {remote:?} to the test host did not end within {SIDE_DOOR_LIMIT:?}")
-            }
-        }
+        super::bounded::output_within(child, SIDE_DOOR_LIMIT).unwrap_or_else(|| {
+            panic!("ssh {remote:?} to the test host did not end within {SIDE_DOOR_LIMIT:?}")
+        })
     }
 
     /// The `[hosts.NAME]` table of this host (lost after 3 s without an answer).
