@@ -42,12 +42,19 @@ pub fn run(args: DispatchArgs) -> Result<i32> {
     let team = resolve(&opts)?;
     // The hosts the workers name are checked as `run` checks them, so a dispatch that
     // shows a plan is one `run` would accept.
-    crate::hosts::hosts_for(
+    let used = crate::hosts::hosts_for(
         &opts.project_dir,
         team.workers
             .iter()
             .map(|w| (w.id.as_str(), w.host.as_deref())),
     )?;
+    // A plan without SSH hosts is shown past a broken `hosts.toml`, which is said.
+    if used.is_empty() {
+        let env = crate::providers::EnvSnapshot::current();
+        if let Some(w) = crate::hosts::config::unused_file_warning(&opts.project_dir, &env) {
+            crate::errln!("crewmux: {w}");
+        }
+    }
     // And, when a worker runs on a host, the workspaces: it needs a worktree there.
     let hosts: Vec<Option<String>> = team
         .workers

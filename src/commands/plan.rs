@@ -169,7 +169,10 @@ pub fn create_run_with(
         .iter()
         .map(|w| w.to_worker_state(Stage::TeamExec))
         .collect();
-    let planned = plan_workspace(project, &team.workspace, &placed, ws_opts)?;
+    let mut planned = plan_workspace(project, &team.workspace, &placed, ws_opts)?;
+    planned
+        .notices
+        .splice(0..0, hosts_file_warning(project, &hosts));
     let helpers = helpers_of(project, team, &hosts)?;
     let run_id = early.map_or_else(new_run_id, |p| p.run_id().to_string());
     let workspace = match &planned.plan {
@@ -355,6 +358,19 @@ fn helpers_of(
         })
         .collect();
     crate::hosts::helper::plan(&workers, hosts, &registry)
+}
+
+/// A run without SSH hosts (`hosts` empty) goes on past a broken `hosts.toml`: the
+/// warning that says so.
+fn hosts_file_warning(
+    project: &Path,
+    hosts: &std::collections::BTreeMap<String, crate::hosts::HostSpec>,
+) -> Option<String> {
+    let env = crate::providers::EnvSnapshot::current();
+    hosts
+        .is_empty()
+        .then(|| crate::hosts::config::unused_file_warning(project, &env))
+        .flatten()
 }
 
 /// The SSH hosts `workers` name, from `hosts.toml`.

@@ -1,7 +1,8 @@
 //! `hosts.toml`: the machines workers may run on besides this one. Read from the user's
 //! config dir (`$CREWMUX_CONFIG_DIR`, else `$XDG_CONFIG_HOME/crewmux`, else
 //! `~/.config/crewmux`), then `<project>/.crewmux/hosts.toml`; a host named in both takes
-//! the project's table. A mistake is one `file:line:col` line.
+//! the project's table. A mistake is one `file:line:col` line: it refuses a run (or
+//! `dispatch`) that uses an SSH host, and is a warning for one that uses none.
 //!
 //! ```toml
 //! [hosts.box]
@@ -159,6 +160,16 @@ impl Hosts {
             ))
         })
     }
+}
+
+/// A `hosts.toml` mistake as a one-line warning, for a run (or a dispatch) that uses no
+/// SSH host: it goes on, and the person learns of the file before a run that uses a host
+/// is refused by it. `None` when the files read (or there are none).
+pub fn unused_file_warning(project_dir: &Path, env: &EnvSnapshot) -> Option<String> {
+    let e = Hosts::load(project_dir, env).err()?;
+    Some(format!(
+        "warning: {e} (this run uses no SSH host, so it goes on; a run that uses one is refused until the file is fixed)"
+    ))
 }
 
 /// Parse one `hosts.toml`.
@@ -418,5 +429,32 @@ mod tests {
             e.contains("unknown host `c`") && e.contains("local, a, b"),
             "{e}"
         );
+        assert_eq!(unused_file_warning(&project, &env), None);
+    }
+
+    #[test]
+    fn a_broken_file_is_a_one_line_warning_naming_its_place_for_a_run_without_hosts() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(project.join(".crewmux")).unwrap();
+        let env = EnvSnapshot::from_pairs([(
+            "CREWMUX_CONFIG_DIR",
+            dir.path().join("none").display().to_string(),
+        )]);
+        assert_eq!(unused_file_warning(&project, &env), None, "no file");
+        let file = project.join(".crewmux").join(HOSTS_FILE);
+        std::fs::write(
+            &file,
+            "[hosts.b]\nssh = \"u@b\"\nworkdir = \"/b\"\nmax_workers = 0\n",
+        )
+        .unwrap();
+        let w = unused_file_warning(&project, &env).unwrap();
+        assert!(
+            w.starts_with(&format!("warning: {}:4:", file.display()))
+                && w.contains("max_workers")
+                && w.contains("goes on"),
+            "{w}"
+        );
+        assert_eq!(w.lines().count(), 1, "{w}");
     }
 }

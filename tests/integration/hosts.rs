@@ -196,6 +196,66 @@ fn an_unknown_host_or_a_bad_hosts_file_is_one_line_and_nothing_runs() {
 }
 
 #[test]
+fn a_broken_hosts_file_is_a_warning_with_its_place_when_the_run_uses_no_host() {
+    let tmp = project();
+    std::fs::create_dir_all(tmp.path().join(".crewmux")).unwrap();
+    std::fs::write(
+        tmp.path().join(".crewmux/hosts.toml"),
+        "[hosts.box]\nssh = \"me@box\"\nworkdir = \"relative\"\n",
+    )
+    .unwrap();
+    let team = team_file(
+        tmp.path(),
+        "team.toml",
+        "[[worker]]\nid = \"a\"\nrole = \"backend-engineer\"\nprovider = \"command\"\ncommand = [\"true\"]\n",
+    );
+    let team = team.to_str().unwrap();
+    let warning = "hosts.toml:3:11: host `box`: `workdir` \"relative\" must be an absolute path";
+    let out = run_crewmux(
+        tmp.path(),
+        "crewmux-test-unused",
+        &["dispatch", "--team", team, "x"],
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let lines: Vec<&str> = said.lines().filter(|l| l.contains("hosts.toml")).collect();
+    assert_eq!(lines.len(), 1, "{said}");
+    assert!(
+        lines[0].starts_with("crewmux: warning: ") && lines[0].contains(warning),
+        "{said}"
+    );
+    let out = run_crewmux(
+        tmp.path(),
+        "crewmux-test-unused",
+        &[
+            "run",
+            "--team",
+            team,
+            "--backend",
+            "process",
+            "--no-clarify",
+            "--headless",
+            "--",
+            "x",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let s = summary(&out);
+    assert_eq!(
+        (s["status"].as_str(), worker(&s, "a")["status"].as_str()),
+        (Some("done"), Some("completed")),
+        "{err}"
+    );
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("hosts.toml")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].starts_with("crewmux: warning: ") && lines[0].contains(warning),
+        "{err}"
+    );
+    assert_events_once(tmp.path());
+}
+
+#[test]
 fn killing_the_ssh_connection_mid_run_reconnects_and_loses_nothing() {
     if !sshd_ready("hosts_ssh_killed") {
         return;
