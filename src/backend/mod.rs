@@ -36,6 +36,34 @@ pub struct SpawnSpec {
     pub host: Option<String>,
 }
 
+/// Attempts to start on one SSH host, on that host's own thread (see
+/// [`Multiplexer::launch_on_host`]).
+pub struct HostLaunch {
+    pub specs: Vec<SpawnSpec>,
+    /// The worktrees on the host to make or bring up to date first (their branches
+    /// pushed there); `None` for a run without worktrees.
+    pub git: Option<GitSend>,
+}
+
+/// What bringing the worktrees of `workers` up to date on a host needs.
+pub struct GitSend {
+    pub workspace: crate::domain::RunWorkspace,
+    pub project: PathBuf,
+    pub run_id: String,
+    /// The workers of the batch that have a worktree.
+    pub workers: Vec<String>,
+}
+
+/// What came of a [`HostLaunch`].
+pub struct HostLaunched {
+    pub host: String,
+    /// One result per spec: `(worker, attempt, started)`; a pane reference carries its
+    /// host.
+    pub started: Vec<(String, u32, Result<Spawned>)>,
+    /// The workers whose worktree on the host was made or brought up to date.
+    pub sent: Vec<String>,
+}
+
 impl std::fmt::Debug for SpawnSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SpawnSpec")
@@ -239,6 +267,23 @@ pub trait Multiplexer: Send {
     ///
     /// [`check_host`]: Multiplexer::check_host
     fn take_checked_hosts(&mut self) -> Vec<(String, bool)> {
+        vec![]
+    }
+
+    /// Start `launch` (attempts that all run on SSH host `host`) on that host's own
+    /// thread: its worktrees there first, then its files and windows. The caller does not
+    /// wait: what came of it is in [`take_launched_on_hosts`] later. False when the
+    /// backend cannot (no such host, or no hosts): the caller starts them itself.
+    ///
+    /// [`take_launched_on_hosts`]: Multiplexer::take_launched_on_hosts
+    fn launch_on_host(&mut self, _host: &str, _launch: HostLaunch) -> bool {
+        false
+    }
+
+    /// What came of the [`launch_on_host`] batches that ended since the last call.
+    ///
+    /// [`launch_on_host`]: Multiplexer::launch_on_host
+    fn take_launched_on_hosts(&mut self) -> Vec<HostLaunched> {
         vec![]
     }
 

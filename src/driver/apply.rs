@@ -85,6 +85,10 @@ impl Driver {
                 if let Some(ended) = self.kill_held(&worker, attempt) {
                     return Some(ended);
                 }
+                // Being started on its SSH host: killed once it is known to have started.
+                if self.kill_in_remote_flight(&worker, attempt, reason) {
+                    return None;
+                }
                 let pid = self.state.worker(&worker).and_then(|w| w.pid);
                 if let Some(pid) = pid {
                     if let Err(e) = signal_group(pid, false) {

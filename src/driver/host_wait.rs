@@ -42,7 +42,7 @@ impl HostWait {
 
 impl Driver {
     /// The SSH host `worker` runs on (`None`: this machine).
-    fn host_of(&self, worker: &str) -> Option<String> {
+    pub(super) fn host_of(&self, worker: &str) -> Option<String> {
         self.state.worker(worker).and_then(|w| w.host.clone())
     }
 

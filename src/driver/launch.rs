@@ -6,9 +6,9 @@ use crate::engine::Input;
 
 /// An attempt prepared (prompt, wrapper, credential) and being started.
 pub(super) struct ReadyAttempt {
-    worker: String,
-    attempt: u32,
-    prepared: Prepared,
+    pub(super) worker: String,
+    pub(super) attempt: u32,
+    pub(super) prepared: Prepared,
     credential_label: Option<String>,
 }
 
@@ -24,7 +24,13 @@ impl Driver {
         // of the batch start.
         // An attempt whose SSH host does not answer waits for it (see `host_wait`).
         let wanted = self.hold_for_down_hosts(wanted);
-        let launching: Vec<String> = wanted.iter().map(|(w, _)| w.clone()).collect();
+        // A worker's worktree on its SSH host is made on the host's own thread, with its
+        // launch (see `launch_remote`).
+        let launching: Vec<String> = wanted
+            .iter()
+            .filter(|(w, _)| self.host_of(w).is_none())
+            .map(|(w, _)| w.clone())
+            .collect();
         let mut no_worktree = crate::workspace::make_worktrees(&mut self.state, &launching);
         for (worker, attempt) in wanted {
             if let Some(error) = no_worktree.remove(&worker) {
@@ -45,6 +51,7 @@ impl Driver {
                 }),
             }
         }
+        let ready = self.launch_remote(ready);
         if ready.is_empty() {
             return inputs;
         }
@@ -87,7 +94,7 @@ impl Driver {
     }
 
     /// `None`: the attempt waits for its SSH host (see `host_wait`).
-    fn landed_one(
+    pub(super) fn landed_one(
         &mut self,
         r: ReadyAttempt,
         result: crate::error::Result<crate::backend::Spawned>,

@@ -17,6 +17,7 @@ pub mod follow;
 mod host_wait;
 mod hosts;
 mod launch;
+mod launch_remote;
 mod launch_thread;
 mod lines;
 mod log_screen;
@@ -208,6 +209,8 @@ pub struct Driver {
     pending_launches: VecDeque<(String, u32)>,
     /// Attempts held back while their SSH host does not answer (see `host_wait`).
     host_wait: host_wait::HostWait,
+    /// Attempts being started on their SSH hosts' threads (see `launch_remote`).
+    remote_flight: launch_remote::RemoteFlight,
     /// The roster's live diffstat (runs with worktrees).
     live_diff: crate::workspace::live::LiveDiff,
     /// What reconciling the saved state with the files found; applied first by every entry

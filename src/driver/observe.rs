@@ -111,8 +111,9 @@ impl Driver {
         };
         let targets = self.watched_targets();
         let focus_target = self.focus.as_ref().and_then(|f| self.target(f));
-        // Attempts held back for their host: it is asked about until it answers or is lost.
-        let held = self.host_wait.any();
+        // Attempts held back for their host, or being started there: it is asked about, so
+        // one that does not answer is said to (and is found again or lost).
+        let held = self.host_wait.any() || self.remote_in_flight();
         if looked.listed {
             self.report_server(&looked.poll, !targets.is_empty() || held, emit);
         }
@@ -121,6 +122,7 @@ impl Driver {
         inputs.extend(self.lost_hosts(lost));
         self.ended_on_hosts(std::mem::take(&mut looked.ended_on_hosts), emit);
         inputs.extend(self.host_wait_turn(emit));
+        inputs.extend(self.remote_landed(emit));
         for t in &targets {
             let (live, tail) = looked.of(t);
             inputs.extend(self.observe_one(

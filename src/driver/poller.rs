@@ -260,9 +260,12 @@ impl Driver {
             .clone()
             .filter(|f| f.pane_id.is_some() && !polled.iter().any(|t| t.worker == f.worker));
         polled.extend(extra);
-        // Attempts held back for their host: it is asked about until it answers or is lost.
-        let asked =
-            !polled.is_empty() || !self.hosts_down_reported.is_empty() || self.host_wait.any();
+        // Attempts held back for their host, or being started there: it is asked about until
+        // it answers or is lost.
+        let asked = !polled.is_empty()
+            || !self.hosts_down_reported.is_empty()
+            || self.host_wait.any()
+            || self.remote_in_flight();
         (polled, focus, asked)
     }
 

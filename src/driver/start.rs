@@ -57,6 +57,7 @@ impl Driver {
             pace: pace::Pace::default(),
             pending_launches: VecDeque::new(),
             host_wait: Default::default(),
+            remote_flight: Default::default(),
             live_diff: Default::default(),
             startup: vec![],
             recorded: once::Recorded::default(),

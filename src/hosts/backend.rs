@@ -45,6 +45,8 @@ pub struct HostsBackend {
     ended: Vec<(String, Vec<String>)>,
     /// Answers to `check_host` not yet handed to the driver: `(host, answers)`.
     checked: Vec<(String, bool)>,
+    /// Batches started on hosts' threads, not yet handed to the driver.
+    launched: Vec<crate::backend::HostLaunched>,
     /// Ends of ended attempts under way on hosts (see `kill`).
     ending: super::kill::Ending,
     /// How long a poll waits for the hosts' answers (see `backend_poll`).
@@ -142,6 +144,7 @@ impl HostsBackend {
             lost: vec![],
             ended: vec![],
             checked: vec![],
+            launched: vec![],
             ending: super::kill::Ending::default(),
             answer_wait: if control {
                 polling::ANSWER_WAIT
@@ -349,14 +352,15 @@ impl Multiplexer for HostsBackend {
         )
     }
 
+    /// This machine's launcher only: a remote launch goes to its host's own thread
+    /// ([`Multiplexer::launch_on_host`]), and asking a thread busy with one for a launcher
+    /// here would wait for that launch (a frozen host's: ~50 s).
     fn launcher(&mut self) -> Option<Box<dyn Launcher>> {
         let local = self.local.launcher();
-        let mut remotes = BTreeMap::new();
-        for (name, r) in &self.remotes {
-            let launcher = r.thread.call(super::host_thread::Ask::Launcher)??;
-            remotes.insert(name.clone(), (r.place.clone(), launcher));
-        }
-        Some(Box::new(HostsLauncher { local, remotes }))
+        Some(Box::new(HostsLauncher {
+            local,
+            remotes: BTreeMap::new(),
+        }))
     }
 
     fn poll(&mut self, targets: &[Target], focus: Option<&Target>) -> Poll {
@@ -422,6 +426,20 @@ impl Multiplexer for HostsBackend {
     fn take_ended_on_hosts(&mut self) -> Vec<(String, Vec<String>)> {
         self.take_told();
         std::mem::take(&mut self.ended)
+    }
+
+    fn launch_on_host(&mut self, host: &str, launch: crate::backend::HostLaunch) -> bool {
+        let Some(r) = self.remotes.get(host) else {
+            return false;
+        };
+        r.thread
+            .ask(super::host_thread::Ask::Launch(Box::new(launch)));
+        true
+    }
+
+    fn take_launched_on_hosts(&mut self) -> Vec<crate::backend::HostLaunched> {
+        self.take_told();
+        std::mem::take(&mut self.launched)
     }
 
     fn check_host(&mut self, host: &str) {

@@ -113,6 +113,16 @@ impl HostsBackend {
             Told::Lost(why) => self.lost.push((host.to_string(), why)),
             Told::Ended(nonces) => self.ended.push((host.to_string(), nonces)),
             Told::Checked(answers) => self.checked.push((host.to_string(), answers)),
+            Told::Launched(mut l) => {
+                for (_, _, r) in &mut l.started {
+                    if let Ok(s) = r {
+                        s.pane_id = s.pane_id.take().map(|p| super::tag_pane(host, &p));
+                        // A pid of that host: never signalled or looked up here.
+                        s.pid = None;
+                    }
+                }
+                self.launched.push(l);
+            }
             Told::Polled(_) => {}
         }
     }

@@ -151,8 +151,9 @@ pub fn send_branches(state: &mut RunState, workers: &[String]) -> BTreeMap<Strin
     failed
 }
 
-/// The repository on the host, one push of every branch of `ids`, then each worktree.
-fn send_to_host(
+/// The repository on the host, one push of every branch of `ids`, then each worktree;
+/// one result per id (on the host's own thread, `launch_remote`).
+pub(super) fn send_to_host(
     spec: &HostSpec,
     ws: &RunWorkspace,
     project: &Path,

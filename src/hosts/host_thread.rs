@@ -20,7 +20,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::reach::Reach;
-use crate::backend::{Launcher, Multiplexer, Poll, SpawnSpec, Spawned, Target};
+use crate::backend::{Multiplexer, Poll, SpawnSpec, Spawned, Target};
 use crate::error::{Error, Result};
 
 /// A poll outstanding this long means the host does not answer: a control-mode poll
@@ -60,7 +60,8 @@ pub(super) enum Ask {
     Spawn(Vec<SpawnSpec>, Sender<Vec<Result<Spawned>>>),
     /// Whether the host answers (a launch there failed): probed unless it is down already.
     Check,
-    Launcher(Sender<Option<Box<dyn Launcher>>>),
+    /// Start these attempts (see `launch_remote`).
+    Launch(Box<crate::backend::HostLaunch>),
     RemoveRun(Sender<Result<Option<String>>>),
     ForgetScreen,
 }
@@ -75,6 +76,8 @@ pub(super) enum Told {
     Ended(Vec<String>),
     /// The answer to `Ask::Check`: true when the host answers.
     Checked(bool),
+    /// What came of an `Ask::Launch` (pane references as the host's server knows them).
+    Launched(crate::backend::HostLaunched),
 }
 
 /// The state of one host that lives on its thread.
@@ -320,8 +323,10 @@ fn serve(
                 set_outage(outage, &side);
                 let _ = told.send(Told::Checked(answers));
             }
-            Ask::Launcher(reply) => {
-                let _ = reply.send(side.tmux.launcher());
+            Ask::Launch(launch) => {
+                let done = super::launch_remote::launch(&side.place, &mut side.tmux, *launch);
+                // The backend is gone when this fails; nothing is left to tell.
+                let _ = told.send(Told::Launched(done));
             }
             Ask::RemoveRun(reply) => {
                 let _ = reply.send(side.tmux.remove_run());

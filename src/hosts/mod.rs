@@ -35,6 +35,7 @@ pub mod git;
 pub mod helper;
 mod host_thread;
 pub mod kill;
+mod launch_remote;
 pub mod output;
 mod poll;
 pub mod purge;

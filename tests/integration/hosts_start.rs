@@ -289,3 +289,79 @@ fn enter_on_a_worker_of_a_host_that_just_froze_says_so_within_a_bound() {
     host.thaw(&frozen);
     assert!(after.contains("EXITED 0"), "{after}");
 }
+
+/// Far below what one launch on a frozen host waits (ssh's 10 s connect limit, a 20 s
+/// call limit) and above a local worker's start and exit under load.
+const LOCAL_BOUND: Duration = Duration::from_secs(8);
+
+#[test]
+fn a_launch_on_a_frozen_host_holds_up_neither_a_local_worker_nor_the_run() {
+    if !sshd_ready("hosts_launch_frozen") {
+        return;
+    }
+    let host = SshHost::start();
+    let server = TmuxServer::new("hosts-launch-frozen");
+    let tmp = repo(&[("README", "x\n")]);
+    let hosts = host
+        .hosts_toml("box")
+        .replace("lost_after_s = 3", "lost_after_s = 300");
+    std::fs::create_dir_all(tmp.path().join(".crewmux")).unwrap();
+    std::fs::write(tmp.path().join(".crewmux/hosts.toml"), hosts).unwrap();
+    let team = team_file(
+        tmp.path(),
+        "team.toml",
+        "parallel = 2\n\
+         [[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 2\n\
+         command = [\"sh\", \"-c\", \"echo on the host; exit 0\"]\n\
+         [[worker]]\nid = \"here\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nmax_attempts = 1\n\
+         command = [\"sh\", \"-c\", \"echo local line; exit 0\"]\n",
+    );
+    let frozen = host.freeze();
+    assert!(!frozen.is_empty(), "no sshd to freeze");
+    let t0 = Instant::now();
+    let child = crate::support::on_host::spawn_on_host(
+        tmp.path(),
+        &server.socket,
+        &host,
+        &[
+            "run",
+            "--team",
+            team.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--",
+            "a host hangs while its worker starts",
+        ],
+    );
+    let here_done = wait_for(
+        || try_state(tmp.path()).is_some_and(|s| state_worker(&s, "here")["status"] == "completed"),
+        Duration::from_secs(60),
+    );
+    let took = t0.elapsed();
+    host.thaw(&frozen);
+    eprintln!(
+        "a local worker beside a launch on a frozen host: completed {took:?} after the run began"
+    );
+    assert!(here_done, "{:?}", try_state(tmp.path()));
+    assert!(took < LOCAL_BOUND, "the local worker took {took:?}");
+    // The host answers again: its worker starts there (again, if its first launch failed).
+    let out = wait_limited(child, &["run"]);
+    assert_events_once(tmp.path());
+    let s = summary(&out);
+    assert_eq!(
+        (
+            s["status"].as_str(),
+            worker(&s, "far")["status"].as_str(),
+            worker(&s, "here")["status"].as_str()
+        ),
+        (Some("done"), Some("completed"), Some("completed")),
+        "{s}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = only_run_dir(tmp.path());
+    let attempts = worker(&s, "far")["attempts"].as_i64().unwrap();
+    let output =
+        std::fs::read_to_string(run.join(format!("workers/far/attempt-{attempts}/output.log")))
+            .unwrap();
+    assert!(output.contains("on the host"), "{output}");
+}
