@@ -170,9 +170,7 @@ pub fn create_run_with(
         .map(|w| w.to_worker_state(Stage::TeamExec))
         .collect();
     let mut planned = plan_workspace(project, &team.workspace, &placed, ws_opts)?;
-    planned
-        .notices
-        .splice(0..0, hosts_file_warning(project, &hosts));
+    hosts_file_warning(project, &hosts, &mut planned.notices);
     let helpers = helpers_of(project, team, &hosts)?;
     let run_id = early.map_or_else(new_run_id, |p| p.run_id().to_string());
     let workspace = match &planned.plan {
@@ -361,16 +359,19 @@ fn helpers_of(
 }
 
 /// A run without SSH hosts (`hosts` empty) goes on past a broken `hosts.toml`: the
-/// warning that says so.
+/// warning that says so goes first in `notices`.
 fn hosts_file_warning(
     project: &Path,
     hosts: &std::collections::BTreeMap<String, crate::hosts::HostSpec>,
-) -> Option<String> {
+    notices: &mut Vec<String>,
+) {
     let env = crate::providers::EnvSnapshot::current();
-    hosts
-        .is_empty()
-        .then(|| crate::hosts::config::unused_file_warning(project, &env))
-        .flatten()
+    if !hosts.is_empty() {
+        return;
+    }
+    if let Some(w) = crate::hosts::config::unused_file_warning(project, &env) {
+        notices.insert(0, w);
+    }
 }
 
 /// The SSH hosts `workers` name, from `hosts.toml`.
