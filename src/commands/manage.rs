@@ -19,18 +19,19 @@ use super::plan::project_dir;
 
 /// Reconcile a run nobody drives with what tmux and the files show: exits that happened
 /// while no dashboard was open are collected, a pane gone without evidence is `crashed`.
-/// Nothing is launched. Returns the (saved) state.
+/// Nothing is launched. Returns the (saved) state and the SSH hosts that did not answer
+/// (their workers' state is unknown; a few seconds at most are spent on them).
 ///
 /// # Errors
 /// As [`RunStore::load_state`] and [`RunStore::is_driven`]; tmux gone from PATH for a tmux run;
 /// the reconciled state cannot be saved.
-pub fn reconcile(store: &RunStore) -> Result<RunState> {
+pub fn reconcile(store: &RunStore) -> Result<(RunState, std::collections::BTreeSet<String>)> {
     let state = store.load_state()?;
     if store.is_driven()? || state.status.is_final() {
-        return Ok(state);
+        return Ok((state, Default::default()));
     }
     if !state.workers.iter().any(|w| w.status.is_live()) {
-        return Ok(state);
+        return Ok((state, Default::default()));
     }
     let backend = super::drive::backend_for(&state, store)?;
     let mut state = state;

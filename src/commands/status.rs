@@ -1,8 +1,10 @@
 //! `crewmux status`: one run's state as text (reconciled first when nobody drives it), or
 //! the list of the project's runs, as a table or JSON.
 
+use std::collections::BTreeSet;
+
 use crate::cli::StatusArgs;
-use crate::domain::{RunState, RunStatus};
+use crate::domain::{RunState, RunStatus, WorkerState};
 use crate::error::{Error, Result};
 use crate::store::{list_run_ids, RunStore};
 
@@ -24,21 +26,51 @@ pub fn status(args: StatusArgs) -> Result<i32> {
         return list_runs(&project, args.json);
     };
     let store = RunStore::open(&project, Some(run))?;
-    let state = reconcile(&store)?;
+    let (state, down) = reconcile(&store)?;
     if args.json {
+        let mut summary = super::summary::summary(&state);
+        unknown_in_json(&mut summary, &state, &down);
         crate::outln!(
             "{}",
-            serde_json::to_string_pretty(&super::summary::summary(&state))
-                .map_err(|e| Error::Other(e.to_string()))?
+            serde_json::to_string_pretty(&summary).map_err(|e| Error::Other(e.to_string()))?
         );
         return Ok(0);
     }
-    crate::out!("{}", status_text(&state, store.is_driven()?));
+    crate::out!("{}", status_text_with(&state, store.is_driven()?, &down));
     Ok(0)
 }
 
 /// One screen of text about a run.
 pub fn status_text(state: &RunState, driven: bool) -> String {
+    status_text_with(state, driven, &BTreeSet::new())
+}
+
+/// What a live worker on a host of `down` (SSH hosts that did not answer) reads instead
+/// of its saved status: `unknown (host box not answering)`. `None` for every other worker.
+pub fn unknown_on_host(w: &WorkerState, down: &BTreeSet<String>) -> Option<String> {
+    let host = w.host.as_deref().filter(|h| down.contains(*h))?;
+    w.status
+        .is_live()
+        .then(|| format!("unknown (host {host} not answering)"))
+}
+
+/// `status --json`: each worker on a host that did not answer gets `"unknown"` (what
+/// [`unknown_on_host`] says); its `status` stays the one saved.
+fn unknown_in_json(summary: &mut serde_json::Value, state: &RunState, down: &BTreeSet<String>) {
+    let Some(workers) = summary["workers"].as_array_mut() else {
+        return;
+    };
+    for (j, w) in workers.iter_mut().zip(&state.workers) {
+        if let Some(u) = unknown_on_host(w, down) {
+            j["unknown"] = serde_json::Value::String(u);
+        }
+    }
+    summary["hosts_not_answering"] = serde_json::json!(down);
+}
+
+/// [`status_text`] with the SSH hosts that did not answer (`down`): their live workers
+/// read `unknown (host box not answering)`, not the status last saved.
+pub fn status_text_with(state: &RunState, driven: bool, down: &BTreeSet<String>) -> String {
     let mut s = format!(
         "run {}  {}  stage {}  council {}{}\nproblem: {}\nteam: {}  backend: {}  dir: {}\n",
         state.run_id,
@@ -76,19 +108,26 @@ pub fn status_text(state: &RunState, driven: bool) -> String {
         "WORKER", "ROLE", "PROVIDER", "STATUS", "ATTEMPT", "EXIT"
     ));
     for w in &state.workers {
+        let unknown = unknown_on_host(w, down);
         s.push_str(&format!(
             "{:<18} {:<20} {:<9} {:<10} {:>7} {:>5}\n",
             w.id,
             w.role,
             w.provider,
-            w.status.as_str(),
+            if unknown.is_some() {
+                "unknown"
+            } else {
+                w.status.as_str()
+            },
             format!("{}/{}", w.attempt, w.max_attempts),
             w.exit_code
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| "-".into())
         ));
-        if let Some(p) = w.placement() {
-            s.push_str(&format!("  {p}\n"));
+        match (&unknown, w.placement()) {
+            (Some(u), _) => s.push_str(&format!("  {u}; last seen {}\n", w.status)),
+            (None, Some(p)) => s.push_str(&format!("  {p}\n")),
+            (None, None) => {}
         }
         if let Some(u) = usage.get(&w.id) {
             s.push_str(&format!("  usage: {}\n", u.short()));
@@ -229,5 +268,42 @@ mod tests {
             2,
             "no other worker names a host: {text}"
         );
+    }
+
+    #[test]
+    fn a_live_worker_on_a_host_that_does_not_answer_reads_unknown_and_others_do_not() {
+        let mut run = crate::tui::fixtures::crazy_run();
+        for (i, status) in [
+            crate::domain::WorkerStatus::Running,
+            crate::domain::WorkerStatus::Completed,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            run.workers[i].host = Some("box".into());
+            run.workers[i].status = status;
+        }
+        let down = ["box".to_string()].into();
+        let text = super::status_text_with(&run, false, &down);
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(&run.workers[0].id))
+            .unwrap();
+        assert!(row.contains(" unknown "), "{text}");
+        assert_eq!(
+            line_after(&text, &run.workers[0].id),
+            "  unknown (host box not answering); last seen running",
+            "{text}"
+        );
+        // An ended worker of that host keeps what it ended as.
+        assert_eq!(line_after(&text, &run.workers[1].id), "  on box", "{text}");
+        let mut json = super::super::summary::summary(&run);
+        super::unknown_in_json(&mut json, &run, &down);
+        assert_eq!(
+            json["workers"][0]["unknown"],
+            "unknown (host box not answering)"
+        );
+        assert!(json["workers"][1].get("unknown").is_none(), "{json}");
+        assert_eq!(json["hosts_not_answering"], serde_json::json!(["box"]));
     }
 }

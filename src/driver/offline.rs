@@ -48,9 +48,10 @@ impl Driver {
     }
 
     /// Without driving the run (nothing is launched or killed): observe its attempts for
-    /// `span` and record what happened to them; returns the saved state. Used by `status`
-    /// on a run that no process drives. `notice` gets what the person should read (a tmux
-    /// server that does not answer), once each.
+    /// `span` and record what happened to them; returns the saved state and the SSH hosts
+    /// that did not answer (their workers' state is unknown: they keep what was saved).
+    /// Used by `status` on a run that no process drives. `notice` gets what the person
+    /// should read (a tmux server that does not answer), once each.
     ///
     /// # Errors
     /// Another process drives the run.
@@ -58,7 +59,7 @@ impl Driver {
         mut self,
         span: Duration,
         notice: &mut dyn FnMut(String),
-    ) -> Result<RunState> {
+    ) -> Result<(RunState, std::collections::BTreeSet<String>)> {
         let _lock = self.begin_offline()?;
         let end = Instant::now() + span;
         loop {
@@ -72,7 +73,8 @@ impl Driver {
         let late = self.retake_results(true);
         self.apply(late, &mut |_| {});
         self.save(&mut |_| {});
-        Ok(self.state)
+        let down = self.backend.get().hosts_not_answering();
+        Ok((self.state, down))
     }
 
     /// Cancel one worker or every worker of a run that no process drives: SIGTERM, the

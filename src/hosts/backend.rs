@@ -51,6 +51,8 @@ pub struct HostsBackend {
     ending: super::kill::Ending,
     /// How long a poll waits for the hosts' answers (see `backend_poll`).
     pub(super) answer_wait: std::time::Duration,
+    /// How long a poll may be outstanding before its host reads as not answering.
+    pub(super) hung_after: std::time::Duration,
 }
 
 /// `<host>:<pane ref>`: a remote pane's reference as the run saves it.
@@ -146,11 +148,8 @@ impl HostsBackend {
             checked: vec![],
             launched: vec![],
             ending: super::kill::Ending::default(),
-            answer_wait: if control {
-                polling::ANSWER_WAIT
-            } else {
-                polling::ANSWER_WAIT_ONCE
-            },
+            answer_wait: polling::answer_wait(control),
+            hung_after: polling::hung_after(control),
         })
     }
 

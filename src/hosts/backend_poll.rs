@@ -16,9 +16,33 @@ use crate::hosts::reach::Reach;
 /// answers well within it, one that hangs costs the turn no more.
 pub const ANSWER_WAIT: std::time::Duration = std::time::Duration::from_millis(30);
 
-/// How long a process that does not drive the run (`status`, a viewer) waits for a
-/// host's one poll: as long as the poll and a probe may take, since it has no later turn.
-pub const ANSWER_WAIT_ONCE: std::time::Duration = std::time::Duration::from_secs(21);
+/// How long a process that does not drive the run (`status`, an offline cancel) waits for
+/// its hosts' poll (all hosts at once): a host that answers does within it (a tmux call on
+/// the shared connection, or a new connection on a loaded machine); one that has not by
+/// then reads as not answering, so `status` takes a few seconds at most, not the poll's
+/// and a probe's limits (20 s).
+pub const ANSWER_WAIT_ONCE: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// How long a poll waits for the hosts' answers: [`ANSWER_WAIT`] for the process that
+/// drives the run (`control`), [`ANSWER_WAIT_ONCE`] for one that does not.
+pub(super) fn answer_wait(control: bool) -> std::time::Duration {
+    if control {
+        ANSWER_WAIT
+    } else {
+        ANSWER_WAIT_ONCE
+    }
+}
+
+/// How long a poll may be outstanding before its host reads as not answering: the host
+/// thread's [`HUNG_AFTER`](crate::hosts::host_thread::HUNG_AFTER) for the driving process,
+/// the one wait of a process that does not drive the run.
+pub(super) fn hung_after(control: bool) -> std::time::Duration {
+    if control {
+        crate::hosts::host_thread::HUNG_AFTER
+    } else {
+        ANSWER_WAIT_ONCE
+    }
+}
 
 /// A target's identity across turns: an answer is only used for the same attempt in the
 /// same pane.
@@ -146,7 +170,7 @@ impl HostsBackend {
     pub(in crate::hosts) fn outages(&self) -> std::collections::BTreeMap<String, String> {
         self.remotes
             .iter()
-            .filter_map(|(host, r)| Some((host.clone(), r.thread.outage(host)?)))
+            .filter_map(|(host, r)| Some((host.clone(), r.thread.outage(host, self.hung_after)?)))
             .collect()
     }
 }

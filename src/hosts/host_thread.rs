@@ -189,12 +189,12 @@ impl HostThread {
     }
 
     /// The line the person reads while the host is not up: the thread's, or a poll that
-    /// has not been answered for [`HUNG_AFTER`].
-    pub fn outage(&self, host: &str) -> Option<String> {
+    /// has not been answered for `hung_after` ([`HUNG_AFTER`] for the driving process).
+    pub fn outage(&self, host: &str, hung_after: Duration) -> Option<String> {
         let said = self.outage.lock().ok().and_then(|o| o.clone());
         said.or_else(|| {
             let waited = self.asked?.elapsed();
-            (waited >= HUNG_AFTER).then(|| {
+            (waited >= hung_after).then(|| {
                 format!(
                     "host {host} does not answer (no reply for {} s); its workers' state is unknown until it does",
                     waited.as_secs()

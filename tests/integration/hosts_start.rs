@@ -161,6 +161,10 @@ fn a_host_down_when_the_run_starts_runs_its_worker_once_it_answers() {
 /// per host thread) and above what leaving takes under load.
 const QUIT_BOUND: Duration = Duration::from_secs(6);
 
+/// Above `status`'s one wait for its hosts (4 s), leaving their threads (1.5 s) and what
+/// a loaded machine adds; far below the 22 s it took before (a 15 s call and a 5 s probe).
+const STATUS_BOUND: Duration = Duration::from_secs(10);
+
 #[test]
 fn q_with_a_frozen_host_leaves_at_once_and_the_run_is_attached_again_later() {
     if !sshd_ready("hosts_quit_frozen") {
@@ -205,10 +209,34 @@ fn q_with_a_frozen_host_leaves_at_once_and_the_run_is_attached_again_later() {
     viewer.keys(&["q"]);
     let after = viewer.wait_screen("EXITED", Duration::from_secs(60));
     let took = t0.elapsed();
+    // `status` while the host is still frozen: bounded, and its worker reads unknown.
+    let run = only_run_dir(t.path());
+    let run_id = run.file_name().unwrap().to_str().unwrap().to_string();
+    let t1 = Instant::now();
+    let status = crate::support::on_host::run_with_host(
+        t.path(),
+        &workers.socket,
+        &host,
+        &["status", &run_id],
+    );
+    let took_status = t1.elapsed();
     host.thaw(&frozen);
     eprintln!("q with the host frozen: the dashboard was gone in {took:?}");
     assert!(after.contains("EXITED 0"), "{after}");
     assert!(took < QUIT_BOUND, "q took {took:?} with the host frozen");
+    let said = String::from_utf8_lossy(&status.stdout);
+    eprintln!("status with the host frozen took {took_status:?}");
+    assert!(
+        took_status < STATUS_BOUND,
+        "status took {took_status:?} with the host frozen: {said}"
+    );
+    let row = said.lines().find(|l| l.starts_with("there ")).unwrap_or("");
+    assert!(
+        row.contains(" unknown ")
+            && said.contains("\n  unknown (host box not answering); last seen running\n"),
+        "{said}\n{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
     let state = try_state(t.path()).unwrap();
     assert_eq!(state["status"], "detached", "{state}");
     assert_eq!(
@@ -218,8 +246,6 @@ fn q_with_a_frozen_host_leaves_at_once_and_the_run_is_attached_again_later() {
     );
     // The worker kept running on the host; attached again, the run finishes.
     std::fs::write(&go, "").unwrap();
-    let run = only_run_dir(t.path());
-    let run_id = run.file_name().unwrap().to_str().unwrap().to_string();
     let out = crate::support::on_host::run_with_host(
         t.path(),
         &workers.socket,
