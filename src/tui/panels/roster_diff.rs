@@ -1,6 +1,7 @@
 //! The roster's `change` column in a run with worktrees: each worker's
-//! `+added −removed · N files` against the run's base (green/red counts), `·` for a worker
-//! without a worktree, empty before the first figure.
+//! `+added −removed · N files` against the run's base (green/red counts), `shared` for a
+//! worker without a worktree, empty before the first figure (and before its worktree is
+//! made).
 
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
@@ -16,6 +17,8 @@ pub fn cell(run: &RunState, w: &WorkerState) -> Cell<'static> {
     let diff = match w.kind {
         WorkerKind::Worker => match ws.workers.get(&w.id) {
             Some(x) => x.diff,
+            // Its worktree is made when the run's first worker launches.
+            None if ws.pending.contains(&w.id) => None,
             None => return Cell::from(Span::styled("shared", Style::default().fg(Color::Gray))),
         },
         _ => None,
@@ -74,7 +77,8 @@ mod tests {
             copy: vec![],
             setup: None,
             workers,
-            pending: vec![],
+            // Not launched yet: its worktree is still to be made, it is not shared.
+            pending: vec!["testing".into()],
             integration: None,
             integrated_round: None,
         });
