@@ -93,7 +93,11 @@ pub fn run(args: DispatchArgs) -> Result<i32> {
 pub fn render(t: &ResolvedTeam) -> String {
     let mut out = format!(
         "target: {} ({})\nteam:   {} [{}], parallel {}{}, max fix rounds {}, model role {}\n\n",
-        t.target,
+        if t.target_used {
+            t.target.as_str()
+        } else {
+            "-"
+        },
         t.target_reason,
         t.name,
         t.source,

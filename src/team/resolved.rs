@@ -105,6 +105,10 @@ pub struct ResolvedTeam {
     /// The run target: `codex`, `gemini`, `ccg` or a provider name.
     pub target: String,
     pub target_reason: String,
+    /// The target decides something: it picks the built-in team (no team file or mode) or
+    /// leans the routing of a worker that names no provider. False when every worker's
+    /// provider is given (by the team file or `--provider`) and the team is not built in.
+    pub target_used: bool,
     pub role: Option<String>,
     pub parallel: usize,
     /// With `--hosts`: the workers each listed host runs at once (see

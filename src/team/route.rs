@@ -101,11 +101,13 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
         )?;
     }
     let (checks, critics, fixer) = council_limits(spec, &workers, &registry, &sources);
+    let (target_used, target_reason) = target_use(opts, spec, target_reason);
     Ok(ResolvedTeam {
         name: spec.name.clone().unwrap_or_else(|| loaded.source.clone()),
         source: loaded.source.clone(),
         target,
         target_reason,
+        target_used,
         role,
         parallel,
         host_slots,
@@ -298,6 +300,24 @@ fn choose_provider(
         }
         _ => Ok(Some((p.clone(), format!("{p}: {why}"), vec![]))),
     }
+}
+
+/// Whether the target decides anything (it picks the built-in team when no team file or
+/// mode is given, and leans the routing of a worker that names no provider), and its
+/// reason: `reason`, or why it is unused.
+fn target_use(
+    opts: &ResolveOptions,
+    spec: &crate::domain::TeamSpec,
+    reason: String,
+) -> (bool, String) {
+    let used = (opts.team_file.is_none() && opts.mode.is_none())
+        || (opts.provider.is_none() && spec.workers.iter().any(|w| w.provider.is_none()));
+    let reason = match (used, opts.provider.is_some()) {
+        (true, _) => reason,
+        (false, true) => "unused: --provider gives every worker its provider".into(),
+        (false, false) => "unused: every worker names its provider".into(),
+    };
+    (used, reason)
 }
 
 /// The limits of a worker on `provider` with its own values `own`: a `command` worker's or

@@ -64,6 +64,7 @@ fn dispatch_json_with_sim_fallback_prints_the_decision() {
         .clone();
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["target"], "ccg");
+    assert_eq!(v["target_used"], true, "it leans the workers' routing");
     assert_eq!(v["source"], "mode:ccg");
     let workers = v["workers"].as_array().unwrap();
     assert_eq!(workers.len(), 3, "two tracks and the synthesis");
@@ -121,6 +122,54 @@ fn dispatch_shows_each_workers_limits_with_the_run_flags() {
             "{id}: {row}"
         );
     }
+}
+
+/// A team whose every worker names its provider has no use for a target: dispatch says
+/// so instead of naming the default one and its reason.
+#[test]
+fn dispatch_says_the_target_is_unused_when_every_worker_names_its_provider() {
+    let _g = serial();
+    let bin = Bin::new();
+    let project = crate::support::project();
+    let team = project.path().join("team.toml");
+    std::fs::write(
+        &team,
+        "[[worker]]\nid = \"a\"\nrole = \"backend-engineer\"\nprovider = \"command\"\ncommand = [\"true\"]\n\n\
+         [[worker]]\nid = \"b\"\nrole = \"frontend-designer\"\nprovider = \"sim\"\n",
+    )
+    .unwrap();
+    let dispatch = |extra: &[&str]| {
+        let out = crewmux(&bin, project.path())
+            .args(["dispatch", "--team", team.to_str().unwrap()])
+            .args(extra)
+            .arg("tidy the parser")
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let text = dispatch(&[]);
+    assert_eq!(
+        text.lines().next(),
+        Some("target: - (unused: every worker names its provider)"),
+        "{text}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&dispatch(&["--json"])).unwrap();
+    assert_eq!(v["target_used"], false, "{v}");
+    // One worker left to routing: the target leans it again.
+    std::fs::write(
+        &team,
+        "[[worker]]\nid = \"a\"\nrole = \"backend-engineer\"\nprovider = \"command\"\ncommand = [\"true\"]\n\n\
+         [[worker]]\nid = \"b\"\nrole = \"frontend-designer\"\n",
+    )
+    .unwrap();
+    let text = dispatch(&["--allow-sim-fallback"]);
+    assert!(
+        text.starts_with("target: codex (no signal words; codex is the default)"),
+        "{text}"
+    );
 }
 
 /// The example pipeline's graph: which workers start together and whom the others wait
