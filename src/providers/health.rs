@@ -143,13 +143,17 @@ pub fn probe(
     h.installed = true;
     h.path = Some(path.clone());
     if !opts.skip_version && !spec.version_args.is_empty() {
-        if let Ok(out) = run_with_timeout(
-            &path,
-            &spec.version_args,
-            env,
-            Duration::from_millis(VERSION_TIMEOUT_MS),
-        ) {
-            h.version = parse_version(&out.output);
+        // An npm package says its version without starting Node.
+        h.version = super::npm_version::npm_package_version(&path);
+        if h.version.is_none() {
+            if let Ok(out) = run_with_timeout(
+                &path,
+                &spec.version_args,
+                env,
+                Duration::from_millis(VERSION_TIMEOUT_MS),
+            ) {
+                h.version = parse_version(&out.output);
+            }
         }
     }
     let (auth, detail) = super::usable::auth_state(name, spec, &path, env, opts);

@@ -13,6 +13,7 @@ pub mod exit_output;
 pub mod health;
 pub mod history;
 pub mod launch;
+pub mod npm_version;
 pub mod output;
 pub mod pane_text;
 pub mod prompt;
