@@ -37,7 +37,8 @@ fn q(word: &str) -> String {
 /// Ask the host through `sh` for its system and whether `path` runs `own` there.
 ///
 /// # Errors
-/// The host did not answer (what ssh said, or the limit).
+/// The host was not asked, or it did not answer: one phrase saying which (what ssh said,
+/// e.g. a refused login; the limit; the check's exit code and output).
 pub fn probe(sh: &dyn RemoteSh, own: &OwnBinary, path: &Path) -> Result<Found, String> {
     let script = format!(
         "uname -sm 2>/dev/null || echo unknown\np={}\n\
@@ -47,16 +48,21 @@ pub fn probe(sh: &dyn RemoteSh, own: &OwnBinary, path: &Path) -> Result<Found, S
     );
     let out = sh.sh(&script, PROBE_LIMIT).map_err(|e| e.to_string())?;
     if out.timed_out {
-        return Err(format!("no answer within {} s", PROBE_LIMIT.as_secs()));
+        return Err(format!(
+            "it did not answer within {} s",
+            PROBE_LIMIT.as_secs()
+        ));
     }
     let mut lines = out.output.lines().map(str::trim);
     let system = lines.next().unwrap_or("").to_string();
     if out.code != Some(0) || system.is_empty() {
-        return Err(format!(
-            "the check exited {:?}: {}",
-            out.code,
-            out.output.trim()
-        ));
+        let how = out
+            .code
+            .map_or_else(|| "on a signal".to_string(), |c| c.to_string());
+        return Err(match out.output.trim() {
+            "" => format!("the check exited {how}"),
+            said => format!("the check exited {how}: {said}"),
+        });
     }
     if system != own.system {
         return Ok(Found::Foreign(format!(

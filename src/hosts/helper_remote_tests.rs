@@ -93,6 +93,47 @@ fn a_host_that_does_not_answer_is_not_judged() {
     assert!(e.contains("Connection refused"), "{e}");
 }
 
+/// A host whose ssh or check ends with `out` (or the error ssh gave).
+struct Says(std::result::Result<RemoteOut, &'static str>);
+
+impl RemoteSh for Says {
+    fn sh(&self, _script: &str, _limit: Duration) -> Result<RemoteOut> {
+        self.0.clone().map_err(|m| crate::error::Error::Command {
+            program: "ssh to host box".into(),
+            message: m.into(),
+        })
+    }
+}
+
+#[test]
+fn each_way_a_probe_fails_is_said_as_it_is() {
+    let failed = |says: Says| probe(&says, &own(), Path::new("/w/bin/x")).unwrap_err();
+    // A refused login is ssh's word, not a host that is silent.
+    let refused = failed(Says(Err("me@box: Permission denied (publickey).")));
+    assert_eq!(
+        refused,
+        "ssh to host box: me@box: Permission denied (publickey)."
+    );
+    let silent = failed(Says(Ok(RemoteOut {
+        code: None,
+        output: String::new(),
+        timed_out: true,
+    })));
+    assert_eq!(silent, "it did not answer within 12 s");
+    let broke = failed(Says(Ok(RemoteOut {
+        code: Some(2),
+        output: "sh: 1: syntax error\n".into(),
+        timed_out: false,
+    })));
+    assert_eq!(broke, "the check exited 2: sh: 1: syntax error");
+    let killed = failed(Says(Ok(RemoteOut {
+        code: None,
+        output: String::new(),
+        timed_out: false,
+    })));
+    assert_eq!(killed, "the check exited on a signal");
+}
+
 /// Run the copy script here with `bin` on its stdin.
 fn copy_here(bin: &Path, to: &Path) -> Ran {
     let mut cmd = Command::new("sh");

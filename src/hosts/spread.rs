@@ -220,7 +220,9 @@ fn mark_no_crewmux(slots: &mut [Slots], hosts: &Hosts) -> Result<()> {
                 let why = match h.join() {
                     Ok(Ok(super::helper::Found::Foreign(why))) => Some(why),
                     Ok(Ok(_)) => None,
-                    Ok(Err(why)) => Some(format!("it did not answer: {why}")),
+                    // Why it was not asked or did not answer, in its own words (a refused
+                    // ssh login is not a silent host).
+                    Ok(Err(why)) => Some(why),
                     Err(_) => Some("the check stopped".into()),
                 };
                 (i, why)
@@ -335,7 +337,7 @@ mod tests {
         let mut mac = s("mac", 4);
         mac.no_crewmux = Some("it is `Darwin arm64`".into());
         let mut down = s("down", 2);
-        down.no_crewmux = Some("it did not answer: no answer within 12 s".into());
+        down.no_crewmux = Some("it did not answer within 12 s".into());
         let e = none_runs_crewmux(
             "simmer",
             "sim",
@@ -344,7 +346,7 @@ mod tests {
         );
         assert_eq!(
             e.to_string(),
-            "--hosts mac,down: worker `simmer` uses provider `sim`, which runs crewmux itself, and no host listed can run this crewmux (mac: it is `Darwin arm64`; down: it did not answer: no answer within 12 s): add `local` to --hosts, or give the worker another provider"
+            "--hosts mac,down: worker `simmer` uses provider `sim`, which runs crewmux itself, and no host listed can run this crewmux (mac: it is `Darwin arm64`; down: it did not answer within 12 s): add `local` to --hosts, or give the worker another provider"
         );
     }
 
