@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use chrono::Utc;
 
-use super::{run_council, write_report, Driver, PendingKill, Update, LAUNCH_BATCH};
+use super::{write_report, Driver, PendingKill, Update, LAUNCH_BATCH};
 use crate::backend::{signal_group, Target};
 use crate::engine::{self, Effect, Input};
 
@@ -133,7 +133,7 @@ impl Driver {
                 &self.state.problem,
                 &self.state.clarification.answers,
             ))),
-            Effect::RunCouncil => Some(Input::CouncilReady(run_council(&self.state, &self.store))),
+            Effect::RunCouncil => self.council_or_wait(),
             Effect::Integrate => Some(Input::Integrated(crate::workspace::run_integration(
                 &mut self.state,
             ))),

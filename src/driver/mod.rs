@@ -32,6 +32,7 @@ mod publish;
 mod reap;
 mod release;
 mod result;
+mod retake;
 mod saver;
 pub mod settle;
 mod start;
@@ -233,7 +234,7 @@ pub struct Driver {
     in_flight: Option<Vec<launch::ReadyAttempt>>,
     in_flight_at: Instant,
     /// Results taken before their attempt's marker was in `output.log` (see `result`).
-    retakes: Vec<result::Retake>,
+    retakes: retake::Retakes,
     /// Tests: panic (a crash: nothing more is saved) once `applied` reaches this count;
     /// with `true`, the state is saved first (a crash right after a save).
     #[cfg(test)]
@@ -477,6 +478,7 @@ impl Driver {
         if !late.is_empty() {
             changed |= self.apply(late, emit) > 0;
         }
+        changed |= self.council_after_retakes(emit);
         self.pace.end_turn(changed, Instant::now());
         self.releases.turn(Instant::now());
         self.give_up_late_batch(emit);

@@ -434,14 +434,14 @@ impl Driver {
                 if from_log != FromLog::No && w.marker_code().is_none() {
                     // The output's last lines may still be on their way (see `result`).
                     let provider = self.state.worker(&t.worker).map(|s| s.provider.clone());
-                    let of = super::result::Of {
+                    let of = super::retake::Of {
                         worker: &t.worker,
                         attempt: t.attempt,
                         dir: &w.dir,
                         nonce: &w.nonce,
                     };
                     let late = from_log == FromLog::NoText;
-                    let retake = super::result::Retake::new(of, late, provider, Instant::now());
+                    let retake = super::retake::Retake::new(of, late, provider, Instant::now());
                     self.retakes.push(retake);
                 }
                 let said = spec.filter(|_| code != 0).and_then(|s| {

@@ -72,6 +72,7 @@ impl Driver {
         // Results taken before their output was all in (see `result`): now, with what is.
         let late = self.retake_results(true);
         self.apply(late, &mut |_| {});
+        self.council_after_retakes(&mut |_| {});
         self.save(&mut |_| {});
         let down = self.backend.get().hosts_not_answering();
         Ok((self.state, down))

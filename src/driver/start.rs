@@ -68,7 +68,7 @@ impl Driver {
             launch_thread: None,
             in_flight: None,
             in_flight_at: Instant::now(),
-            retakes: Vec::new(),
+            retakes: Default::default(),
             #[cfg(test)]
             crash_after: None,
         };
@@ -85,6 +85,7 @@ impl Driver {
             Err(e) => tracing::warn!("events.jsonl: {e}; repeated transitions are not left out"),
         }
         d.startup = d.reattach();
+        d.retakes = super::retake::Retakes::load(&d.store, &d.state);
         d
     }
 

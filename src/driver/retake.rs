@@ -1,0 +1,473 @@
+//! Taking a result again. A result taken from `output.log` before the attempt's marker
+//! was in it may lack the agent's last lines (see [`Retake`]); it is taken again once the
+//! marker is there. Until then the council waits ([`RETAKE_WITHIN`] at most), so the
+//! critics never judge the partial result, and the retake is kept in the attempt's folder
+//! ([`RETAKE_FILE`]), so a driver killed in that window leaves it to the next one (a
+//! reattach, or `status` on a run nobody drives) instead of losing it.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::result::{take_output, RESULT_MAX_BYTES};
+use crate::domain::RunState;
+use crate::engine::Input;
+use crate::store::RunStore;
+
+/// The file in an attempt's folder that keeps a pending retake (removed once it is done).
+pub const RETAKE_FILE: &str = "result-retake.json";
+
+/// What [`RETAKE_FILE`] holds: a [`Retake`] without its deadline.
+#[derive(Debug, Serialize, Deserialize)]
+struct Saved {
+    worker: String,
+    attempt: u32,
+    late: bool,
+    nonce: String,
+    provider: Option<String>,
+    taken_len: u64,
+}
+
+/// The retakes a driver waits for, and whether the council waits for them.
+#[derive(Debug, Default)]
+pub(super) struct Retakes {
+    pending: Vec<Retake>,
+    /// `RunCouncil` came while a retake was pending: it sits once none is.
+    council_waits: bool,
+}
+
+impl Retakes {
+    /// Wait for `r` (kept in its attempt folder meanwhile).
+    pub fn push(&mut self, r: Retake) {
+        r.keep();
+        self.pending.push(r);
+    }
+
+    /// The retakes a driver before this one left pending in the current attempts' folders
+    /// of `state` (it was killed before their marker came); each is due at once when its
+    /// marker is in `output.log` by now, else within [`RETAKE_WITHIN`]. A file that does
+    /// not read is logged and removed (the result stays as first taken).
+    pub fn load(store: &RunStore, state: &RunState) -> Self {
+        let now = Instant::now();
+        let mut pending = vec![];
+        for w in state.workers.iter().filter(|w| w.attempt > 0) {
+            let dir = store.attempt_dir(&w.id, w.attempt);
+            let path = dir.join(RETAKE_FILE);
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            match serde_json::from_slice::<Saved>(&bytes) {
+                Ok(s) if s.worker == w.id && s.attempt == w.attempt => {
+                    tracing::info!("{}#{}: its result is taken again", s.worker, s.attempt);
+                    pending.push(Retake {
+                        worker: s.worker,
+                        attempt: s.attempt,
+                        late: s.late,
+                        dir,
+                        nonce: s.nonce,
+                        provider: s.provider,
+                        taken_len: s.taken_len,
+                        until: now + RETAKE_WITHIN,
+                    });
+                }
+                other => {
+                    tracing::warn!(
+                        "{}: not a retake of this attempt ({other:?})",
+                        path.display()
+                    );
+                    if let Err(e) = std::fs::remove_file(&path) {
+                        tracing::warn!("{}: {e}", path.display());
+                    }
+                }
+            }
+        }
+        Retakes {
+            pending,
+            council_waits: false,
+        }
+    }
+}
+
+/// Longest wait for an attempt's marker in `output.log` after its result was taken without
+/// it; the result is then taken again with what is there.
+pub const RETAKE_WITHIN: Duration = Duration::from_secs(30);
+
+/// How much of the end of `output.log` is read to find the marker, bytes (the wrapper
+/// prints it last).
+const MARKER_TAIL_BYTES: usize = 4096;
+
+/// A result taken from `output.log` before the attempt's marker was in it. The wrapper
+/// writes `exit.json` and then prints the marker, and `output.log` is what tmux's
+/// `pipe-pane` has passed on so far: an exit is settled from `exit.json` at once, when
+/// the last lines the agent printed may still be on their way (a busy tmux server, or
+/// one stopped). Once the marker is in `output.log` (or after [`RETAKE_WITHIN`]) the
+/// result is taken again when anything besides the marker came after the first take.
+#[derive(Debug, Clone)]
+pub(super) struct Retake {
+    pub worker: String,
+    pub attempt: u32,
+    /// The first take found no text (the engine has no result for the attempt yet).
+    pub late: bool,
+    pub dir: PathBuf,
+    pub nonce: String,
+    /// The worker's provider (its output format and noise patterns).
+    pub provider: Option<String>,
+    /// Length of `output.log` when the result was taken, bytes.
+    pub taken_len: u64,
+    pub until: Instant,
+}
+
+/// The attempt a [`Retake`] is for: its worker, attempt number, directory and nonce.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Of<'a> {
+    pub worker: &'a str,
+    pub attempt: u32,
+    pub dir: &'a Path,
+    pub nonce: &'a str,
+}
+
+impl Retake {
+    /// A retake of the result just taken (`late`: no text found) from `output.log`.
+    pub fn new(of: Of<'_>, late: bool, provider: Option<String>, now: Instant) -> Self {
+        let Of {
+            worker,
+            attempt,
+            dir,
+            nonce,
+        } = of;
+        let taken_len = std::fs::metadata(dir.join("output.log")).map_or(0, |m| m.len());
+        Retake {
+            worker: worker.to_string(),
+            attempt,
+            late,
+            dir: dir.to_path_buf(),
+            nonce: nonce.to_string(),
+            provider,
+            taken_len,
+            until: now + RETAKE_WITHIN,
+        }
+    }
+
+    /// The marker is in `output.log`, or the wait is over (`force`: now, whatever is
+    /// there; the driver is leaving).
+    pub fn due(&self, now: Instant, force: bool) -> bool {
+        force || now >= self.until || marker_in(&self.dir.join("output.log"), &self.nonce)
+    }
+
+    /// Keep this retake in its attempt folder ([`RETAKE_FILE`]), so a driver that starts on
+    /// the run after this one was killed redoes it (a failure is logged: the retake then
+    /// lives as long as this driver).
+    fn keep(&self) {
+        let saved = Saved {
+            worker: self.worker.clone(),
+            attempt: self.attempt,
+            late: self.late,
+            nonce: self.nonce.clone(),
+            provider: self.provider.clone(),
+            taken_len: self.taken_len,
+        };
+        let path = self.dir.join(RETAKE_FILE);
+        let kept = serde_json::to_vec(&saved)
+            .map_err(|e| e.to_string())
+            .and_then(|b| crate::store::write_atomic(&path, &b).map_err(|e| e.to_string()));
+        if let Err(e) = kept {
+            tracing::warn!("{}: {e}", path.display());
+        }
+    }
+
+    /// The retake is done: its file goes.
+    fn forget(&self) {
+        let path = self.dir.join(RETAKE_FILE);
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!("{}: {e}", path.display()),
+        }
+    }
+
+    /// Take the result again when more than the marker came after the first take.
+    /// Returns the input that gives the engine the result when the first take had none
+    /// and this one has.
+    pub fn take_again(&self, registry: &crate::providers::Registry) -> Option<Input> {
+        let log = self.dir.join("output.log");
+        if !grew_besides_marker(&log, self.taken_len, &self.nonce) {
+            return None;
+        }
+        let spec = self.provider.as_deref().and_then(|p| registry.get(p));
+        take_output(&self.dir, spec, true);
+        tracing::debug!(
+            "{}: result taken again with the end of output.log",
+            self.dir.display()
+        );
+        let result = self.dir.join("result.md");
+        (self.late && result.exists()).then(|| Input::ResultTaken {
+            worker: self.worker.clone(),
+            attempt: self.attempt,
+            result,
+        })
+    }
+}
+
+impl super::Driver {
+    /// Take again the results whose [`Retake`] is due (`force`: all of them, now); returns
+    /// the inputs of results the engine did not have. A retake forced before its marker
+    /// came (the driver leaves) keeps its file: the next driver takes the result again.
+    pub(super) fn retake_results(&mut self, force: bool) -> Vec<Input> {
+        if self.retakes.pending.is_empty() {
+            return vec![];
+        }
+        let now = Instant::now();
+        let registry = &self.registry;
+        let mut inputs = vec![];
+        self.retakes.pending.retain(|r| {
+            if !r.due(now, force) {
+                return true;
+            }
+            inputs.extend(r.take_again(registry));
+            if r.due(now, false) {
+                r.forget();
+            }
+            false
+        });
+        inputs
+    }
+
+    /// `RunCouncil`: the council's verdicts now, or `None` while a result is still to be
+    /// taken again (the critics would judge the partial one); it then sits once none is
+    /// ([`council_after_retakes`](Self::council_after_retakes)), [`RETAKE_WITHIN`] at most.
+    pub(super) fn council_or_wait(&mut self) -> Option<Input> {
+        if self.retakes.pending.is_empty() {
+            return Some(Input::CouncilReady(super::run_council(
+                &self.state,
+                &self.store,
+            )));
+        }
+        tracing::info!(
+            "the council waits for {} result(s) to be taken again",
+            self.retakes.pending.len()
+        );
+        self.retakes.council_waits = true;
+        None
+    }
+
+    /// The council that waited for results to be taken again, once none is pending (after
+    /// their inputs were applied); returns true when it sat.
+    pub(super) fn council_after_retakes(&mut self, emit: &mut impl FnMut(super::Update)) -> bool {
+        if !self.retakes.council_waits || !self.retakes.pending.is_empty() {
+            return false;
+        }
+        self.retakes.council_waits = false;
+        let verdicts = super::run_council(&self.state, &self.store);
+        self.apply(vec![Input::CouncilReady(verdicts)], emit) > 0
+    }
+}
+
+/// True when the last [`MARKER_TAIL_BYTES`] of `log` hold the marker of `nonce` (read
+/// from there: a log may be gigabytes).
+fn marker_in(log: &Path, nonce: &str) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(log) else {
+        return false;
+    };
+    let len = f.metadata().map_or(0, |m| m.len());
+    let from = len.saturating_sub(MARKER_TAIL_BYTES as u64);
+    let mut end = Vec::with_capacity(MARKER_TAIL_BYTES);
+    if let Err(e) = f
+        .seek(SeekFrom::Start(from))
+        .and_then(|_| f.read_to_end(&mut end))
+    {
+        tracing::debug!("{}: {e}", log.display());
+        return false;
+    }
+    crate::launch::find_marker(&String::from_utf8_lossy(&end), nonce).is_some()
+}
+
+/// True when `log` has, past its first `from` bytes, a line with text other than the
+/// marker of `nonce` (more than a result's worth added counts without reading it).
+fn grew_besides_marker(log: &Path, from: u64, nonce: &str) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(log) else {
+        return false;
+    };
+    let len = f.metadata().map_or(0, |m| m.len());
+    if len <= from {
+        return false;
+    }
+    if len - from > RESULT_MAX_BYTES as u64 {
+        return true;
+    }
+    let mut added = Vec::new();
+    if let Err(e) = f
+        .seek(SeekFrom::Start(from))
+        .and_then(|_| f.read_to_end(&mut added))
+    {
+        tracing::debug!("{}: {e}", log.display());
+        return true;
+    }
+    let text = crate::launch::strip_ansi(&String::from_utf8_lossy(&added));
+    text.lines()
+        .map(str::trim)
+        .any(|l| !l.is_empty() && crate::launch::find_marker(l, nonce).is_none())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::result::{collect_output, FromLog};
+
+    #[test]
+    fn a_result_taken_before_the_marker_is_taken_again_with_the_lines_that_came_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let log = d.join("output.log");
+        std::fs::write(&log, "working\nstep 1\n").unwrap();
+        // Settled from exit.json while the last lines and the marker were on their way.
+        assert_eq!(collect_output(d, None, true), FromLog::Result);
+        let taken = std::fs::read_to_string(d.join("result.md")).unwrap();
+        assert_eq!(taken, "working\nstep 1\n");
+        let now = Instant::now();
+        let r = Retake::new(of(d, "n1"), false, None, now);
+        assert!(!r.due(now, false), "no marker yet");
+        let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        std::io::Write::write_all(&mut f, b"the answer is 42\n\n__CREWMUX_EXIT_n1__:0\n").unwrap();
+        assert!(r.due(now, false), "the marker is there");
+        let registry = crate::providers::Registry::builtin();
+        assert_eq!(r.take_again(&registry), None, "the engine has a result");
+        let again = std::fs::read_to_string(d.join("result.md")).unwrap();
+        assert_eq!(again, "working\nstep 1\nthe answer is 42\n");
+        // Past the wait, it is due without the marker too.
+        let late = Retake::new(of(d, "other"), false, None, now);
+        assert!(late.due(now + RETAKE_WITHIN, false) && !late.due(now, false));
+        assert!(late.due(now, true), "forced when the driver leaves");
+    }
+
+    #[test]
+    fn a_marker_alone_after_the_take_leaves_the_result_and_an_agents_own_result_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let log = d.join("output.log");
+        std::fs::write(&log, "all of it\n").unwrap();
+        assert_eq!(collect_output(d, None, true), FromLog::Result);
+        let r = Retake::new(of(d, "n1"), false, None, Instant::now());
+        let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        std::io::Write::write_all(&mut f, b"\r\n\x1b[0m__CREWMUX_EXIT_n1__:0\r\n").unwrap();
+        let registry = crate::providers::Registry::builtin();
+        assert_eq!(r.take_again(&registry), None, "nothing but the marker came");
+        assert_eq!(
+            std::fs::read_to_string(d.join("result.md")).unwrap(),
+            "all of it\n"
+        );
+        // An agent that wrote result.md itself: nothing is taken from the output.
+        let own = tempfile::tempdir().unwrap();
+        std::fs::write(own.path().join("output.log"), "chatter\n").unwrap();
+        std::fs::write(own.path().join("result.md"), "my answer\n").unwrap();
+        assert_eq!(collect_output(own.path(), None, true), FromLog::No);
+        // Nor for a failed attempt.
+        let failed = tempfile::tempdir().unwrap();
+        std::fs::write(failed.path().join("output.log"), "oops\n").unwrap();
+        assert_eq!(collect_output(failed.path(), None, false), FromLog::No);
+        assert!(!failed.path().join("result.md").exists());
+    }
+
+    #[test]
+    fn a_result_whose_output_all_came_after_the_exit_goes_to_the_engine() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let log = d.join("output.log");
+        std::fs::write(&log, "").unwrap();
+        assert_eq!(collect_output(d, None, true), FromLog::NoText);
+        assert!(!d.join("result.md").exists());
+        let r = Retake::new(of(d, "n1"), true, None, Instant::now());
+        std::fs::write(&log, "late answer\n__CREWMUX_EXIT_n1__:0\n").unwrap();
+        let registry = crate::providers::Registry::builtin();
+        assert_eq!(
+            r.take_again(&registry),
+            Some(Input::ResultTaken {
+                worker: "w".into(),
+                attempt: 1,
+                result: d.join("result.md"),
+            })
+        );
+        assert_eq!(
+            std::fs::read_to_string(d.join("result.md")).unwrap(),
+            "late answer\n"
+        );
+    }
+
+    fn of<'a>(dir: &'a Path, nonce: &'a str) -> Of<'a> {
+        Of {
+            worker: "w",
+            attempt: 1,
+            dir,
+            nonce,
+        }
+    }
+
+    #[test]
+    fn the_council_waits_for_a_pending_retake_and_a_driver_killed_meanwhile_leaves_it_to_the_next()
+    {
+        let tmp = tempfile::tempdir().unwrap();
+        let (store, mut state, world) = crate::driver::tests::scripted(tmp.path());
+        // Every worker completed; `a`'s exit was settled before any of its output reached
+        // output.log, so it has no result yet.
+        state.stage = crate::domain::Stage::TeamVerify;
+        state.checks.clear();
+        for w in &mut state.workers {
+            w.attempt = 1;
+            w.status = crate::domain::WorkerStatus::Completed;
+            w.exit_code = Some(0);
+            let dir = store.attempt_dir(&w.id, 1);
+            std::fs::create_dir_all(&dir).unwrap();
+            if w.id != "a" {
+                std::fs::write(dir.join("result.md"), "did src/lib.rs\n").unwrap();
+                w.result = Some(dir.join("result.md"));
+            }
+        }
+        store.save_state(&state).unwrap();
+        let dir = store.attempt_dir("a", 1);
+        let log = dir.join("output.log");
+        std::fs::write(&log, "").unwrap();
+        let opts = crate::driver::DriverOptions {
+            quiet: true,
+            ..Default::default()
+        };
+        let mut first =
+            crate::driver::Driver::new(store.clone(), state.clone(), world.mux(), opts.clone());
+        let of = Of {
+            worker: "a",
+            attempt: 1,
+            dir: &dir,
+            nonce: "n1",
+        };
+        first
+            .retakes
+            .push(Retake::new(of, true, Some("sim".into()), Instant::now()));
+        assert!(first.council_or_wait().is_none(), "the council waits");
+        assert!(!first.council_after_retakes(&mut |_| {}), "still pending");
+        assert!(dir.join(RETAKE_FILE).exists());
+        // Killed here: the next driver finds the retake and redoes it once the output is in.
+        drop(first);
+        let mut next = crate::driver::Driver::new(store.clone(), state, world.mux(), opts);
+        assert_eq!(next.retakes.pending.len(), 1);
+        assert!(next.council_or_wait().is_none());
+        std::fs::write(&log, "the answer is in src/lib.rs\n__CREWMUX_EXIT_n1__:0\n").unwrap();
+        let late = next.retake_results(false);
+        assert_eq!(late.len(), 1, "{late:?}");
+        next.apply(late, &mut |_| {});
+        assert!(next.council_after_retakes(&mut |_| {}), "the council sat");
+        assert!(!dir.join(RETAKE_FILE).exists(), "done: its file is gone");
+        let a = next.state.worker("a").unwrap();
+        assert_eq!(a.result.as_deref(), Some(dir.join("result.md").as_path()));
+        let council = &next.state.council;
+        assert_eq!(council.round, Some(0), "{council:?}");
+        let said = format!("{:?}", council.verdicts);
+        // Judged on the full result: what it says, not that it is missing.
+        assert!(
+            !said.contains("a: result file is empty")
+                && !said.contains("a: completed with an empty result")
+                && said.contains("a: src/lib.rs does not exist"),
+            "{said}"
+        );
+    }
+}
