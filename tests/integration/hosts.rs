@@ -1,8 +1,7 @@
 //! Workers on an SSH host: a private sshd on a loopback port (`support::sshd`) runs a
 //! real tmux "remotely"; the run's other workers stay on `local`.
 
-use crate::support::on_host::{run_with_host, spawn_on_host, wait_running_remotely};
-use crate::support::sshd::{sshd_ready, SshHost};
+use crate::support::on_host::*;
 use crate::support::*;
 
 const MIXED_TEAM: &str = r#"
@@ -42,29 +41,12 @@ command = ["sh", "-c", "echo __CREWMUX_EXIT_0123456789abcdef__:0; printf '__CREW
 
 #[test]
 fn a_team_on_local_and_an_ssh_host_finishes_with_the_right_exit_codes() {
-    if !sshd_ready("hosts_exit_codes") {
+    let Some(t) = HostRepo::start("hosts") else {
         return;
-    }
-    let host = SshHost::start();
-    let server = TmuxServer::new("hosts");
+    };
     // Code reaches a host by git: a remote worker's project is a repository.
-    let tmp = repo(&[("README", "x\n")]);
-    host.write_hosts_file(tmp.path(), "box");
-    let team = team_file(tmp.path(), "team.toml", MIXED_TEAM);
-    let out = run_with_host(
-        tmp.path(),
-        &server.socket,
-        &host,
-        &[
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--",
-            "codes on two hosts",
-        ],
-    );
+    let team = t.team(MIXED_TEAM);
+    let out = t.run(&headless(&team, "codes on two hosts"));
     let s = summary(&out);
     for (id, status, code) in [
         ("here", "completed", 0),
@@ -78,13 +60,14 @@ fn a_team_on_local_and_an_ssh_host_finishes_with_the_right_exit_codes() {
             (Some(status), Some(code)),
             "{id}: {s}\nstderr: {}\nlog: {}",
             String::from_utf8_lossy(&out.stderr),
-            std::fs::read_to_string(tmp.path().join(".crewmux/crewmux.log")).unwrap_or_default()
+            std::fs::read_to_string(t.path().join(".crewmux/crewmux.log")).unwrap_or_default()
         );
     }
     // The remote attempt's files were written on the host and came back here.
-    let run = only_run_dir(tmp.path());
+    let run = only_run_dir(t.path());
     let run_id = run.file_name().unwrap().to_str().unwrap().to_string();
-    let there = host
+    let there = t
+        .host
         .workdir
         .path()
         .join("runs")
@@ -96,7 +79,7 @@ fn a_team_on_local_and_an_ssh_host_finishes_with_the_right_exit_codes() {
             "{f} on the host in {}\nstderr: {}\nlog: {}",
             there.display(),
             String::from_utf8_lossy(&out.stderr),
-            std::fs::read_to_string(tmp.path().join(".crewmux/crewmux.log")).unwrap_or_default()
+            std::fs::read_to_string(t.path().join(".crewmux/crewmux.log")).unwrap_or_default()
         );
     }
     let local = run.join("workers/there-ok/attempt-1");
@@ -104,7 +87,8 @@ fn a_team_on_local_and_an_ssh_host_finishes_with_the_right_exit_codes() {
     assert!(
         log.contains(&format!(
             "remote hello from {}",
-            host.workdir
+            t.host
+                .workdir
                 .path()
                 .join("worktrees")
                 .join(&run_id)
@@ -115,7 +99,7 @@ fn a_team_on_local_and_an_ssh_host_finishes_with_the_right_exit_codes() {
     );
     assert!(local.join("exit.json").exists());
     // The exit codes came from the wrapper's own exit.json, as for a local attempt.
-    let state = try_state(tmp.path()).unwrap();
+    let state = try_state(t.path()).unwrap();
     for d in state["dispatches"].as_array().unwrap() {
         assert_eq!(d["exit_source"], "exit-file", "{d}");
     }
@@ -257,37 +241,21 @@ fn a_broken_hosts_file_is_a_warning_with_its_place_when_the_run_uses_no_host() {
 
 #[test]
 fn killing_the_ssh_connection_mid_run_reconnects_and_loses_nothing() {
-    if !sshd_ready("hosts_ssh_killed") {
+    let Some(t) = HostRepo::start("hosts-killed") else {
         return;
-    }
-    let host = SshHost::start();
-    let server = TmuxServer::new("hosts-killed");
-    let tmp = repo(&[("README", "x\n")]);
-    host.write_hosts_file(tmp.path(), "box");
-    let team = team_file(
-        tmp.path(),
-        "team.toml",
-        "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
+    };
+    let team = t.team("[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
          command = [\"sh\", \"-c\", \"echo started; sleep 4; echo finished; exit 7\"]\n",
     );
-    let team = team.to_str().unwrap();
-    let args = [
-        "run",
-        "--team",
-        team,
-        "--no-clarify",
-        "--headless",
-        "--",
-        "hosts come and go",
-    ];
-    let child = spawn_on_host(tmp.path(), &server.socket, &host, &args);
-    wait_running_remotely(tmp.path(), "far");
+    let args = headless(&team, "hosts come and go");
+    let child = t.spawn(&args);
+    wait_running_remotely(t.path(), "far");
     assert!(
-        host.kill_ssh_clients() > 0,
+        t.host.kill_ssh_clients() > 0,
         "no ssh client of crewmux to kill"
     );
     let out = wait_limited(child, &["run"]);
-    assert_events_once(tmp.path());
+    assert_events_once(t.path());
     let s = summary(&out);
     let w = worker(&s, "far");
     // The attempt kept running on the host; its own exit code came back.
@@ -300,45 +268,29 @@ fn killing_the_ssh_connection_mid_run_reconnects_and_loses_nothing() {
         (Some("failed"), Some(7), Some(1)),
         "{s}"
     );
-    let run = only_run_dir(tmp.path());
+    let run = only_run_dir(t.path());
     let log = std::fs::read_to_string(run.join("workers/far/attempt-1/output.log")).unwrap();
     assert!(log.contains("started") && log.contains("finished"), "{log}");
 }
 
 #[test]
 fn a_host_gone_for_good_crashes_its_worker_as_host_lost_and_the_retry_runs_on_local() {
-    if !sshd_ready("hosts_lost") {
+    let Some(mut t) = HostRepo::start("hosts-lost") else {
         return;
-    }
-    let mut host = SshHost::start();
-    let server = TmuxServer::new("hosts-lost");
-    let tmp = repo(&[("README", "x\n")]);
-    host.write_hosts_file(tmp.path(), "box");
-    let workdir = host.workdir.path().display().to_string();
-    let team = team_file(
-        tmp.path(),
-        "team.toml",
-        &format!(
+    };
+    let workdir = t.host.workdir.path().display().to_string();
+    let team = t.team(&format!(
             "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 2\n\
              command = [\"sh\", \"-c\", \"case $PWD in {workdir}*) echo on the host; sleep 120;; esac; echo ran here; exit 0\"]\n"
         ),
     );
-    let team = team.to_str().unwrap();
-    let args = [
-        "run",
-        "--team",
-        team,
-        "--no-clarify",
-        "--headless",
-        "--",
-        "hosts come and go",
-    ];
-    let child = spawn_on_host(tmp.path(), &server.socket, &host, &args);
-    wait_running_remotely(tmp.path(), "far");
-    host.stop_sshd();
-    host.kill_ssh_clients();
+    let args = headless(&team, "hosts come and go");
+    let child = t.spawn(&args);
+    wait_running_remotely(t.path(), "far");
+    t.host.stop_sshd();
+    t.host.kill_ssh_clients();
     let out = wait_limited(child, &["run"]);
-    assert_events_once(tmp.path());
+    assert_events_once(t.path());
     let s = summary(&out);
     let w = worker(&s, "far");
     assert_eq!(
@@ -350,9 +302,9 @@ fn a_host_gone_for_good_crashes_its_worker_as_host_lost_and_the_retry_runs_on_lo
         (Some("completed"), Some(0), Some(2)),
         "{s}\n{}\n{}",
         String::from_utf8_lossy(&out.stderr),
-        std::fs::read_to_string(tmp.path().join(".crewmux/crewmux.log")).unwrap_or_default()
+        std::fs::read_to_string(t.path().join(".crewmux/crewmux.log")).unwrap_or_default()
     );
-    let state = try_state(tmp.path()).unwrap();
+    let state = try_state(t.path()).unwrap();
     let first = &state["dispatches"][0];
     assert_eq!(first["status"], "crashed", "{first}");
     assert!(
@@ -370,24 +322,19 @@ fn a_host_gone_for_good_crashes_its_worker_as_host_lost_and_the_retry_runs_on_lo
         "{second}"
     );
     assert_eq!(w["placement"], "attempt 2 on local (box lost)", "{s}");
-    let events = std::fs::read_to_string(only_run_dir(tmp.path()).join("events.jsonl")).unwrap();
+    let events = std::fs::read_to_string(only_run_dir(t.path()).join("events.jsonl")).unwrap();
     assert_eq!(
         events.matches("\"worker-moved\"").count(),
         1,
         "one move, said once: {events}"
     );
-    let status = run_with_host(
-        tmp.path(),
-        &server.socket,
-        &host,
-        &["status", s["run_id"].as_str().unwrap()],
-    );
+    let status = t.run(&["status", s["run_id"].as_str().unwrap()]);
     let status = String::from_utf8_lossy(&status.stdout);
     assert!(
         status.contains("  attempt 2 on local (box lost)\n"),
         "{status}"
     );
-    let run = only_run_dir(tmp.path());
+    let run = only_run_dir(t.path());
     let log = std::fs::read_to_string(run.join("workers/far/attempt-2/output.log")).unwrap();
     assert!(log.contains("ran here"), "{log}");
 }

@@ -4,8 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::on_host::{spawn_on_host, wait_running_remotely};
-use crate::support::sshd::{sshd_ready, SshHost};
+use crate::support::on_host::*;
 use crate::support::*;
 
 /// A bound far below what one hung ssh call costs (a 5 s probe, a 15 s call) and far
@@ -21,15 +20,11 @@ fn status_of(project: &std::path::Path, worker: &str) -> Option<String> {
 
 #[test]
 fn a_frozen_host_stalls_neither_a_local_workers_exit_nor_its_own_worker() {
-    if !sshd_ready("hosts_hung") {
+    let Some(t) = HostRepo::start("hosts-hung") else {
         return;
-    }
-    let host = SshHost::start();
-    let server = TmuxServer::new("hosts-hung");
-    let tmp = repo(&[("README", "x\n")]);
-    host.write_hosts_file(tmp.path(), "box");
+    };
     // Lost only long after the test is over: the host must come back as itself.
-    let hosts = tmp.path().join(".crewmux/hosts.toml");
+    let hosts = t.path().join(".crewmux/hosts.toml");
     let text = std::fs::read_to_string(&hosts).unwrap();
     std::fs::write(
         &hosts,
@@ -39,10 +34,7 @@ fn a_frozen_host_stalls_neither_a_local_workers_exit_nor_its_own_worker() {
     let flags = tempfile::tempdir().unwrap();
     let go_here = flags.path().join("here");
     let go_far = flags.path().join("far");
-    let team = team_file(
-        tmp.path(),
-        "team.toml",
-        &format!(
+    let team = t.team(&format!(
             "parallel = 2\n\
              [[worker]]\nid = \"here\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nmax_attempts = 1\n\
              command = [\"sh\", \"-c\", \"while [ ! -e {here} ]; do sleep 0.05; done; echo local line; exit 0\"]\n\
@@ -52,27 +44,18 @@ fn a_frozen_host_stalls_neither_a_local_workers_exit_nor_its_own_worker() {
             far = go_far.display()
         ),
     );
-    let team = team.to_str().unwrap();
-    let args = [
-        "run",
-        "--team",
-        team,
-        "--no-clarify",
-        "--headless",
-        "--",
-        "a host hangs",
-    ];
-    let child = spawn_on_host(tmp.path(), &server.socket, &host, &args);
-    wait_running_remotely(tmp.path(), "far");
+    let args = headless(&team, "a host hangs");
+    let child = t.spawn(&args);
+    wait_running_remotely(t.path(), "far");
     assert!(
         wait_for(
-            || status_of(tmp.path(), "here").as_deref() == Some("running"),
+            || status_of(t.path(), "here").as_deref() == Some("running"),
             Duration::from_secs(60)
         ),
         "here never ran: {:?}",
-        try_state(tmp.path())
+        try_state(t.path())
     );
-    let frozen = host.freeze();
+    let frozen = t.host.freeze();
     let frozen_at = Instant::now();
     assert!(!frozen.is_empty(), "no sshd to freeze");
     // The run polls its host at least every 0.8 s: let a poll meet the frozen host.
@@ -80,7 +63,7 @@ fn a_frozen_host_stalls_neither_a_local_workers_exit_nor_its_own_worker() {
     let t0 = Instant::now();
     std::fs::write(&go_here, "").unwrap();
     let recorded = wait_for(
-        || status_of(tmp.path(), "here").as_deref() == Some("completed"),
+        || status_of(t.path(), "here").as_deref() == Some("completed"),
         Duration::from_secs(60),
     );
     let took = t0.elapsed();
@@ -88,23 +71,19 @@ fn a_frozen_host_stalls_neither_a_local_workers_exit_nor_its_own_worker() {
     // Hold the freeze past the 5 s after which a host that does not reply reads as not
     // answering, so the run says so.
     std::thread::sleep(Duration::from_secs(8).saturating_sub(frozen_at.elapsed()));
-    host.thaw(&frozen);
-    assert!(
-        recorded,
-        "here never completed: {:?}",
-        try_state(tmp.path())
-    );
+    t.host.thaw(&frozen);
+    assert!(recorded, "here never completed: {:?}", try_state(t.path()));
     assert!(
         took < LOCAL_EXIT_BOUND,
         "a local exit took {took:?} to be recorded while a host hung"
     );
     std::fs::write(&go_far, "").unwrap();
     let out = wait_limited(child, &args);
-    assert_events_once(tmp.path());
+    assert_events_once(t.path());
     let err = format!(
         "{}\n--- crewmux.log:\n{}",
         String::from_utf8_lossy(&out.stderr),
-        std::fs::read_to_string(tmp.path().join(".crewmux/crewmux.log")).unwrap_or_default()
+        std::fs::read_to_string(t.path().join(".crewmux/crewmux.log")).unwrap_or_default()
     );
     let s = summary(&out);
     for (id, code) in [("here", 0), ("far", 0)] {
@@ -119,7 +98,7 @@ fn a_frozen_host_stalls_neither_a_local_workers_exit_nor_its_own_worker() {
             "{id}: {s}\n{err}"
         );
     }
-    let run = only_run_dir(tmp.path());
+    let run = only_run_dir(t.path());
     let log = std::fs::read_to_string(run.join("workers/far/attempt-1/output.log")).unwrap();
     assert!(log.contains("started") && log.contains("finished"), "{log}");
     let said = String::from_utf8_lossy(&out.stderr);

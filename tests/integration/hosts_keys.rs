@@ -10,8 +10,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use crate::hosts_life::{explain, processes_on_host};
-use crate::support::on_host::{crewmux_on_host, wait_running_remotely};
-use crate::support::sshd::{sshd_ready, SshHost};
+use crate::support::on_host::*;
+use crate::support::sshd::*;
 use crate::support::*;
 
 const PASS: &str = "hosts key test passphrase";
@@ -63,13 +63,9 @@ fn holds_key(bytes: &[u8]) -> bool {
 #[test]
 fn a_stored_key_reaches_the_remote_agent_only_through_its_launch_and_nothing_else_of_this_machine_does(
 ) {
-    if !sshd_ready("hosts_keys") {
+    let Some(t) = HostRepo::start("hosts-keys") else {
         return;
-    }
-    let host = SshHost::start();
-    let server = TmuxServer::new("hosts-keys");
-    let tmp = repo(&[("README", "x\n")]);
-    host.write_hosts_file(tmp.path(), "box");
+    };
     // The store lives outside the repository whose work is shipped to the host.
     let config_dir = tempfile::tempdir().unwrap();
     let config = config_dir.path().join("config");
@@ -93,39 +89,28 @@ fn a_stored_key_reaches_the_remote_agent_only_through_its_launch_and_nothing_els
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let team = team_file(tmp.path(), "team.toml", TEAM);
-    let args = [
-        "run",
-        "--team",
-        team.to_str().unwrap(),
-        "--no-clarify",
-        "--headless",
-        "--",
-        "keys stay in the environment",
-    ];
-    let child = crewmux_on_host(tmp.path(), &server.socket, &host, &args)
+    let team = t.team(TEAM);
+    let args = headless(&team, "keys stay in the environment");
+    let child = t
+        .command(&args)
         .env("CREWMUX_CONFIG_DIR", &config)
         .env("CREWMUX_CREDENTIAL_PASSPHRASE", PASS)
         .env(HERE_ONLY, "this machine only")
         .spawn()
         .unwrap();
-    wait_running_remotely(tmp.path(), "keyed");
-    let run_id = only_run_dir(tmp.path())
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+    wait_running_remotely(t.path(), "keyed");
+    let run_id = run_id(t.path());
     // The agent's environment on the host holds the key.
     let needle = format!("CREWMUX_RUN_ID={run_id}");
     let mut environ = vec![];
     let reached = wait_for(
         || {
-            let pids = processes_on_host(&host, &needle);
+            let pids = processes_on_host(&t.host, &needle);
             let script = pids
                 .iter()
                 .map(|p| format!("cat /proc/{p}/environ 2>/dev/null;"))
                 .collect::<String>();
-            environ = host.ssh(&[&format!("{script} true")]).stdout;
+            environ = t.host.ssh(&[&format!("{script} true")]).stdout;
             let want = format!("CREWMUX_SIM_API_KEY={KEY}");
             environ.split(|&b| b == 0).any(|kv| kv == want.as_bytes())
         },
@@ -145,7 +130,13 @@ fn a_stored_key_reaches_the_remote_agent_only_through_its_launch_and_nothing_els
     // The host's tmux holds neither: the key went with the launch of the agent's window
     // only, and this machine's environment was not copied into the session.
     for scope in [format!("-t=crewmux-{run_id}"), "-g".to_string()] {
-        let env = host.ssh(&["tmux", "-L", &host.tmux_socket, "show-environment", &scope]);
+        let env = t.host.ssh(&[
+            "tmux",
+            "-L",
+            &t.host.tmux_socket,
+            "show-environment",
+            &scope,
+        ]);
         let text = String::from_utf8_lossy(&env.stdout);
         assert!(env.status.success(), "show-environment {scope}: {env:?}");
         assert!(!holds_key(&env.stdout), "the key is in tmux's {scope}");
@@ -155,35 +146,36 @@ fn a_stored_key_reaches_the_remote_agent_only_through_its_launch_and_nothing_els
         );
     }
     // No argv on the host (here too: it is this machine) names it while the agent runs.
-    let argv = host
+    let argv = t
+        .host
         .ssh(&["cat /proc/[0-9]*/cmdline 2>/dev/null; true"])
         .stdout;
     assert!(!argv.is_empty());
     assert!(!holds_key(&argv), "the key is in a process's argv");
     let out = wait_limited(child, &args);
-    assert_events_once(tmp.path());
+    assert_events_once(t.path());
     assert_eq!(
         worker(&summary(&out), "keyed")["status"],
         "completed",
         "{}",
-        explain(tmp.path(), &out)
+        explain(t.path(), &out)
     );
     // No file the run left on the host, in its tmux socket directory or in the SSH
     // control directory holds it.
-    let workdir = host.workdir.path().display().to_string();
-    let on_host = files_on_host(&host, &workdir);
+    let workdir = t.host.workdir.path().display().to_string();
+    let on_host = files_on_host(&t.host, &workdir);
     assert!(!on_host.is_empty(), "the run left its files in {workdir}");
     assert!(!holds_key(&on_host), "the key is in a file under {workdir}");
     let tmux_dir = String::from_utf8_lossy(
-        &host
+        &t.host
             .ssh(&["echo ${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)"])
             .stdout,
     )
     .trim()
     .to_string();
-    assert!(!holds_key(&files_on_host(&host, &tmux_dir)), "{tmux_dir}");
+    assert!(!holds_key(&files_on_host(&t.host, &tmux_dir)), "{tmux_dir}");
     assert!(
-        !holds_key(&files_here(&host.runtime_dir())),
+        !holds_key(&files_here(&t.host.runtime_dir())),
         "the SSH control directory"
     );
 }

@@ -5,8 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::support::on_host::{crewmux_on_host, spawn_on_host, wait_running_remotely};
-use crate::support::sshd::{sshd_ready, SshHost};
+use crate::support::on_host::{headless, wait_running_remotely, HostRepo};
 use crate::support::*;
 
 /// Live processes whose environment holds `CREWMUX_ATTEMPT_NONCE=<nonce>`. The test's
@@ -42,40 +41,23 @@ fn first_dispatch(project: &Path) -> serde_json::Value {
 /// Start a run whose worker sleeps on the host and, once retried here, waits for
 /// `release`; lose the host (sshd stopped, connections killed) and wait for the retry.
 /// Returns the running crewmux and the nonce of the attempt left on the host.
-fn lose_the_host(
-    host: &mut SshHost,
-    server: &TmuxServer,
-    project: &Path,
-    release: &Path,
-) -> (std::process::Child, String) {
-    host.write_hosts_file(project, "box");
-    let workdir = host.workdir.path().display().to_string();
-    let team = team_file(
-        project,
-        "team.toml",
-        &format!(
-            "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 2\n\
-             command = [\"sh\", \"-c\", \"case $PWD in {workdir}*) echo on the host; exec sleep 300;; esac; while [ ! -e {release} ]; do sleep 0.1; done; echo ran here; exit 0\"]\n",
-            release = release.display()
-        ),
-    );
-    let args = [
-        "run",
-        "--team",
-        team.to_str().unwrap(),
-        "--no-clarify",
-        "--headless",
-        "--",
-        "a host is lost",
-    ];
-    let child = spawn_on_host(project, &server.socket, host, &args);
+fn lose_the_host(t: &mut HostRepo, release: &Path) -> (std::process::Child, String) {
+    let workdir = t.host.workdir.path().display().to_string();
+    let team = t.team(&format!(
+        "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 2\n\
+         command = [\"sh\", \"-c\", \"case $PWD in {workdir}*) echo on the host; exec sleep 300;; esac; while [ ! -e {release} ]; do sleep 0.1; done; echo ran here; exit 0\"]\n",
+        release = release.display()
+    ));
+    let child = t.spawn(&headless(&team, "a host is lost"));
+    let project = t.path();
     wait_running_remotely(project, "far");
     let nonce = first_dispatch(project)["nonce"]
         .as_str()
         .expect("the attempt's nonce")
         .to_string();
-    host.stop_sshd();
-    host.kill_ssh_clients();
+    t.host.stop_sshd();
+    t.host.kill_ssh_clients();
+    let project = t.path();
     let retried = wait_for(
         || {
             try_state(project).is_some_and(|s| {
@@ -139,51 +121,41 @@ fn check_finished(project: &Path, out: &std::process::Output) {
 
 #[test]
 fn an_attempt_left_on_a_lost_host_is_ended_when_the_host_answers_again() {
-    if !sshd_ready("hosts_left") {
+    let Some(mut t) = HostRepo::start("hosts-left") else {
         return;
-    }
-    let mut host = SshHost::start();
-    let server = TmuxServer::new("hosts-left");
-    let tmp = repo(&[("README", "x\n")]);
+    };
     let flags = tempfile::tempdir().unwrap();
     let release = flags.path().join("release");
-    let (child, nonce) = lose_the_host(&mut host, &server, tmp.path(), &release);
-    host.start_sshd();
-    wait_ended(tmp.path(), &nonce);
+    let (child, nonce) = lose_the_host(&mut t, &release);
+    t.host.start_sshd();
+    wait_ended(t.path(), &nonce);
     std::fs::write(&release, "").unwrap();
     let out = wait_limited(child, &["run"]);
-    check_finished(tmp.path(), &out);
+    check_finished(t.path(), &out);
 }
 
 #[test]
 fn an_attempt_left_on_a_lost_host_is_ended_by_a_driver_that_reattaches() {
-    if !sshd_ready("hosts_left_reattach") {
+    let Some(mut t) = HostRepo::start("hosts-left-reattach") else {
         return;
-    }
-    let mut host = SshHost::start();
-    let server = TmuxServer::new("hosts-left-reattach");
-    let tmp = repo(&[("README", "x\n")]);
+    };
     let flags = tempfile::tempdir().unwrap();
     let release = flags.path().join("release");
-    let (mut child, nonce) = lose_the_host(&mut host, &server, tmp.path(), &release);
+    let (mut child, nonce) = lose_the_host(&mut t, &release);
     // Nobody drives the run while the host comes back.
     child.kill().unwrap();
     child.wait().unwrap();
-    host.start_sshd();
+    t.host.start_sshd();
     assert!(
         !attempt_processes(&nonce).is_empty(),
         "nothing ends it while nobody drives the run"
     );
-    let attach = crewmux_on_host(
-        tmp.path(),
-        &server.socket,
-        &host,
-        &["attach", "--headless", &run_id(tmp.path())],
-    )
-    .spawn()
-    .expect("crewmux attach runs");
-    wait_ended(tmp.path(), &nonce);
+    let attach = t
+        .command(&["attach", "--headless", &run_id(t.path())])
+        .spawn()
+        .expect("crewmux attach runs");
+    wait_ended(t.path(), &nonce);
     std::fs::write(&release, "").unwrap();
     let out = wait_limited(attach, &["attach"]);
-    check_finished(tmp.path(), &out);
+    check_finished(t.path(), &out);
 }

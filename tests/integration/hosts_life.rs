@@ -5,8 +5,8 @@ use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
-use crate::support::on_host::{spawn_on_host, wait_running_remotely};
-use crate::support::sshd::{sshd_ready, SshHost};
+use crate::support::on_host::*;
+use crate::support::sshd::*;
 use crate::support::*;
 
 /// Live processes on `host` whose environment holds `needle` (`NAME=value`), read from
@@ -70,48 +70,26 @@ command = ["sh", "-c", "setsid sleep 307 >/dev/null 2>&1 & echo done"]
 
 #[test]
 fn cancel_and_a_wall_timeout_end_a_remote_worker_and_leave_nothing_of_it_on_the_host() {
-    if !sshd_ready("hosts_life_kills") {
+    let Some(t) = HostRepo::start("hosts-kills") else {
         return;
-    }
-    let host = SshHost::start();
-    let server = TmuxServer::new("hosts-kills");
-    let tmp = repo(&[("README", "x\n")]);
-    host.write_hosts_file(tmp.path(), "box");
-    let team = team_file(tmp.path(), "team.toml", ESCAPERS_THERE);
-    let team = team.to_str().unwrap();
-    let args = [
-        "run",
-        "--team",
-        team,
-        "--no-clarify",
-        "--headless",
-        "--",
-        "end them there",
-    ];
-    let child = spawn_on_host(tmp.path(), &server.socket, &host, &args);
-    wait_running_remotely(tmp.path(), "waiter");
-    let run_id = only_run_dir(tmp.path())
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+    };
+    let team = t.team(ESCAPERS_THERE);
+    let args = headless(&team, "end them there");
+    let child = t.spawn(&args);
+    wait_running_remotely(t.path(), "waiter");
+    let run_id = run_id(t.path());
     // Each worker's escapers are on the host before the cancel.
     let needle = format!("CREWMUX_RUN_ID={run_id}");
     let started = wait_for(
-        || processes_on_host(&host, &needle).len() >= 4,
+        || processes_on_host(&t.host, &needle).len() >= 4,
         Duration::from_secs(30),
     );
-    assert!(started, "{:?}", processes_on_host(&host, &needle));
-    let cancel = spawn_on_host(
-        tmp.path(),
-        &server.socket,
-        &host,
-        &["cancel", &run_id, "--worker", "waiter", "--grace", "1"],
-    );
+    assert!(started, "{:?}", processes_on_host(&t.host, &needle));
+    let cancel = t.spawn(&["cancel", &run_id, "--worker", "waiter", "--grace", "1"]);
     let c = wait_limited(cancel, &["cancel"]);
-    assert_eq!(c.status.code(), Some(0), "{}", explain(tmp.path(), &c));
+    assert_eq!(c.status.code(), Some(0), "{}", explain(t.path(), &c));
     let out = wait_limited(child, &args);
-    assert_events_once(tmp.path());
+    assert_events_once(t.path());
     let s = summary(&out);
     for (id, status) in [
         ("hanger", "timeout"),
@@ -122,20 +100,20 @@ fn cancel_and_a_wall_timeout_end_a_remote_worker_and_leave_nothing_of_it_on_the_
             worker(&s, id)["status"].as_str(),
             Some(status),
             "{id}: {}",
-            explain(tmp.path(), &out)
+            explain(t.path(), &out)
         );
     }
     // Nothing of the run is left on the host: not the panes' processes, not what left
     // their groups, not what ignored SIGTERM.
     let clean = wait_for(
-        || processes_on_host(&host, &needle).is_empty(),
+        || processes_on_host(&t.host, &needle).is_empty(),
         Duration::from_secs(10),
     );
     assert!(
         clean,
         "left on the host: {:?}\n{}",
-        processes_on_host(&host, &needle),
-        explain(tmp.path(), &out)
+        processes_on_host(&t.host, &needle),
+        explain(t.path(), &out)
     );
 }
 
@@ -151,37 +129,22 @@ fn events_of(run: &Path, kind: &str, worker: &str) -> usize {
 
 #[test]
 fn a_remote_workers_rate_limit_line_is_acted_on_while_it_runs() {
-    if !sshd_ready("hosts_life_live_output") {
+    let Some(t) = HostRepo::start("hosts-live") else {
         return;
-    }
-    let host = SshHost::start();
-    let server = TmuxServer::new("hosts-live");
-    let tmp = repo(&[("README", "x\n")]);
-    host.write_hosts_file(tmp.path(), "box");
-    let team = team_file(
-        tmp.path(),
-        "team.toml",
-        "[[worker]]\nid = \"limited\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
+    };
+    let team = t.team("[[worker]]\nid = \"limited\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
          command = [\"sh\", \"-c\", \"echo started; sleep 1; echo 'Error: 429 Too Many Requests (rate limit reached)'; sleep 300\"]\n",
     );
-    let args = [
-        "run",
-        "--team",
-        team.to_str().unwrap(),
-        "--no-clarify",
-        "--headless",
-        "--",
-        "live output",
-    ];
-    let child = spawn_on_host(tmp.path(), &server.socket, &host, &args);
-    wait_running_remotely(tmp.path(), "limited");
-    let run = only_run_dir(tmp.path());
+    let args = headless(&team, "live output");
+    let child = t.spawn(&args);
+    wait_running_remotely(t.path(), "limited");
+    let run = only_run_dir(t.path());
     let seen = wait_for(
         || events_of(&run, "worker-rate-limited", "limited") > 0,
         Duration::from_secs(30),
     );
     // Seen while the attempt still runs on the host (it sleeps 300 s after the line).
-    let state = try_state(tmp.path()).unwrap();
+    let state = try_state(t.path()).unwrap();
     assert!(seen, "no rate-limit event while it ran: {state}");
     assert_eq!(
         state_worker(&state, "limited")["status"],
@@ -191,32 +154,28 @@ fn a_remote_workers_rate_limit_line_is_acted_on_while_it_runs() {
     let log = std::fs::read_to_string(run.join("workers/limited/attempt-1/output.log")).unwrap();
     assert!(log.contains("started") && log.contains("429"), "{log}");
     let run_id = run.file_name().unwrap().to_string_lossy().into_owned();
-    let cancel = spawn_on_host(
-        tmp.path(),
-        &server.socket,
-        &host,
-        &["cancel", &run_id, "--grace", "1"],
-    );
+    let cancel = t.spawn(&["cancel", &run_id, "--grace", "1"]);
     wait_limited(cancel, &["cancel"]);
     let out = wait_limited(child, &args);
-    assert_events_once(tmp.path());
+    assert_events_once(t.path());
     let s = summary(&out);
     assert_eq!(
         worker(&s, "limited")["status"],
         "cancelled",
         "{}",
-        explain(tmp.path(), &out)
+        explain(t.path(), &out)
     );
     // The stream ended with the attempt: no `tail` follows the file on the host any more
     // (the pane's own `pipe-pane` writer goes with its window).
-    let remote_log = host
+    let remote_log = t
+        .host
         .workdir
         .path()
         .join("runs")
         .join(&run_id)
         .join("workers/limited/attempt-1/output.log");
     let following = || {
-        let out = host.ssh(&["ps -eo pid=,ppid=,args="]);
+        let out = t.host.ssh(&["ps -eo pid=,ppid=,args="]);
         String::from_utf8_lossy(&out.stdout)
             .lines()
             .filter(|l| l.contains(&remote_log.display().to_string()) && l.contains("tail"))
@@ -242,77 +201,59 @@ fn control_clients(host: &SshHost, socket: &str, session: &str) -> Vec<u32> {
 
 #[test]
 fn a_control_client_orphaned_by_a_dead_ssh_connection_is_ended_on_reconnect() {
-    if !sshd_ready("hosts_life_orphan") {
+    let Some(t) = HostRepo::start("hosts-orphan") else {
         return;
-    }
-    let host = SshHost::start();
-    let server = TmuxServer::new("hosts-orphan");
-    let tmp = repo(&[("README", "x\n")]);
-    host.write_hosts_file(tmp.path(), "box");
-    let team = team_file(
-        tmp.path(),
-        "team.toml",
-        "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
+    };
+    let team = t.team("[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
          command = [\"sh\", \"-c\", \"echo started; sleep 300\"]\n",
     );
-    let args = [
-        "run",
-        "--team",
-        team.to_str().unwrap(),
-        "--no-clarify",
-        "--headless",
-        "--",
-        "orphans",
-    ];
-    let child = spawn_on_host(tmp.path(), &server.socket, &host, &args);
-    wait_running_remotely(tmp.path(), "far");
-    let state = try_state(tmp.path()).unwrap();
+    let args = headless(&team, "orphans");
+    let child = t.spawn(&args);
+    wait_running_remotely(t.path(), "far");
+    let state = try_state(t.path()).unwrap();
     let session = state["session"].as_str().unwrap().to_string();
     let run_id = state["run_id"].as_str().unwrap().to_string();
     let mut first = vec![];
     let up = wait_for(
         || {
-            first = control_clients(&host, &host.tmux_socket, &session);
+            first = control_clients(&t.host, &t.host.tmux_socket, &session);
             first.len() == 1
         },
         Duration::from_secs(30),
     );
     assert!(up, "one control client on the host: {first:?}");
     assert!(
-        host.kill_ssh_clients() > 0,
+        t.host.kill_ssh_clients() > 0,
         "no ssh client of crewmux to kill"
     );
     // A new channel comes up, and the client the dead connection left is ended.
     let mut now = vec![];
     let ok = wait_for(
         || {
-            now = control_clients(&host, &host.tmux_socket, &session);
+            now = control_clients(&t.host, &t.host.tmux_socket, &session);
             now.len() == 1 && now[0] != first[0]
         },
         Duration::from_secs(60),
     );
     assert!(ok, "control clients before {first:?}, now {now:?}");
     // The host's tmux server still answers every client.
-    let ls = host.ssh(&[&format!("tmux -L {} list-sessions", host.tmux_socket)]);
+    let ls = t
+        .host
+        .ssh(&[&format!("tmux -L {} list-sessions", t.host.tmux_socket)]);
     assert!(
         ls.status.success(),
         "{}",
         String::from_utf8_lossy(&ls.stderr)
     );
-    let cancel = spawn_on_host(
-        tmp.path(),
-        &server.socket,
-        &host,
-        &["cancel", &run_id, "--grace", "1"],
-    );
+    let cancel = t.spawn(&["cancel", &run_id, "--grace", "1"]);
     wait_limited(cancel, &["cancel"]);
     let out = wait_limited(child, &args);
-    assert_events_once(tmp.path());
+    assert_events_once(t.path());
     assert_eq!(
         worker(&summary(&out), "far")["status"],
         "cancelled",
         "{}",
-        explain(tmp.path(), &out)
+        explain(t.path(), &out)
     );
 }
 

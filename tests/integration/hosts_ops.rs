@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use crate::support::on_host::run_with_host;
 use crate::support::sshd::{sshd_ready, SshHost};
-use crate::support::viewer::Viewer;
 use crate::support::*;
 
 /// `crewmux args…` in `project` that starts no worker (dispatch, doctor), with `host`'s
@@ -355,20 +354,15 @@ fn enter_on_a_remote_worker_attaches_through_ssh_and_comes_back() {
     let workers = TmuxServer::new("hosts-attach-workers");
     let t = TeamProject::in_repo(&[("README.md", "attach\n")], REMOTE_SLEEPER);
     host.write_hosts_file(t.path(), "box");
-    let cmd = crate::support::viewer::dashboard_cmd(
-        t.path(),
-        &workers,
-        &format!("XDG_RUNTIME_DIR={}", host.runtime_dir().display()),
-        t.team(),
-        "attach to the host",
-        "",
-    );
-    let viewer = Viewer::start("hosts-attach-viewer", (140, 40), &cmd);
     // The roster shows where the worker runs, and it runs.
-    // Running in its pane there, and shown so (the header counts a worker still being
-    // started as running too, and Enter on one says it has no pane yet).
-    crate::support::on_host::wait_running_remotely(t.path(), "there");
-    let screen = viewer.wait_screen("● running", Duration::from_secs(60));
+    let (viewer, screen) = crate::support::on_host::dashboard_on_host(
+        &t,
+        &workers,
+        &host,
+        "hosts-attach",
+        "attach to the host",
+        "there",
+    );
     let row = screen.lines().find(|l| l.contains("▶ there")).unwrap();
     assert!(row.contains("box"), "the host column:\n{screen}");
     assert!(screen.contains("host"), "{screen}");

@@ -5,47 +5,27 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::on_host::run_with_host;
-use crate::support::sshd::{sshd_ready, SshHost};
+use crate::support::on_host::*;
+use crate::support::sshd::*;
 use crate::support::*;
 
 #[test]
 fn a_host_down_when_the_run_starts_is_waited_for_then_its_worker_runs_on_local() {
-    if !sshd_ready("hosts_down_at_start") {
+    let Some(mut t) = HostRepo::start("hosts-down-start") else {
         return;
-    }
-    let mut host = SshHost::start();
-    let server = TmuxServer::new("hosts-down-start");
-    let tmp = repo(&[("README", "x\n")]);
-    host.write_hosts_file(tmp.path(), "box");
-    host.stop_sshd();
-    let workdir = host.workdir.path().display().to_string();
+    };
+    t.host.stop_sshd();
+    let workdir = t.host.workdir.path().display().to_string();
     // One attempt only: waiting for the host must not use it up.
-    let team = team_file(
-        tmp.path(),
-        "team.toml",
-        &format!(
+    let team = t.team(&format!(
             "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
              command = [\"sh\", \"-c\", \"case $PWD in {workdir}*) echo on the host; exit 9;; esac; echo ran here; exit 0\"]\n"
         ),
     );
     let started = Instant::now();
-    let out = run_with_host(
-        tmp.path(),
-        &server.socket,
-        &host,
-        &[
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--",
-            "a host that is down from the start",
-        ],
-    );
+    let out = t.run(&headless(&team, "a host that is down from the start"));
     let took = started.elapsed();
-    let log = std::fs::read_to_string(tmp.path().join(".crewmux/crewmux.log")).unwrap_or_default();
+    let log = std::fs::read_to_string(t.path().join(".crewmux/crewmux.log")).unwrap_or_default();
     let s = summary(&out);
     let w = worker(&s, "far");
     assert_eq!(
@@ -68,7 +48,7 @@ fn a_host_down_when_the_run_starts_is_waited_for_then_its_worker_runs_on_local()
     let moved =
         err.find("far#1 worker-moved: host box was lost before it started there; it runs on local");
     assert!(down.is_some() && moved > down, "{err}");
-    let state = try_state(tmp.path()).unwrap();
+    let state = try_state(t.path()).unwrap();
     let dispatches = state["dispatches"].as_array().unwrap();
     assert_eq!(dispatches.len(), 1, "{dispatches:?}");
     assert!(dispatches[0]["host"].is_null(), "{dispatches:?}");
@@ -79,50 +59,27 @@ fn a_host_down_when_the_run_starts_is_waited_for_then_its_worker_runs_on_local()
         "attempt 1 on local (box lost)",
         "{s}"
     );
-    let run = only_run_dir(tmp.path());
+    let run = only_run_dir(t.path());
     let output = std::fs::read_to_string(run.join("workers/far/attempt-1/output.log")).unwrap();
     assert!(output.contains("ran here"), "{output}");
 }
 
 #[test]
 fn a_host_down_when_the_run_starts_runs_its_worker_once_it_answers() {
-    if !sshd_ready("hosts_back_at_start") {
+    let Some(mut t) = HostRepo::start("hosts-back-start") else {
         return;
-    }
-    let mut host = SshHost::start();
-    let server = TmuxServer::new("hosts-back-start");
-    let tmp = repo(&[("README", "x\n")]);
-    let hosts = host
-        .hosts_toml("box")
-        .replace("lost_after_s = 3", "lost_after_s = 300");
-    std::fs::create_dir_all(tmp.path().join(".crewmux")).unwrap();
-    std::fs::write(tmp.path().join(".crewmux/hosts.toml"), hosts).unwrap();
-    host.stop_sshd();
-    let workdir = host.workdir.path().display().to_string();
-    let team = team_file(
-        tmp.path(),
-        "team.toml",
-        &format!(
+    };
+    t.host.write_hosts_file_lost_after(t.path(), "box", 300);
+    t.host.stop_sshd();
+    let workdir = t.host.workdir.path().display().to_string();
+    let team = t.team(&format!(
             "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
              command = [\"sh\", \"-c\", \"case $PWD in {workdir}*) echo on the host; exit 0;; esac; echo ran here; exit 9\"]\n"
         ),
     );
-    let child = crate::support::on_host::spawn_on_host(
-        tmp.path(),
-        &server.socket,
-        &host,
-        &[
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--",
-            "a host that comes up late",
-        ],
-    );
+    let child = t.spawn(&headless(&team, "a host that comes up late"));
     // The worker waits for the host (its launch was tried, the host did not answer).
-    let log = tmp.path().join(".crewmux/crewmux.log");
+    let log = t.path().join(".crewmux/crewmux.log");
     let waiting = wait_for(
         || {
             std::fs::read_to_string(&log)
@@ -135,9 +92,9 @@ fn a_host_down_when_the_run_starts_runs_its_worker_once_it_answers() {
         "{}",
         std::fs::read_to_string(&log).unwrap_or_default()
     );
-    host.start_sshd();
+    t.host.start_sshd();
     let out = wait_limited(child, &["run"]);
-    assert_events_once(tmp.path());
+    assert_events_once(t.path());
     let s = summary(&out);
     let w = worker(&s, "far");
     assert_eq!(
@@ -150,11 +107,46 @@ fn a_host_down_when_the_run_starts_runs_its_worker_once_it_answers() {
         "{s}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let state = try_state(tmp.path()).unwrap();
+    let state = try_state(t.path()).unwrap();
     assert_eq!(state["dispatches"][0]["host"], "box", "{state}");
-    let run = only_run_dir(tmp.path());
+    let run = only_run_dir(t.path());
     let output = std::fs::read_to_string(run.join("workers/far/attempt-1/output.log")).unwrap();
     assert!(output.contains("on the host"), "{output}");
+}
+
+/// A dashboard whose worker `there` runs on the test's host, and that host frozen
+/// (sshd and its connections SIGSTOPped) once the dashboard shows it running. The host is
+/// lost only after 300 s: it must come back as itself. Dropped viewer first, host last.
+struct Frozen {
+    viewer: Viewer,
+    t: TeamProject,
+    workers: TmuxServer,
+    host: SshHost,
+    /// What [`SshHost::thaw`] lets go on.
+    pids: Vec<u32>,
+}
+
+impl Frozen {
+    /// `None` without sshd, ssh or tmux (skipped loudly); `tag` names the test's servers.
+    fn start(tag: &str, team: &str, problem: &str) -> Option<Frozen> {
+        if !sshd_ready(tag) {
+            return None;
+        }
+        let host = SshHost::start();
+        let workers = TmuxServer::new(&format!("{tag}-workers"));
+        let t = TeamProject::in_repo(&[("README.md", "frozen\n")], team);
+        host.write_hosts_file_lost_after(t.path(), "box", 300);
+        let (viewer, _) = dashboard_on_host(&t, &workers, &host, tag, problem, "there");
+        let pids = host.freeze();
+        assert!(!pids.is_empty(), "no sshd to freeze");
+        Some(Frozen {
+            viewer,
+            t,
+            workers,
+            host,
+            pids,
+        })
+    }
 }
 
 /// Far below what a frozen host's calls cost the quit before (a 15 s call and a 5 s probe
@@ -167,42 +159,17 @@ const STATUS_BOUND: Duration = Duration::from_secs(10);
 
 #[test]
 fn q_with_a_frozen_host_leaves_at_once_and_the_run_is_attached_again_later() {
-    if !sshd_ready("hosts_quit_frozen") {
-        return;
-    }
-    let host = SshHost::start();
-    let workers = TmuxServer::new("hosts-quit-workers");
     let flags = tempfile::tempdir().unwrap();
     let go = flags.path().join("go");
-    let t = TeamProject::in_repo(
-        &[("README.md", "quit\n")],
-        &format!(
-            "[[worker]]\nid = \"there\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
-             command = [\"sh\", \"-c\", \"echo on the host; while [ ! -e {go} ]; do sleep 0.2; done; echo finished; exit 0\"]\n",
-            go = go.display()
-        ),
+    let team = format!(
+        "[[worker]]\nid = \"there\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
+         command = [\"sh\", \"-c\", \"echo on the host; while [ ! -e {go} ]; do sleep 0.2; done; echo finished; exit 0\"]\n",
+        go = go.display()
     );
-    // Lost only long after the test is over: the host must come back as itself.
-    let hosts = host
-        .hosts_toml("box")
-        .replace("lost_after_s = 3", "lost_after_s = 300");
-    std::fs::create_dir_all(t.path().join(".crewmux")).unwrap();
-    std::fs::write(t.path().join(".crewmux/hosts.toml"), hosts).unwrap();
-    let cmd = crate::support::viewer::dashboard_cmd(
-        t.path(),
-        &workers,
-        &format!("XDG_RUNTIME_DIR={}", host.runtime_dir().display()),
-        t.team(),
-        "quit while the host hangs",
-        "",
-    );
-    let viewer = Viewer::start("hosts-quit-viewer", (140, 40), &cmd);
-    // Running in its pane there, and shown so (the header counts a worker still being
-    // started as running too, and Enter on one says it has no pane yet).
-    crate::support::on_host::wait_running_remotely(t.path(), "there");
-    viewer.wait_screen("● running", Duration::from_secs(60));
-    let frozen = host.freeze();
-    assert!(!frozen.is_empty(), "no sshd to freeze");
+    let Some(f) = Frozen::start("hosts-quit", &team, "quit while the host hangs") else {
+        return;
+    };
+    let (host, workers, t, viewer, frozen) = (&f.host, &f.workers, &f.t, &f.viewer, &f.pids);
     // Let the run's polls meet the frozen host (one goes out at least every 0.8 s).
     std::thread::sleep(Duration::from_millis(1500));
     let t0 = Instant::now();
@@ -210,17 +177,16 @@ fn q_with_a_frozen_host_leaves_at_once_and_the_run_is_attached_again_later() {
     let after = viewer.wait_screen("EXITED", Duration::from_secs(60));
     let took = t0.elapsed();
     // `status` while the host is still frozen: bounded, and its worker reads unknown.
-    let run = only_run_dir(t.path());
-    let run_id = run.file_name().unwrap().to_str().unwrap().to_string();
+    let run_id = run_id(t.path());
     let t1 = Instant::now();
     let status = crate::support::on_host::run_with_host(
         t.path(),
         &workers.socket,
-        &host,
+        host,
         &["status", &run_id],
     );
     let took_status = t1.elapsed();
-    host.thaw(&frozen);
+    host.thaw(frozen);
     eprintln!("q with the host frozen: the dashboard was gone in {took:?}");
     assert!(after.contains("EXITED 0"), "{after}");
     assert!(took < QUIT_BOUND, "q took {took:?} with the host frozen");
@@ -249,7 +215,7 @@ fn q_with_a_frozen_host_leaves_at_once_and_the_run_is_attached_again_later() {
     let out = crate::support::on_host::run_with_host(
         t.path(),
         &workers.socket,
-        &host,
+        host,
         &["attach", &run_id, "--headless"],
     );
     let s = summary(&out);
@@ -272,36 +238,12 @@ const ENTER_BOUND: Duration = Duration::from_secs(8);
 
 #[test]
 fn enter_on_a_worker_of_a_host_that_just_froze_says_so_within_a_bound() {
-    if !sshd_ready("hosts_enter_frozen") {
+    let team = "[[worker]]\nid = \"there\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
+         command = [\"sh\", \"-c\", \"echo on the host; sleep 300\"]\n";
+    let Some(f) = Frozen::start("hosts-enter", team, "attach while the host hangs") else {
         return;
-    }
-    let host = SshHost::start();
-    let workers = TmuxServer::new("hosts-enter-workers");
-    let t = TeamProject::in_repo(
-        &[("README.md", "enter\n")],
-        "[[worker]]\nid = \"there\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
-         command = [\"sh\", \"-c\", \"echo on the host; sleep 300\"]\n",
-    );
-    let hosts = host
-        .hosts_toml("box")
-        .replace("lost_after_s = 3", "lost_after_s = 300");
-    std::fs::create_dir_all(t.path().join(".crewmux")).unwrap();
-    std::fs::write(t.path().join(".crewmux/hosts.toml"), hosts).unwrap();
-    let cmd = crate::support::viewer::dashboard_cmd(
-        t.path(),
-        &workers,
-        &format!("XDG_RUNTIME_DIR={}", host.runtime_dir().display()),
-        t.team(),
-        "attach while the host hangs",
-        "",
-    );
-    let viewer = Viewer::start("hosts-enter-viewer", (140, 40), &cmd);
-    // Running in its pane there, and shown so (the header counts a worker still being
-    // started as running too, and Enter on one says it has no pane yet).
-    crate::support::on_host::wait_running_remotely(t.path(), "there");
-    viewer.wait_screen("● running", Duration::from_secs(60));
-    let frozen = host.freeze();
-    assert!(!frozen.is_empty(), "no sshd to freeze");
+    };
+    let (host, viewer, frozen) = (&f.host, &f.viewer, &f.pids);
     // At once: the polls take 5 s to find the host not answering.
     let t0 = Instant::now();
     viewer.keys(&["Enter"]);
@@ -312,7 +254,7 @@ fn enter_on_a_worker_of_a_host_that_just_froze_says_so_within_a_bound() {
     assert!(said.contains("Workers 1"), "the dashboard is back:\n{said}");
     viewer.keys(&["q"]);
     let after = viewer.wait_screen("EXITED", Duration::from_secs(30));
-    host.thaw(&frozen);
+    host.thaw(frozen);
     assert!(after.contains("EXITED 0"), "{after}");
 }
 
@@ -322,57 +264,34 @@ const LOCAL_BOUND: Duration = Duration::from_secs(8);
 
 #[test]
 fn a_launch_on_a_frozen_host_holds_up_neither_a_local_worker_nor_the_run() {
-    if !sshd_ready("hosts_launch_frozen") {
+    let Some(t) = HostRepo::start("hosts-launch-frozen") else {
         return;
-    }
-    let host = SshHost::start();
-    let server = TmuxServer::new("hosts-launch-frozen");
-    let tmp = repo(&[("README", "x\n")]);
-    let hosts = host
-        .hosts_toml("box")
-        .replace("lost_after_s = 3", "lost_after_s = 300");
-    std::fs::create_dir_all(tmp.path().join(".crewmux")).unwrap();
-    std::fs::write(tmp.path().join(".crewmux/hosts.toml"), hosts).unwrap();
-    let team = team_file(
-        tmp.path(),
-        "team.toml",
-        "parallel = 2\n\
+    };
+    t.host.write_hosts_file_lost_after(t.path(), "box", 300);
+    let team = t.team("parallel = 2\n\
          [[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 2\n\
          command = [\"sh\", \"-c\", \"echo on the host; exit 0\"]\n\
          [[worker]]\nid = \"here\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nmax_attempts = 1\n\
          command = [\"sh\", \"-c\", \"echo local line; exit 0\"]\n",
     );
-    let frozen = host.freeze();
+    let frozen = t.host.freeze();
     assert!(!frozen.is_empty(), "no sshd to freeze");
     let t0 = Instant::now();
-    let child = crate::support::on_host::spawn_on_host(
-        tmp.path(),
-        &server.socket,
-        &host,
-        &[
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--",
-            "a host hangs while its worker starts",
-        ],
-    );
+    let child = t.spawn(&headless(&team, "a host hangs while its worker starts"));
     let here_done = wait_for(
-        || try_state(tmp.path()).is_some_and(|s| state_worker(&s, "here")["status"] == "completed"),
+        || try_state(t.path()).is_some_and(|s| state_worker(&s, "here")["status"] == "completed"),
         Duration::from_secs(60),
     );
     let took = t0.elapsed();
-    host.thaw(&frozen);
+    t.host.thaw(&frozen);
     eprintln!(
         "a local worker beside a launch on a frozen host: completed {took:?} after the run began"
     );
-    assert!(here_done, "{:?}", try_state(tmp.path()));
+    assert!(here_done, "{:?}", try_state(t.path()));
     assert!(took < LOCAL_BOUND, "the local worker took {took:?}");
     // The host answers again: its worker starts there (again, if its first launch failed).
     let out = wait_limited(child, &["run"]);
-    assert_events_once(tmp.path());
+    assert_events_once(t.path());
     let s = summary(&out);
     assert_eq!(
         (
@@ -384,7 +303,7 @@ fn a_launch_on_a_frozen_host_holds_up_neither_a_local_worker_nor_the_run() {
         "{s}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let run = only_run_dir(tmp.path());
+    let run = only_run_dir(t.path());
     let attempts = worker(&s, "far")["attempts"].as_i64().unwrap();
     let output =
         std::fs::read_to_string(run.join(format!("workers/far/attempt-{attempts}/output.log")))

@@ -48,6 +48,7 @@ mod home;
 mod hosts;
 mod hosts_git;
 mod hosts_helper;
+mod hosts_helper_refused;
 mod hosts_hung;
 mod hosts_keys;
 mod hosts_left;

@@ -1,13 +1,83 @@
 //! crewmux runs that reach the test's SSH host ([`super::sshd::SshHost`]): the test's tmux
 //! socket here and the host's private SSH control directory, so a run, a background run
-//! and a later `merge`/`clean` share one connection set-up.
+//! and a later `merge`/`clean` share one connection set-up. [`HostRepo`] is the set-up
+//! most `hosts*` tests share; [`headless`] the run most of them make;
+//! [`dashboard_on_host`] the dashboard of a run with a remote worker.
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-use super::sshd::SshHost;
-use super::{assert_events_once, crewmux, state_worker, try_state, wait_for, wait_limited};
+use super::sshd::{sshd_ready, SshHost};
+use super::{
+    assert_events_once, crewmux, repo, state_worker, try_state, wait_for, wait_limited, Project,
+    TeamProject, TmuxServer, Viewer,
+};
+
+/// The set-up most `hosts*` tests share: the test's SSH host, named `box` in the hosts
+/// file of a git repository with a committed `README` (code reaches a host by git), and a
+/// tmux server here for the run's local side. Dropped in that order: the project (its
+/// runs checked, see [`Project`]), the local server, then the host.
+pub struct HostRepo {
+    pub repo: Project,
+    pub server: TmuxServer,
+    pub host: SshHost,
+}
+
+impl HostRepo {
+    /// `None` without sshd, ssh or tmux (the test then skips, loudly: see
+    /// [`sshd_ready`]); `tag` names the test's tmux server and its skip line.
+    pub fn start(tag: &str) -> Option<HostRepo> {
+        if !sshd_ready(tag) {
+            return None;
+        }
+        let host = SshHost::start();
+        let server = TmuxServer::new(tag);
+        let repo = repo(&[("README", "x\n")]);
+        host.write_hosts_file(repo.path(), "box");
+        Some(HostRepo { repo, server, host })
+    }
+
+    /// The project (the repository) crewmux runs in.
+    pub fn path(&self) -> &Path {
+        self.repo.path()
+    }
+
+    /// Write `team.toml` with `body` into the project; its path, as an argument.
+    pub fn team(&self, body: &str) -> String {
+        let team = self.path().join("team.toml");
+        std::fs::write(&team, body).unwrap();
+        team.to_str().unwrap().to_string()
+    }
+
+    /// [`crewmux_on_host`] in this project, on its server and host.
+    pub fn command(&self, args: &[&str]) -> Command {
+        crewmux_on_host(self.path(), &self.server.socket, &self.host, args)
+    }
+
+    /// [`spawn_on_host`] in this project, on its server and host.
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        spawn_on_host(self.path(), &self.server.socket, &self.host, args)
+    }
+
+    /// [`run_with_host`] in this project, on its server and host.
+    pub fn run(&self, args: &[&str]) -> Output {
+        run_with_host(self.path(), &self.server.socket, &self.host, args)
+    }
+}
+
+/// `run --team <team> --no-clarify --headless -- <problem>`: a headless run of a team file.
+pub fn headless<'a>(team: &'a str, problem: &'a str) -> [&'a str; 7] {
+    [
+        "run",
+        "--team",
+        team,
+        "--no-clarify",
+        "--headless",
+        "--",
+        problem,
+    ]
+}
 
 /// `crewmux args…` in `project` with the tmux socket `socket` and `host`'s private SSH
 /// control directory, debug log on, output piped; not started, so a test can add its own
@@ -52,4 +122,31 @@ pub fn wait_running_remotely(project: &Path, worker: &str) {
         Duration::from_secs(60),
     );
     assert!(ok, "{worker} never ran on box: {:?}", try_state(project));
+}
+
+/// The dashboard in a tmux pane (viewer `<tag>-viewer`, 140×40) running `t`'s team with
+/// the problem `problem`, its workers on `workers` and `host`'s SSH control directory;
+/// returned once `worker` runs in a pane of the host and the dashboard shows it running
+/// (with that screen). The header counts a worker still being started as running too, and
+/// Enter on one says it has no pane yet: both waits are needed.
+pub fn dashboard_on_host(
+    t: &TeamProject,
+    workers: &TmuxServer,
+    host: &SshHost,
+    tag: &str,
+    problem: &str,
+    worker: &str,
+) -> (Viewer, String) {
+    let cmd = super::viewer::dashboard_cmd(
+        t.path(),
+        workers,
+        &format!("XDG_RUNTIME_DIR={}", host.runtime_dir().display()),
+        t.team(),
+        problem,
+        "",
+    );
+    let viewer = Viewer::start(&format!("{tag}-viewer"), (140, 40), &cmd);
+    wait_running_remotely(t.path(), worker);
+    let screen = viewer.wait_screen("● running", Duration::from_secs(60));
+    (viewer, screen)
 }

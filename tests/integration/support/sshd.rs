@@ -99,6 +99,12 @@ fn login_shell() -> String {
         .unwrap_or_else(|| "the login shell".into())
 }
 
+/// Write `text` as `<project>/.crewmux/hosts.toml`.
+pub fn write_hosts(project: &Path, text: &str) {
+    std::fs::create_dir_all(project.join(".crewmux")).unwrap();
+    std::fs::write(project.join(".crewmux").join("hosts.toml"), text).unwrap();
+}
+
 /// What one `true` sent to the host came to.
 enum Probe {
     /// It ran and ended with 0.
@@ -346,8 +352,13 @@ impl SshHost {
 
     /// The `[hosts.NAME]` table of this host (lost after 3 s without an answer).
     pub fn hosts_toml(&self, name: &str) -> String {
+        self.hosts_toml_lost_after(name, 3)
+    }
+
+    /// As [`hosts_toml`](Self::hosts_toml), lost after `secs` s without an answer.
+    pub fn hosts_toml_lost_after(&self, name: &str, secs: u64) -> String {
         format!(
-            "[hosts.{name}]\nssh = \"{SSH_DEST}\"\nssh_args = [\"-F\", \"{}\"]\nworkdir = \"{}\"\ntmux_socket = \"{}\"\nmax_workers = 4\nlost_after_s = 3\n",
+            "[hosts.{name}]\nssh = \"{SSH_DEST}\"\nssh_args = [\"-F\", \"{}\"]\nworkdir = \"{}\"\ntmux_socket = \"{}\"\nmax_workers = 4\nlost_after_s = {secs}\n",
             self.ssh_config().display(),
             self.workdir.path().display(),
             self.tmux_socket
@@ -356,12 +367,13 @@ impl SshHost {
 
     /// Write `<project>/.crewmux/hosts.toml` naming this host `name`.
     pub fn write_hosts_file(&self, project: &Path, name: &str) {
-        std::fs::create_dir_all(project.join(".crewmux")).unwrap();
-        std::fs::write(
-            project.join(".crewmux").join("hosts.toml"),
-            self.hosts_toml(name),
-        )
-        .unwrap();
+        write_hosts(project, &self.hosts_toml(name));
+    }
+
+    /// As [`write_hosts_file`](Self::write_hosts_file), the host lost only after `secs` s
+    /// without an answer (300: long after the test is over, so it comes back as itself).
+    pub fn write_hosts_file_lost_after(&self, project: &Path, name: &str, secs: u64) {
+        write_hosts(project, &self.hosts_toml_lost_after(name, secs));
     }
 
     /// The private directory crewmux keeps its SSH control sockets in for this test
