@@ -104,10 +104,18 @@ pub fn prepare(
         None => paths.clone(),
     };
     // On a host, crewmux (the filter, `sim`) is the copy the run put there, if any.
-    let helper = remote.as_ref().and_then(|r| r.helper.as_deref());
-    if remote.is_some() && helper.is_none() {
-        refuse_without_helper(w, registry)?;
-    }
+    let helper = match remote.as_ref() {
+        // The host did not answer when the run was planned: crewmux is put where the
+        // wrapper names it before this attempt starts there (the host's thread).
+        Some(r) if r.helper.is_none() => match r.helper_awaited.as_deref() {
+            Some(awaited) if runs_crewmux(w, registry) => Some(awaited),
+            _ => {
+                refuse_without_helper(w, registry)?;
+                None
+            }
+        },
+        r => r.and_then(|r| r.helper.as_deref()),
+    };
     let self_exe = helper.unwrap_or(self_exe);
     let launch = registry.build_launch(
         &w.provider,
@@ -188,10 +196,7 @@ pub fn prepare(
 /// # Errors
 /// [`crate::error::Error::Usage`] naming the provider, the host and the fix.
 fn refuse_without_helper(w: &WorkerState, registry: &Registry) -> Result<()> {
-    let runs = registry
-        .get(&w.provider)
-        .is_some_and(|s| crate::hosts::helper::runs_crewmux(s, w.command.as_deref()));
-    if !runs {
+    if !runs_crewmux(w, registry) {
         return Ok(());
     }
     Err(crate::error::Error::Usage(format!(
@@ -200,6 +205,13 @@ fn refuse_without_helper(w: &WorkerState, registry: &Registry) -> Result<()> {
         w.host.as_deref().unwrap_or("?"),
         w.id
     )))
+}
+
+/// True when `w`'s provider runs crewmux itself (`sim`, `{self_exe}`).
+fn runs_crewmux(w: &WorkerState, registry: &Registry) -> bool {
+    registry
+        .get(&w.provider)
+        .is_some_and(|s| crate::hosts::helper::runs_crewmux(s, w.command.as_deref()))
 }
 
 /// A local worker's working directory: its worktree, its `cwd`, or the project.

@@ -19,6 +19,10 @@
 //!   another libc, a `noexec` mount), cannot run it: its panes show the agent's raw output
 //!   (one line says so when the run is planned), and a worker whose provider runs crewmux
 //!   itself is refused there when the run is planned, with one line naming the fix.
+//! - A host that does not answer when the run is planned is [`HelperState::Awaited`]: a
+//!   worker whose provider runs crewmux itself waits for it as every worker does, and
+//!   crewmux is put there before it starts (`helper_awaited.rs`), or it runs on `local`
+//!   once the host is lost.
 //!
 //! What the run found is kept in its folder (`helpers.json`, per host), so every attempt's
 //! wrapper — also after a reattach — names the copy on its host ([`run_helper`]).
@@ -143,8 +147,13 @@ pub enum HelperState {
     Ready { path: PathBuf, copied: bool },
     /// The host cannot run it: `why` (its system, or what `--version` said there).
     CannotRun { why: String },
-    /// Not known: the host did not answer, or the copy failed (`why`).
+    /// Not known: the copy failed (`why`).
     Unknown { why: String },
+    /// The host did not answer when the run was planned (`why`): crewmux is put at `path`
+    /// there (this build's name) once it answers, before the first attempt there that
+    /// runs crewmux itself starts (`helper_awaited.rs`). Until then such a worker waits
+    /// for the host as every worker does, and runs on `local` once the host is lost.
+    Awaited { why: String, path: PathBuf },
 }
 
 /// What a run's workers on one host need of crewmux.
@@ -246,6 +255,15 @@ pub fn judge(
             }
             HelperState::Unknown { why } => {
                 format!("crewmux could not be put on host {host} ({why})")
+            }
+            HelperState::Awaited { why, .. } => {
+                if let Some((worker, provider)) = need.runs_crewmux.first() {
+                    notices.push(format!(
+                        "host {host} does not answer ({why}): worker `{worker}` (provider `{provider}`) waits for it as the run's other workers do; crewmux is copied there when it answers, or the worker runs on local once the host is lost"
+                    ));
+                    continue;
+                }
+                format!("host {host} does not answer ({why}), so crewmux is not there yet")
             }
         };
         if let Some((worker, provider)) = need.runs_crewmux.first() {
@@ -356,20 +374,39 @@ pub fn save(run_dir: &Path, states: &BTreeMap<String, HelperState>) -> Result<()
 /// # Errors
 /// [`Error::CorruptState`]: a `helpers.json` that is not what crewmux wrote.
 pub fn run_helper(run_dir: &Path, host: &str) -> Result<Option<PathBuf>> {
-    let path = run_dir.join(HELPERS_FILE);
-    let bytes = match std::fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io(&path, e)),
-    };
-    let states: BTreeMap<String, HelperState> =
-        serde_json::from_slice(&bytes).map_err(|e| Error::CorruptState {
-            path: path.clone(),
-            reason: format!("not what crewmux saved of its helpers on hosts ({e})"),
-        })?;
+    let states = run_states(run_dir)?;
     Ok(match states.get(host) {
         Some(HelperState::Ready { path, .. }) => Some(path.clone()),
         _ => None,
+    })
+}
+
+/// The path crewmux is to have on `host` for the run in `run_dir` when the host did not
+/// answer when the run was planned ([`HelperState::Awaited`]); `None` otherwise.
+///
+/// # Errors
+/// As [`run_helper`].
+pub fn awaited_helper(run_dir: &Path, host: &str) -> Result<Option<PathBuf>> {
+    Ok(match run_states(run_dir)?.get(host) {
+        Some(HelperState::Awaited { path, .. }) => Some(path.clone()),
+        _ => None,
+    })
+}
+
+/// What the run in `run_dir` has of crewmux on each host (none without `helpers.json`).
+///
+/// # Errors
+/// As [`run_helper`].
+pub fn run_states(run_dir: &Path) -> Result<BTreeMap<String, HelperState>> {
+    let path = run_dir.join(HELPERS_FILE);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => return Err(Error::io(&path, e)),
+    };
+    serde_json::from_slice(&bytes).map_err(|e| Error::CorruptState {
+        path: path.clone(),
+        reason: format!("not what crewmux saved of its helpers on hosts ({e})"),
     })
 }
 

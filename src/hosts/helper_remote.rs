@@ -86,7 +86,7 @@ pub fn ensure(link: &SshLink, host: &HostSpec) -> HelperState {
     };
     let path = own.path_on(host);
     match probe(link, own, &path) {
-        Err(why) => HelperState::Unknown { why },
+        Err(why) => HelperState::Awaited { why, path },
         Ok(Found::Foreign(why)) => HelperState::CannotRun { why },
         Ok(Found::Present) => HelperState::Ready {
             path,

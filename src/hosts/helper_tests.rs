@@ -108,6 +108,25 @@ fn a_host_that_cannot_run_crewmux_refuses_sim_and_shows_raw_output_otherwise() {
 }
 
 #[test]
+fn a_host_that_does_not_answer_at_planning_lets_sim_wait_for_it_and_says_so() {
+    let awaited = HelperState::Awaited {
+        why: "Connection refused".into(),
+        path: "/w/bin/crewmux-0.1.0-ab".into(),
+    };
+    let p = judge(&need(true), one(awaited.clone())).unwrap();
+    assert_eq!(
+        p.notices,
+        ["host box does not answer (Connection refused): worker `w` (provider `sim`) waits for it as the run's other workers do; crewmux is copied there when it answers, or the worker runs on local once the host is lost"]
+    );
+    assert_eq!(p.states["box"], awaited, "kept for the launch there");
+    let p = judge(&need(false), one(awaited)).unwrap();
+    assert_eq!(
+        p.notices,
+        ["host box does not answer (Connection refused), so crewmux is not there yet: its agents' panes show their raw JSON output"]
+    );
+}
+
+#[test]
 fn a_copy_is_said_once_and_a_copy_found_is_not() {
     let copied = HelperState::Ready {
         path: "/w/bin/crewmux-0.1.0-ab".into(),

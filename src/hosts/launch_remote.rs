@@ -33,6 +33,14 @@ pub(super) fn launch(place: &Place, tmux: &mut TmuxBackend, launch: HostLaunch) 
         .specs
         .into_iter()
         .partition(|s| !failed.contains_key(&s.worker));
+    // crewmux there first when the run awaited it (the host did not answer at planning).
+    let (go, no_helper) = super::helper_awaited::before_launch(place, go);
+    for (s, why) in &no_helper {
+        failed.insert(s.worker.clone(), why.clone());
+    }
+    let stop = stop
+        .into_iter()
+        .chain(no_helper.into_iter().map(|(s, _)| s));
     let results = super::backend::spawn_on(place, tmux, &go);
     let mut started: Vec<_> = go
         .into_iter()

@@ -33,6 +33,7 @@ pub mod doctor;
 mod files;
 pub mod git;
 pub mod helper;
+mod helper_awaited;
 mod host_thread;
 pub mod kill;
 mod launch_remote;
@@ -150,6 +151,9 @@ pub struct RemotePlace {
     pub cwd: PathBuf,
     /// crewmux on that host, when the run found or put one there ([`helper`]).
     pub helper: Option<PathBuf>,
+    /// Where crewmux is to be on that host when the host did not answer when the run was
+    /// planned: put there before an attempt that runs it starts (`helper_awaited.rs`).
+    pub helper_awaited: Option<PathBuf>,
 }
 
 /// The place on its host of attempt folder `local_dir` of worker `w` of the run `state`;
@@ -180,6 +184,7 @@ pub fn place(
         cwd: git::remote_cwd(state, w, spec)
             .unwrap_or_else(|| remote_work_dir(spec, &state.run_id, &w.id)),
         helper: helper::run_helper(&state.run_dir, host)?,
+        helper_awaited: helper::awaited_helper(&state.run_dir, host)?,
     }))
 }
 

@@ -2,7 +2,7 @@
 //! filter of a JSON CLI, the `sim` provider) copies it once to `<workdir>/bin/crewmux-
 //! <version>-<hash>` and the remote wrapper runs that copy; a later run reuses it;
 //! `doctor --hosts` says whether it is there. (A host crewmux cannot be put on:
-//! `hosts_helper_refused`.)
+//! `hosts_helper_refused`; one that does not answer: `hosts_sim_down`.)
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
-//! A `sim` worker (which runs crewmux itself) on a host crewmux cannot be put on is
-//! refused when the run is planned, in one line: a host that cannot be reached, and one of
-//! another system (whose JSON CLI workers then show raw output).
+//! A `sim` worker (which runs crewmux itself) on a host crewmux cannot run on is refused
+//! when the run is planned, in one line: a host of another system (whose JSON CLI workers
+//! then show raw output). A host that does not answer is waited for: `hosts_sim_down`.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -18,34 +18,6 @@ fn the_refusal(stderr: &str) -> &str {
         .collect();
     assert_eq!(lines.len(), 1, "{stderr}");
     lines[0]
-}
-
-#[test]
-fn a_sim_worker_on_a_host_crewmux_cannot_be_put_on_is_one_line_and_nothing_runs() {
-    let Some(t) = HostRepo::start("hosts-helper-refused") else {
-        return;
-    };
-    let p = t.path();
-    // The test's sshd config on a port nothing listens on.
-    write_hosts(
-        p,
-        &t.host
-            .hosts_toml("box")
-            .replace("ssh_args = [\"-F\"", "ssh_args = [\"-p\", \"1\", \"-F\""),
-    );
-    let team = t.team("[[worker]]\nid = \"simmer\"\nrole = \"backend-engineer\"\nprovider = \"sim\"\nhost = \"box\"\n",
-    );
-    let out = t.run(&headless(&team, "refused"));
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    let refusal = the_refusal(&stderr);
-    assert!(
-        refusal.contains("worker `simmer` uses provider `sim`, which runs crewmux itself, and crewmux could not be put on host box")
-            && refusal.contains("crewmux doctor --hosts")
-            && refusal.contains("host = \"local\""),
-        "{stderr}"
-    );
-    assert!(try_run_dir(p).is_none(), "nothing made");
 }
 
 #[test]

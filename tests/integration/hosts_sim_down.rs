@@ -1,0 +1,121 @@
+//! A worker whose provider runs crewmux itself (`sim`) on a host that does not answer when
+//! the run starts: it waits for the host as a command worker does. Once the host is lost
+//! it runs here; when the host answers first, crewmux is put there before it starts.
+
+use std::time::Duration;
+
+use crate::support::on_host::*;
+use crate::support::sshd::*;
+use crate::support::*;
+
+#[test]
+fn a_sim_worker_on_a_host_down_at_the_start_waits_for_it_as_a_command_worker_does_then_runs_here() {
+    let Some(t) = HostRepo::start("hosts-sim-down") else {
+        return;
+    };
+    let p = t.path();
+    // The test's sshd config on a port nothing listens on: the host never answers.
+    write_hosts(
+        p,
+        &t.host
+            .hosts_toml("box")
+            .replace("ssh_args = [\"-F\"", "ssh_args = [\"-p\", \"1\", \"-F\""),
+    );
+    let team = t.team(
+        "[[worker]]\nid = \"simmer\"\nrole = \"backend-engineer\"\nprovider = \"sim\"\nhost = \"box\"\nmax_attempts = 1\n\
+         [[worker]]\nid = \"cmd\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
+         command = [\"sh\", \"-c\", \"echo ran; exit 0\"]\n",
+    );
+    let out = t.run(&headless(&team, "a host down from the start"));
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let s = summary(&out);
+    // Both waited for the host, then ran here once it was lost, on their one attempt.
+    for id in ["simmer", "cmd"] {
+        let w = worker(&s, id);
+        assert_eq!(
+            (
+                w["status"].as_str(),
+                w["attempts"].as_i64(),
+                w["placement"].as_str()
+            ),
+            (
+                Some("completed"),
+                Some(1),
+                Some("attempt 1 on local (box lost)")
+            ),
+            "{id}: {s}\n{stderr}"
+        );
+    }
+    assert!(
+        stderr.contains("host box does not answer (")
+            && stderr.contains(
+                "worker `simmer` (provider `sim`) waits for it as the run's other workers do"
+            ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("simmer#1 worker-moved: host box was lost before it started there"),
+        "{stderr}"
+    );
+    assert_events_once(p);
+}
+
+#[test]
+fn a_sim_worker_on_a_host_down_at_the_start_runs_there_with_crewmux_copied_once_it_answers() {
+    let Some(mut t) = HostRepo::start("hosts-sim-back") else {
+        return;
+    };
+    t.host.write_hosts_file_lost_after(t.path(), "box", 300);
+    t.host.stop_sshd();
+    let team = t.team(
+        "[[worker]]\nid = \"simmer\"\nrole = \"backend-engineer\"\nprovider = \"sim\"\nhost = \"box\"\nmax_attempts = 1\n\
+         prompt = \"Do: {problem}\\nsim: lines=3\"\n",
+    );
+    let child = t.spawn(&headless(&team, "a host that comes up late"));
+    let log = t.path().join(".crewmux/crewmux.log");
+    let waiting = wait_for(
+        || {
+            std::fs::read_to_string(&log).is_ok_and(|l| {
+                l.contains("simmer#1: waits for host box")
+                    || l.contains("simmer#1: host box does not answer")
+            })
+        },
+        Duration::from_secs(60),
+    );
+    assert!(
+        waiting,
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    t.host.start_sshd();
+    let out = wait_limited(child, &["run"]);
+    let p = t.path();
+    assert_events_once(p);
+    let s = summary(&out);
+    let w = worker(&s, "simmer");
+    assert_eq!(
+        (
+            w["status"].as_str(),
+            w["attempts"].as_i64(),
+            w["placement"].as_str()
+        ),
+        (Some("completed"), Some(1), Some("on box")),
+        "{s}\n{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    // crewmux was put there when the host answered, and the run keeps where.
+    let run = only_run_dir(p);
+    let helpers: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("helpers.json")).unwrap()).unwrap();
+    assert_eq!(helpers["box"]["state"], "ready", "{helpers}");
+    let copy = helpers["box"]["path"].as_str().unwrap().to_string();
+    let workdir = t.host.workdir.path().display().to_string();
+    assert!(copy.starts_with(&workdir), "{copy}");
+    let wrapper = std::fs::read_to_string(run.join("workers/simmer/attempt-1/launch.sh")).unwrap();
+    assert!(wrapper.contains(&copy), "{wrapper}");
+    assert!(
+        run.join("workers/simmer/attempt-1/result.md").exists(),
+        "the sim agent's result came back"
+    );
+}
