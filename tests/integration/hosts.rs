@@ -259,15 +259,7 @@ fn killing_the_ssh_connection_mid_run_reconnects_and_loses_nothing() {
     let s = summary(&out);
     let w = worker(&s, "far");
     // The attempt kept running on the host; its own exit code came back.
-    assert_eq!(
-        (
-            w["status"].as_str(),
-            w["exit_code"].as_i64(),
-            w["attempts"].as_i64()
-        ),
-        (Some("failed"), Some(7), Some(1)),
-        "{s}"
-    );
+    assert_eq!(outcome(w), (Some("failed"), Some(7), Some(1)), "{s}");
     let run = only_run_dir(t.path());
     let log = std::fs::read_to_string(run.join("workers/far/attempt-1/output.log")).unwrap();
     assert!(log.contains("started") && log.contains("finished"), "{log}");
@@ -294,11 +286,7 @@ fn a_host_gone_for_good_crashes_its_worker_as_host_lost_and_the_retry_runs_on_lo
     let s = summary(&out);
     let w = worker(&s, "far");
     assert_eq!(
-        (
-            w["status"].as_str(),
-            w["exit_code"].as_i64(),
-            w["attempts"].as_i64()
-        ),
+        outcome(w),
         (Some("completed"), Some(0), Some(2)),
         "{s}\n{}\n{}",
         String::from_utf8_lossy(&out.stderr),

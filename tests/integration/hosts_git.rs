@@ -4,6 +4,7 @@
 //! `merge` treat it as a local worker's.
 
 use std::path::Path;
+use std::process::Output;
 
 use crate::support::on_host::run_with_host;
 use crate::support::sshd::{sshd_ready, SshHost};
@@ -306,6 +307,18 @@ fn wait_ended_there(host: &SshHost, d: &Path) -> String {
     late
 }
 
+/// The run ended with `far` completed, and its late commit (`late`) is in its branch here.
+fn far_came_back(d: &Path, out: &Output, late: &str) {
+    let s = summary(out);
+    assert_eq!(
+        worker(&s, "far")["status"],
+        "completed",
+        "{s}\n{}",
+        stderr(out)
+    );
+    assert_eq!(git(d, &["show", late]), "late");
+}
+
 #[test]
 fn an_attempt_that_ends_while_the_host_is_unreachable_comes_back_when_it_answers() {
     if !sshd_ready("hosts_git_outage") {
@@ -321,14 +334,7 @@ fn an_attempt_that_ends_while_the_host_is_unreachable_comes_back_when_it_answers
     host.start_sshd();
     let out = wait_limited(child, &["run"]);
     assert_events_once(d);
-    let s = summary(&out);
-    assert_eq!(
-        worker(&s, "far")["status"],
-        "completed",
-        "{s}\n{}",
-        stderr(&out)
-    );
-    assert_eq!(git(d, &["show", &late]), "late");
+    far_came_back(d, &out, &late);
 }
 
 #[test]
@@ -349,14 +355,7 @@ fn an_attempt_that_ends_while_nobody_drives_the_run_comes_back_on_reattach() {
         &host,
         &["attach", "--headless", &run_id(d)],
     );
-    let s = summary(&out);
-    assert_eq!(
-        worker(&s, "far")["status"],
-        "completed",
-        "{s}\n{}",
-        stderr(&out)
-    );
-    assert_eq!(git(d, &["show", &late]), "late");
+    far_came_back(d, &out, &late);
 }
 
 #[test]

@@ -89,11 +89,7 @@ fn a_frozen_host_stalls_neither_a_local_workers_exit_nor_its_own_worker() {
     for (id, code) in [("here", 0), ("far", 0)] {
         let w = worker(&s, id);
         assert_eq!(
-            (
-                w["status"].as_str(),
-                w["exit_code"].as_i64(),
-                w["attempts"].as_i64()
-            ),
+            outcome(w),
             (Some("completed"), Some(code), Some(1)),
             "{id}: {s}\n{err}"
         );

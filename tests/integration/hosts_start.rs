@@ -98,11 +98,7 @@ fn a_host_down_when_the_run_starts_runs_its_worker_once_it_answers() {
     let s = summary(&out);
     let w = worker(&s, "far");
     assert_eq!(
-        (
-            w["status"].as_str(),
-            w["exit_code"].as_i64(),
-            w["attempts"].as_i64()
-        ),
+        outcome(w),
         (Some("completed"), Some(0), Some(1)),
         "{s}\n{}",
         String::from_utf8_lossy(&out.stderr)
@@ -221,11 +217,7 @@ fn q_with_a_frozen_host_leaves_at_once_and_the_run_is_attached_again_later() {
     let s = summary(&out);
     let w = worker(&s, "there");
     assert_eq!(
-        (
-            w["status"].as_str(),
-            w["exit_code"].as_i64(),
-            w["attempts"].as_i64()
-        ),
+        outcome(w),
         (Some("completed"), Some(0), Some(1)),
         "{s}\n{}",
         String::from_utf8_lossy(&out.stderr)

@@ -97,6 +97,15 @@ pub fn worker<'a>(summary: &'a serde_json::Value, id: &str) -> &'a serde_json::V
         .unwrap_or_else(|| panic!("worker {id} in {summary}"))
 }
 
+/// A worker object's status, exit code and attempts, to compare in one assertion.
+pub fn outcome(w: &serde_json::Value) -> (Option<&str>, Option<i64>, Option<i64>) {
+    (
+        w["status"].as_str(),
+        w["exit_code"].as_i64(),
+        w["attempts"].as_i64(),
+    )
+}
+
 /// A three-worker team of sim agents: one succeeds, one exits 3 (one attempt only), one
 /// fails its first attempt and succeeds on the second.
 pub const THREE_SIM_WORKERS: &str = r#"
