@@ -110,47 +110,8 @@ pub(super) fn print_and_wait(marker: &str, nonce: &str, fifo: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::launch::{find_marker, read_exit_file, write_wrapper, AttemptPaths, WrapperSpec};
-    use std::io::Read;
-    use std::process::{Child, Command, Stdio};
+    use crate::launch::test_wrapper::started_until_marker;
     use std::time::{Duration, Instant};
-
-    /// A wrapper on this machine whose agent prints a line and exits 4, started with its
-    /// pane's output on a pipe; returned once it has printed its marker.
-    fn started_until_marker(dir: &Path) -> Child {
-        let paths = AttemptPaths::new(dir.to_path_buf());
-        std::fs::write(&paths.output, "").unwrap();
-        let argv: Vec<String> = ["sh", "-c", "echo the last line; exit 4"]
-            .map(String::from)
-            .to_vec();
-        let spec = WrapperSpec {
-            worker: "w",
-            attempt: 1,
-            nonce: "abc123",
-            argv: &argv,
-            cwd: dir,
-            stdin_file: None,
-            wait_for_log: true,
-            release_fifo: true,
-            render: None,
-        };
-        write_wrapper(&paths, &spec).unwrap();
-        let mut child = Command::new("sh")
-            .arg(&paths.launch)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut pane = child.stdout.take().unwrap();
-        let mut text = String::new();
-        while find_marker(&text, "abc123").is_none() {
-            let mut buf = [0u8; 256];
-            let n = pane.read(&mut buf).unwrap();
-            assert!(n > 0, "the wrapper ended before its marker: {text}");
-            text.push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-        assert_eq!(read_exit_file(&paths.exit, "abc123").unwrap(), Some(4));
-        child
-    }
 
     /// The processes whose parent is `pid` (from `/proc/<pid>/stat`).
     fn children(pid: u32) -> Vec<(u32, String)> {
@@ -178,7 +139,7 @@ mod tests {
     #[test]
     fn here_the_wrapper_waits_on_its_fifo_forking_nothing_until_the_driver_lets_it_go() {
         let tmp = tempfile::tempdir().unwrap();
-        let mut child = started_until_marker(tmp.path());
+        let (mut child, _) = started_until_marker(tmp.path(), true);
         std::thread::sleep(Duration::from_millis(300));
         assert!(
             child.try_wait().unwrap().is_none(),
@@ -219,7 +180,7 @@ mod tests {
     fn with_no_driver_the_wrapper_leaves_by_itself_within_its_bound() {
         let tmp = tempfile::tempdir().unwrap();
         let start = Instant::now();
-        let mut child = started_until_marker(tmp.path());
+        let (mut child, _) = started_until_marker(tmp.path(), true);
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(4));
         let took = start.elapsed();

@@ -5,6 +5,8 @@
 mod marker;
 mod marker_wait;
 pub mod tail;
+#[cfg(test)]
+mod test_wrapper;
 
 use std::path::{Path, PathBuf};
 
@@ -242,21 +244,11 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let paths = AttemptPaths::new(tmp.path().to_path_buf());
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
-        write_wrapper(
-            &paths,
-            &WrapperSpec {
-                worker: "w",
-                attempt: 1,
-                nonce: "abc123",
-                argv: &argv,
-                cwd: tmp.path(),
-                stdin_file: None,
-                wait_for_log: false,
-                release_fifo: false,
-                render,
-            },
-        )
-        .unwrap();
+        let spec = WrapperSpec {
+            render,
+            ..test_wrapper::spec(&argv, tmp.path())
+        };
+        write_wrapper(&paths, &spec).unwrap();
         let out = Command::new("sh").arg(&paths.launch).output().unwrap();
         (tmp, paths, out)
     }
@@ -328,17 +320,7 @@ mod tests {
             "touch".to_string(),
             tmp.path().join("ran").display().to_string(),
         ];
-        let spec = WrapperSpec {
-            worker: "w",
-            attempt: 1,
-            nonce: "abc123",
-            argv: &argv,
-            cwd: &gone,
-            stdin_file: None,
-            wait_for_log: false,
-            release_fifo: false,
-            render: None,
-        };
+        let spec = test_wrapper::spec(&argv, &gone);
         write_wrapper(&paths, &spec).unwrap();
         let out = Command::new("sh").arg(&paths.launch).output().unwrap();
         assert_eq!(out.status.code(), Some(CWD_FAILED_CODE));
@@ -360,42 +342,11 @@ mod tests {
 
     #[test]
     fn on_tmux_the_wrapper_stays_until_its_marker_is_in_output_log() {
-        use std::io::{Read, Write};
+        use std::io::Write;
         let tmp = tempfile::tempdir().unwrap();
         let paths = AttemptPaths::new(tmp.path().to_path_buf());
-        std::fs::write(&paths.output, "").unwrap();
-        let argv = vec![
-            "sh".to_string(),
-            "-c".into(),
-            "echo the last line; exit 4".into(),
-        ];
-        let spec = WrapperSpec {
-            worker: "w",
-            attempt: 1,
-            nonce: "abc123",
-            argv: &argv,
-            cwd: tmp.path(),
-            stdin_file: None,
-            wait_for_log: true,
-            release_fifo: false,
-            render: None,
-        };
-        write_wrapper(&paths, &spec).unwrap();
         // The pane's output, not yet copied to output.log: a lagging tmux server.
-        let mut child = Command::new("sh")
-            .arg(&paths.launch)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut pane = child.stdout.take().unwrap();
-        let mut text = String::new();
-        while find_marker(&text, "abc123").is_none() {
-            let mut buf = [0u8; 256];
-            let n = pane.read(&mut buf).unwrap();
-            assert!(n > 0, "the wrapper ended before its marker: {text}");
-            text.push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-        assert_eq!(read_exit_file(&paths.exit, "abc123").unwrap(), Some(4));
+        let (mut child, text) = test_wrapper::started_until_marker(tmp.path(), false);
         std::thread::sleep(std::time::Duration::from_millis(500));
         assert!(child.try_wait().unwrap().is_none(), "it waits for the log");
         std::fs::OpenOptions::new()
