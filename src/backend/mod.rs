@@ -64,6 +64,25 @@ pub struct HostLaunched {
     pub sent: Vec<String>,
 }
 
+/// An ended attempt on an SSH host whose work is to be brought back (committed there, its
+/// branch fetched into its worktree here) on that host's own thread (see
+/// [`Multiplexer::bring_back_on_host`]).
+pub struct WorkBack {
+    /// The run as the driver holds it now (its worktrees and hosts).
+    pub state: Box<crate::domain::RunState>,
+    pub worker: String,
+    pub attempt: u32,
+    /// The attempt's local folder (where the brought-back mark is written).
+    pub dir: PathBuf,
+}
+
+/// What came of a [`WorkBack`]: `Err` says why the work is not back.
+pub struct WorkBackDone {
+    pub worker: String,
+    pub attempt: u32,
+    pub result: std::result::Result<(), String>,
+}
+
 impl std::fmt::Debug for SpawnSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SpawnSpec")
@@ -284,6 +303,22 @@ pub trait Multiplexer: Send {
     ///
     /// [`launch_on_host`]: Multiplexer::launch_on_host
     fn take_launched_on_hosts(&mut self) -> Vec<HostLaunched> {
+        vec![]
+    }
+
+    /// Bring back the work of an attempt that ended on SSH host `host`, on that host's
+    /// own thread. The caller does not wait: what came of it is in
+    /// [`take_brought_back`] later. False when the backend cannot (no such host).
+    ///
+    /// [`take_brought_back`]: Multiplexer::take_brought_back
+    fn bring_back_on_host(&mut self, _host: &str, _work: WorkBack) -> bool {
+        false
+    }
+
+    /// What came of the [`bring_back_on_host`] asks that ended since the last call.
+    ///
+    /// [`bring_back_on_host`]: Multiplexer::bring_back_on_host
+    fn take_brought_back(&mut self) -> Vec<WorkBackDone> {
         vec![]
     }
 

@@ -38,6 +38,7 @@ pub mod settle;
 mod start;
 mod upstream;
 mod watch;
+mod work_back;
 
 #[cfg(test)]
 mod fake;
@@ -212,6 +213,8 @@ pub struct Driver {
     host_wait: host_wait::HostWait,
     /// Attempts being started on their SSH hosts' threads (see `launch_remote`).
     remote_flight: launch_remote::RemoteFlight,
+    /// Ended attempts on SSH hosts whose work is being brought back (see `work_back`).
+    work_back: work_back::WorkBackWait,
     /// The roster's live diffstat (runs with worktrees).
     live_diff: crate::workspace::live::LiveDiff,
     /// What reconciling the saved state with the files found; applied first by every entry

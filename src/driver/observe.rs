@@ -338,6 +338,10 @@ impl Driver {
             Settled::Exited(code, source) => Ok((code, source)),
             Settled::Vanished(detail) => Err(detail),
         };
+        if !self.work_is_back(t, &watch.dir) {
+            self.watches.insert(t.worker.clone(), watch);
+            return inputs;
+        }
         if self.rate_limited.remove(&t.worker) && !matches!(exit, Ok((0, _))) {
             self.rotate_credential(&t.worker, t.attempt, emit);
         }

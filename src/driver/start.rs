@@ -58,6 +58,7 @@ impl Driver {
             pending_launches: VecDeque::new(),
             host_wait: Default::default(),
             remote_flight: Default::default(),
+            work_back: Default::default(),
             live_diff: Default::default(),
             startup: vec![],
             recorded: once::Recorded::default(),

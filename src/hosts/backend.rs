@@ -47,6 +47,9 @@ pub struct HostsBackend {
     checked: Vec<(String, bool)>,
     /// Batches started on hosts' threads, not yet handed to the driver.
     launched: Vec<crate::backend::HostLaunched>,
+    /// Work of ended attempts brought back (or not) on hosts' threads, not yet handed to
+    /// the driver.
+    brought_back: Vec<crate::backend::WorkBackDone>,
     /// Ends of ended attempts under way on hosts (see `kill`).
     ending: super::kill::Ending,
     /// How long a poll waits for the hosts' answers (see `backend_poll`).
@@ -147,6 +150,7 @@ impl HostsBackend {
             ended: vec![],
             checked: vec![],
             launched: vec![],
+            brought_back: vec![],
             ending: super::kill::Ending::default(),
             answer_wait: polling::answer_wait(control),
             hung_after: polling::hung_after(control),
@@ -289,6 +293,19 @@ impl Multiplexer for HostsBackend {
     fn take_launched_on_hosts(&mut self) -> Vec<crate::backend::HostLaunched> {
         self.take_told();
         std::mem::take(&mut self.launched)
+    }
+
+    fn bring_back_on_host(&mut self, host: &str, work: crate::backend::WorkBack) -> bool {
+        let Some(r) = self.remotes.get(host) else {
+            return false;
+        };
+        r.thread.ask(super::host_thread::Ask::BringBack(work));
+        true
+    }
+
+    fn take_brought_back(&mut self) -> Vec<crate::backend::WorkBackDone> {
+        self.take_told();
+        std::mem::take(&mut self.brought_back)
     }
 
     fn check_host(&mut self, host: &str) {

@@ -147,6 +147,7 @@ impl HostsBackend {
                 }
                 self.launched.push(l);
             }
+            Told::BroughtBack(done) => self.brought_back.push(done),
             Told::Polled(_) => {}
         }
     }

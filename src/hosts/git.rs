@@ -318,6 +318,14 @@ fn seeds_tar(project: &Path, ws: &RunWorkspace) -> Result<Option<Vec<u8>>> {
         .map_err(|e| Error::io(project, e))
 }
 
+/// The SSH host that holds the work of `worker`'s current attempt: the attempt runs there
+/// and its worktree there was made. `None`: it has nothing to bring back.
+pub fn worktree_host<'a>(state: &'a RunState, worker: &str) -> Option<&'a str> {
+    let w = state.workspace.as_ref()?.workers.get(worker)?;
+    let ran_there = state.worker(worker).and_then(|s| s.host.as_deref());
+    w.host.as_deref().filter(|h| Some(*h) == ran_there)
+}
+
 /// When an attempt of `worker` ends on its host: commit what it left in its worktree
 /// there (subject `crewmux: <worker> attempt <n>`, the rules of a local commit), fetch
 /// its branch and fast-forward the local worktree to it. Nothing for a worker that did
@@ -327,14 +335,10 @@ fn seeds_tar(project: &Path, ws: &RunWorkspace) -> Result<Option<Vec<u8>>> {
 /// The host cannot be reached, a git call fails there or here (the work stays on the
 /// host, and a later attempt end or integration tries again).
 pub fn fetch_back(state: &RunState, worker: &str, attempt: u32) -> Result<()> {
-    let Some(ws) = state.workspace.as_ref() else {
+    let (Some(ws), Some(host)) = (state.workspace.as_ref(), worktree_host(state, worker)) else {
         return Ok(());
     };
     let Some(w) = ws.workers.get(worker) else {
-        return Ok(());
-    };
-    let ran_there = state.worker(worker).and_then(|s| s.host.as_deref());
-    let Some(host) = w.host.as_deref().filter(|h| Some(*h) == ran_there) else {
         return Ok(());
     };
     let spec = super::run_hosts(&state.run_dir)?

@@ -1,8 +1,8 @@
 //! One thread per SSH host, owning everything of that host that can wait on ssh: its
 //! tmux backend (the control-mode channel and its fallback calls), its reachability and
-//! probes, its polls (with the output streams and the files of ended attempts they
-//! bring back), text sent to its panes, kills, and the ends of attempts left running
-//! there. The driver's loop only exchanges messages with it and never waits on ssh: a
+//! probes, its polls (with the output streams and the files and work of ended attempts
+//! they bring back), its launches, text sent to its panes, kills, and the ends of
+//! attempts left running there. The driver's loop only exchanges messages with it and never waits on ssh: a
 //! host whose sshd hangs (frozen, a black-holed network) holds up its own thread alone.
 //!
 //! A poll is asked, and answered when the host answers: the loop waits a few ms for the
@@ -62,6 +62,8 @@ pub(super) enum Ask {
     Check,
     /// Start these attempts (see `launch_remote`).
     Launch(Box<crate::backend::HostLaunch>),
+    /// Bring back the work of an ended attempt (see `work_back`).
+    BringBack(crate::backend::WorkBack),
     RemoveRun(Sender<Result<Option<String>>>),
     ForgetScreen,
 }
@@ -78,6 +80,8 @@ pub(super) enum Told {
     Checked(bool),
     /// What came of an `Ask::Launch` (pane references as the host's server knows them).
     Launched(crate::backend::HostLaunched),
+    /// What came of an `Ask::BringBack`.
+    BroughtBack(crate::backend::WorkBackDone),
 }
 
 /// The state of one host that lives on its thread.
@@ -327,6 +331,18 @@ fn serve(
                 let done = super::launch_remote::launch(&side.place, &mut side.tmux, *launch);
                 // The backend is gone when this fails; nothing is left to tell.
                 let _ = told.send(Told::Launched(done));
+            }
+            Ask::BringBack(w) => {
+                let result =
+                    super::work_back::bring_back_now(&w.state, &w.dir, &w.worker, w.attempt)
+                        .map_err(|e| e.to_string());
+                let done = crate::backend::WorkBackDone {
+                    worker: w.worker,
+                    attempt: w.attempt,
+                    result,
+                };
+                // The backend is gone when this fails; nothing is left to tell.
+                let _ = told.send(Told::BroughtBack(done));
             }
             Ask::RemoveRun(reply) => {
                 let _ = reply.send(side.tmux.remove_run());

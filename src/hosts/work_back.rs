@@ -1,10 +1,14 @@
-//! A remote attempt's work brought back on its host's thread (`host_thread`), not on the
-//! loop that drives the run: when its pane is seen ended, before the attempt's files (and
-//! so its `exit.json`) come back, what it left is committed on the host and its branch
-//! fetched into the local worktree ([`super::git::fetch_back`], about ten ssh round
-//! trips). The marker file [`MARKER`] in the local attempt folder then tells the driver,
-//! which settles the exit from those files, that the work is back already; without it
-//! (the thread's try failed, an older run) the driver brings it back itself.
+//! A remote attempt's work brought back on its host's thread (`host_thread`), never on the
+//! loop that drives the run: what it left is committed on the host and its branch fetched
+//! into the local worktree ([`super::git::fetch_back`], about ten ssh round trips, each
+//! up to the ssh call limit on a host that hangs). The marker file [`MARKER`] in the
+//! local attempt folder then says the work is back.
+//!
+//! It is tried when the host's poll sees the pane ended, before the attempt's files (and
+//! so its `exit.json`) come back. An exit the driver knows first (the exit marker came
+//! with the attempt's live output), or whose try failed, is held by the driver until its
+//! host's thread has brought the work back or said why it could not
+//! ([`crate::backend::Multiplexer::bring_back_on_host`]).
 
 use std::path::Path;
 
@@ -38,16 +42,31 @@ pub(super) fn bring_back(log: &Path, worker: &str, attempt: u32) {
             return;
         }
     };
-    match super::git::fetch_back(&state, worker, attempt) {
-        Ok(()) => {
-            if let Err(e) = std::fs::write(dir.join(MARKER), b"") {
-                tracing::warn!("{worker}#{attempt}: {}: {e}", dir.join(MARKER).display());
-            }
-        }
-        Err(e) => tracing::warn!(
+    if let Err(e) = bring_back_now(&state, dir, worker, attempt) {
+        tracing::warn!(
             worker,
             attempt,
             "could not bring the attempt's work back from its host yet: {e}"
-        ),
+        );
     }
+}
+
+/// Bring back the work of `worker`'s ended attempt `attempt` of the run `state` (its local
+/// folder `attempt_dir`), unless [`brought_back`] says it is back, and mark it back.
+///
+/// # Errors
+/// The host does not answer, or a git call there or here fails (the work stays on the
+/// host); the mark cannot be written.
+pub(super) fn bring_back_now(
+    state: &crate::domain::RunState,
+    attempt_dir: &Path,
+    worker: &str,
+    attempt: u32,
+) -> crate::error::Result<()> {
+    if brought_back(attempt_dir) {
+        return Ok(());
+    }
+    super::git::fetch_back(state, worker, attempt)?;
+    let mark = attempt_dir.join(MARKER);
+    std::fs::write(&mark, b"").map_err(|e| crate::error::Error::io(&mark, e))
 }

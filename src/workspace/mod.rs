@@ -107,28 +107,17 @@ pub fn run_integration(state: &mut RunState) -> crate::engine::IntegrationOutcom
 }
 
 /// When an attempt's exit is seen: commit what a worker left in its worktree and record
-/// its diffstat (a worker on an SSH host: committed there and its branch fetched back into
-/// its worktree here first, `crate::hosts::git::fetch_back`); a failed `[workspace] setup`
-/// becomes `Input::SetupFailed` (returned, to be fed instead of the exit). A git failure is
-/// logged and the exit goes on as usual (the work stays in the worktree).
+/// its diffstat (a worker on an SSH host: its work was committed there and its branch
+/// fetched back into its worktree here already, on its host's thread,
+/// `crate::hosts::work_back`); a failed `[workspace] setup` becomes `Input::SetupFailed`
+/// (returned, to be fed instead of the exit). A git failure is logged and the exit goes on
+/// as usual (the work stays in the worktree).
 pub fn on_attempt_end(
     state: &mut RunState,
     worker: &str,
     attempt: u32,
     attempt_dir: &std::path::Path,
 ) -> Option<crate::engine::Input> {
-    // Usually brought back already on the host's own thread (`hosts::work_back`).
-    let back = crate::hosts::work_back::brought_back(attempt_dir);
-    if let Err(e) = (!back)
-        .then(|| crate::hosts::git::fetch_back(state, worker, attempt))
-        .transpose()
-    {
-        tracing::warn!(
-            worker,
-            attempt,
-            "could not bring the attempt's work back from its host: {e}"
-        );
-    }
     let run_id = state.run_id.clone();
     if let Some(ws) = state.workspace.as_mut() {
         if let Err(e) = commit::on_attempt_end(ws, &run_id, worker, attempt) {
