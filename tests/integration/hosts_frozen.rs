@@ -1,7 +1,9 @@
 //! A host that hangs while an ended attempt's work is being brought back from it
 //! (committed there, its branch fetched here) holds up nothing of this machine: on the
 //! dashboard a local worker's Output and status keep moving while the host's sshd is
-//! frozen, and the work comes home once the host answers again.
+//! frozen, and the work comes home once the host answers again. Kills of remote workers
+//! (a wall timeout, a cancel) asked while their host is frozen hold up nothing either.
+//! (A launch and the first connection to a frozen host: `hosts_start`.)
 
 use std::time::{Duration, Instant};
 
@@ -178,4 +180,90 @@ fn a_host_frozen_while_an_attempts_work_comes_back_stalls_no_local_worker() {
         "far work\n",
         "far's work did not come back"
     );
+}
+
+/// A wall timeout and a cancel of remote workers asked while their host is frozen: the
+/// kills go to the host's thread and are carried out once it answers, and a local worker's
+/// exit is recorded meanwhile.
+#[test]
+fn kills_of_remote_workers_while_their_host_is_frozen_stall_no_local_worker() {
+    let Some(t) = crate::support::on_host::HostRepo::start("hosts-frozen-kills") else {
+        return;
+    };
+    t.host.write_hosts_file_lost_after(t.path(), "box", 300);
+    let flags = tempfile::tempdir().unwrap();
+    let go_here = flags.path().join("go-here");
+    let team = t.team(&format!(
+        "parallel = 3\n\
+         [[worker]]\nid = \"here\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nmax_attempts = 1\n\
+         command = [\"sh\", \"-c\", \"while [ ! -e {go} ]; do sleep 0.1; done; echo local done\"]\n\
+         [[worker]]\nid = \"timed\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\n\
+         max_attempts = 1\ntimeout_s = 6\ncommand = [\"sh\", \"-c\", \"echo timed; sleep 300\"]\n\
+         [[worker]]\nid = \"stopped\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\n\
+         max_attempts = 1\ncommand = [\"sh\", \"-c\", \"echo stopped; sleep 300\"]\n",
+        go = go_here.display()
+    ));
+    let args = crate::support::on_host::headless(&team, "kills while the host hangs");
+    let child = t.spawn(&args);
+    crate::support::on_host::wait_running_remotely(t.path(), "timed");
+    crate::support::on_host::wait_running_remotely(t.path(), "stopped");
+    let state = try_state(t.path()).unwrap();
+    assert_eq!(state_worker(&state, "here")["status"], "running", "{state}");
+    let run_id = state["run_id"].as_str().unwrap().to_string();
+    let frozen = t.host.freeze();
+    assert!(!frozen.is_empty(), "no sshd to freeze");
+    let cancel = t.spawn(&["cancel", &run_id, "--worker", "stopped", "--grace", "1"]);
+    // Both kills are asked while the host is frozen.
+    let log = t.path().join(".crewmux/crewmux.log");
+    let asked = wait_for(
+        || {
+            std::fs::read_to_string(&log).is_ok_and(|l| {
+                l.contains("timed#1: SIGTERM sent")
+                    && l.contains("stopped#1: SIGTERM sent")
+            })
+        },
+        Duration::from_secs(30),
+    );
+    assert!(
+        asked,
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    std::fs::write(&go_here, "").unwrap();
+    let t0 = Instant::now();
+    let recorded = wait_for(
+        || try_state(t.path()).is_some_and(|s| state_worker(&s, "here")["status"] == "completed"),
+        Duration::from_secs(60),
+    );
+    let took = t0.elapsed();
+    t.host.thaw(&frozen);
+    eprintln!("kills asked of a frozen host: a local exit was recorded in {took:?}");
+    assert!(recorded, "{:?}", try_state(t.path()));
+    assert!(
+        took < LOCAL_BOUND,
+        "a local exit took {took:?} to be recorded"
+    );
+    // The host answers again: the kills are carried out there and the run ends.
+    let c = wait_limited(cancel, &["cancel"]);
+    assert_eq!(
+        c.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&c.stderr)
+    );
+    let out = wait_limited(child, &args);
+    assert_events_once(t.path());
+    let s = summary(&out);
+    for (id, status) in [
+        ("here", "completed"),
+        ("timed", "timeout"),
+        ("stopped", "cancelled"),
+    ] {
+        assert_eq!(
+            worker(&s, id)["status"].as_str(),
+            Some(status),
+            "{id}: {s}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
