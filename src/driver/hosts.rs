@@ -7,11 +7,19 @@ use super::{Driver, Update};
 use crate::engine::Input;
 
 impl Driver {
-    /// `HostLost` for each host the backend found `lost` (drained with the poll); the
+    /// `HostLost` for each host the backend found `lost` (drained with the poll), said
+    /// once (the footer's line about the host not answering would stay otherwise); the
     /// attempts still running there are to be ended when it answers again.
-    pub(super) fn lost_hosts(&mut self, lost: Vec<(String, String)>) -> Vec<Input> {
+    pub(super) fn lost_hosts(
+        &mut self,
+        lost: Vec<(String, String)>,
+        emit: &mut impl FnMut(Update),
+    ) -> Vec<Input> {
         let mut inputs = vec![];
         for (host, detail) in lost {
+            emit(Update::Notice(format!(
+                "host {host} was lost: {detail}; its workers run on local from now on"
+            )));
             self.host_lost_held(&host);
             let nonces: Vec<String> = self
                 .state

@@ -119,7 +119,7 @@ impl Driver {
         }
         // A lost SSH host ends its workers before anything else of this poll is decided.
         let lost = std::mem::take(&mut looked.lost_hosts);
-        inputs.extend(self.lost_hosts(lost));
+        inputs.extend(self.lost_hosts(lost, emit));
         self.ended_on_hosts(std::mem::take(&mut looked.ended_on_hosts), emit);
         inputs.extend(self.host_wait_turn(emit));
         inputs.extend(self.remote_landed(emit));

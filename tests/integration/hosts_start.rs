@@ -41,13 +41,14 @@ fn a_host_down_when_the_run_starts_is_waited_for_then_its_worker_runs_on_local()
     );
     // It waited for the host's lost_after_s (3 s) before it ran here.
     assert!(took >= Duration::from_secs(3), "{took:?}");
-    // Said where a headless run's person reads: that the host does not answer, then that
-    // the worker runs here.
+    // Said where a headless run's person reads: that the host does not answer, that it
+    // was lost, then that the worker runs here.
     let err = String::from_utf8_lossy(&out.stderr);
     let down = err.find("host box does not answer");
+    let lost = err.find("crewmux: host box was lost: unreachable for ");
     let moved =
         err.find("far#1 worker-moved: host box was lost before it started there; it runs on local");
-    assert!(down.is_some() && moved > down, "{err}");
+    assert!(down.is_some() && lost > down && moved.is_some(), "{err}");
     let state = try_state(t.path()).unwrap();
     let dispatches = state["dispatches"].as_array().unwrap();
     assert_eq!(dispatches.len(), 1, "{dispatches:?}");
