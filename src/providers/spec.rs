@@ -90,6 +90,8 @@ pub struct ProviderSpec {
     pub prompt: PromptVia,
     /// Added where `{model_args}` stands (or at the end) when a model is chosen.
     pub model_args: Vec<String>,
+    /// Arguments that make the CLI print its version (empty: no version is asked). An
+    /// npm-installed CLI's version is read from its package first (`npm_version`).
     pub version_args: Vec<String>,
     #[serde(deserialize_with = "auth_table_or_none")]
     pub auth: AuthSpec,

@@ -126,15 +126,7 @@ fn an_unknown_host_or_a_bad_hosts_file_is_one_line_and_nothing_runs() {
         "team.toml",
         "[[worker]]\nid = \"a\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"nope\"\ncommand = [\"true\"]\n",
     );
-    let args = [
-        "run",
-        "--team",
-        team.to_str().unwrap(),
-        "--no-clarify",
-        "--headless",
-        "--",
-        "x",
-    ];
+    let args = headless(team.to_str().unwrap(), "x");
     let out = run_crewmux(tmp.path(), "crewmux-test-unused", &args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::support::on_host::run_with_host;
+use crate::support::on_host::{headless, run_with_host};
 use crate::support::sshd::{sshd_ready, SshHost};
 use crate::support::*;
 
@@ -260,15 +260,7 @@ fn start_late_run(host: &SshHost, server: &TmuxServer) -> (TeamProject, std::pro
         .env("CREWMUX_TMUX_SOCKET", &server.socket)
         .env("XDG_RUNTIME_DIR", host.runtime_dir())
         .env("CREWMUX_LOG", "debug")
-        .args([
-            "run",
-            "--team",
-            t.team_arg(),
-            "--no-clarify",
-            "--headless",
-            "--",
-            "late",
-        ])
+        .args(headless(t.team_arg(), "late"))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

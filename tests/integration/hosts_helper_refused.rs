@@ -41,15 +41,7 @@ fn a_host_of_another_system_shows_raw_output_and_refuses_sim_when_the_run_is_pla
     let codex = stand_in_codex(tools.path());
     write_providers(p, &codex);
     let run = |team: &Path| {
-        let args = [
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--",
-            "another system",
-        ];
+        let args = headless(team.to_str().unwrap(), "another system");
         let child = crewmux_on_host(p, &server.socket, &host, &args)
             .env("CODEX_API_KEY", "k")
             .spawn()

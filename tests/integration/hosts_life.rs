@@ -276,15 +276,7 @@ fn a_remote_pane_gets_a_utf8_locale_when_the_ssh_session_has_none() {
         "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
          command = [\"sh\", \"-c\", \"echo \\\"locale=[$LC_ALL|$LC_CTYPE]\\\"\"]\n",
     );
-    let args = [
-        "run",
-        "--team",
-        team.to_str().unwrap(),
-        "--no-clarify",
-        "--headless",
-        "--",
-        "locale",
-    ];
+    let args = headless(team.to_str().unwrap(), "locale");
     let out = wait_limited(
         spawn_on_host(tmp.path(), &server.socket, &host, &args),
         &args,

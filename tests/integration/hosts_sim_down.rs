@@ -2,8 +2,6 @@
 //! the run starts: it waits for the host as a command worker does. Once the host is lost
 //! it runs here; when the host answers first, crewmux is put there before it starts.
 
-use std::time::Duration;
-
 use crate::support::on_host::*;
 use crate::support::sshd::*;
 use crate::support::*;
@@ -72,21 +70,10 @@ fn a_sim_worker_on_a_host_down_at_the_start_runs_there_with_crewmux_copied_once_
          prompt = \"Do: {problem}\\nsim: lines=3\"\n",
     );
     let child = t.spawn(&headless(&team, "a host that comes up late"));
-    let log = t.path().join(".crewmux/crewmux.log");
-    let waiting = wait_for(
-        || {
-            std::fs::read_to_string(&log).is_ok_and(|l| {
-                l.contains("simmer#1: waits for host box")
-                    || l.contains("simmer#1: host box does not answer")
-            })
-        },
-        Duration::from_secs(60),
-    );
-    assert!(
-        waiting,
-        "{}",
-        std::fs::read_to_string(&log).unwrap_or_default()
-    );
+    wait_log(t.path(), |l| {
+        l.contains("simmer#1: waits for host box")
+            || l.contains("simmer#1: host box does not answer")
+    });
     t.host.start_sshd();
     let out = wait_limited(child, &["run"]);
     let p = t.path();
@@ -102,7 +89,7 @@ fn a_sim_worker_on_a_host_down_at_the_start_runs_there_with_crewmux_copied_once_
         (Some("completed"), Some(1), Some("on box")),
         "{s}\n{}\n{}",
         String::from_utf8_lossy(&out.stderr),
-        std::fs::read_to_string(&log).unwrap_or_default()
+        std::fs::read_to_string(p.join(".crewmux/crewmux.log")).unwrap_or_default()
     );
     // crewmux was put there when the host answered, and the run keeps where.
     let run = only_run_dir(p);

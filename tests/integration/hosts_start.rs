@@ -80,19 +80,7 @@ fn a_host_down_when_the_run_starts_runs_its_worker_once_it_answers() {
     );
     let child = t.spawn(&headless(&team, "a host that comes up late"));
     // The worker waits for the host (its launch was tried, the host did not answer).
-    let log = t.path().join(".crewmux/crewmux.log");
-    let waiting = wait_for(
-        || {
-            std::fs::read_to_string(&log)
-                .is_ok_and(|l| l.contains("far#1: host box does not answer"))
-        },
-        Duration::from_secs(60),
-    );
-    assert!(
-        waiting,
-        "{}",
-        std::fs::read_to_string(&log).unwrap_or_default()
-    );
+    wait_log(t.path(), |l| l.contains("far#1: host box does not answer"));
     t.host.start_sshd();
     let out = wait_limited(child, &["run"]);
     assert_events_once(t.path());

@@ -23,6 +23,15 @@ pub fn wait_for(mut cond: impl FnMut() -> bool, limit: Duration) -> bool {
     }
 }
 
+/// Wait (60 s at most) until `project`'s `.crewmux/crewmux.log` holds a line `said`
+/// accepts; the test fails with the log past that.
+pub fn wait_log(project: &Path, said: impl Fn(&str) -> bool) {
+    let log = project.join(".crewmux/crewmux.log");
+    let read = || std::fs::read_to_string(&log).unwrap_or_default();
+    let found = wait_for(|| read().lines().any(&said), Duration::from_secs(60));
+    assert!(found, "not in {}:\n{}", log.display(), read());
+}
+
 /// The only run directory under `project`, or `None` while there is none (or several).
 pub fn try_run_dir(project: &Path) -> Option<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(project.join(".crewmux/runs"))
