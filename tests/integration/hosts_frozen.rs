@@ -218,8 +218,7 @@ fn kills_of_remote_workers_while_their_host_is_frozen_stall_no_local_worker() {
     let asked = wait_for(
         || {
             std::fs::read_to_string(&log).is_ok_and(|l| {
-                l.contains("timed#1: SIGTERM sent")
-                    && l.contains("stopped#1: SIGTERM sent")
+                l.contains("timed#1: SIGTERM sent") && l.contains("stopped#1: SIGTERM sent")
             })
         },
         Duration::from_secs(30),
