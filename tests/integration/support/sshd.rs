@@ -202,7 +202,8 @@ impl SshHost {
             .spawn()
             .expect("sshd starts");
         self.sshd = Some(child);
-        let end = Instant::now() + Duration::from_secs(20);
+        // Room for a few probes on a loaded machine (one may take SHELL_ANSWER).
+        let end = Instant::now() + Duration::from_secs(30);
         loop {
             match self.probe() {
                 Probe::Answered => return,
