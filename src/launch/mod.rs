@@ -85,7 +85,7 @@ pub struct WrapperSpec<'a> {
     pub cwd: &'a Path,
     /// A file fed to the agent on stdin (prompt by stdin); `None` keeps the pane's tty.
     pub stdin_file: Option<&'a Path>,
-    /// Wait (up to 2 s) for `output.log` to exist before starting, so that tmux's
+    /// Wait for [`LOG_ATTACHED_KEY`] on the pane's tty before starting, so that tmux's
     /// `pipe-pane` is attached before the agent prints its first byte; and after the
     /// marker, until it is in `output.log` (see `marker_wait`).
     pub wait_for_log: bool,
@@ -97,6 +97,18 @@ pub struct WrapperSpec<'a> {
     /// `--raw <dir>/cli-events.jsonl` and keeps the agent's own exit status.
     pub render: Option<&'a [String]>,
 }
+
+/// The key (tmux `send-keys` name) typed into a new pane once its `pipe-pane` is attached:
+/// the wrapper's first line reads the pane's tty and starts the agent when it comes.
+///
+/// Ctrl-D is the end-of-file character of a new pane's tty (canonical mode, `VEOF`; tmux
+/// keeps the kernel's defaults for a session made detached), so the wrapper's `read` returns
+/// at once, and the line discipline does not echo it, so the pane and `output.log` show
+/// nothing of it. A key typed before the wrapper reads is kept by the tty until it does.
+/// Waiting so forks nothing: looking for `output.log` every 50 ms forked a `sleep` in most
+/// new panes, one more process start each (about a millisecond of CPU here) while the tmux
+/// server makes the next windows.
+pub const LOG_ATTACHED_KEY: &str = "C-d";
 
 /// File where a rendered agent's exit status waits for the wrapper (the agent runs on the
 /// left of a pipe, whose status `sh` does not give).
@@ -146,11 +158,7 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
             )
         }
     };
-    let log_wait = if spec.wait_for_log {
-        "i=0\nwhile [ ! -e \"$dir/output.log\" ] && [ \"$i\" -lt 40 ]; do sleep 0.05; i=$((i+1)); done\n"
-    } else {
-        ""
-    };
+    let log_wait = if spec.wait_for_log { "read -r _\n" } else { "" };
     let print_marker = format!(
         "printf '\\n%s%s%s:%d\\n' '__CREWMUX_' 'EXIT_'{nonce} '__' \"$code\"\n",
         nonce = q(spec.nonce)?
@@ -338,6 +346,47 @@ mod tests {
     fn a_signal_death_is_128_plus_n() {
         let (_t, paths, _out) = run_wrapper(&["sh", "-c", "kill -TERM $$"]);
         assert_eq!(read_exit_file(&paths.exit, "abc123").unwrap(), Some(143));
+    }
+
+    #[test]
+    fn on_tmux_the_agent_starts_on_the_panes_key_and_nothing_is_forked_before() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = AttemptPaths::new(tmp.path().to_path_buf());
+        let began = tmp.path().join("began");
+        let argv = ["touch", &began.display().to_string()].map(String::from);
+        let spec = WrapperSpec {
+            wait_for_log: true,
+            release_fifo: true,
+            ..test_wrapper::spec(&argv, tmp.path())
+        };
+        write_wrapper(&paths, &spec).unwrap();
+        // stdin stands for the pane's tty: the key is its end of file.
+        let mut child = Command::new("sh")
+            .arg(&paths.launch)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let key = child.stdin.take().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        assert!(child.try_wait().unwrap().is_none(), "it waits for the key");
+        assert!(!began.exists(), "the agent started before the key");
+        let children = format!("/proc/{0}/task/{0}/children", child.id());
+        let forked = std::fs::read_to_string(children).unwrap();
+        assert_eq!(forked.trim(), "", "it forked while it waited");
+        drop(key);
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !began.exists() && std::time::Instant::now() < end {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(began.exists(), "the agent never started after the key");
+        // Let its marker wait go once it waits (its bound ends it otherwise).
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while child.try_wait().unwrap().is_none() && std::time::Instant::now() < end {
+            crate::launch::release(tmp.path());
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert_eq!(child.wait().unwrap().code(), Some(0));
     }
 
     #[test]

@@ -121,6 +121,17 @@ impl TmuxClient {
         self
     }
 
+    /// This client when its control channel is up; otherwise a copy of it that runs every
+    /// call as a tmux process and so never tries to start the channel (for the calls that
+    /// make the session a channel attaches to).
+    pub(super) fn channel_or_processes(&self) -> TmuxClient {
+        let mut client = self.clone();
+        if !self.control.as_ref().is_some_and(|c| c.is_up()) {
+            client.control = None;
+        }
+        client
+    }
+
     /// The control channel's counters, `None` without one.
     pub fn control_stats(&self) -> Option<ControlStats> {
         self.control.as_ref().map(|c| c.stats())

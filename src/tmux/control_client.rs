@@ -156,6 +156,14 @@ impl Channel {
         }
     }
 
+    /// True while a client is up (started and its reader not ended); never starts one.
+    pub fn is_up(&self) -> bool {
+        lock(&self.conn)
+            .link
+            .as_ref()
+            .is_some_and(|live| !lock(&live.queue).closed)
+    }
+
     /// Send `lines` (one tmux command each, no newline, never empty: an empty line ends a
     /// control client) and wait for their replies, each within `limit` of the send.
     pub fn send(&self, lines: &[String], limit: Duration) -> Sent {

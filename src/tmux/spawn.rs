@@ -3,7 +3,7 @@
 //! argv, `pipe-pane` streaming its output, and the session's environment. Every window of a
 //! launch goes through one `source-file -` script (docs/tmux.md).
 
-use tmux_interface::{KillSession, NewSession, PipePane, SetOption, Tmux, TmuxCommand};
+use tmux_interface::{KillSession, NewSession, PipePane, SendKeys, SetOption, Tmux, TmuxCommand};
 
 use super::{command_line, TmuxBackend, HISTORY_LIMIT, PANE_COLS, PANE_ROWS};
 use crate::backend::{SpawnSpec, Spawned};
@@ -17,14 +17,19 @@ impl TmuxBackend {
     /// [`Error::Tmux`] when tmux refuses (its stderr), [`Error::Timeout`] when the server does not
     /// answer, [`Error::Other`] when tmux cannot be started.
     pub fn ensure_session(&mut self) -> Result<()> {
-        if self.client.has_session(&self.session) {
+        // The control channel attaches to the run's session: until it is up, the session
+        // is asked for and made by tmux processes, so that no attach is tried before the
+        // session exists (a failed one holds the channel down for its back-off, and every
+        // call meanwhile is a process of its own).
+        let client = self.client.channel_or_processes();
+        if client.has_session(&self.session) {
             return Ok(());
         }
         // A new session here gets crewmux's environment again; one on another machine
         // keeps that host's own (this machine's variables mean nothing there, and its
         // secrets must not reach the host's tmux: a launch carries what a pane needs).
         self.env_synced = self.client.is_remote();
-        match self.new_session() {
+        match self.new_session(&client) {
             // With no server yet, the question above (or the control channel's first
             // `attach-session`) starts one that finds no session and exits; a call that
             // reaches it meanwhile hears "server exited unexpectedly" (tmux 3.3a). Seen
@@ -36,14 +41,14 @@ impl TmuxBackend {
                     self.client.socket()
                 );
                 std::thread::sleep(std::time::Duration::from_millis(50));
-                self.new_session()
+                self.new_session(&client)
             }
             r => r,
         }
     }
 
-    /// `new-session` of the run's session, with its options set first.
-    fn new_session(&mut self) -> Result<()> {
+    /// `new-session` of the run's session, with its options set first, through `client`.
+    fn new_session(&self, client: &super::TmuxClient) -> Result<()> {
         let mut new = NewSession::new()
             .detached()
             .session_name(self.session.as_str())
@@ -54,7 +59,7 @@ impl TmuxBackend {
         for a in &self.home_argv {
             new.push_param(a.clone());
         }
-        self.client.run(
+        client.run(
             Tmux::new()
                 .add_command(
                     SetOption::new()
@@ -77,8 +82,9 @@ impl TmuxBackend {
     }
 
     /// All windows in one script: per attempt, `new-window` with the wrapper as argv
-    /// (never a shell string) and its secrets as `-e`, then `pipe-pane` on the new pane
-    /// (the wrapper waits for output.log to exist). Nothing travels on argv.
+    /// (never a shell string) and its secrets as `-e`, then `pipe-pane` on the new pane,
+    /// then the key the wrapper waits for before it starts the agent
+    /// ([`LOG_ATTACHED_KEY`](crate::launch::LOG_ATTACHED_KEY)). Nothing travels on argv.
     pub(super) fn spawn_windows(&mut self, specs: &[SpawnSpec]) -> Vec<Result<Spawned>> {
         let mut results: Vec<Option<Result<Spawned>>> = specs.iter().map(|_| None).collect();
         self.spawn_windows_each(specs, &mut |i, r| results[i] = Some(r));
@@ -120,11 +126,20 @@ impl TmuxBackend {
         let mut made: Option<std::result::Result<String, String>> = None;
         let mut reported = 0;
         let streamed = self.client.script_each(&lines, &secrets, &mut |i, reply| {
-            if i % 2 == 0 {
-                made = Some(reply);
-                return;
+            let w = i / WINDOW_LINES;
+            match (i % WINDOW_LINES, &reply) {
+                (0, _) => {
+                    made = Some(reply);
+                    return;
+                }
+                (1, _) => {}
+                (_, Ok(_)) => return,
+                (_, Err(e)) => {
+                    // Only a pane that is gone already refuses a key: nothing waits there.
+                    tracing::warn!("tmux: window {}: send-keys: {e}", specs[w].window);
+                    return;
+                }
             }
-            let w = i / 2;
             let r = match (made.take(), reply) {
                 (Some(Ok(out)), Ok(_)) => spawned(&out, &specs[w]),
                 (Some(Err(e)), _) | (_, Err(e)) => Err(Error::Tmux {
@@ -182,8 +197,9 @@ impl TmuxBackend {
         }
     }
 
-    /// The two script lines that start one attempt's window and stream its output.
-    fn window_lines(&self, spec: &SpawnSpec) -> Result<[String; 2]> {
+    /// The script lines ([`WINDOW_LINES`]) that start one attempt's window, stream its
+    /// output, then let its wrapper start the agent.
+    fn window_lines(&self, spec: &SpawnSpec) -> Result<[String; WINDOW_LINES]> {
         let mut new_window = TmuxCommand::new();
         new_window.name("new-window");
         new_window.push_flag("-d");
@@ -206,14 +222,22 @@ impl TmuxBackend {
         // waiting on it (dash forks for a lone command). A dead pane keeps its pipe (and so
         // this process) while it remains on exit, so each one left counts twice as many
         // processes without it.
+        let pane = format!("{}:={}", self.target_session(), spec.window);
         let pipe = PipePane::new()
             .open()
-            .target_pane(format!("{}:={}", self.target_session(), spec.window))
+            .target_pane(pane.clone())
             .shell_command(format!("exec cat >> {log}"))
+            .build();
+        // After the pipe: tmux runs a script's lines in order, so the agent's first byte
+        // is printed with the pipe attached.
+        let go = SendKeys::new()
+            .target_pane(pane)
+            .key(crate::launch::LOG_ATTACHED_KEY)
             .build();
         Ok([
             command_line::command_line(new_window, &env)?,
             command_line::command_line(pipe, &[])?,
+            command_line::command_line(go, &[])?,
         ])
     }
 
@@ -254,6 +278,9 @@ impl TmuxBackend {
             .map(|_| ())
     }
 }
+
+/// Script lines per window: `new-window`, `pipe-pane`, `send-keys`.
+const WINDOW_LINES: usize = 3;
 
 /// Longest environment value passed to a pane, bytes.
 pub const ENV_VALUE_MAX: usize = 8 * 1024;

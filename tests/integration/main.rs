@@ -58,6 +58,7 @@ mod hosts_ops;
 mod hosts_sim_down;
 mod hosts_sshd;
 mod hosts_start;
+mod launch_start;
 mod layers;
 mod lifecycle;
 mod locale;
