@@ -61,8 +61,14 @@ impl Driver {
         // the results come back as a wake-up (`landed`).
         if let Some(t) = &self.launch_thread {
             if t.send(specs.clone()) {
-                self.in_flight = Some(ready);
-                self.in_flight_at = std::time::Instant::now();
+                // Behind the batch still landing, if any (see `may_launch_more`).
+                match self.in_flight.as_mut() {
+                    Some(flying) => flying.extend(ready),
+                    None => {
+                        self.in_flight = Some(ready);
+                        self.in_flight_at = std::time::Instant::now();
+                    }
+                }
                 return inputs;
             }
             tracing::warn!("the launch thread stopped; starting attempts on the loop");

@@ -3,9 +3,12 @@
 //! is known (tmux: once its window and pipe are made), so the loop records it, and an exit
 //! of it, while tmux creates the rest of the batch.
 //!
-//! One batch is in flight at a time. Until it lands, requests from the person (dashboard or
-//! inbox) wait, so no cancel or answer meets an attempt that is neither launched nor
-//! failed; exits of other attempts are applied as they come.
+//! The next batch is handed over while the last attempts of the one before are still being
+//! started ([`REFILL_AT`]), so tmux goes on to it at once instead of waiting for the loop to
+//! record the landing and prepare the next files (16 turns for 256 workers). Until every
+//! attempt in flight has landed, requests from the person (dashboard or inbox) wait, so no
+//! cancel or answer meets an attempt that is neither launched nor failed; exits of other
+//! attempts are applied as they come.
 
 use std::sync::mpsc::{self, Sender};
 use std::thread::JoinHandle;
@@ -17,6 +20,9 @@ use crate::error::{IoContext, Result};
 /// Longest wait for the batch in flight when the loop ends: past a backend's own limit on
 /// a start (tmux: 10 s for a script).
 const LAND_LIMIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Attempts still in flight at or below which the next batch goes to the launch thread.
+pub(super) const REFILL_AT: usize = super::LAUNCH_BATCH / 2;
 
 /// The launch thread and its queue.
 pub(super) struct LaunchThread {
@@ -103,13 +109,24 @@ impl Driver {
         if rest.is_empty() {
             self.in_flight = None;
         }
+        // The thread is alive while attempts land: the limit counts from the last one.
+        self.in_flight_at = std::time::Instant::now();
         let inputs = self.landed(ready, results);
         self.apply(inputs, emit);
         self.publish(true, Some(None), emit);
     }
 
-    /// A batch that has not landed within [`LAND_LIMIT`] (its thread is gone: a backend
-    /// ends its own calls sooner) fails, so its workers are retried and requests flow again.
+    /// Whether the next batch may be handed over now: nothing is in flight, or little
+    /// enough ([`REFILL_AT`]) that the launch thread would soon wait for work.
+    pub(super) fn may_launch_more(&self) -> bool {
+        self.in_flight
+            .as_ref()
+            .is_none_or(|flying| flying.len() <= REFILL_AT)
+    }
+
+    /// Attempts in flight that have not landed within [`LAND_LIMIT`] of the last one that
+    /// did (the thread is gone: a backend ends its own calls sooner) fail, so their workers
+    /// are retried and requests flow again.
     pub(super) fn give_up_late_batch(&mut self, emit: &mut impl FnMut(Update)) {
         if self.in_flight.is_none() || self.in_flight_at.elapsed() < LAND_LIMIT {
             return;

@@ -469,7 +469,7 @@ impl Driver {
         let mut changed = self.apply(inputs, emit) > 0;
         changed |= self.live_diff.tick(&mut self.state, &self.mem.last_output);
         // Launches beyond one batch go out a batch per turn, so exits stay prompt.
-        if !self.pending_launches.is_empty() && self.in_flight.is_none() {
+        if !self.pending_launches.is_empty() && self.may_launch_more() {
             let n = self.pending_launches.len().min(LAUNCH_BATCH);
             let batch: Vec<(String, u32)> = self.pending_launches.drain(..n).collect();
             let inputs = self.launch_many(batch);
