@@ -89,17 +89,19 @@ pub(super) fn join_within(thread: JoinHandle<()>, bound: std::time::Duration, na
 }
 
 impl Driver {
-    /// The first attempts of the batch in flight landed (one result each, in order; none:
-    /// the whole rest failed): watch and record them, show the change. The batch is done
-    /// once every attempt of it landed.
+    /// The first attempts in flight landed (one result each, in order; none: the whole
+    /// rest failed): watch and record them, show the change. Once every attempt in flight
+    /// has landed the state is saved at once; before that it is left to the loop's pace
+    /// ([`SAVE_EVERY`](super::SAVE_EVERY)): a save per landing rewrote the whole state
+    /// hundreds of times while a large run started. Returns whether it saved.
     pub(super) fn on_landed(
         &mut self,
         results: Vec<Result<Spawned>>,
         emit: &mut impl FnMut(Update),
-    ) {
+    ) -> bool {
         let Some(rest) = self.in_flight.as_mut() else {
             tracing::warn!("launch results with no batch in flight; ignored");
-            return;
+            return false;
         };
         let n = match results.len() {
             0 => rest.len(),
@@ -113,7 +115,9 @@ impl Driver {
         self.in_flight_at = std::time::Instant::now();
         let inputs = self.landed(ready, results);
         self.apply(inputs, emit);
-        self.publish(true, Some(None), emit);
+        let all = self.in_flight.is_none();
+        self.publish(all, Some(None), emit);
+        all
     }
 
     /// Whether the next batch may be handed over now: nothing is in flight, or little
@@ -133,20 +137,23 @@ impl Driver {
         }
         tracing::warn!("a launch batch did not land within {LAND_LIMIT:?}; its attempts failed");
         self.launch_thread = None;
+        // Every attempt in flight is settled: saved.
         self.on_landed(vec![], emit);
     }
 
-    /// Before the loop ends: wait for the batch in flight (a tmux script ends within its
-    /// limit), so its attempts are recorded, not lost.
+    /// Before the loop ends: wait for the attempts in flight (a tmux script ends within its
+    /// limit), so they are recorded, not lost. Returns whether some landed and are not
+    /// saved yet.
     pub(super) fn land_in_flight(
         &mut self,
         wake: &mpsc::Receiver<Wake>,
         emit: &mut impl FnMut(Update),
-    ) {
+    ) -> bool {
         let end = std::time::Instant::now() + LAND_LIMIT;
+        let mut unsaved = false;
         while self.in_flight.is_some() {
             match wake.recv_timeout(end.saturating_duration_since(std::time::Instant::now())) {
-                Ok(Wake::Launched(results)) => self.on_landed(results, emit),
+                Ok(Wake::Launched(results)) => unsaved = !self.on_landed(results, emit),
                 Ok(_) => {}
                 Err(_) => {
                     tracing::warn!(
@@ -156,5 +163,6 @@ impl Driver {
                 }
             }
         }
+        unsaved
     }
 }

@@ -371,7 +371,7 @@ impl Driver {
                             }
                         }
                     }
-                    self.on_landed(results, &mut emit);
+                    turns.unsaved |= !self.on_landed(results, &mut emit);
                 }
                 Ok(Wake::Polled(looked)) => {
                     if let Some(p) = self.poller.as_mut() {
@@ -406,7 +406,7 @@ impl Driver {
     ) {
         // A look in flight is of no use now (the thread ends once it is answered).
         self.poller = None;
-        self.land_in_flight(wake, emit);
+        let unsaved = unsaved | self.land_in_flight(wake, emit);
         let late = self.retake_results(true);
         let unsaved = unsaved | (!late.is_empty() && self.apply(late, emit) > 0);
         if self.finished {
