@@ -152,18 +152,27 @@ pub fn check_host(
         Ok(o) if o.timed_out => Err(format!("no answer within {} s", SSH_LIMIT.as_secs())),
         Ok(o) if o.code == Some(0) => Ok(()),
         Ok(o) => Err(format!(
-            "`true` exited {:?}: {}",
-            o.code,
+            "`true` exited {}: {}",
+            o.code
+                .map_or_else(|| "on a signal".to_string(), |c| c.to_string()),
             first_line(&o.output)
         )),
         Err(e) => Err(e.to_string()),
     };
     if let Err(why) = reached {
+        // ssh says "Permission denied (publickey…)" when the host answered and refused the
+        // login (ssh(1), its authentication methods all failed): that is not a host that
+        // cannot be reached.
+        let what = if why.contains("Permission denied") {
+            "login refused"
+        } else {
+            "unreachable"
+        };
         report.checks.push(HostCheck {
             check: "ssh".into(),
             ok: false,
             detail: format!(
-                "unreachable: {why}; check `{}` by hand (keys, ~/.ssh/config, `ssh_args` in {})",
+                "{what}: {why}; check `{}` by hand (keys, ~/.ssh/config, `ssh_args` in {})",
                 by_hand(host),
                 host.source.display()
             ),

@@ -82,6 +82,26 @@ fn an_unreachable_host_is_one_ssh_line_and_nothing_else_is_tried() {
 }
 
 #[test]
+fn a_refused_login_is_said_as_refused_not_as_unreachable() {
+    let fake = Fake::new(vec![(
+        "exec true",
+        Err(crate::error::Error::Command {
+            program: "ssh to host box".into(),
+            message: "me@box: Permission denied (publickey).".into(),
+        }),
+    )]);
+    let r = check_host(&host(), &fake, &Registry::builtin(), &no_store());
+    assert!(!r.usable);
+    assert!(
+        r.checks[0]
+            .detail
+            .starts_with("login refused: ssh to host box: me@box: Permission denied (publickey)."),
+        "{}",
+        r.checks[0].detail
+    );
+}
+
+#[test]
 fn an_old_tmux_or_a_missing_git_makes_the_host_unusable_with_the_fix_named() {
     let fake = Fake::new(vec![
         ("exec true", says(0, "")),
