@@ -72,8 +72,11 @@ impl Driver {
     fn carry_out(&mut self, effect: Effect, emit: &mut impl FnMut(Update)) -> Option<Input> {
         match effect {
             Effect::Launch { worker, attempt } => {
-                // Started in batches by `apply` and the loop, once what was observed is in.
-                self.pending_launches.push_back((worker, attempt));
+                // Started in batches by `apply` and the loop, once what was observed is in,
+                // and the results its prompt quotes are whole (see `retake`).
+                if !self.retakes.hold(&self.state, &worker, attempt) {
+                    self.pending_launches.push_back((worker, attempt));
+                }
                 None
             }
             Effect::Kill {

@@ -1,7 +1,9 @@
 //! Taking a result again. A result taken from `output.log` before the attempt's marker
 //! was in it may lack the agent's last lines (see [`Retake`]); it is taken again once the
-//! marker is there. Until then the council waits ([`RETAKE_WITHIN`] at most), so the
-//! critics never judge the partial result, and the retake is kept in the attempt's folder
+//! marker is there. Until then the council waits ([`RETAKE_WITHIN`] at most), and so do
+//! the launches of workers whose prompt quotes that result (critics, fixers and the
+//! synthesizer quote every result, a worker with `after` its upstreams'), so nobody judges
+//! or builds on the partial result; the retake is kept in the attempt's folder
 //! ([`RETAKE_FILE`]), so a driver killed in that window leaves it to the next one (a
 //! reattach, or `status` on a run nobody drives) instead of losing it.
 
@@ -11,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::result::{take_output, RESULT_MAX_BYTES};
-use crate::domain::RunState;
+use crate::domain::{RunState, WorkerKind, WorkerStatus};
 use crate::engine::Input;
 use crate::store::RunStore;
 
@@ -29,15 +31,42 @@ struct Saved {
     taken_len: u64,
 }
 
-/// The retakes a driver waits for, and whether the council waits for them.
+/// The retakes a driver waits for, and what waits for them.
 #[derive(Debug, Default)]
 pub(super) struct Retakes {
     pending: Vec<Retake>,
     /// `RunCouncil` came while a retake was pending: it sits once none is.
     council_waits: bool,
+    /// Launches of workers whose prompt quotes a result still to be taken again, in the
+    /// order the engine asked for them.
+    held: Vec<(String, u32)>,
 }
 
 impl Retakes {
+    /// True when `worker`'s prompt quotes a result still to be taken again: a critic's,
+    /// fixer's or synthesizer's (every result), another worker's when one of its `after`
+    /// upstreams has a retake pending.
+    pub fn hold(&mut self, state: &RunState, worker: &str, attempt: u32) -> bool {
+        let Some(w) = state.worker(worker).filter(|_| !self.pending.is_empty()) else {
+            return false;
+        };
+        let reads_all = matches!(
+            w.kind,
+            WorkerKind::Critic | WorkerKind::Fixer | WorkerKind::Synthesizer
+        );
+        if !reads_all
+            && !self
+                .pending
+                .iter()
+                .any(|r| w.flow.after.contains(&r.worker))
+        {
+            return false;
+        }
+        tracing::info!("{worker}#{attempt}: starts once the results it quotes are taken again");
+        self.held.push((worker.to_string(), attempt));
+        true
+    }
+
     /// Wait for `r` (kept in its attempt folder meanwhile).
     pub fn push(&mut self, r: Retake) {
         r.keep();
@@ -85,6 +114,7 @@ impl Retakes {
         Retakes {
             pending,
             council_waits: false,
+            held: vec![],
         }
     }
 }
@@ -251,9 +281,23 @@ impl super::Driver {
         None
     }
 
-    /// The council that waited for results to be taken again, once none is pending (after
-    /// their inputs were applied); returns true when it sat.
+    /// What waited for results to be taken again, once none of theirs is pending (after
+    /// the retakes' inputs were applied): held launches go to be started (those the run
+    /// still wants), and the council sits; returns true when it did.
     pub(super) fn council_after_retakes(&mut self, emit: &mut impl FnMut(super::Update)) -> bool {
+        let held = std::mem::take(&mut self.retakes.held);
+        for (worker, attempt) in held {
+            let wanted = self
+                .state
+                .worker(&worker)
+                .is_some_and(|w| w.attempt == attempt && w.status == WorkerStatus::Starting);
+            if !wanted {
+                continue;
+            }
+            if !self.retakes.hold(&self.state, &worker, attempt) {
+                self.pending_launches.push_back((worker, attempt));
+            }
+        }
         if !self.retakes.council_waits || !self.retakes.pending.is_empty() {
             return false;
         }
@@ -468,6 +512,59 @@ mod tests {
                 && !said.contains("a: completed with an empty result")
                 && said.contains("a: src/lib.rs does not exist"),
             "{said}"
+        );
+    }
+
+    #[test]
+    fn a_launch_that_quotes_a_result_still_to_be_taken_again_waits_for_it_and_others_do_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (store, mut state, world) = crate::driver::tests::scripted(tmp.path());
+        state.workers[1].flow.after = vec!["a".into()];
+        state.workers[2].kind = WorkerKind::Critic;
+        let mut late = state.workers[0].clone();
+        late.id = "late".into();
+        state.workers.push(late);
+        for w in &mut state.workers {
+            w.attempt = 1;
+            w.status = WorkerStatus::Starting;
+        }
+        state.workers[0].status = WorkerStatus::Completed;
+        let opts = crate::driver::DriverOptions {
+            quiet: true,
+            ..Default::default()
+        };
+        let mut d = crate::driver::Driver::new(store.clone(), state, world.mux(), opts);
+        let dir = store.attempt_dir("a", 1);
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("output.log");
+        std::fs::write(&log, "part of it\n").unwrap();
+        let of = Of {
+            worker: "a",
+            attempt: 1,
+            dir: &dir,
+            nonce: "n1",
+        };
+        d.retakes.push(Retake::new(of, false, None, Instant::now()));
+        // `b` waits for `a` and the critic `c` quotes every result: they wait; `late`
+        // quotes none.
+        let state = d.state.clone();
+        let held: Vec<bool> = ["b", "c", "late"]
+            .iter()
+            .map(|w| d.retakes.hold(&state, w, 1))
+            .collect();
+        assert_eq!(held, [true, true, false]);
+        d.council_after_retakes(&mut |_| {});
+        assert!(d.pending_launches.is_empty(), "still held");
+        std::fs::write(&log, "part of it\nand the rest\n__CREWMUX_EXIT_n1__:0\n").unwrap();
+        let inputs = d.retake_results(false);
+        d.apply(inputs, &mut |_| {});
+        d.council_after_retakes(&mut |_| {});
+        let released: Vec<(String, u32)> = d.pending_launches.iter().cloned().collect();
+        assert_eq!(released, [("b".to_string(), 1), ("c".to_string(), 1)]);
+        assert_eq!(
+            std::fs::read_to_string(dir.join("result.md")).unwrap(),
+            "part of it\nand the rest\n",
+            "they quote the whole result"
         );
     }
 }
