@@ -22,6 +22,8 @@ pub(super) struct Place {
     pub spec: HostSpec,
     pub link: SshLink,
     pub run_id: String,
+    /// When the host's thread last finished a step (see `host_thread`).
+    pub progress: super::host_thread::Progress,
 }
 
 /// The driver's side of one host: everything that waits on ssh is on its thread.
@@ -123,6 +125,7 @@ impl HostsBackend {
                 spec: spec.clone(),
                 link,
                 run_id: run_id.to_string(),
+                progress: Default::default(),
             };
             let thread = super::host_thread::HostThread::start(super::host_thread::HostSide {
                 place: place.clone(),

@@ -279,6 +279,7 @@ impl HostSide {
         // The work first: the files bring `exit.json`, after which the driver settles the
         // exit and looks for the work in the local worktree.
         crate::hosts::work_back::bring_back(&t.log, &t.worker, t.attempt);
+        self.place.progress.step();
         let Some(remote_dir) = self.place.remote_dir(&t.log) else {
             return;
         };

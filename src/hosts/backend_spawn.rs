@@ -93,6 +93,7 @@ fn ship_all(place: &Place, specs: &[SpawnSpec]) -> Shipped {
             Ok(r) => out.ready.push((i, r)),
             Err(e) => out.failed.push((i, e)),
         }
+        place.progress.step();
     }
     out
 }

@@ -39,6 +39,41 @@ pub const LEAVE_WAIT: Duration = Duration::from_millis(1500);
 /// Grace of an attempt left on a host (SIGTERM, then SIGKILL), as for a stale attempt.
 const LEFT_GRACE: Duration = Duration::from_millis(500);
 
+/// When a host's thread last finished a step of its work (an ask, one attempt's files
+/// shipped, one ended attempt's work or files brought back), shared with the backend: a
+/// poll queued behind a long launch or a slow bring-back is not a host that does not
+/// answer while those steps keep finishing.
+#[derive(Debug, Clone)]
+pub(super) struct Progress(Arc<Mutex<Instant>>);
+
+impl Default for Progress {
+    fn default() -> Self {
+        Progress(Arc::new(Mutex::new(Instant::now())))
+    }
+}
+
+impl Progress {
+    /// A step finished now.
+    pub fn step(&self) {
+        if let Ok(mut at) = self.0.lock() {
+            *at = Instant::now();
+        }
+    }
+
+    /// When the last step finished.
+    fn last(&self) -> Instant {
+        self.0.lock().map_or_else(|_| Instant::now(), |at| *at)
+    }
+}
+
+/// How long the poll asked at `asked` has waited for the host by `now`: since it was
+/// asked, or since the thread's last step when that came later (the thread was busy with
+/// work that got on); `None` when no poll is outstanding.
+fn waited_for_host(asked: Option<Instant>, last_step: Instant, now: Instant) -> Option<Duration> {
+    let from = asked?.max(last_step);
+    Some(now.saturating_duration_since(from))
+}
+
 /// What the backend asks of a host's thread.
 pub(super) enum Ask {
     /// Poll these targets (their pane references as the host's server knows them).
@@ -105,6 +140,8 @@ pub(super) struct HostThread {
     outage: Arc<Mutex<Option<String>>>,
     /// When the poll not answered yet was asked.
     asked: Option<Instant>,
+    /// When the thread last finished a step of its work.
+    progress: Progress,
     /// The last answer not handed over yet.
     answer: Option<Poll>,
     done: Receiver<()>,
@@ -123,6 +160,7 @@ impl HostThread {
         let outage = Arc::new(Mutex::new(None));
         let shared = outage.clone();
         let name = side.place.spec.name.clone();
+        let progress = side.place.progress.clone();
         let join = std::thread::Builder::new()
             .name(format!("crewmux-host-{name}"))
             .spawn(move || {
@@ -136,6 +174,7 @@ impl HostThread {
             told,
             outage,
             asked: None,
+            progress,
             answer: None,
             done,
             join: Some(join),
@@ -193,11 +232,12 @@ impl HostThread {
     }
 
     /// The line the person reads while the host is not up: the thread's, or a poll that
-    /// has not been answered for `hung_after` ([`HUNG_AFTER`] for the driving process).
+    /// has not been answered for `hung_after` ([`HUNG_AFTER`] for the driving process)
+    /// while the thread finished no step of its work either.
     pub fn outage(&self, host: &str, hung_after: Duration) -> Option<String> {
         let said = self.outage.lock().ok().and_then(|o| o.clone());
         said.or_else(|| {
-            let waited = self.asked?.elapsed();
+            let waited = waited_for_host(self.asked, self.progress.last(), Instant::now())?;
             (waited >= hung_after).then(|| {
                 format!(
                     "host {host} does not answer (no reply for {} s); its workers' state is unknown until it does",
@@ -349,6 +389,7 @@ fn serve(
             }
             Ask::ForgetScreen => side.tmux.forget_screen(),
         }
+        side.place.progress.step();
         if !left.is_empty() {
             side.end_left(&mut left, &mut lost_probe, told);
         }
@@ -445,6 +486,19 @@ impl HostSide {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_poll_waits_for_the_host_from_the_threads_last_step_when_that_is_later() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        assert_eq!(waited_for_host(None, t0, t0 + s(9)), None);
+        // Asked while the thread was idle: counted from the ask.
+        assert_eq!(waited_for_host(Some(t0), t0 - s(30), t0 + s(6)), Some(s(6)));
+        // Queued behind a launch whose steps keep finishing: counted from the last step.
+        assert_eq!(waited_for_host(Some(t0), t0 + s(5), t0 + s(6)), Some(s(1)));
+        // A step that never finishes (a frozen host): the wait grows past HUNG_AFTER.
+        assert!(waited_for_host(Some(t0), t0 + s(2), t0 + s(8)).unwrap() >= HUNG_AFTER);
+    }
 
     #[test]
     fn a_lost_host_is_probed_with_back_off_up_to_its_most() {

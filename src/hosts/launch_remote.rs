@@ -19,6 +19,7 @@ pub(super) fn launch(place: &Place, tmux: &mut TmuxBackend, launch: HostLaunch) 
     if let Some(g) = &launch.git {
         let made =
             super::git::send_to_host(&place.spec, &g.workspace, &g.project, &g.run_id, &g.workers);
+        place.progress.step();
         for (id, r) in made {
             match r {
                 Ok(()) => sent.push(id),
