@@ -49,6 +49,38 @@ pub fn has_uncommitted(top: &Path, ws: &RunWorkspace) -> Result<bool> {
     Ok(!Git::new(top).run(&args)?.trim().is_empty())
 }
 
+/// The worktrees a driver made and was killed before it saved (a worker's still pending in
+/// the state, the integration worktree the state does not name yet): the state does not list
+/// them, their folder or branch shows they are there. Each is `(name, path, branch)`.
+fn unrecorded(
+    git: &Git,
+    ws: &RunWorkspace,
+    run_id: &str,
+) -> Result<Vec<(String, std::path::PathBuf, String)>> {
+    let names = ws
+        .pending
+        .iter()
+        .cloned()
+        .chain(ws.integration.is_none().then(|| "integration".to_string()));
+    let mut found = Vec::new();
+    for name in names {
+        let path = ws.root.join(&name);
+        let branch = super::create::branch_name(run_id, &name);
+        let branch_exists = git
+            .output(&[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("refs/heads/{branch}"),
+            ])?
+            .ok();
+        if path.exists() || branch_exists {
+            found.push((name, path, branch));
+        }
+    }
+    Ok(found)
+}
+
 /// Clean the worktrees of run `run_id`; `taken` are the run's recorded merges.
 ///
 /// # Errors
@@ -69,6 +101,7 @@ pub fn clean_run(
     if let Some(i) = &ws.integration {
         trees.push(("integration".into(), i.path.clone(), i.branch.clone()));
     }
+    trees.extend(unrecorded(&git, ws, run_id)?);
     for (name, path, branch) in trees {
         let exists = path.exists();
         if exists && !force && has_uncommitted(&path, ws)? {

@@ -337,15 +337,23 @@ fn retry_alone(
     run_id: &str,
     name: &str,
 ) -> Result<WorkerWorkspace> {
+    remove_leftover(git, ws, run_id, name);
+    let w = add_worktree(git, ws, run_id, name)?;
+    copy_seeds(project, ws, &w.path)?;
+    Ok(w)
+}
+
+/// Remove the worktree `<root>/<name>`, its admin entry and its branch
+/// `crewmux/<run>/<name>` when the run's state records none of them: what a failed
+/// `git worktree add` left, or what a driver made and then ended (killed) before it saved.
+/// All of it is crewmux's own and holds no work the run knows of.
+pub fn remove_leftover(git: &Git, ws: &RunWorkspace, run_id: &str, name: &str) {
     let path = ws.root.join(name);
     // Each step may find nothing to remove; what matters is the add that follows.
     let _ = git.output(&["worktree", "remove", "--force", &path.to_string_lossy()]);
     let _ = std::fs::remove_dir_all(&path);
     let _ = git.output(&["worktree", "prune"]);
     let _ = git.output(&["branch", "-D", &branch_name(run_id, name)]);
-    let w = add_worktree(git, ws, run_id, name)?;
-    copy_seeds(project, ws, &w.path)?;
-    Ok(w)
 }
 
 /// `git worktree add` calls run at once when the first worker of a run launches.

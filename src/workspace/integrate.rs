@@ -74,7 +74,18 @@ pub fn integrate(state: &mut RunState) -> Result<Outcome> {
         return Ok(Outcome::Clean);
     };
     if ws.integration.is_none() {
-        let w = add_worktree(&Git::new(&ws.repo), ws, &run_id, "integration")?;
+        let repo = Git::new(&ws.repo);
+        let w = match add_worktree(&repo, ws, &run_id, "integration") {
+            Ok(w) => w,
+            Err(first) => {
+                // A driver killed after it made the integration worktree but before it
+                // saved it leaves the branch (`git worktree add -b` then refuses). The state
+                // records no merge into it, so the pass starts again from the base.
+                tracing::warn!("integration worktree made again after: {first}");
+                super::create::remove_leftover(&repo, ws, &run_id, "integration");
+                add_worktree(&repo, ws, &run_id, "integration")?
+            }
+        };
         // Checks run here: they get the same seeds as the workers.
         super::create::copy_seeds(&state.project_dir, ws, &w.path)?;
         ws.integration = Some(Integration {
@@ -291,3 +302,7 @@ pub fn fixer_task_in(
     }
     t
 }
+
+#[cfg(test)]
+#[path = "integrate_tests.rs"]
+mod tests;

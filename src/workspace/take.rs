@@ -162,8 +162,8 @@ pub fn source_branch(state: &RunState, ws: &RunWorkspace, worker: Option<&str>) 
             .map(|i| i.branch.clone())
             .ok_or_else(|| {
                 Error::Usage(format!(
-                    "run {} has no integration branch yet (it is made before the checks run): wait for the run, or take one worker with --worker ID",
-                    state.run_id
+                    "run {id} has no integration branch yet (it is made before the checks run): wait for the run (`crewmux attach {id}` when nothing drives it), or take one worker with --worker ID",
+                    id = state.run_id
                 ))
             }),
     }
