@@ -115,11 +115,17 @@ impl Driver {
                     );
                     self.mem.last_output.insert(w.id.clone(), now);
                 }
-                None => inputs.push(Input::LaunchFailed {
-                    worker: w.id.clone(),
-                    attempt: w.attempt,
-                    error: "the launching process ended before the attempt started".into(),
-                }),
+                None => {
+                    tracing::info!(
+                        "{}#{}: its launch was cut short by the end of the last driver; it starts again as the same attempt",
+                        w.id,
+                        w.attempt
+                    );
+                    inputs.push(Input::LaunchInterrupted {
+                        worker: w.id.clone(),
+                        attempt: w.attempt,
+                    });
+                }
             }
         }
         inputs

@@ -250,6 +250,13 @@ fn stop_everywhere(save_at_stop: bool) -> usize {
         };
         let label = format!("stopped after input {n} (saved at the stop: {save_at_stop})");
         assert_finished(&state, &label);
+        // A stop costs no attempt: an attempt whose launch the stop cut short starts again
+        // as the same attempt.
+        let attempts: Vec<(&str, u32)> = ["a", "b", "c"]
+            .into_iter()
+            .map(|id| (id, state.worker(id).map_or(0, |w| w.attempt)))
+            .collect();
+        assert_eq!(attempts, [("a", 1), ("b", 2), ("c", 1)], "{label}");
         assert_finished(
             &store.load_state().unwrap(),
             &format!("saved state, {label}"),

@@ -41,6 +41,9 @@ pub(super) fn on_worker_input(
             attempt,
             error,
         } => launch_failed(state, mem, &worker, attempt, &error, fx),
+        Input::LaunchInterrupted { worker, attempt } => {
+            launch_interrupted(state, &worker, attempt);
+        }
         Input::CwdFailed {
             worker,
             attempt,
@@ -184,6 +187,22 @@ fn launch_failed(
     let reason = format!("launch failed: {error}");
     let end = Ending::failed(worker, attempt, None, reason, "engine");
     ending::finish(state, mem, end, fx);
+}
+
+/// See [`Input::LaunchInterrupted`]: a worker still `starting` goes back to pending with the
+/// attempt uncounted, so the next launch pass starts the same attempt again.
+fn launch_interrupted(state: &mut RunState, worker: &str, attempt: u32) {
+    let Some(w) = current(state, worker, attempt) else {
+        return;
+    };
+    if w.status != WorkerStatus::Starting {
+        return;
+    }
+    w.attempt = attempt.saturating_sub(1);
+    w.status = WorkerStatus::Pending;
+    w.reason = Some(format!(
+        "attempt {attempt} was being started when its driver ended; it starts again"
+    ));
 }
 
 /// The wrapper wrote an exit file before the agent ran (its `cd` or setup failed).

@@ -98,6 +98,11 @@ pub enum Input {
         attempt: u32,
         error: String,
     },
+    /// The process that was starting the attempt ended (a killed or quit driver) before the
+    /// attempt was recorded as started: it ran no agent the run knows of, so it costs no
+    /// attempt and is launched again under the same number (that launch ends whatever the
+    /// cut-short one left running: `crate::launch::wrapper_nonce`).
+    LaunchInterrupted { worker: String, attempt: u32 },
     /// The attempt exited with `code` (the order of trust in docs/design.md "Exit evidence"
     /// decides `source`).
     Exited {

@@ -86,3 +86,42 @@ fn the_same_question_seen_again_while_waiting_is_not_a_new_event() {
     let again = update(&mut s, &mut mem, t0() + Duration::seconds(1), ask);
     assert!(again.is_empty(), "{again:?}");
 }
+
+#[test]
+fn an_attempt_whose_launch_a_stopped_driver_cut_short_starts_again_as_the_same_attempt() {
+    let (mut s, mut mem) = (run(1, 1), RunMemory::default());
+    s.workers[0].max_attempts = 1;
+    let fx = update(&mut s, &mut mem, t0(), Input::Start);
+    assert_eq!(super::tests::launches(&fx), [("w0".to_string(), 1)]);
+    // The driver stopped here: attempt 1 is `starting`, with no dispatch record.
+    let mut mem = RunMemory::default();
+    let input = Input::LaunchInterrupted {
+        worker: "w0".into(),
+        attempt: 1,
+    };
+    let mut fx = update(&mut s, &mut mem, t0(), input);
+    fx.extend(update(&mut s, &mut mem, t0(), Input::Tick));
+    assert_eq!(
+        super::tests::launches(&fx),
+        [("w0".to_string(), 1)],
+        "the same attempt, not counted: {fx:?}"
+    );
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    exited(&mut s, &mut mem, "w0", 1, 0);
+    assert_eq!(s.worker("w0").unwrap().status, WorkerStatus::Completed);
+}
+
+#[test]
+fn a_late_launch_interrupted_for_a_started_attempt_changes_nothing() {
+    let (mut s, mut mem) = (run(1, 1), RunMemory::default());
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    let input = Input::LaunchInterrupted {
+        worker: "w0".into(),
+        attempt: 1,
+    };
+    let fx = update(&mut s, &mut mem, t0(), input);
+    assert!(super::tests::launches(&fx).is_empty(), "{fx:?}");
+    let w = s.worker("w0").unwrap();
+    assert_eq!((w.status, w.attempt), (WorkerStatus::Running, 1));
+}
