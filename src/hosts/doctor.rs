@@ -315,10 +315,14 @@ pub fn probe_agent(
     h.installed = true;
     h.path = Some(path.clone().into());
     if !spec.version_args.is_empty() {
+        // An npm package says its version without starting Node there.
+        h.version = super::doctor_version::remote_package_version(&path, sh);
         let args: Vec<String> = spec.version_args.iter().map(|a| q(a)).collect();
         let script = format!("exec {} {} 2>&1 </dev/null\n", q(&path), args.join(" "));
-        if let Ok(o) = sh.sh(&script, Duration::from_millis(VERSION_TIMEOUT_MS)) {
-            h.version = parse_version(&o.output);
+        if h.version.is_none() {
+            if let Ok(o) = sh.sh(&script, Duration::from_millis(VERSION_TIMEOUT_MS)) {
+                h.version = parse_version(&o.output);
+            }
         }
     }
     let (auth, detail) = remote_auth(name, spec, &path, sh, env);

@@ -30,6 +30,7 @@
 pub mod backend;
 pub mod config;
 pub mod doctor;
+mod doctor_version;
 mod files;
 pub mod git;
 pub mod helper;

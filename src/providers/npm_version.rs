@@ -28,8 +28,13 @@ pub fn npm_package_version(bin: &Path) -> Option<String> {
                 .is_some_and(|n| n.to_string_lossy().starts_with('@'))
                 && parent.parent().and_then(Path::file_name) == Some(modules))
     })?;
-    let text = std::fs::read_to_string(package.join("package.json")).ok()?;
-    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
+    version_in(&std::fs::read_to_string(package.join("package.json")).ok()?)
+}
+
+/// The `version` of a `package.json` text; `None` when it is not JSON or has none.
+#[must_use]
+pub fn version_in(package_json: &str) -> Option<String> {
+    let json: serde_json::Value = serde_json::from_str(package_json).ok()?;
     json["version"]
         .as_str()
         .filter(|v| !v.is_empty())
