@@ -43,9 +43,10 @@ pub(super) struct Retakes {
 }
 
 impl Retakes {
-    /// True when `worker`'s prompt quotes a result still to be taken again: a critic's,
-    /// fixer's or synthesizer's (every result), another worker's when one of its `after`
-    /// upstreams has a retake pending.
+    /// Hold the launch of `worker`'s `attempt` when its prompt quotes a result still to be
+    /// taken again: a critic's, fixer's or synthesizer's (every result), another worker's
+    /// when one of its `after` upstreams has a retake pending. True when held: it goes out
+    /// once those retakes are done (`Driver::council_after_retakes`).
     pub fn hold(&mut self, state: &RunState, worker: &str, attempt: u32) -> bool {
         let Some(w) = state.worker(worker).filter(|_| !self.pending.is_empty()) else {
             return false;
