@@ -202,11 +202,11 @@ impl HostSide {
     ) -> (Poll, Option<String>) {
         let now = Instant::now();
         if !self.reach.may_try(now) || (self.reach != Reach::Up && !self.probe(now)) {
-            return self.unreachable(targets, now);
+            return self.unreachable(targets);
         }
         let mut poll = self.tmux.poll(targets, focus);
         if (poll.unanswered || poll.server_down.is_some()) && !self.probe(now) {
-            return self.unreachable(targets, now);
+            return self.unreachable(targets);
         }
         // The host answers but its tmux server did not in time: an outage of the host's
         // (its workers `Unknown`), not a tmux server that is gone.
@@ -233,9 +233,10 @@ impl HostSide {
 
     /// The poll of a host that does not answer: its targets `Unknown`; once it has been
     /// gone longer than its `lost_after_s`, why it is lost (said once).
-    fn unreachable(&mut self, targets: &[Target], now: Instant) -> (Poll, Option<String>) {
+    fn unreachable(&mut self, targets: &[Target]) -> (Poll, Option<String>) {
         let limit = std::time::Duration::from_secs(self.place.spec.lost_after_s);
-        let lost = self.reach.lose_after(now, limit);
+        // Now, not when the poll began: a probe may have taken seconds since.
+        let lost = self.reach.lose_after(Instant::now(), limit);
         if let Some(why) = &lost {
             tracing::warn!("host {} lost: {why}", self.place.spec.name);
         }
@@ -249,11 +250,9 @@ impl HostSide {
 
     /// Ask the host whether it answers (`true`); a failure marks it down.
     pub(in crate::hosts) fn probe(&mut self, now: Instant) -> bool {
-        match self
-            .place
-            .link
-            .run("true", None, crate::hosts::reach::PROBE_LIMIT)
-        {
+        let lost_after = std::time::Duration::from_secs(self.place.spec.lost_after_s);
+        let limit = self.reach.probe_limit(now, lost_after);
+        match self.place.link.run("true", None, limit) {
             Ok(_) => {
                 if self.reach != Reach::Up {
                     tracing::info!("host {} answers again", self.place.spec.name);

@@ -135,7 +135,7 @@ pub fn send_branches(state: &mut RunState, workers: &[String]) -> BTreeMap<Strin
             match r {
                 Ok(()) => sent.push((id, host.clone())),
                 Err(e) => {
-                    tracing::warn!(worker = %id, "host {host}: {e}");
+                    tracing::warn!("{id}: cannot make its worktree on host {host}: {e}");
                     failed.insert(id, format!("cannot make its worktree on host {host}: {e}"));
                 }
             }

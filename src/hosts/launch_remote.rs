@@ -24,7 +24,7 @@ pub(super) fn launch(place: &Place, tmux: &mut TmuxBackend, launch: HostLaunch) 
             match r {
                 Ok(()) => sent.push(id),
                 Err(e) => {
-                    tracing::warn!(worker = %id, "host {host}: {e}");
+                    tracing::warn!("{id}: cannot make its worktree on host {host}: {e}");
                     failed.insert(id, format!("cannot make its worktree on host {host}: {e}"));
                 }
             }

@@ -13,6 +13,8 @@ const RETRY_FIRST: Duration = Duration::from_secs(1);
 const RETRY_MAX: Duration = Duration::from_secs(30);
 /// Limit of one probe.
 pub const PROBE_LIMIT: Duration = Duration::from_secs(5);
+/// Shortest limit of a probe: a new connection on a loaded machine takes a second or two.
+pub const PROBE_FLOOR: Duration = Duration::from_secs(2);
 
 /// How long an attach waits for the host to answer before the person's terminal is
 /// handed to `ssh -t` (a round trip on the shared connection takes milliseconds; a new
@@ -79,6 +81,19 @@ impl Reach {
         }
     }
 
+    /// The limit of the next probe of a host lost after `lost_after`: [`PROBE_LIMIT`],
+    /// cut to the time left before a down host is lost (at least [`PROBE_FLOOR`]), so a
+    /// host that hangs is lost at its limit and not a whole probe later.
+    pub fn probe_limit(&self, now: Instant, lost_after: Duration) -> Duration {
+        match self {
+            Reach::Down { since, .. } => {
+                let left = lost_after.saturating_sub(now.saturating_duration_since(*since));
+                left.clamp(PROBE_FLOOR, PROBE_LIMIT)
+            }
+            _ => PROBE_LIMIT,
+        }
+    }
+
     /// `Some(reason)` once a down host has been gone longer than `limit` (it becomes
     /// `Lost`); `None` otherwise.
     pub fn lose_after(&mut self, now: Instant, limit: Duration) -> Option<String> {
@@ -119,6 +134,31 @@ mod tests {
         assert_eq!(why, "unreachable for 10 s (refused)");
         assert_eq!(r, Reach::Lost);
         assert!(!r.may_try(t0 + Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn a_probe_of_a_down_host_ends_by_the_time_it_is_lost() {
+        let t0 = Instant::now();
+        let limit = Duration::from_secs(15);
+        let mut r = Reach::Up;
+        assert_eq!(r.probe_limit(t0, limit), PROBE_LIMIT);
+        r.failed(t0, "banner".into());
+        assert_eq!(
+            r.probe_limit(t0 + Duration::from_secs(1), limit),
+            PROBE_LIMIT
+        );
+        assert_eq!(
+            r.probe_limit(t0 + Duration::from_secs(12), limit),
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            r.probe_limit(t0 + Duration::from_secs(14), limit),
+            PROBE_FLOOR
+        );
+        assert_eq!(
+            r.probe_limit(t0 + Duration::from_secs(40), limit),
+            PROBE_FLOOR
+        );
     }
 
     #[test]

@@ -46,6 +46,7 @@ mod flow_merge;
 mod headless;
 mod home;
 mod hosts;
+mod hosts_banner;
 mod hosts_busy;
 mod hosts_frozen;
 mod hosts_git;
