@@ -446,7 +446,7 @@ pub fn check_hosts(
 
 /// The ssh command a user can type to try `host` by hand: its `ssh_args` and destination,
 /// quoted for a POSIX shell (the `ssh_args` often point at a config of their own with `-F`).
-fn by_hand(host: &HostSpec) -> String {
+pub(super) fn by_hand(host: &HostSpec) -> String {
     let words = std::iter::once("ssh")
         .chain(host.ssh_args.iter().map(String::as_str))
         .chain(std::iter::once(host.ssh.as_str()));

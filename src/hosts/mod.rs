@@ -44,6 +44,7 @@ pub mod purge;
 pub mod reach;
 pub mod spread;
 pub mod ssh;
+mod ssh_options;
 pub mod work_back;
 
 use std::collections::BTreeMap;
@@ -65,7 +66,8 @@ pub fn worker_host(own: Option<&str>, team: Option<&str>) -> Option<String> {
 /// The hosts `workers` name, checked against `hosts.toml` (user's, then the project's).
 ///
 /// # Errors
-/// A `hosts.toml` mistake, or a host no file defines (one line naming the worker).
+/// A `hosts.toml` mistake, a host no file defines (one line naming the worker), or
+/// `ssh_args` ssh refuses before connecting (`ssh_options`).
 pub fn hosts_for<'a>(
     project_dir: &Path,
     workers: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
@@ -88,6 +90,7 @@ pub fn hosts_for<'a>(
             .get(host)
             .map_err(|e| Error::Usage(format!("worker `{worker}`: {e}")))?;
         if let Some(spec) = spec {
+            ssh_options::check(spec)?;
             used.insert(host.to_string(), spec.clone());
         }
     }

@@ -1,0 +1,69 @@
+//! A host whose `ssh_args` ssh refuses before it connects (an unknown option, a config
+//! file that cannot be read) can never answer: a run that needs it is refused at once in
+//! one line, nothing created; a host that only does not answer stays an outage.
+
+use crate::support::on_host::*;
+use crate::support::*;
+
+/// Run a team whose one worker is pinned to a host with `ssh_args`; the output and how
+/// long the refusal took.
+fn refused_with(args: &str) -> (std::process::Output, std::time::Duration, Project) {
+    let tmp = project();
+    std::fs::create_dir_all(tmp.path().join(".crewmux")).unwrap();
+    std::fs::write(
+        tmp.path().join(".crewmux/hosts.toml"),
+        format!(
+            "[hosts.junkopt]\nssh = \"root@127.0.0.1\"\nssh_args = {args}\nworkdir = \"/tmp/crewmux-junkopt\"\nlost_after_s = 30\n"
+        ),
+    )
+    .unwrap();
+    let team = team_file(
+        tmp.path(),
+        "team.toml",
+        "[[worker]]\nid = \"a\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"junkopt\"\nmax_attempts = 1\ncommand = [\"true\"]\n",
+    );
+    let t0 = std::time::Instant::now();
+    let out = run_crewmux(
+        tmp.path(),
+        "crewmux-test-unused",
+        &headless(team.to_str().unwrap(), "x"),
+    );
+    (out, t0.elapsed(), tmp)
+}
+
+#[test]
+fn ssh_args_ssh_refuses_make_the_run_refused_at_once_in_one_line() {
+    if std::process::Command::new("ssh")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var_os("CREWMUX_REQUIRE_TMUX").is_none(),
+            "ssh is not installed"
+        );
+        eprintln!("ssh is not installed: skipping");
+        return;
+    }
+    for (args, said) in [
+        (r#"["-o", "Bogus=1"]"#, "Bad configuration option: bogus"),
+        (
+            r#"["-F", "/nonexistent/crewmux-ssh-config"]"#,
+            "/nonexistent/crewmux-ssh-config",
+        ),
+    ] {
+        let (out, took, tmp) = refused_with(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args}: {err}");
+        for part in ["host `junkopt`", said, "fix `ssh_args` in"] {
+            assert!(err.contains(part), "{args}: {part}: {err}");
+        }
+        assert!(took.as_secs() < 20, "{args}: refused after {took:?}");
+        let runs = tmp.path().join(".crewmux/runs");
+        assert!(
+            !runs.exists() || std::fs::read_dir(&runs).unwrap().count() == 0,
+            "{args}: a run was created"
+        );
+    }
+}
