@@ -28,6 +28,10 @@ mod scale_remote;
 #[path = "scale_attach.rs"]
 mod scale_attach;
 
+// Many workers started through the binary (`many`).
+#[path = "scale_many.rs"]
+mod scale_many;
+
 /// Sizes of one benchmark run.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -1045,78 +1049,6 @@ fn headless_scenario(cfg: &Config, figs: &mut Vec<Figure>) {
     ));
 }
 
-/// Many workers through the real binary (`run --headless`, `many` idle panes, as many in
-/// parallel): time from the command to every pane running (read from `state.json`), then
-/// crewmux's CPU over the tmux-only floor and its RSS while they idle.
-fn many_scenario(cfg: &Config, figs: &mut Vec<Figure>, mode: Mode, build: &Build) {
-    let n = cfg.many_workers;
-    let socket = format!(
-        "crewmux-bench-{}-many-{mode:?}-{}",
-        std::process::id(),
-        build.tag
-    );
-    let tmp = tempfile::tempdir().unwrap();
-    let mut t = format!("name = \"many\"\nparallel = {n}\nmax_fix_rounds = 0\n");
-    for i in 0..n {
-        t.push_str(&format!(
-            "\n[[worker]]\nid = \"m{i}\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nmax_attempts = 1\ncommand = [\"sleep\", \"100000\"]\n"
-        ));
-    }
-    let team = tmp.path().join("many.toml");
-    std::fs::write(&team, t).unwrap();
-    let started = Instant::now();
-    let mut child = build
-        .quiet_run(tmp.path(), &socket, mode, &team, n, "many idle workers")
-        .spawn()
-        .unwrap();
-    while running(tmp.path()) < n && started.elapsed() < Duration::from_secs(120) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let start_s = started.elapsed().as_secs_f64();
-    let all = running(tmp.path()) == n;
-    std::thread::sleep(Duration::from_secs(2));
-    let pid = server_pid(&socket).expect("bench tmux server");
-    let (cpu0, srv0, t0) = (tree_cpu(child.id()), server_cpu(pid), Instant::now());
-    let mut rss = 0.0f64;
-    while t0.elapsed().as_secs_f64() < cfg.window_s {
-        if let Some(kb) = rss_kb(child.id()) {
-            rss = rss.max(kb / 1024.0);
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
-    let secs = t0.elapsed().as_secs_f64();
-    let own = (tree_cpu(child.id()) - cpu0) / secs * 100.0;
-    let server_watched = (server_cpu(pid) - srv0) / secs * 100.0;
-    // SIGTERM: the driver detaches and the panes stay for the floor.
-    let _ = Command::new("kill").arg(child.id().to_string()).status();
-    let _ = child.wait();
-    let server_alone = server_only(pid, cfg.window_s);
-    let _ = TmuxClient::new(&socket).kill_server();
-    let idle = own + (server_watched - server_alone).max(0.0);
-    let m = build.label(mode);
-    figs.push(Figure::new(
-        &format!("{n} workers started, command → all running ({m})"),
-        "≤ 1.5 s",
-        start_s,
-        " s",
-        all && start_s <= 1.5,
-    ));
-    figs.push(Figure::new(
-        &format!("{n} idle workers, CPU over the tmux-only floor ({m})"),
-        "≤ 1 %",
-        idle,
-        " %",
-        idle <= 1.0,
-    ));
-    figs.push(Figure::new(
-        &format!("{n} idle workers, crewmux RSS ({m})"),
-        "≤ 60 MB",
-        rss,
-        " MB",
-        rss <= 60.0,
-    ));
-}
-
 /// How many workers of the only run under `project` are running (0 while it has no
 /// readable state).
 fn running(project: &Path) -> usize {
@@ -1173,7 +1105,7 @@ pub fn run_all(cfg: &Config) -> Vec<Figure> {
                 cfg.many_workers,
                 build.label(mode)
             );
-            many_scenario(cfg, &mut figs, mode, &build);
+            scale_many::many_scenario(cfg, &mut figs, mode, &build);
         }
     }
     if wanted("remote") {
