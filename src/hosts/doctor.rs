@@ -45,6 +45,15 @@ pub struct RemoteOut {
     pub timed_out: bool,
 }
 
+/// How a process with exit code `code` ended, for a person: `exited 1`, or `ended on a
+/// signal` (no code: killed, or by a signal).
+pub fn how_it_ended(code: Option<i32>) -> String {
+    code.map_or_else(
+        || "ended on a signal".to_string(),
+        |c| format!("exited {c}"),
+    )
+}
+
 /// Runs a `sh` script on one host; [`SshLink`] in the product, a fake in unit tests.
 pub trait RemoteSh: Sync {
     /// Run `script` with `sh -s` on the host within `limit`.
@@ -152,9 +161,8 @@ pub fn check_host(
         Ok(o) if o.timed_out => Err(format!("no answer within {} s", SSH_LIMIT.as_secs())),
         Ok(o) if o.code == Some(0) => Ok(()),
         Ok(o) => Err(format!(
-            "`true` exited {}: {}",
-            o.code
-                .map_or_else(|| "on a signal".to_string(), |c| c.to_string()),
+            "`true` {}: {}",
+            how_it_ended(o.code),
             first_line(&o.output)
         )),
         Err(e) => Err(e.to_string()),

@@ -185,3 +185,21 @@ fn the_providers_env_reaches_the_probe_on_stdin_never_in_an_argument() {
     );
     assert!(probe.contains("exec /opt/claude "), "{probe}");
 }
+
+#[test]
+fn an_account_without_a_shell_says_its_exit_code_as_a_number() {
+    let fake = Fake::new(vec![(
+        "exec true",
+        says(1, "This account is currently not available.\n"),
+    )]);
+    let r = check_host(&host(), &fake, &Registry::builtin(), &no_store());
+    assert!(!r.usable);
+    assert!(
+        r.checks[0]
+            .detail
+            .starts_with("unreachable: `true` exited 1: This account is currently not available.;"),
+        "{}",
+        r.checks[0].detail
+    );
+    assert_eq!(how_it_ended(None), "ended on a signal");
+}

@@ -83,8 +83,8 @@ pub fn prune(sh: &dyn RemoteSh, host: &HostSpec, own: &OwnBinary) -> Result<Vec<
         .map_err(|e| e.to_string())?;
     if out.timed_out || out.code != Some(0) {
         return Err(format!(
-            "pruning exited {:?}: {}",
-            out.code,
+            "pruning {}: {}",
+            crate::hosts::doctor::how_it_ended(out.code),
             out.output.trim()
         ));
     }

@@ -56,12 +56,10 @@ pub fn probe(sh: &dyn RemoteSh, own: &OwnBinary, path: &Path) -> Result<Found, S
     let mut lines = out.output.lines().map(str::trim);
     let system = lines.next().unwrap_or("").to_string();
     if out.code != Some(0) || system.is_empty() {
-        let how = out
-            .code
-            .map_or_else(|| "on a signal".to_string(), |c| c.to_string());
+        let how = crate::hosts::doctor::how_it_ended(out.code);
         return Err(match out.output.trim() {
-            "" => format!("the check exited {how}"),
-            said => format!("the check exited {how}: {said}"),
+            "" => format!("the check {how}"),
+            said => format!("the check {how}: {said}"),
         });
     }
     if system != own.system {
@@ -158,8 +156,9 @@ fn copied(own: &OwnBinary, path: &Path, (code, stdout, stderr): &Ran) -> HelperS
         },
         _ => HelperState::Unknown {
             why: format!(
-                "copying to {} failed (exit {code:?}): {}",
+                "copying to {} failed ({}): {}",
                 path.display(),
+                crate::hosts::doctor::how_it_ended(*code),
                 stderr.trim()
             ),
         },

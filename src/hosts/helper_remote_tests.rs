@@ -131,7 +131,7 @@ fn each_way_a_probe_fails_is_said_as_it_is() {
         output: String::new(),
         timed_out: false,
     })));
-    assert_eq!(killed, "the check exited on a signal");
+    assert_eq!(killed, "the check ended on a signal");
 }
 
 /// Run the copy script here with `bin` on its stdin.
@@ -186,6 +186,18 @@ fn the_copy_lands_whole_under_its_name_only_when_it_runs_there() {
         copied(&own(), &third, &copy_here(&old, &third)),
         HelperState::Ready { .. }
     ));
+}
+
+#[test]
+fn a_copy_that_could_not_be_written_says_its_exit_code_as_a_number() {
+    let ran: Ran = (Some(4), String::new(), "mkdir: Permission denied\n".into());
+    match copied(&own(), Path::new("/w/bin/x"), &ran) {
+        HelperState::Unknown { why } => assert_eq!(
+            why,
+            "copying to /w/bin/x failed (exited 4): mkdir: Permission denied"
+        ),
+        s => panic!("{s:?}"),
+    }
 }
 
 #[test]
