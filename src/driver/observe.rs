@@ -240,8 +240,8 @@ impl Driver {
                 self.server_down_reported = Some(msg.clone());
                 emit(Update::Notice(msg.clone()));
             }
-        } else if self.server_down_reported.take().is_some() {
-            emit(Update::Notice("the tmux server answers again".into()));
+        } else if let Some(down) = self.server_down_reported.take() {
+            emit(Update::Notice(crate::hosts::poll::server_back_line(&down)));
         }
         let before = self.hosts_down_reported.clone();
         for (host, msg) in &poll.hosts_down {

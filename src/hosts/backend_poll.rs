@@ -255,7 +255,8 @@ impl HostSide {
         match self.place.link.run("true", None, limit) {
             Ok(_) => {
                 if self.reach != Reach::Up {
-                    tracing::info!("host {} answers again", self.place.spec.name);
+                    // Debug only: the driver says it to the person (one Log line).
+                    tracing::debug!("host {} answers again", self.place.spec.name);
                 }
                 self.reach = Reach::Up;
                 true

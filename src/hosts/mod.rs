@@ -39,7 +39,7 @@ mod host_thread;
 pub mod kill;
 mod launch_remote;
 pub mod output;
-mod poll;
+pub mod poll;
 pub mod purge;
 pub mod reach;
 pub mod spread;

@@ -100,3 +100,37 @@ pub(super) fn poll(b: &mut HostsBackend, targets: &[Target], focus: Option<&Targ
     out.hosts_down = b.outages();
     out
 }
+
+/// The line saying the tmux servers of `down` answer again, `down` being the line that
+/// said they did not (the parts [`poll`] joins with `; `, a host's prefixed `host <name>: `):
+/// each host named, this machine's server as `the tmux server`.
+pub fn server_back_line(down: &str) -> String {
+    let mut said: Vec<String> = vec![];
+    for part in down.split("; ") {
+        let line = match part.strip_prefix("host ").and_then(|p| p.split_once(": ")) {
+            Some((host, _)) => format!("host {host}: its tmux server answers again"),
+            None => "the tmux server answers again".to_string(),
+        };
+        if !said.contains(&line) {
+            said.push(line);
+        }
+    }
+    said.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::server_back_line;
+
+    #[test]
+    fn a_hosts_tmux_server_that_answers_again_is_named() {
+        assert_eq!(
+            server_back_line("host box: the tmux server is gone (no server running)"),
+            "host box: its tmux server answers again"
+        );
+        assert_eq!(
+            server_back_line("the tmux server is gone; host b2: the tmux server is gone"),
+            "the tmux server answers again; host b2: its tmux server answers again"
+        );
+    }
+}

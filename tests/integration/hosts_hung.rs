@@ -105,4 +105,11 @@ fn a_frozen_host_stalls_neither_a_local_workers_exit_nor_its_own_worker() {
     let back = said.rfind("host box answers again");
     assert!(down.is_some() && back > down, "{err}");
     assert!(!said.contains("the tmux server answers again"), "{err}");
+    // Said once: the run's notice, not also the host thread's own line.
+    let log = std::fs::read_to_string(t.path().join(".crewmux/crewmux.log")).unwrap_or_default();
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("crewmux::hosts") && l.contains("answers again")),
+        "{log}"
+    );
 }
