@@ -5,19 +5,19 @@
 /// The start of every exit-marker line.
 pub const MARKER_PREFIX: &str = "__CREWMUX_EXIT_";
 
-/// Remove ANSI escape sequences (the `strip-ansi-escapes` crate, as `text::clean_text`)
-/// and carriage returns.
+/// Remove ANSI escape sequences (the `strip-ansi-escapes` crate, as `text::clean_text`,
+/// tabs kept) and carriage returns.
 pub fn strip_ansi(text: &str) -> String {
     // Printable ASCII and newlines are all the parser would keep as they are: most output
     // lines are only that, and each costs a parser pass otherwise (every line a worker
     // prints is sorted through here).
     if text
         .bytes()
-        .all(|b| b == b'\n' || (b' '..=b'~').contains(&b))
+        .all(|b| b == b'\n' || b == b'\t' || (b' '..=b'~').contains(&b))
     {
         return text.to_string();
     }
-    strip_ansi_escapes::strip_str(text).replace('\r', "")
+    crate::text::strip_keeping_tabs(text).replace('\r', "")
 }
 
 /// Parse one line as this nonce's marker.
@@ -108,9 +108,19 @@ mod tests {
             "tab\there, bell\x07, del\x7f",
             "caf\u{e9} \u{2714} done",
         ] {
-            let parser = strip_ansi_escapes::strip_str(text).replace('\r', "");
+            let parser = crate::text::strip_keeping_tabs(text).replace('\r', "");
             assert_eq!(strip_ansi(text), parser, "{text:?}");
         }
+    }
+
+    #[test]
+    fn tabs_are_text_and_stay() {
+        assert_eq!(strip_ansi("README\talpha.txt"), "README\talpha.txt");
+        assert_eq!(
+            strip_ansi("\x1b[1mREADME\x1b[0m\talpha.txt\r"),
+            "README\talpha.txt"
+        );
+        assert_eq!(crate::text::clean_text("a\t\x1b[32mb\x1b[0m\r\n"), "a\tb\n");
     }
 
     #[test]
