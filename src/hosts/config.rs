@@ -153,6 +153,12 @@ impl Hosts {
             let known: Vec<&str> = std::iter::once(LOCAL)
                 .chain(self.hosts.keys().map(String::as_str))
                 .collect();
+            if !is_host_name(name) {
+                return Error::Usage(format!(
+                    "unknown host `{name}`: the hosts are {}; a host name uses letters, digits, `-`, `_` or `.`",
+                    known.join(", ")
+                ));
+            }
             Error::Usage(format!(
                 "unknown host `{name}`: the hosts are {}; add `[hosts.{name}]` to {HOSTS_FILE} \
                  in your config dir or <project>/.crewmux/",
@@ -175,10 +181,54 @@ pub fn unused_file_warning(project_dir: &Path, env: &EnvSnapshot) -> Option<Stri
 /// Parse one `hosts.toml`.
 ///
 /// # Errors
+/// A bad value's error (`file:line:col: key: hint (not value)`) with the host it belongs
+/// to, as the other fields' errors say it: `file:line:col: host `b`: `key`: hint …`. The
+/// host is the last `[hosts.NAME]` table opened before `at`.
+fn with_host(err: Error, text: &str, at: usize) -> Error {
+    let Error::Usage(line) = &err else {
+        return err;
+    };
+    let host = text
+        .get(..at)
+        .unwrap_or("")
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("[hosts.")?.strip_suffix(']'))
+        .map(|h| h.trim().trim_matches('"'));
+    let Some(host) = host else {
+        return err;
+    };
+    for (key, _) in HINTS {
+        let needle = format!(": {key}: ");
+        if let Some(i) = line.find(&needle) {
+            return Error::Usage(format!(
+                "{}: host `{host}`: `{key}`: {}",
+                &line[..i],
+                &line[i + needle.len()..]
+            ));
+        }
+    }
+    err
+}
+
+/// The rule of a host name: letters, digits, `-`, `_` or `.` (a bare TOML key, so
+/// `[hosts.NAME]` needs no quotes).
+pub fn is_host_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+}
+
 /// [`Error::Usage`] `file:line:col: message` for TOML or a bad value.
 pub fn parse(path: &Path, text: &str) -> Result<BTreeMap<String, HostSpec>> {
-    let file: HostsFile =
-        toml::from_str(text).map_err(|e| toml_error_with(path, text, &e, HINTS))?;
+    let file: HostsFile = toml::from_str(text).map_err(|e| {
+        let err = toml_error_with(path, text, &e, HINTS);
+        match e.span() {
+            Some(span) => with_host(err, text, span.start),
+            None => err,
+        }
+    })?;
     let mut out = BTreeMap::new();
     for (name, table) in file.hosts {
         let (line, col) = line_col(text, table.span().start);
@@ -189,11 +239,7 @@ pub fn parse(path: &Path, text: &str) -> Result<BTreeMap<String, HostSpec>> {
                 "`[hosts.{LOCAL}]`: `{LOCAL}` is this machine and always a host; give the SSH host another name"
             )));
         }
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        {
+        if !is_host_name(&name) {
             return Err(at(format!(
                 "host name `{name}`: use letters, digits, `-`, `_` or `.`"
             )));
@@ -360,7 +406,7 @@ mod tests {
         .to_string();
         assert_eq!(
             e,
-            "h.toml:4:16: lost_after_s: use a whole number of seconds ≥ 1, e.g. 120 \
+            "h.toml:4:16: host `b`: `lost_after_s`: use a whole number of seconds ≥ 1, e.g. 120 \
              (not 99999999999999999999)"
         );
     }
@@ -394,11 +440,11 @@ mod tests {
         );
         assert_eq!(
             one("max_workers = -3"),
-            "h.toml:4:15: max_workers: use a whole number ≥ 1, e.g. 8 (not -3)"
+            "h.toml:4:15: host `b`: `max_workers`: use a whole number ≥ 1, e.g. 8 (not -3)"
         );
         assert_eq!(
             one("lost_after_s = \"soon\""),
-            "h.toml:4:16: lost_after_s: use a whole number of seconds ≥ 1, e.g. 120 (not \"soon\")"
+            "h.toml:4:16: host `b`: `lost_after_s`: use a whole number of seconds ≥ 1, e.g. 120 (not \"soon\")"
         );
     }
 
@@ -427,6 +473,15 @@ mod tests {
         let e = hosts.get("c").unwrap_err().to_string();
         assert!(
             e.contains("unknown host `c`") && e.contains("local, a, b"),
+            "{e}"
+        );
+        assert!(e.contains("add `[hosts.c]`"), "{e}");
+        // A name no table could have: the rule, not a table that is not TOML.
+        let e = hosts.get("TRY BOX").unwrap_err().to_string();
+        assert!(
+            e.contains("unknown host `TRY BOX`")
+                && e.contains("a host name uses letters, digits, `-`, `_` or `.`")
+                && !e.contains("[hosts."),
             "{e}"
         );
         assert_eq!(unused_file_warning(&project, &env), None);

@@ -58,7 +58,7 @@ pub fn slots(names: &[String], hosts: &Hosts, parallel: usize) -> Result<Vec<Slo
         let name = raw.trim();
         if name.is_empty() {
             return Err(Error::Usage(format!(
-                "--hosts {}: an empty host name; separate names with single commas, e.g. --hosts box,local",
+                "--hosts \"{}\": an empty host name; separate names with single commas, e.g. --hosts box,local",
                 names.join(",")
             )));
         }
@@ -365,7 +365,10 @@ mod tests {
         let e = slots(&["local".into(), String::new()], &hosts, 4)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("an empty host name"), "{e}");
+        assert!(
+            e.starts_with("--hosts \"local,\": an empty host name"),
+            "{e}"
+        );
         assert_eq!(
             slots(&["local".into()], &hosts, 3).unwrap(),
             [s("local", 3)]
