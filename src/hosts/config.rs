@@ -178,39 +178,6 @@ pub fn unused_file_warning(project_dir: &Path, env: &EnvSnapshot) -> Option<Stri
     ))
 }
 
-/// Parse one `hosts.toml`.
-///
-/// # Errors
-/// A bad value's error (`file:line:col: key: hint (not value)`) with the host it belongs
-/// to, as the other fields' errors say it: `file:line:col: host `b`: `key`: hint …`. The
-/// host is the last `[hosts.NAME]` table opened before `at`.
-fn with_host(err: Error, text: &str, at: usize) -> Error {
-    let Error::Usage(line) = &err else {
-        return err;
-    };
-    let host = text
-        .get(..at)
-        .unwrap_or("")
-        .lines()
-        .rev()
-        .find_map(|l| l.trim().strip_prefix("[hosts.")?.strip_suffix(']'))
-        .map(|h| h.trim().trim_matches('"'));
-    let Some(host) = host else {
-        return err;
-    };
-    for (key, _) in HINTS {
-        let needle = format!(": {key}: ");
-        if let Some(i) = line.find(&needle) {
-            return Error::Usage(format!(
-                "{}: host `{host}`: `{key}`: {}",
-                &line[..i],
-                &line[i + needle.len()..]
-            ));
-        }
-    }
-    err
-}
-
 /// The rule of a host name: letters, digits, `-`, `_` or `.` (a bare TOML key, so
 /// `[hosts.NAME]` needs no quotes).
 pub fn is_host_name(name: &str) -> bool {
@@ -220,12 +187,15 @@ pub fn is_host_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
 }
 
+/// Parse one `hosts.toml`.
+///
+/// # Errors
 /// [`Error::Usage`] `file:line:col: message` for TOML or a bad value.
 pub fn parse(path: &Path, text: &str) -> Result<BTreeMap<String, HostSpec>> {
     let file: HostsFile = toml::from_str(text).map_err(|e| {
         let err = toml_error_with(path, text, &e, HINTS);
         match e.span() {
-            Some(span) => with_host(err, text, span.start),
+            Some(span) => super::config_hint::with_host(err, text, span.start, HINTS),
             None => err,
         }
     })?;

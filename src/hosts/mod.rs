@@ -29,6 +29,7 @@
 
 pub mod backend;
 pub mod config;
+mod config_hint;
 pub mod doctor;
 mod doctor_version;
 mod files;
