@@ -174,7 +174,18 @@ pub fn levels(t: &ResolvedTeam) -> String {
     let bound = if t.host_slots.is_empty() {
         format!("parallel {}", t.parallel)
     } else {
-        format!("{} at once over {} hosts", t.at_once(), t.host_slots.len())
+        // The hosts a worker was placed on: a listed host that got none is not counted.
+        let used: std::collections::BTreeSet<&str> = t
+            .workers
+            .iter()
+            .map(|w| w.host.as_deref().unwrap_or(crate::hosts::LOCAL))
+            .collect();
+        let n = used.len();
+        format!(
+            "{} at once over {n} host{}",
+            t.at_once(),
+            if n == 1 { "" } else { "s" }
+        )
     };
     let mut out = format!(
         "\nflow ({} level{}, {bound}):\n",

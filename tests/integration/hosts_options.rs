@@ -67,3 +67,33 @@ fn ssh_args_ssh_refuses_make_the_run_refused_at_once_in_one_line() {
         );
     }
 }
+
+#[test]
+fn dispatch_counts_the_hosts_it_places_workers_on_in_the_right_number() {
+    let tmp = project();
+    let team = team_file(
+        tmp.path(),
+        "team.toml",
+        "[[worker]]\nid = \"a\"\nrole = \"backend-engineer\"\nprovider = \"command\"\ncommand = [\"true\"]\n",
+    );
+    let out = run_crewmux(
+        tmp.path(),
+        "crewmux-test-unused",
+        &[
+            "dispatch",
+            "--team",
+            team.to_str().unwrap(),
+            "--hosts",
+            "local",
+            "x",
+        ],
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains(" at once over 1 host):"), "{said}");
+}
