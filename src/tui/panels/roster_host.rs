@@ -25,8 +25,12 @@ pub fn width(run: &RunState) -> Option<u16> {
     for h in hosts {
         widest = Some(widest.unwrap_or(LOCAL.len()).max(h.chars().count()));
     }
-    widest.map(|w| w.min(16) as u16)
+    widest.map(|w| w.min(MAX_WIDTH) as u16)
 }
+
+/// The column's widest: `local (<host> lost)` of a host name of up to 17 characters
+/// whole; a longer name is cut.
+const MAX_WIDTH: usize = 28;
 
 /// The cell of `w`: its host, `local` in grey, `local (box lost)` in yellow for a worker
 /// moved here when its host was lost.
@@ -120,6 +124,14 @@ mod tests {
             .find(|l| l.contains(&run.workers[0].id))
             .unwrap();
         assert!(row.contains("local (box lost)"), "{row}");
+        // A longer host name is not cut while the columns beside have room.
+        run.workers[0].moved_from = Some("trybox".into());
+        let text = format!("{}", draw(&run, 220));
+        let row = text
+            .lines()
+            .find(|l| l.contains(&run.workers[0].id))
+            .unwrap();
+        assert!(row.contains("local (trybox lost)"), "{row}");
     }
 
     #[test]
