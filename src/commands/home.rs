@@ -118,11 +118,22 @@ fn clean(common: &CommonArgs, id: &str) -> Result<String> {
     })?;
     Ok(if code == 0 {
         format!("cleaned run {id}")
+    } else if let Some(why) = unreadable(common, id) {
+        // What `clean` says on the command line for it, here where the person looks.
+        format!("kept run {id}: {why}")
     } else {
         // `clean` keeps what is not safe to remove (unmerged or uncommitted work, a run
         // still driven, an unreadable state file) and says why on the command line.
         format!("kept run {id}: `crewmux clean --run {id}` says why")
     })
+}
+
+/// Why run `id` cannot be read (its state file unreadable or corrupt), as `clean` says
+/// it; `None` when it reads.
+fn unreadable(common: &CommonArgs, id: &str) -> Option<String> {
+    let project = super::plan::project_dir(common.project.as_deref()).ok()?;
+    let store = crate::store::RunStore::at(crate::store::runs_root(&project).join(id));
+    store.load_state().err().map(|e| e.to_string())
 }
 
 /// The form's `--hosts` choices (see [`Home::hosts`]); none without SSH hosts or when
@@ -200,4 +211,20 @@ fn ready_providers(project: &Path) -> Arc<Mutex<Option<Vec<String>>>> {
         }
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_run_kept_because_it_cannot_be_read_says_why() {
+        let tmp = tempfile::tempdir().unwrap();
+        let run = crate::store::runs_root(tmp.path()).join("r1");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(run.join("state.json"), "{ not json").unwrap();
+        let common = super::common(tmp.path(), "crewmux-test-unused");
+        let said = super::clean(&common, "r1").unwrap();
+        assert!(said.starts_with("kept run r1: "), "{said}");
+        assert!(said.contains("state.json"), "{said}");
+        assert!(run.join("state.json").exists(), "nothing removed");
+    }
 }
