@@ -53,6 +53,13 @@ impl RunRow {
     }
 }
 
+/// When run `id` was created, from the time its id starts with (`YYYYMMDD-HHMMSS-…`, as
+/// `run` names runs): an unreadable run is listed by its date too.
+fn created_from_id(id: &str) -> Option<DateTime<Utc>> {
+    let time = chrono::NaiveDateTime::parse_from_str(id.get(..15)?, "%Y%m%d-%H%M%S").ok()?;
+    Some(time.and_utc())
+}
+
 /// The runs of `projects`, newest first (run ids start with their creation time). A run
 /// whose state cannot be read is listed with the reason, never hidden.
 pub fn load_rows(projects: &[PathBuf]) -> Vec<RunRow> {
@@ -70,7 +77,7 @@ pub fn load_rows(projects: &[PathBuf]) -> Vec<RunRow> {
                     council: None,
                     done: 0,
                     total: 0,
-                    created_at: None,
+                    created_at: created_from_id(&id),
                     error: Some(e.to_string()),
                 },
             });

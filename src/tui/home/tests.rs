@@ -300,3 +300,35 @@ fn a_refusal_in_the_form_names_the_forms_fix_not_flags() {
         "{said}"
     );
 }
+
+#[test]
+fn an_unreadable_run_is_listed_by_the_date_its_id_gives() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = crate::store::runs_root(tmp.path());
+    let mut older = fixtures::done_run();
+    older.run_id = "20261130-060000-aaaa".into();
+    older.created_at = Utc.with_ymd_and_hms(2026, 11, 30, 6, 0, 0).unwrap();
+    let mut newer = older.clone();
+    newer.run_id = "20261130-080000-cccc".into();
+    newer.created_at = Utc.with_ymd_and_hms(2026, 11, 30, 8, 0, 0).unwrap();
+    for s in [&older, &newer] {
+        let dir = root.join(&s.run_id);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("state.json"), serde_json::to_vec(s).unwrap()).unwrap();
+    }
+    let broken = root.join("20261130-070000-bbbb");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("state.json"), "{ not json").unwrap();
+    let rows = load_rows(&[tmp.path().to_path_buf()]);
+    let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "20261130-080000-cccc",
+            "20261130-070000-bbbb",
+            "20261130-060000-aaaa"
+        ],
+        "{rows:?}"
+    );
+    assert!(rows[1].error.is_some());
+}
