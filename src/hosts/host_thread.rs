@@ -2,17 +2,20 @@
 //! tmux backend (the control-mode channel and its fallback calls), its reachability and
 //! probes, its polls (with the output streams and the files and work of ended attempts
 //! they bring back), its launches, text sent to its panes, kills, and the ends of
-//! attempts left running there. The driver's loop only exchanges messages with it and never waits on ssh: a
-//! host whose sshd hangs (frozen, a black-holed network) holds up its own thread alone.
+//! attempts left running there. The driver's loop only exchanges messages with it and
+//! never waits on ssh: a host whose sshd hangs (frozen, a black-holed network) holds up
+//! its own thread alone.
 //!
 //! A poll is asked, and answered when the host answers: the loop waits a few ms for the
 //! answer (a host that answers keeps its workers' liveness fresh), then goes on with the
 //! host's targets `Unknown` and picks the answer up at a later turn. A poll outstanding
-//! longer than [`HUNG_AFTER`] makes the host read as not answering.
+//! longer than [`HUNG_AFTER`] (counted from the thread's last finished step when that is
+//! later, see [`Progress`]) makes the host read as not answering.
 //!
 //! Attempts left running on a host that was lost (their workers were handed to this
 //! machine) are ended by their nonce (`kill`) the first time the host answers again; a
-//! lost host is probed for that with back-off (1 s doubling to [`LOST_PROBE_MAX`]).
+//! lost host is probed for that with back-off (1 s doubling to [`LOST_PROBE_MAX`]; see
+//! `host_left`).
 
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -405,83 +408,9 @@ fn set_outage(outage: &Mutex<Option<String>>, side: &HostSide) {
     }
 }
 
-/// When a lost host is probed next (it is not polled: its workers moved away).
-#[derive(Default)]
-struct LostProbe {
-    next: Option<Instant>,
-    backoff: Duration,
-}
-
-impl LostProbe {
-    /// How long the thread may sleep before it tries the host again.
-    fn wait(&self, reach: &Reach) -> Duration {
-        let at = match reach {
-            Reach::Up => return Duration::ZERO,
-            Reach::Down { retry_at, .. } => *retry_at,
-            Reach::Lost => self.next.unwrap_or_else(Instant::now),
-        };
-        at.saturating_duration_since(Instant::now())
-    }
-
-    /// True when the lost host may be probed now (and schedules the next probe).
-    fn due(&mut self, now: Instant) -> bool {
-        if self.next.is_some_and(|n| now < n) {
-            return false;
-        }
-        self.backoff = (self.backoff * 2).clamp(Duration::from_secs(1), LOST_PROBE_MAX);
-        self.next = Some(now + self.backoff);
-        true
-    }
-}
-
-impl HostSide {
-    /// End the attempts `left` on the host if it answers (probing a host that is down or
-    /// lost when its turn has come); what was ended is told and dropped from `left`.
-    fn end_left(&mut self, left: &mut Vec<String>, lost: &mut LostProbe, told: &Sender<Told>) {
-        let now = Instant::now();
-        let may = match self.reach {
-            Reach::Up => true,
-            Reach::Down { .. } => self.reach.may_try(now) && self.probe(now),
-            Reach::Lost => lost.due(now) && self.probe(now),
-        };
-        if !may {
-            return;
-        }
-        *lost = LostProbe::default();
-        let mut ended = vec![];
-        for nonce in left.iter() {
-            match super::kill::end(&self.place.link, nonce, LEFT_GRACE) {
-                Ok(survivors) => {
-                    if !survivors.is_empty() {
-                        tracing::warn!(
-                            "host {}: processes of attempt {nonce} survive SIGKILL: {survivors:?}",
-                            self.place.spec.name
-                        );
-                    }
-                    ended.push(nonce.clone());
-                }
-                Err(e) => {
-                    tracing::warn!(
-                        "host {}: could not end attempt {nonce}: {e}",
-                        self.place.spec.name
-                    );
-                    self.reach.failed(Instant::now(), e.to_string());
-                    break;
-                }
-            }
-        }
-        if !ended.is_empty() {
-            left.retain(|n| !ended.contains(n));
-            tracing::info!(
-                "host {}: ended {} attempt(s) left running there",
-                self.place.spec.name,
-                ended.len()
-            );
-            // The backend is gone when this fails; nothing is left to tell.
-            let _ = told.send(Told::Ended(ended));
-        }
-    }
-}
+#[path = "host_left.rs"]
+mod left;
+use left::LostProbe;
 
 #[cfg(test)]
 mod tests {
@@ -498,22 +427,5 @@ mod tests {
         assert_eq!(waited_for_host(Some(t0), t0 + s(5), t0 + s(6)), Some(s(1)));
         // A step that never finishes (a frozen host): the wait grows past HUNG_AFTER.
         assert!(waited_for_host(Some(t0), t0 + s(2), t0 + s(8)).unwrap() >= HUNG_AFTER);
-    }
-
-    #[test]
-    fn a_lost_host_is_probed_with_back_off_up_to_its_most() {
-        let t0 = Instant::now();
-        let mut p = LostProbe::default();
-        assert!(p.due(t0), "the first probe is at once");
-        assert!(!p.due(t0 + Duration::from_millis(500)));
-        assert!(p.due(t0 + Duration::from_secs(1)));
-        assert_eq!(p.backoff, Duration::from_secs(2));
-        let mut at = t0 + Duration::from_secs(1);
-        for _ in 0..10 {
-            at += p.backoff;
-            assert!(p.due(at));
-        }
-        assert_eq!(p.backoff, LOST_PROBE_MAX);
-        assert_eq!(p.wait(&Reach::Up), Duration::ZERO);
     }
 }
