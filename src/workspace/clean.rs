@@ -66,15 +66,7 @@ fn unrecorded(
     for name in names {
         let path = ws.root.join(&name);
         let branch = super::create::branch_name(run_id, &name);
-        let branch_exists = git
-            .output(&[
-                "rev-parse",
-                "--verify",
-                "--quiet",
-                &format!("refs/heads/{branch}"),
-            ])?
-            .ok();
-        if path.exists() || branch_exists {
+        if path.exists() || git.has_branch(&branch)? {
             found.push((name, path, branch));
         }
     }
@@ -112,14 +104,7 @@ pub fn clean_run(
             ));
             continue;
         }
-        let branch_exists = git
-            .output(&[
-                "rev-parse",
-                "--verify",
-                "--quiet",
-                &format!("refs/heads/{branch}"),
-            ])?
-            .ok();
+        let branch_exists = git.has_branch(&branch)?;
         if !exists && !branch_exists {
             // Removed by an earlier clean: nothing to remove, nothing to say.
             report.gone_workers.push(name);

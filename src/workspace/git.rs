@@ -194,6 +194,15 @@ impl Git {
         Ok(cmd)
     }
 
+    /// Whether the local branch `name` (`refs/heads/<name>`) exists.
+    ///
+    /// # Errors
+    /// As [`output`](Self::output): git cannot be started, or outlived its timeout.
+    pub fn has_branch(&self, name: &str) -> Result<bool> {
+        let r = format!("refs/heads/{name}");
+        Ok(self.output(&["rev-parse", "--verify", "--quiet", &r])?.ok())
+    }
+
     /// `run` with the output trimmed of its trailing newline.
     ///
     /// # Errors
