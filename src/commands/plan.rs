@@ -115,6 +115,20 @@ pub fn create_run(
     )
 }
 
+/// `parallel` (workers launched at once) when it is between 1 and 256.
+///
+/// # Errors
+/// [`Error::Usage`] naming the value otherwise.
+fn checked_parallel(parallel: usize) -> Result<usize> {
+    if (1..=256).contains(&parallel) {
+        Ok(parallel)
+    } else {
+        Err(Error::Usage(format!(
+            "--parallel {parallel}: must be between 1 and 256"
+        )))
+    }
+}
+
 /// Create the run directory, `manifest.json` and the first `state.json` for a resolved
 /// team (stage `team-plan`); in a git project, a worktree per worker from the base
 /// (`crate::workspace`), its SHA in `manifest.json` (`workspace.base`). Workspace and
@@ -142,12 +156,7 @@ pub fn create_run_with(
     if team.workers.is_empty() {
         return Err(no_worker(&team.name));
     }
-    let parallel = team.parallel;
-    if !(1..=256).contains(&parallel) {
-        return Err(Error::Usage(format!(
-            "--parallel {parallel}: must be between 1 and 256"
-        )));
-    }
+    let parallel = checked_parallel(team.parallel)?;
     let placed: Vec<Placed<'_>> = team
         .workers
         .iter()
@@ -213,6 +222,7 @@ pub fn create_run_with(
         council_history: vec![],
         workspace: workspace.clone(),
         routing: crate::team::routing::run_routing(team),
+        hosts_not_answering: Default::default(),
         clarification: ClarificationState::default(),
         clarify,
         checks: team.checks.clone(),

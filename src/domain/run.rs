@@ -125,6 +125,13 @@ pub struct RunState {
     /// Exit-code meanings, fallback providers and providers failed in this run.
     #[serde(default)]
     pub routing: super::RunRouting,
+    /// The SSH hosts the process driving the run finds not answering now (host name →
+    /// when it first found so), the same hosts its dashboard's roster shows `?` for. Saved
+    /// when the set changes, not every turn; a host goes when it answers again or is lost,
+    /// and the whole map when a driver starts or leaves. `status` reads it for a driven run
+    /// (docs/hosts.md). Absent (empty) in files an older driver wrote.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub hosts_not_answering: std::collections::BTreeMap<String, DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -157,3 +164,7 @@ pub struct RunEvent {
 fn default_true() -> bool {
     true
 }
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;

@@ -110,6 +110,7 @@ pub(super) fn scripted(tmp: &std::path::Path) -> (RunStore, RunState, FakeWorld)
         report: None,
         workspace: None,
         routing: Default::default(),
+        hosts_not_answering: Default::default(),
         created_at: now,
         updated_at: now,
     };

@@ -68,6 +68,7 @@ pub(super) fn run(fixer: bool) -> RunState {
         council_history: vec![],
         workspace: Some(ws),
         routing: Default::default(),
+        hosts_not_answering: Default::default(),
         clarification: ClarificationState::default(),
         clarify: false,
         checks: vec![CheckSpec {

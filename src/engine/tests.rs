@@ -50,6 +50,7 @@ pub(crate) fn run(workers: usize, parallel: usize) -> RunState {
         council_history: vec![],
         workspace: None,
         routing: Default::default(),
+        hosts_not_answering: Default::default(),
         clarification: ClarificationState::default(),
         clarify: false,
         checks: vec![],

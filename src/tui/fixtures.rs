@@ -137,6 +137,7 @@ pub fn crazy_run() -> RunState {
         council_history: vec![],
         workspace: None,
         routing: Default::default(),
+        hosts_not_answering: Default::default(),
         council: Council::from_verdicts(vec![
             verdict(
                 "skeptic",
