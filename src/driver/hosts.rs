@@ -2,6 +2,8 @@
 //! and the attempts it left running there (the dispatch records marked `left_on_host`,
 //! also those a driver before this one saved) are handed to the backend, which ends them
 //! by their nonce the first time the host answers again; once ended, the mark goes.
+//! The hosts found not answering are kept in the run's state (`hosts_not_answering`), for
+//! `status` in another process to read while this one drives the run.
 
 use super::{Driver, Update};
 use crate::engine::Input;
@@ -21,6 +23,10 @@ impl Driver {
                 "host {host} was lost: {detail}; its workers run on local from now on"
             )));
             self.host_lost_held(&host);
+            // Lost, not just silent: its workers end (or moved) with the `HostLost` below.
+            if self.state.hosts_not_answering.remove(&host).is_some() {
+                self.save(emit);
+            }
             let nonces: Vec<String> = self
                 .state
                 .dispatches
@@ -34,6 +40,44 @@ impl Driver {
             inputs.push(Input::HostLost { host, detail });
         }
         inputs
+    }
+
+    /// Bring the run's `hosts_not_answering` in line with the hosts said not to answer
+    /// (`hosts_down_reported`, the set the roster's `?` comes from; `before`: that set
+    /// before this poll), and save it when it changed: a host newly said not to answer is
+    /// added with the time now, one said to answer again goes. A host already lost stays
+    /// out (see [`lost_hosts`](Self::lost_hosts)). An offline command keeps nothing: its
+    /// `status` says what it found itself.
+    pub(super) fn keep_hosts_not_answering(
+        &mut self,
+        before: &std::collections::BTreeSet<String>,
+        emit: &mut impl FnMut(Update),
+    ) {
+        if self.mem.offline {
+            return;
+        }
+        let now = chrono::Utc::now();
+        let kept = &mut self.state.hosts_not_answering;
+        let old = kept.clone();
+        kept.retain(|h, _| self.hosts_down_reported.contains(h));
+        for host in self.hosts_down_reported.difference(before) {
+            kept.entry(host.clone()).or_insert(now);
+        }
+        if *kept != old {
+            tracing::info!(
+                "hosts not answering, as saved for status: {:?}",
+                kept.keys().collect::<Vec<_>>()
+            );
+            self.save(emit);
+        }
+    }
+
+    /// Forget the hosts kept as not answering (the driver leaves: nobody keeps the list
+    /// up to date then); true when there were some (the state is to be saved).
+    pub(super) fn forget_hosts_not_answering(&mut self) -> bool {
+        let had = !self.state.hosts_not_answering.is_empty();
+        self.state.hosts_not_answering.clear();
+        had
     }
 
     /// Hand the backend every attempt saved as left on a host (a driver that starts on a

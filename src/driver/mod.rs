@@ -406,7 +406,7 @@ impl Driver {
     ) {
         // A look in flight is of no use now (the thread ends once it is answered).
         self.poller = None;
-        let unsaved = unsaved | self.land_in_flight(wake, emit);
+        let unsaved = unsaved | self.land_in_flight(wake, emit) | self.forget_hosts_not_answering();
         let late = self.retake_results(true);
         let unsaved = unsaved | (!late.is_empty() && self.apply(late, emit) > 0);
         if self.finished {

@@ -261,6 +261,7 @@ impl Driver {
         }
         if self.hosts_down_reported != before {
             emit(Update::HostsDown(self.hosts_down_reported.clone()));
+            self.keep_hosts_not_answering(&before, emit);
         }
     }
 

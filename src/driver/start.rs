@@ -27,6 +27,9 @@ impl Driver {
         opts: DriverOptions,
     ) -> Self {
         let inbox_offset = store.inbox_len();
+        let mut state = state;
+        // What a driver before this one found: this one looks at the hosts afresh.
+        state.hosts_not_answering.clear();
         let saves = saver::Saves::here(store.clone());
         let mut d = Driver {
             store,
