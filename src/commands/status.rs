@@ -1,5 +1,7 @@
 //! `crewmux status`: one run's state as text (reconciled first when nobody drives it), or
-//! the list of the project's runs, as a table or JSON.
+//! the list of the project's runs, as a table or JSON. The SSH hosts that do not answer
+//! are the ones `status` asked itself for a run nobody drives, and the ones the driving
+//! process found (`RunState::hosts_not_answering`) for a driven run.
 
 use std::collections::BTreeSet;
 
@@ -26,18 +28,61 @@ pub fn status(args: StatusArgs) -> Result<i32> {
         return list_runs(&project, args.json);
     };
     let store = RunStore::open(&project, Some(run))?;
-    let (state, down) = reconcile(&store)?;
+    let (state, found) = reconcile(&store)?;
+    let driven = store.is_driven()?;
+    let down = hosts_down(&state, driven, found);
     if args.json {
         let mut summary = super::summary::summary(&state);
-        unknown_in_json(&mut summary, &state, &down);
+        unknown_in_json(&mut summary, &state, &down, driven);
         crate::outln!(
             "{}",
             serde_json::to_string_pretty(&summary).map_err(|e| Error::Other(e.to_string()))?
         );
         return Ok(0);
     }
-    crate::out!("{}", status_text_with(&state, store.is_driven()?, &down));
+    crate::out!("{}", status_text_with(&state, driven, &down));
     Ok(0)
+}
+
+/// The SSH hosts of a run that do not answer: for a `driven` run those its driving process
+/// found (it keeps them in the state; a driver from before that kept none), otherwise
+/// those `status` found itself (`found`, from [`reconcile`]).
+fn hosts_down(state: &RunState, driven: bool, found: BTreeSet<String>) -> BTreeSet<String> {
+    if driven {
+        state.hosts_not_answering.keys().cloned().collect()
+    } else {
+        found
+    }
+}
+
+/// What `status` says about the process driving the run: none drives a run that has not
+/// ended (and what continues it), or the hosts the one that drives it finds not answering.
+fn driver_lines(state: &RunState, driven: bool) -> String {
+    let mut s = String::new();
+    if !driven && matches!(state.status, RunStatus::Detached | RunStatus::Running) {
+        s.push_str(&format!(
+            "no crewmux process drives this run: continue it with crewmux attach {} (or resume for headless)\n",
+            state.run_id
+        ));
+    }
+    if driven {
+        for (host, since) in &state.hosts_not_answering {
+            s.push_str(&format!(
+                "{}; its workers' state is unknown until it answers\n",
+                since_line(host, since)
+            ));
+        }
+    }
+    s
+}
+
+/// `host box not answering since 2026-12-01 10:02:03 UTC`: a host the driving process
+/// of the run found not answering.
+fn since_line(host: &str, since: &chrono::DateTime<chrono::Utc>) -> String {
+    format!(
+        "host {host} not answering since {}",
+        since.format("%Y-%m-%d %H:%M:%S UTC")
+    )
 }
 
 /// One screen of text about a run.
@@ -55,8 +100,15 @@ pub fn unknown_on_host(w: &WorkerState, down: &BTreeSet<String>) -> Option<Strin
 }
 
 /// `status --json`: each worker on a host that did not answer gets `"unknown"` (what
-/// [`unknown_on_host`] says); its `status` stays the one saved.
-fn unknown_in_json(summary: &mut serde_json::Value, state: &RunState, down: &BTreeSet<String>) {
+/// [`unknown_on_host`] says); its `status` stays the one saved. `hosts_not_answering`
+/// names the hosts; for a `driven` run `hosts_not_answering_since` adds when the driving
+/// process found each (RFC 3339, UTC).
+fn unknown_in_json(
+    summary: &mut serde_json::Value,
+    state: &RunState,
+    down: &BTreeSet<String>,
+    driven: bool,
+) {
     let Some(workers) = summary["workers"].as_array_mut() else {
         return;
     };
@@ -66,6 +118,9 @@ fn unknown_in_json(summary: &mut serde_json::Value, state: &RunState, down: &BTr
         }
     }
     summary["hosts_not_answering"] = serde_json::json!(down);
+    if driven {
+        summary["hosts_not_answering_since"] = serde_json::json!(state.hosts_not_answering);
+    }
 }
 
 /// [`status_text`] with the SSH hosts that did not answer (`down`): their live workers
@@ -90,12 +145,7 @@ pub fn status_text_with(state: &RunState, driven: bool, down: &BTreeSet<String>)
     if let Some(t) = total {
         s.push_str(&format!("usage: {}\n", t.short()));
     }
-    if !driven && matches!(state.status, RunStatus::Detached | RunStatus::Running) {
-        s.push_str(&format!(
-            "no crewmux process drives this run: continue it with crewmux attach {} (or resume for headless)\n",
-            state.run_id
-        ));
-    }
+    s.push_str(&driver_lines(state, driven));
     if state.clarification.pending {
         s.push_str(&format!(
             "question: {}\n  answer: crewmux answer {} \"<text>\"\n",
@@ -188,7 +238,7 @@ fn list_runs(project: &std::path::Path, json: bool) -> Result<i32> {
         let list: Vec<serde_json::Value> = rows
             .iter()
             .map(|r| match r {
-                Ok(s) => super::summary::summary(s),
+                Ok(s) => list_summary(s),
                 Err((id, e)) => serde_json::json!({"run_id": id, "error": e}),
             })
             .collect();
@@ -229,6 +279,11 @@ fn list_runs(project: &std::path::Path, json: bool) -> Result<i32> {
                     s.council.status.as_str(),
                     problem
                 );
+                if driven {
+                    for line in hosts_down_lines(&s) {
+                        crate::outln!("  {line}");
+                    }
+                }
             }
             // A run being planned, or stopped while it was, says so itself.
             Err((id, e)) if crate::store::planning::interrupted(&runs.join(&id)).is_some() => {
@@ -240,70 +295,38 @@ fn list_runs(project: &std::path::Path, json: bool) -> Result<i32> {
     Ok(0)
 }
 
-#[cfg(test)]
-mod tests {
-    /// The line after the row of worker `id` in `text`.
-    fn line_after<'a>(text: &'a str, id: &str) -> &'a str {
-        let mut lines = text.lines().skip_while(|l| !l.starts_with(id));
-        lines.next();
-        lines.next().unwrap_or_default()
+/// A run's summary in the list of runs: for a driven run with hosts its driving process
+/// finds not answering, their workers' `unknown` as `status <run> --json` has them.
+fn list_summary(state: &RunState) -> serde_json::Value {
+    let mut summary = super::summary::summary(state);
+    if RunStore::at(state.run_dir.clone())
+        .is_driven()
+        .unwrap_or(false)
+    {
+        let down = hosts_down(state, true, BTreeSet::new());
+        unknown_in_json(&mut summary, state, &down, true);
     }
-
-    #[test]
-    fn a_worker_moved_off_a_lost_host_and_one_on_a_host_say_where_they_run() {
-        let mut run = crate::tui::fixtures::crazy_run();
-        run.workers[0].moved_from = Some("box".into());
-        run.workers[0].attempt = 2;
-        run.workers[0].status = crate::domain::WorkerStatus::Running;
-        run.workers[1].host = Some("box".into());
-        let text = super::status_text(&run, true);
-        assert_eq!(
-            line_after(&text, &run.workers[0].id),
-            "  attempt 2 on local (box lost)",
-            "{text}"
-        );
-        assert_eq!(line_after(&text, &run.workers[1].id), "  on box", "{text}");
-        assert_eq!(
-            text.matches("box").count(),
-            2,
-            "no other worker names a host: {text}"
-        );
-    }
-
-    #[test]
-    fn a_live_worker_on_a_host_that_does_not_answer_reads_unknown_and_others_do_not() {
-        let mut run = crate::tui::fixtures::crazy_run();
-        for (i, status) in [
-            crate::domain::WorkerStatus::Running,
-            crate::domain::WorkerStatus::Completed,
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            run.workers[i].host = Some("box".into());
-            run.workers[i].status = status;
-        }
-        let down = ["box".to_string()].into();
-        let text = super::status_text_with(&run, false, &down);
-        let row = text
-            .lines()
-            .find(|l| l.starts_with(&run.workers[0].id))
-            .unwrap();
-        assert!(row.contains(" unknown "), "{text}");
-        assert_eq!(
-            line_after(&text, &run.workers[0].id),
-            "  unknown (host box not answering); last seen running",
-            "{text}"
-        );
-        // An ended worker of that host keeps what it ended as.
-        assert_eq!(line_after(&text, &run.workers[1].id), "  on box", "{text}");
-        let mut json = super::super::summary::summary(&run);
-        super::unknown_in_json(&mut json, &run, &down);
-        assert_eq!(
-            json["workers"][0]["unknown"],
-            "unknown (host box not answering)"
-        );
-        assert!(json["workers"][1].get("unknown").is_none(), "{json}");
-        assert_eq!(json["hosts_not_answering"], serde_json::json!(["box"]));
-    }
+    summary
 }
+
+/// The lines under a driven run's row in the list of runs: each host its driving process
+/// finds not answering, and how many live workers it holds whose state is unknown.
+fn hosts_down_lines(state: &RunState) -> Vec<String> {
+    let down = hosts_down(state, true, BTreeSet::new());
+    state
+        .hosts_not_answering
+        .iter()
+        .map(|(host, since)| {
+            let unknown = state
+                .workers
+                .iter()
+                .filter(|w| w.host.as_deref() == Some(host) && unknown_on_host(w, &down).is_some())
+                .count();
+            format!("{}: {unknown} worker(s) unknown", since_line(host, since))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "status_tests.rs"]
+mod tests;
