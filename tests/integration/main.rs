@@ -48,6 +48,7 @@ mod home;
 mod hosts;
 mod hosts_banner;
 mod hosts_busy;
+mod hosts_driven_status;
 mod hosts_frozen;
 mod hosts_git;
 mod hosts_helper;
