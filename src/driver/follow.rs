@@ -3,7 +3,8 @@
 //! read as they change and handed over as [`Update`]s, the same messages a [`super::Driver`]
 //! sends; the person's requests (answers, cancels, steering) go to the driving process
 //! through the run's inbox, checked first with the engine's own rules. Nothing is launched,
-//! killed or saved here.
+//! killed or saved here. The SSH hosts the driving process finds not answering come from
+//! the saved state (`hosts_not_answering`), so the roster's `?` is the same on both.
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant, SystemTime};
@@ -32,6 +33,8 @@ pub struct Follower {
     events_len: u64,
     /// The driving process was seen gone (said once).
     driver_gone: bool,
+    /// The hosts not answering last handed over.
+    hosts_down: std::collections::BTreeSet<String>,
 }
 
 impl Follower {
@@ -50,6 +53,7 @@ impl Follower {
             events_seen,
             events_len,
             driver_gone: false,
+            hosts_down: Default::default(),
         }
     }
 
@@ -85,6 +89,9 @@ impl Follower {
                 }
             };
             self.new_events(&mut emit);
+            if let Some(down) = self.hosts_down_changed() {
+                emit(Update::HostsDown(down));
+            }
             let screen = self.screen();
             if changed || screen.is_some() {
                 emit(Update::Snapshot {
@@ -135,6 +142,17 @@ impl Follower {
         self.state_stamp = now;
         self.state = state;
         Ok(true)
+    }
+
+    /// The hosts the driving process finds not answering, when they differ from those
+    /// last handed over.
+    fn hosts_down_changed(&mut self) -> Option<std::collections::BTreeSet<String>> {
+        let now: std::collections::BTreeSet<String> =
+            self.state.hosts_not_answering.keys().cloned().collect();
+        (now != self.hosts_down).then(|| {
+            self.hosts_down.clone_from(&now);
+            now
+        })
     }
 
     /// Hand over the events appended since the last look.
@@ -199,3 +217,7 @@ fn stamp(path: &std::path::Path) -> Option<(SystemTime, u64)> {
 fn file_len(path: &std::path::Path) -> u64 {
     std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
+
+#[cfg(test)]
+#[path = "follow_tests.rs"]
+mod tests;

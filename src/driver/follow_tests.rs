@@ -1,0 +1,51 @@
+use std::time::{Duration, Instant};
+
+use super::{Follower, Update};
+use crate::driver::Control;
+use crate::store::RunStore;
+
+/// Updates of `rx` until one `pick` takes (5 s at most).
+fn next_of<T>(rx: &std::sync::mpsc::Receiver<Update>, pick: impl Fn(Update) -> Option<T>) -> T {
+    let end = Instant::now() + Duration::from_secs(5);
+    while let Some(left) = end.checked_duration_since(Instant::now()) {
+        if let Some(t) = rx.recv_timeout(left).ok().and_then(&pick) {
+            return t;
+        }
+    }
+    panic!("no such update within 5 s");
+}
+
+#[test]
+fn the_hosts_the_driving_process_finds_not_answering_reach_the_followers_roster() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = RunStore::create(tmp.path(), "r1").unwrap();
+    let mut state = crate::tui::fixtures::crazy_run();
+    state.run_dir = store.dir().to_path_buf();
+    store.save_state(&state).unwrap();
+    let follower = Follower::new(
+        store.clone(),
+        state.clone(),
+        crate::driver::fake::FakeWorld::default().mux(),
+    );
+    let (ctl_tx, ctl_rx) = std::sync::mpsc::channel();
+    let (up_tx, up_rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || {
+        follower.run(&ctl_rx, |u| {
+            let _ = up_tx.send(u);
+        })
+    });
+    let hosts_down = |u: Update| match u {
+        Update::HostsDown(h) => Some(h),
+        _ => None,
+    };
+    state
+        .hosts_not_answering
+        .insert("box".into(), chrono::Utc::now());
+    store.save_state(&state).unwrap();
+    assert_eq!(next_of(&up_rx, hosts_down), ["box".to_string()].into());
+    state.hosts_not_answering.clear();
+    store.save_state(&state).unwrap();
+    assert!(next_of(&up_rx, hosts_down).is_empty());
+    ctl_tx.send(Control::Quit).unwrap();
+    t.join().unwrap();
+}
