@@ -1,6 +1,7 @@
 //! `crewmux dispatch ... [--json]`: the routing decision for a problem (target, and per
 //! worker: provider, model, host, health, limits, reason) without launching anything.
-//! `--hosts` spreads the workers as `crewmux run --hosts` would (`crate::hosts::spread`). The limit
+//! `--hosts` spreads the workers as `crewmux run --hosts` would (`crate::hosts::spread`), and
+//! each listed host that got no worker is said with why (`box: no workers (<reason>)`). The limit
 //! flags (`--timeout`, `--idle-timeout`, `--stall-after`, `--check-timeout`) are those of
 //! `crewmux run`, so dispatch shows the limits a run with the same flags would get.
 #![allow(
@@ -118,10 +119,14 @@ pub fn render(t: &ResolvedTeam) -> String {
             .map(|(h, n)| format!("{h} {n}"))
             .collect();
         out.push_str(&format!(
-            "hosts:  {} at once ({} at once in all)\n\n",
+            "hosts:  {} at once ({} at once in all)\n",
             shares.join(", "),
             t.at_once()
         ));
+        for u in &t.hosts_without_workers {
+            out.push_str(&format!("        {}: no workers ({})\n", u.host, u.reason));
+        }
+        out.push('\n');
     }
     let host = |w: &crate::team::ResolvedWorker| {
         w.host.clone().unwrap_or_else(|| crate::hosts::LOCAL.into())

@@ -28,7 +28,46 @@ pub struct Slots {
     pub capacity: usize,
     /// `None`: it can run this crewmux (`local`, or as far as planning knows); `Some(why)`:
     /// it cannot, and workers that run crewmux itself do not go there.
-    pub no_crewmux: Option<String>,
+    pub no_crewmux: Option<NoCrewmux>,
+}
+
+/// Why an SSH host of the list cannot run this crewmux, from the helper's probe
+/// ([`super::helper::probe`]); shown as the probe's own phrase.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoCrewmux {
+    /// It was not asked or gave no answer: what ssh said, the limit, or a check that
+    /// did not run there.
+    NotAnswering(String),
+    /// It answered: it is of another system.
+    Foreign(String),
+}
+
+impl std::fmt::Display for NoCrewmux {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoCrewmux::NotAnswering(why) | NoCrewmux::Foreign(why) => f.write_str(why),
+        }
+    }
+}
+
+/// A host of a `--hosts` list that the spread gave no worker, and why: what `dispatch`
+/// prints (`box: no workers (<reason>)`, and `hosts_without_workers` in `--json`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Unused {
+    /// A `hosts.toml` name, or `local`.
+    pub host: String,
+    /// A few words, from what planning knew: `not answering: <what ssh said>`,
+    /// `cannot run crewmux …`, `every worker names its own host`, or its capacity.
+    pub reason: String,
+}
+
+/// What [`spread_team`] decided besides each worker's host.
+#[derive(Debug, Clone, Default)]
+pub struct Spread {
+    /// Each listed host's slots, for the run's per-host bound (`host_slots`).
+    pub slots: std::collections::BTreeMap<String, usize>,
+    /// The listed hosts that got no worker, in the list's order.
+    pub unused: Vec<Unused>,
 }
 
 /// A worker as [`spread`] sees it.
@@ -122,11 +161,59 @@ pub fn spread(slots: &[Slots], wants: &[Want<'_>]) -> Vec<String> {
         .collect()
 }
 
+/// Each host of `slots` that `placed` (what [`spread`] gave `wants`) names for no worker,
+/// with the reason planning has: every worker names its own host; the host cannot run
+/// crewmux ([`Slots::no_crewmux`]) and every free worker runs it; or the free workers went
+/// to hosts with as many free slots or more (its capacity is said).
+pub fn unused(slots: &[Slots], wants: &[Want<'_>], placed: &[String]) -> Vec<Unused> {
+    let free: Vec<&Want<'_>> = wants.iter().filter(|w| w.pinned.is_none()).collect();
+    let others = free.iter().filter(|w| !w.runs_crewmux).count();
+    slots
+        .iter()
+        .filter(|s| !placed.contains(&s.host))
+        .map(|s| {
+            let capacity = if s.host == LOCAL {
+                format!("parallel {}", s.capacity)
+            } else {
+                format!("max_workers {}", s.capacity)
+            };
+            let went = |n: usize, which: &str| {
+                format!(
+                    "the {n} {which}worker{} went to hosts with as many free slots or more",
+                    if n == 1 { "" } else { "s" }
+                )
+            };
+            let reason = match &s.no_crewmux {
+                _ if free.is_empty() => "every worker names its own host".to_string(),
+                Some(no) => {
+                    let why = match no {
+                        NoCrewmux::NotAnswering(why) => format!("not answering: {why}"),
+                        NoCrewmux::Foreign(why) => {
+                            format!("cannot run this crewmux, which the free workers' provider runs: {why}")
+                        }
+                    };
+                    if others == 0 {
+                        why
+                    } else {
+                        format!("{why}; {capacity}: {}", went(others, "other free "))
+                    }
+                }
+                None => format!("{capacity}: {}", went(free.len(), "free ")),
+            };
+            Unused {
+                host: s.host.clone(),
+                reason,
+            }
+        })
+        .collect()
+}
+
 /// Spread `team`'s workers over `names` (see the module docs): a worker whose spec (or
 /// its team) names no host gets one; the team's own `host` counts as named. `team_spec`
 /// is the team file the workers were resolved from.
 ///
-/// Returns each listed host's slots, for the run's per-host bound.
+/// Returns each listed host's slots, for the run's per-host bound, and the listed hosts
+/// that got no worker with why ([`unused`]; nothing is asked for it).
 ///
 /// # Errors
 /// As [`slots`], and a `hosts.toml` mistake; a free worker that runs crewmux itself when
@@ -140,7 +227,7 @@ pub fn spread_team(
     project_dir: &std::path::Path,
     env: &crate::providers::EnvSnapshot,
     registry: &crate::providers::Registry,
-) -> Result<std::collections::BTreeMap<String, usize>> {
+) -> Result<Spread> {
     let hosts = Hosts::load(project_dir, env)?;
     let mut slots = slots(names, &hosts, parallel)?;
     let pinned: Vec<Option<String>> = workers
@@ -175,10 +262,14 @@ pub fn spread_team(
         }
     }
     let placed = spread(&slots, &wants);
+    let unused = unused(&slots, &wants, &placed);
     for (w, host) in workers.iter_mut().zip(placed) {
         w.host = super::worker_host(Some(&host), None);
     }
-    Ok(slots.into_iter().map(|s| (s.host, s.capacity)).collect())
+    Ok(Spread {
+        slots: slots.into_iter().map(|s| (s.host, s.capacity)).collect(),
+        unused,
+    })
 }
 
 /// Ask each SSH host of `slots` (in parallel) whether it can run this crewmux, and mark
@@ -203,7 +294,7 @@ fn mark_no_crewmux(slots: &mut [Slots], hosts: &Hosts) -> Result<()> {
     for (i, spec) in remote {
         asked.push((i, super::ssh::SshLink::new(spec)?, own.path_on(spec)));
     }
-    let answers: Vec<(usize, Option<String>)> = std::thread::scope(|scope| {
+    let answers: Vec<(usize, Option<NoCrewmux>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = asked
             .iter()
             .map(|(i, link, path)| {
@@ -218,12 +309,12 @@ fn mark_no_crewmux(slots: &mut [Slots], hosts: &Hosts) -> Result<()> {
             .into_iter()
             .map(|(i, h)| {
                 let why = match h.join() {
-                    Ok(Ok(super::helper::Found::Foreign(why))) => Some(why),
+                    Ok(Ok(super::helper::Found::Foreign(why))) => Some(NoCrewmux::Foreign(why)),
                     Ok(Ok(_)) => None,
                     // Why it was not asked or did not answer, in its own words (a refused
                     // ssh login is not a silent host).
-                    Ok(Err(why)) => Some(why),
-                    Err(_) => Some("the check stopped".into()),
+                    Ok(Err(why)) => Some(NoCrewmux::NotAnswering(why)),
+                    Err(_) => Some(NoCrewmux::NotAnswering("the check stopped".into())),
                 };
                 (i, why)
             })
@@ -246,7 +337,10 @@ fn mark_no_crewmux(slots: &mut [Slots], hosts: &Hosts) -> Result<()> {
 fn none_runs_crewmux(id: &str, provider: &str, names: &[String], slots: &[Slots]) -> Error {
     let why: Vec<String> = slots
         .iter()
-        .map(|s| format!("{}: {}", s.host, s.no_crewmux.as_deref().unwrap_or("?")))
+        .map(|s| match &s.no_crewmux {
+            Some(why) => format!("{}: {why}", s.host),
+            None => format!("{}: ?", s.host),
+        })
         .collect();
     Error::Usage(format!(
         "--hosts {}: worker `{}` uses provider `{}`, which runs crewmux itself, and no host listed can run this crewmux ({}): add `local` to --hosts, or give the worker another provider",

@@ -54,7 +54,7 @@ fn past_every_hosts_capacity_the_waiting_workers_are_shared_out_evenly() {
 #[test]
 fn workers_that_run_crewmux_skip_a_host_that_cannot_and_the_others_still_use_it() {
     let mut mac = s("mac", 4);
-    mac.no_crewmux = Some("it is `Darwin arm64`".into());
+    mac.no_crewmux = Some(NoCrewmux::Foreign("it is `Darwin arm64`".into()));
     let slots = [mac, s("local", 2)];
     let sim = Want {
         pinned: None,
@@ -76,9 +76,11 @@ fn workers_that_run_crewmux_skip_a_host_that_cannot_and_the_others_still_use_it(
 #[test]
 fn no_host_for_a_worker_that_runs_crewmux_is_one_line_naming_each_reason_and_the_fix() {
     let mut mac = s("mac", 4);
-    mac.no_crewmux = Some("it is `Darwin arm64`".into());
+    mac.no_crewmux = Some(NoCrewmux::Foreign("it is `Darwin arm64`".into()));
     let mut down = s("down", 2);
-    down.no_crewmux = Some("it did not answer within 12 s".into());
+    down.no_crewmux = Some(NoCrewmux::NotAnswering(
+        "it did not answer within 12 s".into(),
+    ));
     let e = none_runs_crewmux(
         "simmer",
         "sim",
@@ -113,5 +115,90 @@ fn a_bad_hosts_list_is_one_line_naming_the_fix() {
     assert_eq!(
         slots(&["local".into()], &hosts, 3).unwrap(),
         [s("local", 3)]
+    );
+}
+
+/// The hosts `spread` gives no worker, as `dispatch` names them.
+fn unused_of(slots: &[Slots], wants: &[Want<'_>]) -> Vec<(String, String)> {
+    unused(slots, wants, &spread(slots, wants))
+        .into_iter()
+        .map(|u| (u.host, u.reason))
+        .collect()
+}
+
+#[test]
+fn a_host_that_gets_no_worker_is_named_with_the_reason_planning_had() {
+    let sim = Want {
+        pinned: None,
+        runs_crewmux: true,
+    };
+    let mut down = s("box", 4);
+    down.no_crewmux = Some(NoCrewmux::NotAnswering(
+        "ssh to host box: ssh: connect to host 127.0.0.1 port 2222: Connection refused".into(),
+    ));
+    // Every free worker runs crewmux: the probe's answer is the reason.
+    assert_eq!(
+        unused_of(&[down.clone(), s("local", 1)], &[sim, sim]),
+        [(
+            "box".to_string(),
+            "not answering: ssh to host box: ssh: connect to host 127.0.0.1 port 2222: Connection refused".to_string()
+        )]
+    );
+    let mut mac = s("mac", 2);
+    mac.no_crewmux = Some(NoCrewmux::Foreign("it is `Darwin arm64`".into()));
+    assert_eq!(
+        unused_of(&[mac, s("local", 1)], &[sim]),
+        [(
+            "mac".to_string(),
+            "cannot run this crewmux, which the free workers' provider runs: it is `Darwin arm64`"
+                .to_string()
+        )]
+    );
+    // A host that answered well and lost on capacity says its capacity; `local` its
+    // `parallel`.
+    assert_eq!(
+        unused_of(&[s("local", 4), s("box", 2)], &free(1)),
+        [(
+            "box".to_string(),
+            "max_workers 2: the 1 free worker went to hosts with as many free slots or more"
+                .to_string()
+        )]
+    );
+    assert_eq!(
+        unused_of(&[s("box", 4), s("local", 1)], &free(2)),
+        [(
+            "local".to_string(),
+            "parallel 1: the 2 free workers went to hosts with as many free slots or more"
+                .to_string()
+        )]
+    );
+    // Pinned workers elsewhere, none free.
+    assert_eq!(
+        unused_of(&[s("box", 4), s("local", 1)], &pinned(&[Some("local")])),
+        [(
+            "box".to_string(),
+            "every worker names its own host".to_string()
+        )]
+    );
+    // A host every listed worker reaches says nothing.
+    assert!(unused_of(&[s("box", 1), s("local", 1)], &free(2)).is_empty());
+}
+
+#[test]
+fn a_host_that_cannot_run_crewmux_and_lost_the_others_on_capacity_says_both() {
+    let sim = Want {
+        pinned: None,
+        runs_crewmux: true,
+    };
+    let mut down = s("box", 1);
+    down.no_crewmux = Some(NoCrewmux::NotAnswering(
+        "it did not answer within 12 s".into(),
+    ));
+    assert_eq!(
+        unused_of(&[s("local", 3), down], &[sim, Want::default()]),
+        [(
+            "box".to_string(),
+            "not answering: it did not answer within 12 s; max_workers 1: the 1 other free worker went to hosts with as many free slots or more".to_string()
+        )]
     );
 }

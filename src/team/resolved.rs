@@ -114,6 +114,9 @@ pub struct ResolvedTeam {
     /// With `--hosts`: the workers each listed host runs at once (see
     /// `crate::hosts::spread`); empty otherwise.
     pub host_slots: std::collections::BTreeMap<String, usize>,
+    /// With `--hosts`: the listed hosts that got no worker and why, in the list's order
+    /// (`crate::hosts::spread::unused`); empty otherwise.
+    pub hosts_without_workers: Vec<crate::hosts::spread::Unused>,
     pub max_fix_rounds: u32,
     /// In `order`, then file order.
     pub workers: Vec<ResolvedWorker>,

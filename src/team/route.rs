@@ -88,9 +88,9 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
         )));
     }
     workers.sort_by_key(|w| w.order);
-    let mut host_slots = std::collections::BTreeMap::new();
+    let mut spread = crate::hosts::spread::Spread::default();
     if !opts.hosts.is_empty() {
-        host_slots = crate::hosts::spread::spread_team(
+        spread = crate::hosts::spread::spread_team(
             &mut workers,
             spec,
             &opts.hosts,
@@ -110,7 +110,8 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
         target_used,
         role,
         parallel,
-        host_slots,
+        host_slots: spread.slots,
+        hosts_without_workers: spread.unused,
         max_fix_rounds: opts
             .max_fix_rounds
             .or(spec.max_fix_rounds)

@@ -1,6 +1,10 @@
 //! A worker whose provider runs crewmux itself (`sim`) on a host that does not answer when
 //! the run starts: it waits for the host as a command worker does. Once the host is lost
 //! it runs here; when the host answers first, crewmux is put there before it starts.
+//! Spread with `--hosts`, such workers skip a host that does not answer, and `dispatch`
+//! says why that host got none.
+
+use std::time::Duration;
 
 use crate::support::on_host::*;
 use crate::support::sshd::*;
@@ -105,4 +109,102 @@ fn a_sim_worker_on_a_host_down_at_the_start_runs_there_with_crewmux_copied_once_
         run.join("workers/simmer/attempt-1/result.md").exists(),
         "the sim agent's result came back"
     );
+}
+
+#[test]
+fn dispatch_over_a_host_that_does_not_answer_names_it_and_why_it_got_no_workers() {
+    let Some(mut t) = HostRepo::start("hosts-dispatch-down") else {
+        return;
+    };
+    t.host.stop_sshd();
+    let team = t.team(
+        "[[worker]]\nid = \"one\"\nrole = \"backend-engineer\"\nprovider = \"sim\"\n\
+         [[worker]]\nid = \"two\"\nrole = \"backend-engineer\"\nprovider = \"sim\"\n",
+    );
+    // box has the most free slots (its max_workers against local's 1): without the probe's
+    // answer the workers would go there.
+    let args = |json: bool| {
+        let mut a = vec!["dispatch"];
+        if json {
+            a.push("--json");
+        }
+        a.extend(["--team", &team, "--hosts", "box,local", "--parallel", "1"]);
+        a.extend(["--", "a host down"]);
+        a
+    };
+    let started = std::time::Instant::now();
+    let out = wait_limited(t.command(&args(false)).spawn().unwrap(), &args(false));
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    let said: Vec<&str> = stdout
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("box: "))
+        .collect();
+    assert_eq!(said.len(), 1, "{stdout}");
+    assert!(
+        said[0].starts_with("box: no workers (not answering: ssh to host box: ")
+            && said[0].contains("Connection refused")
+            && said[0].ends_with(')'),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("local: no workers"), "{stdout}");
+    eprintln!("dispatch over a host that is down took {took:?}:\n{stdout}");
+    // One probe, refused at once: nothing waits for a limit.
+    assert!(took.as_secs() < 10, "dispatch took {took:?}");
+
+    let out = wait_limited(t.command(&args(true)).spawn().unwrap(), &args(true));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
+    });
+    let unused = json["hosts_without_workers"].as_array().unwrap();
+    assert_eq!(unused.len(), 1, "{json}");
+    assert_eq!(unused[0]["host"], "box", "{json}");
+    let reason = unused[0]["reason"].as_str().unwrap();
+    assert_eq!(format!("box: no workers ({reason})"), said[0]);
+    for w in json["workers"].as_array().unwrap() {
+        assert!(w["host"].is_null() || w["host"] == "local", "{w}");
+    }
+}
+
+#[test]
+fn dispatch_over_a_frozen_host_is_bounded_by_the_one_probe_and_says_it_did_not_answer() {
+    let Some(t) = HostRepo::start("hosts-dispatch-frozen") else {
+        return;
+    };
+    let team =
+        t.team("[[worker]]\nid = \"one\"\nrole = \"backend-engineer\"\nprovider = \"sim\"\n");
+    let args = [
+        "dispatch",
+        "--team",
+        &team,
+        "--hosts",
+        "box,local",
+        "--",
+        "a host frozen",
+    ];
+    let frozen = t.host.freeze();
+    assert!(!frozen.is_empty(), "no sshd to freeze");
+    let started = std::time::Instant::now();
+    let out = wait_limited(t.command(&args).spawn().unwrap(), &args);
+    let took = started.elapsed();
+    t.host.thaw(&frozen);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    eprintln!("dispatch over a frozen host took {took:?}:\n{stdout}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // ssh's own connect limit (10 s) or the probe's (12 s), whichever ends it first.
+    assert!(
+        stdout.contains("\n        box: no workers (not answering: ")
+            && (stdout.contains("timed out") || stdout.contains("did not answer within 12 s")),
+        "{stdout}"
+    );
+    // One probe, bounded: the reason is not asked for again.
+    assert!(took < Duration::from_secs(20), "dispatch took {took:?}");
 }
