@@ -10,6 +10,12 @@ fn s(host: &str, capacity: usize) -> Slots {
     }
 }
 
+/// A worker free to go anywhere whose provider runs crewmux itself.
+const SIM: Want<'static> = Want {
+    pinned: None,
+    runs_crewmux: true,
+};
+
 fn free(n: usize) -> Vec<Want<'static>> {
     vec![Want::default(); n]
 }
@@ -56,12 +62,8 @@ fn workers_that_run_crewmux_skip_a_host_that_cannot_and_the_others_still_use_it(
     let mut mac = s("mac", 4);
     mac.no_crewmux = Some(NoCrewmux::Foreign("it is `Darwin arm64`".into()));
     let slots = [mac, s("local", 2)];
-    let sim = Want {
-        pinned: None,
-        runs_crewmux: true,
-    };
     let cmd = Want::default();
-    let got = spread(&slots, &[sim, cmd, sim, cmd, sim, cmd]);
+    let got = spread(&slots, &[SIM, cmd, SIM, cmd, SIM, cmd]);
     // mac has the most free slots, but the sim workers go to local only; past
     // local's capacity they wait there.
     assert_eq!(got, ["local", "mac", "local", "mac", "local", "mac"]);
@@ -128,17 +130,13 @@ fn unused_of(slots: &[Slots], wants: &[Want<'_>]) -> Vec<(String, String)> {
 
 #[test]
 fn a_host_that_gets_no_worker_is_named_with_the_reason_planning_had() {
-    let sim = Want {
-        pinned: None,
-        runs_crewmux: true,
-    };
     let mut down = s("box", 4);
     down.no_crewmux = Some(NoCrewmux::NotAnswering(
         "ssh to host box: ssh: connect to host 127.0.0.1 port 2222: Connection refused".into(),
     ));
     // Every free worker runs crewmux: the probe's answer is the reason.
     assert_eq!(
-        unused_of(&[down.clone(), s("local", 1)], &[sim, sim]),
+        unused_of(&[down.clone(), s("local", 1)], &[SIM, SIM]),
         [(
             "box".to_string(),
             "not answering: ssh to host box: ssh: connect to host 127.0.0.1 port 2222: Connection refused".to_string()
@@ -147,7 +145,7 @@ fn a_host_that_gets_no_worker_is_named_with_the_reason_planning_had() {
     let mut mac = s("mac", 2);
     mac.no_crewmux = Some(NoCrewmux::Foreign("it is `Darwin arm64`".into()));
     assert_eq!(
-        unused_of(&[mac, s("local", 1)], &[sim]),
+        unused_of(&[mac, s("local", 1)], &[SIM]),
         [(
             "mac".to_string(),
             "cannot run this crewmux, which the free workers' provider runs: it is `Darwin arm64`"
@@ -186,16 +184,12 @@ fn a_host_that_gets_no_worker_is_named_with_the_reason_planning_had() {
 
 #[test]
 fn a_host_that_cannot_run_crewmux_and_lost_the_others_on_capacity_says_both() {
-    let sim = Want {
-        pinned: None,
-        runs_crewmux: true,
-    };
     let mut down = s("box", 1);
     down.no_crewmux = Some(NoCrewmux::NotAnswering(
         "it did not answer within 12 s".into(),
     ));
     assert_eq!(
-        unused_of(&[s("local", 3), down], &[sim, Want::default()]),
+        unused_of(&[s("local", 3), down], &[SIM, Want::default()]),
         [(
             "box".to_string(),
             "not answering: it did not answer within 12 s; max_workers 1: the 1 other free worker went to hosts with as many free slots or more".to_string()
