@@ -61,18 +61,11 @@ mod tests {
         }
     }
 
-    /// `<root>/lib/node_modules/<package>/<script>` with `package.json` holding `json`,
-    /// linked from `<root>/bin/<name>` as npm does; the link's path.
+    /// An npm install under `root` as `providers::npm_version` tests it; the link's path.
     fn installed(root: &Path, package: &str, script: &str, json: &str) -> String {
-        let dir = root.join("lib/node_modules").join(package);
-        let file = dir.join(script);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(&file, "#!/usr/bin/env node\n").unwrap();
-        std::fs::write(dir.join("package.json"), json).unwrap();
-        std::fs::create_dir_all(root.join("bin")).unwrap();
-        let link = root.join("bin").join(package.replace('/', "-"));
-        std::os::unix::fs::symlink(&file, &link).unwrap();
-        link.display().to_string()
+        crate::providers::npm_version::tests::installed(root, package, script, json)
+            .display()
+            .to_string()
     }
 
     #[test]

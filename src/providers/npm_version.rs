@@ -42,19 +42,25 @@ pub fn version_in(package_json: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// `<root>/lib/node_modules/<package>/<script>` with `package.json` holding `json`,
-    /// linked from `<root>/bin/cli` as npm does.
-    fn installed(root: &Path, package: &str, script: &str, json: &str) -> std::path::PathBuf {
+    /// linked from `<root>/bin/<package, `/` read as `-`>` as npm does; the link's path.
+    /// Also what the host's reading is tested on (`crate::hosts::doctor_version`).
+    pub(crate) fn installed(
+        root: &Path,
+        package: &str,
+        script: &str,
+        json: &str,
+    ) -> std::path::PathBuf {
         let dir = root.join("lib/node_modules").join(package);
         let file = dir.join(script);
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         std::fs::write(&file, "#!/usr/bin/env node\n").unwrap();
         std::fs::write(dir.join("package.json"), json).unwrap();
         std::fs::create_dir_all(root.join("bin")).unwrap();
-        let link = root.join("bin/cli");
+        let link = root.join("bin").join(package.replace('/', "-"));
         std::os::unix::fs::symlink(&file, &link).unwrap();
         link
     }
