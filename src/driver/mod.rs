@@ -5,13 +5,16 @@
 //! Every input, wherever it comes from (reconciliation when a driver starts, the loop, the
 //! offline commands `status`, `cancel` and `answer`), goes through [`Driver::apply`], which
 //! carries out every effect the engine returns. The files split by concern: `turns` (one
-//! turn of the loop and the timing between turns), `observe` (inbox and polling), `settle`
-//! (an exit from its evidence, pure), `apply` (carrying out effects), `launch`, `creds`
-//! (keys and rate limits) and `offline`.
+//! turn of the loop and the timing between turns), `controls` (the dashboard's and the
+//! inbox's requests), `observe` (polling), `observe_attempt` (one watched attempt's turn),
+//! `settle` (an exit from its evidence, pure), `exit_input` (what an ended attempt left),
+//! `apply` (carrying out effects), `launch`, `creds` (keys and rate limits) and `offline`.
 
 mod apply;
+mod controls;
 mod council;
 mod creds;
+mod exit_input;
 mod exit_watch;
 mod failures;
 pub mod follow;
@@ -24,6 +27,7 @@ mod lines;
 mod log_screen;
 mod notify;
 mod observe;
+mod observe_attempt;
 mod offline;
 pub mod once;
 mod pace;
@@ -59,8 +63,8 @@ use std::time::{Duration, Instant};
 
 pub use council::{run_council, write_report};
 pub use notify::NotifyWays;
-pub use observe::RESULT_FROM_LOG_LINES;
 pub use prepare::{prepare, prompt_text, Prepared};
+pub use result::RESULT_FROM_LOG_LINES;
 pub use watch::{Watch, OUTPUT_RING_LINES};
 
 use crate::domain::{RunEvent, RunState, RunStatus};
@@ -304,7 +308,7 @@ impl Driver {
         // and a wake-up whenever an attempt's `exit.json` appears (inotify, see
         // `exit_watch`), so an exit is seen in milliseconds instead of at the next tick.
         let (wake_tx, wake) = std::sync::mpsc::channel::<Wake>();
-        observe::forward_controls(control, wake_tx.clone())?;
+        controls::forward_controls(control, wake_tx.clone())?;
         // After the first batch: an SSH host's launcher is made once its link is up.
         self.start_helpers(&wake_tx)?;
         // Attempts a lost host was left running (saved by an earlier driver too).

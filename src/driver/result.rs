@@ -18,6 +18,8 @@ pub const LINE_BYTES: usize = 256 << 10;
 pub const EVENTS_WINDOW_BYTES: usize = 8 << 20;
 /// The largest `result.md` taken from the output, bytes.
 pub const RESULT_MAX_BYTES: usize = 256 << 10;
+/// Lines of an attempt's output kept as its result when it wrote no `result.md`.
+pub const RESULT_FROM_LOG_LINES: usize = crate::providers::output::RESULT_TAIL_LINES;
 
 /// The end of an attempt's `output.log`, ANSI and protocol lines removed (empty when it
 /// cannot be read).

@@ -1,0 +1,110 @@
+//! Requests to a running driver: control messages from the dashboard (forwarded onto the
+//! loop's queue by a thread of their own) and commands appended to the run's inbox by
+//! other processes, both checked against the run and turned into engine inputs. Apart from
+//! `observe`: these are what people ask for, not what the panes and files show.
+
+use super::{Control, Driver, Update, Wake};
+use crate::domain::WorkerStatus;
+use crate::engine::Input;
+use crate::store::InboxCommand;
+
+impl Driver {
+    /// The engine inputs of a control message (from the dashboard or the inbox); a request
+    /// that does not apply is a notice.
+    pub(super) fn control_inputs(
+        &mut self,
+        c: Control,
+        emit: &mut impl FnMut(Update),
+    ) -> Vec<Input> {
+        match c {
+            Control::Answer { worker: None, text } => {
+                if !self.state.clarification.pending {
+                    emit(Update::Notice("no run-level question is pending".into()));
+                    return vec![];
+                }
+                vec![Input::AnswerRun { text }]
+            }
+            Control::Answer {
+                worker: Some(worker),
+                text,
+            } => {
+                if self.state.worker(&worker).map(|w| w.status) != Some(WorkerStatus::Waiting) {
+                    emit(Update::Notice(format!(
+                        "{worker} is not waiting for an answer"
+                    )));
+                    return vec![];
+                }
+                vec![Input::AnswerWorker { worker, text }]
+            }
+            Control::Cancel { worker } => vec![Input::Cancel { worker }],
+            Control::Steer(s) => match crate::engine::steer::check(&self.state, &s) {
+                Ok(()) => vec![Input::Steer(s)],
+                Err(why) => {
+                    emit(Update::Notice(why));
+                    vec![]
+                }
+            },
+            Control::Focus(w) => {
+                self.focus = w;
+                match self.poller.as_mut() {
+                    // Told to the backend with the next look (never waited for here).
+                    Some(p) => p.forget_screen = true,
+                    None => self.backend.get().forget_screen(),
+                }
+                self.log_screen.reset();
+                self.pace.refocused();
+                vec![]
+            }
+            Control::Quit => vec![],
+        }
+    }
+
+    pub(super) fn read_inbox(&mut self, emit: &mut impl FnMut(Update)) -> Vec<Input> {
+        let mut inputs = vec![];
+        match self.store.read_commands(self.inbox_offset) {
+            Ok((cmds, off)) => {
+                self.inbox_offset = off;
+                for cmd in cmds {
+                    let c = match cmd {
+                        InboxCommand::AnswerRun { text } => Control::Answer { worker: None, text },
+                        InboxCommand::AnswerWorker { worker, text } => Control::Answer {
+                            worker: Some(worker),
+                            text,
+                        },
+                        InboxCommand::Cancel { worker } => Control::Cancel { worker },
+                        InboxCommand::Steer(s) => Control::Steer(s),
+                    };
+                    inputs.extend(self.control_inputs(c, emit));
+                }
+            }
+            Err(e) => emit(Update::Notice(format!("inbox: {e}"))),
+        }
+        inputs
+    }
+}
+
+/// Hand every control message to the loop's queue, on a thread of its own; `Quit` when the
+/// sender is gone.
+///
+/// # Errors
+/// The thread cannot start.
+pub(super) fn forward_controls(
+    control: std::sync::mpsc::Receiver<Control>,
+    wake: std::sync::mpsc::Sender<Wake>,
+) -> crate::error::Result<()> {
+    use crate::error::IoContext;
+    std::thread::Builder::new()
+        .name("crewmux-control".into())
+        .spawn(move || {
+            for c in control {
+                if wake.send(Wake::Control(c)).is_err() {
+                    return;
+                }
+            }
+            // The sender is gone: whoever showed the run quit. A failed send means the
+            // loop ended first, which is what Quit asks for anyway.
+            let _ = wake.send(Wake::Control(Control::Quit));
+        })
+        .on("cannot start the control thread")?;
+    Ok(())
+}
