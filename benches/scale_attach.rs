@@ -7,7 +7,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{server_cpu, tree_cpu, Config};
+use super::scale_proc::{server_cpu, tree_cpu};
+use super::Config;
 
 /// One attached binary's window: its label, its own CPU (the process and the tmux clients
 /// it started) and the tmux server's, both % of one core.

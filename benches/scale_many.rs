@@ -10,7 +10,8 @@ use crewmux::domain::WorkerStatus;
 use crewmux::store::RunStore;
 use crewmux::tmux::TmuxClient;
 
-use super::{rss_kb, server_cpu, server_only, server_pid, tree_cpu, Build, Config, Figure, Mode};
+use super::scale_proc::{rss_kb, server_cpu, server_only, server_pid, tree_cpu};
+use super::{Build, Config, Figure, Mode};
 
 /// Many workers through the real binary (`run --headless`, `many` idle panes, as many in
 /// parallel): time from the command to every pane running (read from `state.json`), then

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{running, Build, Config, Figure, Mode};
+use super::scale_run::running;
+use super::{Build, Config, Figure, Mode};
 use crate::support::sshd::{sshd_ready, SshHost};
 
 /// The host's name in the team and in `hosts.toml`.
@@ -226,7 +227,7 @@ fn team_text(n: usize, release: &Path, remote: bool) -> String {
         t.push_str(&format!(
             "\n[[worker]]\nid = \"r{i}\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nmax_attempts = 1\n{}command = [\"sh\", \"-c\", {}]\n",
             if remote { format!("host = \"{HOST}\"\n") } else { String::new() },
-            super::toml_string(&hold)
+            super::scale_run::toml_string(&hold)
         ));
     }
     t
