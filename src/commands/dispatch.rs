@@ -113,11 +113,7 @@ pub fn render(t: &ResolvedTeam) -> String {
         t.role.as_deref().unwrap_or("per agent")
     );
     if !t.host_slots.is_empty() {
-        let shares: Vec<String> = t
-            .host_slots
-            .iter()
-            .map(|(h, n)| format!("{h} {n}"))
-            .collect();
+        let shares: Vec<String> = t.placed_slots().map(|(h, n)| format!("{h} {n}")).collect();
         out.push_str(&format!(
             "hosts:  {} at once ({} at once in all)\n",
             shares.join(", "),

@@ -171,7 +171,7 @@ pub fn create_run_with(
     let parallel = if team.host_slots.is_empty() {
         parallel
     } else {
-        team.host_slots.values().sum::<usize>().clamp(1, 256)
+        team.at_once()
     };
     let workers = team
         .workers

@@ -136,15 +136,32 @@ pub struct ResolvedTeam {
 
 impl ResolvedTeam {
     /// Workers the run has live at once: `parallel`, or with `--hosts` the sum of the
-    /// hosts' shares (`parallel` is then `local`'s share), within 1..=256, as the run's
-    /// plan sets its `parallel`.
+    /// shares of the hosts a worker was placed on (`parallel` is then `local`'s share; a
+    /// listed host that got none adds nothing), within 1..=256, as the run's plan sets its
+    /// `parallel`.
     #[must_use]
     pub fn at_once(&self) -> usize {
         if self.host_slots.is_empty() {
             self.parallel
         } else {
-            self.host_slots.values().sum::<usize>().clamp(1, 256)
+            self.placed_slots()
+                .map(|(_, n)| n)
+                .sum::<usize>()
+                .clamp(1, 256)
         }
+    }
+
+    /// With `--hosts`: each host a worker was placed on, with its share (`host_slots`), in
+    /// name order. A listed host that got no worker is left out: its share is never used.
+    pub fn placed_slots(&self) -> impl Iterator<Item = (&str, usize)> + '_ {
+        self.host_slots
+            .iter()
+            .filter(|(h, _)| {
+                self.workers
+                    .iter()
+                    .any(|w| w.host.as_deref().unwrap_or(crate::hosts::LOCAL) == h.as_str())
+            })
+            .map(|(h, n)| (h.as_str(), *n))
     }
 
     /// The launch command of one attempt of `worker`, with the project's provider overrides.

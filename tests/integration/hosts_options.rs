@@ -97,3 +97,49 @@ fn dispatch_counts_the_hosts_it_places_workers_on_in_the_right_number() {
     );
     assert!(said.contains(" at once over 1 host):"), "{said}");
 }
+
+#[test]
+fn a_listed_host_that_got_no_worker_adds_nothing_to_what_runs_at_once() {
+    let tmp = project();
+    // No worker runs crewmux itself: planning asks nothing of box, which need not exist.
+    crate::support::sshd::write_hosts(
+        tmp.path(),
+        "[hosts.box]\nssh = \"root@127.0.0.1\"\nworkdir = \"/tmp/crewmux-box\"\nmax_workers = 2\n",
+    );
+    let team = team_file(
+        tmp.path(),
+        "team.toml",
+        "[[worker]]\nid = \"a\"\nrole = \"backend-engineer\"\nprovider = \"command\"\ncommand = [\"true\"]\n",
+    );
+    let out = run_crewmux(
+        tmp.path(),
+        "crewmux-test-unused",
+        &[
+            "dispatch",
+            "--team",
+            team.to_str().unwrap(),
+            "--hosts",
+            "box,local",
+            "--parallel",
+            "4",
+            "x",
+        ],
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // local has the most free slots (4 against box's 2) and takes the one worker.
+    assert!(
+        said.contains("        box: no workers (max_workers 2"),
+        "{said}"
+    );
+    assert!(
+        said.contains("hosts:  local 4 at once (4 at once in all)")
+            && said.contains(", 4 at once over 1 host):"),
+        "{said}"
+    );
+}

@@ -151,6 +151,13 @@ fn dispatch_over_a_host_that_does_not_answer_names_it_and_why_it_got_no_workers(
         "{stdout}"
     );
     assert!(!stdout.contains("local: no workers"), "{stdout}");
+    // Only the hosts that got workers count toward what runs at once: box's share is never
+    // used.
+    assert!(
+        stdout.contains("hosts:  local 1 at once (1 at once in all)")
+            && stdout.contains(", 1 at once over 1 host):"),
+        "{stdout}"
+    );
     eprintln!("dispatch over a host that is down took {took:?}:\n{stdout}");
     // One probe, refused at once: nothing waits for a limit.
     assert!(took.as_secs() < 10, "dispatch took {took:?}");
