@@ -131,8 +131,9 @@ fn checked_parallel(parallel: usize) -> Result<usize> {
 
 /// Create the run directory, `manifest.json` and the first `state.json` for a resolved
 /// team (stage `team-plan`); in a git project, a worktree per worker from the base
-/// (`crate::workspace`), its SHA in `manifest.json` (`workspace.base`). Workspace and
-/// helper notices (a dirty tree, a project without git, crewmux copied to a host) go to
+/// (`crate::workspace`), its SHA in `manifest.json` (`workspace.base`). Workspace, host and
+/// helper notices (a dirty tree, a project without git, a `--hosts` host that got no
+/// worker, crewmux copied to a host) go to
 /// the run's `events.jsonl` as `plan-notice` events, one each ([`plan_notices`]). See
 /// [`NewRun`].
 ///
@@ -194,7 +195,18 @@ pub fn create_run_with(
     };
     crate::hosts::save_run_hosts(store.dir(), &hosts)?;
     crate::hosts::helper::save(store.dir(), &helpers.states)?;
-    let notices: Vec<&String> = planned.notices.iter().chain(&helpers.notices).collect();
+    // `--hosts`: a listed host that got no worker, and why (what dispatch shows).
+    let unused: Vec<String> = team
+        .hosts_without_workers
+        .iter()
+        .map(|u| format!("host {}: no workers ({})", u.host, u.reason))
+        .collect();
+    let notices: Vec<&String> = planned
+        .notices
+        .iter()
+        .chain(&helpers.notices)
+        .chain(&unused)
+        .collect();
     record_notices(&store, &notices)?;
     // For the home screen's `--all` list.
     crate::tui::home::index::remember(project);

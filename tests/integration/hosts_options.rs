@@ -142,4 +142,37 @@ fn a_listed_host_that_got_no_worker_adds_nothing_to_what_runs_at_once() {
             && said.contains(", 4 at once over 1 host):"),
         "{said}"
     );
+    // The run says the same before its workers start, and plans local's share at once.
+    let team = team.to_str().unwrap();
+    let out = run_crewmux(
+        tmp.path(),
+        "crewmux-test-unused",
+        &[
+            "run",
+            "--team",
+            team,
+            "--hosts",
+            "box,local",
+            "--parallel",
+            "4",
+            "--backend",
+            "process",
+            "--no-clarify",
+            "--headless",
+            "--",
+            "x",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // `true` leaves an empty result, which the council blocks (1): the run went through.
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{stderr}");
+    assert!(
+        stderr.contains("host box: no workers (max_workers 2"),
+        "{stderr}"
+    );
+    let state: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(only_run_dir(tmp.path()).join("state.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(state["parallel"], 4, "{state}");
 }
