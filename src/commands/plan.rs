@@ -157,7 +157,7 @@ pub fn create_run_with(
     if team.workers.is_empty() {
         return Err(no_worker(&team.name));
     }
-    let parallel = checked_parallel(team.parallel)?;
+    checked_parallel(team.parallel)?;
     let placed: Vec<Placed<'_>> = team
         .workers
         .iter()
@@ -169,11 +169,7 @@ pub fn create_run_with(
         .collect();
     let hosts = hosts_of(project, &placed, backend)?;
     // With `--hosts`, each host runs its own share at once and the run all of them.
-    let parallel = if team.host_slots.is_empty() {
-        parallel
-    } else {
-        team.at_once()
-    };
+    let parallel = team.at_once();
     let workers = team
         .workers
         .iter()
@@ -195,12 +191,7 @@ pub fn create_run_with(
     };
     crate::hosts::save_run_hosts(store.dir(), &hosts)?;
     crate::hosts::helper::save(store.dir(), &helpers.states)?;
-    // `--hosts`: a listed host that got no worker, and why (what dispatch shows).
-    let unused: Vec<String> = team
-        .hosts_without_workers
-        .iter()
-        .map(|u| format!("host {}: no workers ({})", u.host, u.reason))
-        .collect();
+    let unused = unused_hosts(team);
     let notices: Vec<&String> = planned
         .notices
         .iter()
@@ -259,6 +250,15 @@ pub fn create_run_with(
     }))?;
     store.save_state(&state)?;
     Ok((store, state))
+}
+
+/// `--hosts`: each listed host that got no worker, and why (what dispatch shows), as a
+/// planning notice: `host box: no workers (<reason>)`.
+fn unused_hosts(team: &ResolvedTeam) -> Vec<String> {
+    team.hosts_without_workers
+        .iter()
+        .map(|u| format!("host {}: no workers ({})", u.host, u.reason))
+        .collect()
 }
 
 /// Keep what planning found for the person in the run's `events.jsonl` (`plan-notice`,
