@@ -13,6 +13,9 @@ pub mod sshd;
 #[path = "../tests/integration/support/bounded.rs"]
 pub mod bounded;
 
+#[path = "../tests/integration/support/procs.rs"]
+pub mod procs;
+
 /// Poll `cond` every 100 ms until it holds (true) or `limit` passes (false).
 pub fn wait_for(mut cond: impl FnMut() -> bool, limit: Duration) -> bool {
     let end = Instant::now() + limit;

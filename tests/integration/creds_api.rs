@@ -185,10 +185,12 @@ fn tmux_env_arg_reaches_a_pane_without_touching_argv() {
     store.add("sim", Some("t"), key(secret), None).unwrap();
     let selected = store.select_for_launch("sim", None).unwrap().unwrap();
 
-    let socket = format!("crewmux-creds-test-{}", std::process::id());
+    // Ended on drop, also when an assertion below fails.
+    let server = crate::support::TmuxServer::new("creds-env");
+    let socket = &server.socket;
     let tmux = |args: &[&str]| {
         Command::new("tmux")
-            .args(["-L", &socket, "-f", "/dev/null"])
+            .args(["-L", socket, "-f", "/dev/null"])
             .args(args)
             .stdin(Stdio::null())
             .status()
@@ -202,7 +204,7 @@ fn tmux_env_arg_reaches_a_pane_without_touching_argv() {
         out.display()
     );
     let mut client = Command::new("tmux")
-        .args(["-L", &socket, "source-file", "-"])
+        .args(["-L", socket, "source-file", "-"])
         .stdin(Stdio::piped())
         .spawn()
         .unwrap();

@@ -27,6 +27,7 @@ mod scale_lib;
 mod auth_sources;
 mod bench_smoke;
 mod chaos;
+mod cleanup;
 mod cli;
 mod cli_doctor_dispatch;
 mod control_mode;

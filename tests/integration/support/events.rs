@@ -2,7 +2,8 @@
 //! (`crewmux::driver::once::violations`: per worker and attempt one start, one final
 //! status, one waiting event per question). [`run_crewmux`](super::run_crewmux) checks the
 //! project after each command, and [`Project`] (the temporary directory every test works
-//! in) checks every run under it when the test ends.
+//! in) checks every run under it when the test ends, after ending every process still
+//! working in it.
 
 use std::path::{Path, PathBuf};
 
@@ -10,6 +11,9 @@ use crewmux::domain::RunEvent;
 
 /// A temporary directory for a test's project (and anything else it writes): removed at
 /// the end like `tempfile::TempDir`, after the event-once check of every run under it.
+/// Whatever still works in it then is killed first: a driver the test started and did
+/// not wait for (it failed before), workers and the tmux server of a run whose driver the
+/// test killed, the shared SSH connection a driver opened.
 pub struct Project(tempfile::TempDir);
 
 /// A new [`Project`].
@@ -25,6 +29,7 @@ impl Project {
 
 impl Drop for Project {
     fn drop(&mut self) {
+        super::procs::kill_all(&super::procs::working_in(self.path()));
         // A test that failed already says why; a second panic would abort.
         if !std::thread::panicking() {
             assert_events_once(self.path());

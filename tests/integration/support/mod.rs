@@ -15,6 +15,7 @@
 //! - [`on_host`]: crewmux runs that reach the test's SSH host ([`sshd`]).
 //! - [`events`]: the event-once check of every run a test makes, and [`Project`], the
 //!   temporary directory that runs it when the test ends.
+//! - [`procs`]: the processes a test started, found in `/proc` to be ended with the test.
 
 pub mod bounded;
 pub mod creds;
@@ -22,6 +23,7 @@ pub mod events;
 pub mod git;
 pub mod model_server;
 pub mod on_host;
+pub mod procs;
 pub mod run;
 pub mod sshd;
 pub mod standins;

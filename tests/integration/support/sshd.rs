@@ -22,12 +22,17 @@ use std::time::{Duration, Instant};
 
 use wait_timeout::ChildExt;
 
+use super::procs;
+
 /// Set by CI: a test that needs sshd fails instead of skipping when it is missing.
 pub const REQUIRE_SSH_ENV: &str = "CREWMUX_REQUIRE_SSH";
 /// Where Debian/Ubuntu's openssh-server puts sshd; it must be run by absolute path.
 const SSHD: &str = "/usr/sbin/sshd";
 /// The destination the tests' ssh config defines.
 pub const SSH_DEST: &str = "crewmux-test-host";
+/// The file in the host's directory naming the test process that started its sshd, so a
+/// later test process ends an sshd whose test was killed ([`sweep_dead_tests`]).
+const OWNER_FILE: &str = "test.pid";
 
 /// How long the host's shell may take to answer `true` once sshd has let the test in
 /// (a few ms on a quiet machine; generous for a loaded one).
@@ -125,6 +130,7 @@ impl SshHost {
     /// what the host's commands find first). sshd takes one `SetEnv` line only: this is
     /// the way to add one.
     pub fn start_with_env(env: &[(&str, &str)]) -> SshHost {
+        sweep_dead_tests();
         let dir = tempfile::tempdir().unwrap();
         let workdir = tempfile::tempdir().unwrap();
         let d = dir.path();
@@ -137,6 +143,7 @@ impl SshHost {
                 format!(" {k}={v}")
             })
             .collect();
+        std::fs::write(d.join(OWNER_FILE), std::process::id().to_string()).unwrap();
         keygen(&d.join("host_key"));
         keygen(&d.join("client_key"));
         std::fs::copy(d.join("client_key.pub"), d.join("authorized_keys")).unwrap();
@@ -276,49 +283,17 @@ impl SshHost {
         let Some(root) = self.sshd.as_ref().map(Child::id) else {
             return vec![];
         };
-        let mut all = vec![root];
-        // Children before their parents are found, so walk until nothing new turns up.
-        loop {
-            let before = all.len();
-            for e in std::fs::read_dir("/proc").unwrap().flatten() {
-                let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-                    continue;
-                };
-                let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-                    continue;
-                };
-                let Some((comm, rest)) = stat.split_once(") ") else {
-                    continue;
-                };
-                let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
-                if comm.ends_with("(sshd")
-                    && ppid.is_some_and(|p| all.contains(&p))
-                    && !all.contains(&pid)
-                {
-                    all.push(pid);
-                }
-            }
-            if all.len() == before {
-                break;
-            }
-        }
-        for pid in &all {
-            let st = Command::new("kill")
-                .args(["-STOP", &pid.to_string()])
-                .status();
-            assert!(st.is_ok_and(|s| s.success()), "SIGSTOP {pid}");
-        }
+        // sshd and its connections' (`sshd-session` on newer OpenSSH), not what they run.
+        let all = procs::tree(&procs::all(), root, |comm| comm.starts_with("sshd"));
+        let missed = procs::signal(&all, procs::Signal::SIGSTOP);
+        assert!(missed.is_empty(), "SIGSTOP {missed:?}");
         all
     }
 
     /// Let the processes [`freeze`](Self::freeze) stopped go on.
     pub fn thaw(&self, pids: &[u32]) {
-        for pid in pids {
-            // One may have ended meanwhile; the rest still get theirs.
-            let _ = Command::new("kill")
-                .args(["-CONT", &pid.to_string()])
-                .status();
-        }
+        // One may have ended meanwhile; the rest still get theirs.
+        procs::signal(pids, procs::Signal::SIGCONT);
     }
 
     /// The `HOME` of the host's sessions: a directory of the test's own, empty unless a
@@ -390,26 +365,19 @@ impl SshHost {
     /// private control directory.
     pub fn kill_ssh_clients(&self) -> usize {
         let needle = self.runtime_dir().display().to_string();
-        let mut killed = 0;
-        for e in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-                continue;
-            };
-            let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
-                continue;
-            };
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            if cmd.starts_with("ssh") && cmd.contains(&needle) {
-                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-                killed += 1;
-            }
-        }
-        killed
+        let clients: Vec<u32> = procs::all()
+            .into_iter()
+            .filter(|p| p.cmdline.starts_with("ssh") && p.cmdline.contains(&needle))
+            .map(|p| p.pid)
+            .collect();
+        procs::kill_all(&clients);
+        clients.len()
     }
 
     /// End the shared SSH connections crewmux left open (ControlPersist).
+    /// Bounded: a master stuck on a frozen host is killed with the other clients on drop.
     pub fn drop_connections(&self) {
-        let _ = Command::new("ssh")
+        let exit = Command::new("ssh")
             .arg("-F")
             .arg(self.ssh_config())
             .arg("-o")
@@ -424,26 +392,54 @@ impl SshHost {
             ))
             .args(["-O", "exit", SSH_DEST])
             .stdin(Stdio::null())
+            .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .status();
+            .spawn();
+        if let Ok(child) = exit {
+            let _ = super::bounded::output_within(child, Duration::from_secs(10));
+        }
     }
 }
 
 impl Drop for SshHost {
+    /// Everything of the host ends with the test, also a failed one and a host left
+    /// frozen: the shared connections, sshd and every process under it (SIGKILL ends a
+    /// stopped one too), the ssh clients crewmux started for the test, the host's tmux
+    /// server (a daemon, under no sshd) and anything left working in the host's HOME or
+    /// `workdir` (a worker's `setsid` child outlives its pane).
     fn drop(&mut self) {
         self.drop_connections();
-        self.stop_sshd();
-        // A control-mode client the "remote" side started outlives sshd when the connection
-        // died with it, and the server it holds then refuses `kill-server` ("server exited
-        // unexpectedly"): end every process that names this test's socket first. The
-        // trailing space keeps `…-1` from matching `…-10`.
-        let _ = Command::new("pkill")
-            .args(["-f", "--", &format!("-L {} ", self.tmux_socket)])
-            .stderr(Stdio::null())
-            .status();
-        let _ = Command::new("tmux")
-            .args(["-L", &self.tmux_socket, "kill-server"])
-            .stderr(Stdio::null())
-            .status();
+        if let Some(mut c) = self.sshd.take() {
+            procs::kill_all(&procs::tree(&procs::all(), c.id(), |_| true));
+            let _ = c.wait();
+        }
+        self.kill_ssh_clients();
+        procs::end_server(&self.tmux_socket);
+        for dir in [self.dir.path(), self.workdir.path()] {
+            procs::kill_all(&procs::working_in(dir));
+        }
     }
+}
+
+/// Once per test process: end the sshd (and what runs under it) of every test process
+/// that is gone, found by the [`OWNER_FILE`] beside its config.
+fn sweep_dead_tests() {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| {
+        let all = procs::all();
+        for p in &all {
+            let Some(config) = p.cmdline.strip_prefix(&format!("{SSHD} -D -e -f ")) else {
+                continue;
+            };
+            let Some(dir) = Path::new(config).parent() else {
+                continue;
+            };
+            let owner = std::fs::read_to_string(dir.join(OWNER_FILE))
+                .ok()
+                .and_then(|o| o.trim().parse::<u32>().ok());
+            if owner.is_some_and(|o| !procs::alive(o)) {
+                procs::kill_all(&procs::tree(&all, p.pid, |_| true));
+            }
+        }
+    });
 }
