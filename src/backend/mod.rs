@@ -335,6 +335,16 @@ pub trait Multiplexer: Send {
         Ok(())
     }
 
+    /// The line to show when the [`attach_command`] of `target` ended with `status`, if
+    /// the way it ended says something the person should know: on an SSH host, ssh's own
+    /// failure (255: the host stopped answering while attached and the keep-alive gave
+    /// up, or the connection failed). Default: nothing.
+    ///
+    /// [`attach_command`]: Multiplexer::attach_command
+    fn attach_ended(&self, _target: &Target, _status: std::process::ExitStatus) -> Option<String> {
+        None
+    }
+
     /// The SSH hosts that do not answer now, or were lost (`Poll::hosts_down`'s hosts,
     /// without a poll). Default: none.
     fn hosts_not_answering(&self) -> std::collections::BTreeSet<String> {

@@ -248,6 +248,17 @@ impl Multiplexer for HostsBackend {
         super::reach::answers_within(&r.place.link, super::reach::ATTACH_CHECK)
     }
 
+    /// ssh's own exit (255) on a host's pane: the host stopped answering (the attach's
+    /// keep-alive gave up, see [`SshLink::interactive`]) or the connection failed.
+    ///
+    /// [`SshLink::interactive`]: super::ssh::SshLink::interactive
+    fn attach_ended(&self, target: &Target, status: std::process::ExitStatus) -> Option<String> {
+        let h = host_of(target)?;
+        (status.code() == Some(255)).then(|| {
+            format!("host {h} does not answer (the attach's ssh gave up on it); Enter attaches once it does")
+        })
+    }
+
     fn attach_command(&self, target: &Target) -> Option<Command> {
         let Some(h) = host_of(target) else {
             return self.local.attach_command(target);

@@ -16,6 +16,14 @@ use crate::error::{Error, Result};
 pub const CALL_LIMIT: Duration = Duration::from_secs(20);
 /// How long the shared connection stays open after its last user, seconds.
 const PERSIST_S: u32 = 600;
+/// The keep-alive of an attach's own connection: a request every this many seconds
+/// without a word from the host ...
+pub const ATTACH_ALIVE_INTERVAL_S: u32 = 2;
+/// ... and ssh gives up after this many unanswered in a row: a host that hangs while a
+/// person is attached gives the terminal back after about (count + 1) × interval = 6 s
+/// instead of the shared connection's 20 s. sshd answers a keep-alive from its own event
+/// loop, so a slow but live host (busy shell, loaded machine) still answers in time.
+pub const ATTACH_ALIVE_COUNT: u32 = 2;
 
 /// How to reach one host over SSH.
 #[derive(Debug, Clone)]
@@ -151,10 +159,24 @@ impl SshLink {
         o
     }
 
-    /// `ssh -t …` for a person at a terminal (attach), sharing the same connection.
+    /// `ssh -t …` for a person at a terminal (attach).
+    ///
+    /// The attach has a connection of its own (`ControlPath=none`) with a tighter
+    /// keep-alive ([`ATTACH_ALIVE_INTERVAL_S`] × [`ATTACH_ALIVE_COUNT`]): a client riding
+    /// on the shared connection has no keep-alive of its own and waits for the master's
+    /// (5 s × 3, ~20 s in all) when the host hangs, the person's terminal held meanwhile.
+    /// ssh takes the first value of each option, so these come before the shared ones.
     pub fn interactive(&self, remote: &str) -> Command {
         let mut cmd = Command::new("ssh");
-        cmd.arg("-t").args(self.options());
+        cmd.arg("-t").args([
+            "-o".to_string(),
+            "ControlPath=none".to_string(),
+            "-o".to_string(),
+            format!("ServerAliveInterval={ATTACH_ALIVE_INTERVAL_S}"),
+            "-o".to_string(),
+            format!("ServerAliveCountMax={ATTACH_ALIVE_COUNT}"),
+        ]);
+        cmd.args(self.options());
         cmd.arg("--").arg(&self.dest).arg(remote);
         cmd
     }
@@ -211,6 +233,33 @@ mod tests {
             "tmux -L s display-message -p '#{pid} x'"
         );
         assert!(remote_line(&["a\0b"]).is_err());
+    }
+
+    #[test]
+    fn an_attach_has_a_connection_of_its_own_with_a_short_keep_alive() {
+        let link = SshLink {
+            host: "box".into(),
+            dest: "me@b".into(),
+            args: vec!["-F".into(), "/tmp/cfg".into()],
+            control_path: PathBuf::from("/tmp/c/%C-0"),
+        };
+        let cmd = link.interactive("tmux attach");
+        let args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        // ssh takes the first value of an option: the attach's own come first.
+        let first = |key: &str| {
+            args.iter()
+                .find(|a| a.starts_with(&format!("{key}=")))
+                .cloned()
+                .unwrap_or_default()
+        };
+        assert_eq!(first("ControlPath"), "ControlPath=none");
+        assert_eq!(first("ServerAliveInterval"), "ServerAliveInterval=2");
+        assert_eq!(first("ServerAliveCountMax"), "ServerAliveCountMax=2");
+        assert_eq!(args[0], "-t");
+        assert_eq!(args[args.len() - 3..], ["--", "me@b", "tmux attach"]);
     }
 
     #[test]

@@ -200,29 +200,35 @@ async fn event_loop(
                 None => Msg::Signal("SIGHUP"),
             },
         };
-        let mut burst = vec![first];
+        let mut burst = std::collections::VecDeque::from([first]);
         while burst.len() < MAX_BURST {
             match rx.try_recv() {
-                Ok(m) => burst.push(m),
+                Ok(m) => burst.push_back(m),
                 Err(_) => break,
             }
         }
-        for msg in burst {
+        // How an attach ended, shown once the burst is applied (see below).
+        let mut attach_notice = None;
+        while let Some(msg) = burst.pop_front() {
             let step = model.handle(msg);
             dirty |= step.dirty;
             for effect in step.effects {
                 if let UiEffect::Attach { worker_id } = &effect {
                     // No terminal input is read while the pane owns the terminal.
                     drop(input.take());
-                    if let Some(notice) = attach(
+                    attach_notice = attach(
                         guard,
                         &model.run,
                         worker_id,
                         viewer,
                         store,
                         model.ui.detach_keys(),
-                    )? {
-                        model.ui.notice = Some(notice);
+                    )?;
+                    // What the driver said while the pane had the terminal is older than
+                    // how the attach ended: applied first, so the footer ends on the
+                    // attach's own line (a host that does not answer).
+                    while let Ok(m) = rx.try_recv() {
+                        burst.push_back(m);
                     }
                     input = Some(EventStream::new());
                     dirty = true;
@@ -258,6 +264,9 @@ async fn event_loop(
             if model.quitting || model.stopped {
                 return Ok(());
             }
+        }
+        if let Some(notice) = attach_notice {
+            model.ui.notice = Some(notice);
         }
         dirty |= model.refresh_doc();
     }
@@ -404,8 +413,17 @@ fn attach(
         println!("crewmux: attached to {worker}; {back}");
         cmd.status()
     })?;
-    if let Err(e) = status {
-        tracing::warn!("attach to {worker}: {e}");
+    match status {
+        Ok(status) => {
+            let said = viewer.attach_ended(&target, status);
+            if let Some(line) = &said {
+                tracing::warn!("attach to {worker}: {line}");
+            }
+            Ok(said)
+        }
+        Err(e) => {
+            tracing::warn!("attach to {worker}: {e}");
+            Ok(None)
+        }
     }
-    Ok(None)
 }

@@ -1,7 +1,8 @@
 //! Hosts that do not answer at the edges of a run. At its start: its workers wait for it
 //! as for an outage (no attempt used up), and once it is lost they run on `local`. When
 //! the dashboard quits: it leaves at once, and the run is attached again later. When
-//! Enter is pressed on a worker of a host that has just hung: it says so within a bound.
+//! Enter is pressed on a worker of a host that has just hung, or the host hangs while a
+//! person is attached to one: the dashboard says so within a bound.
 
 use std::time::{Duration, Instant};
 
@@ -233,9 +234,77 @@ fn enter_on_a_worker_of_a_host_that_just_froze_says_so_within_a_bound() {
     eprintln!("Enter with the host just frozen: said so in {took:?}");
     assert!(took < ENTER_BOUND, "Enter took {took:?}:\n{said}");
     assert!(said.contains("Workers 1"), "the dashboard is back:\n{said}");
+    // The attach check's own line, not the polls' later one: what the driver said
+    // meanwhile does not cover it.
+    assert!(
+        footer(&said).contains("host box does not answer (no reply within 3 s)"),
+        "{said}"
+    );
     viewer.keys(&["q"]);
     let after = viewer.wait_screen("EXITED", Duration::from_secs(30));
     host.thaw(frozen);
+    assert!(after.contains("EXITED 0"), "{after}");
+}
+
+/// The footer: the line above the key help, the screen's last.
+fn footer(screen: &str) -> &str {
+    let lines: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines.len().checked_sub(2).map_or("", |i| lines[i])
+}
+
+/// Above the attach's own keep-alive limit (2 s × 3) and what a loaded machine adds; far
+/// below the ~20 s `ssh -t` held the terminal riding on the shared connection (its
+/// keep-alive, 5 s × 3, after 5 s of silence).
+const ATTACHED_BOUND: Duration = Duration::from_secs(12);
+
+#[test]
+fn a_host_that_hangs_while_attached_gives_the_terminal_back_within_a_bound() {
+    if !sshd_ready("hosts_attached") {
+        return;
+    }
+    let host = SshHost::start();
+    let workers = TmuxServer::new("hosts-attached-workers");
+    let team = "[[worker]]\nid = \"there\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
+         command = [\"sh\", \"-c\", \"echo on the host; sleep 300\"]\n";
+    let t = TeamProject::in_repo(&[("README.md", "attached\n")], team);
+    host.write_hosts_file_lost_after(t.path(), "box", 300);
+    let (viewer, _) = dashboard_on_host(
+        &t,
+        &workers,
+        &host,
+        "hosts-attached",
+        "hang while attached",
+        "there",
+    );
+    viewer.keys(&["Enter"]);
+    viewer.wait_screen(":there-1*", Duration::from_secs(30));
+    // A slow but live host: a stall well within the keep-alive's limit keeps the attach.
+    let stalled = host.freeze();
+    std::thread::sleep(Duration::from_millis(2500));
+    host.thaw(&stalled);
+    std::thread::sleep(Duration::from_secs(6));
+    let screen = viewer.screen();
+    assert!(
+        screen.contains(":there-1*") && !screen.contains("Workers 1"),
+        "a 2.5 s stall ended the attach:\n{screen}"
+    );
+    // Hung for good: the terminal comes back, and the footer says why.
+    let frozen = host.freeze();
+    let t0 = Instant::now();
+    let back = viewer.wait_screen("Workers 1", Duration::from_secs(60));
+    let took = t0.elapsed();
+    let said = viewer.wait_screen("does not answer", Duration::from_secs(10));
+    host.thaw(&frozen);
+    eprintln!("the host hung while attached: the dashboard was back in {took:?}");
+    assert!(took < ATTACHED_BOUND, "back after {took:?}:\n{back}");
+    // The polls find the host not answering about when ssh gives up: the footer has
+    // either's line, and the Log says how the attach ended.
+    assert!(footer(&said).contains("host box does not answer"), "{said}");
+    wait_log(t.path(), |l| {
+        l.contains("attach to there: host box does not answer (the attach's ssh gave up on it)")
+    });
+    viewer.keys(&["q"]);
+    let after = viewer.wait_screen("EXITED", Duration::from_secs(30));
     assert!(after.contains("EXITED 0"), "{after}");
 }
 
