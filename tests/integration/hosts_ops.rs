@@ -376,6 +376,24 @@ fn enter_on_a_remote_worker_attaches_through_ssh_and_comes_back() {
         "{attached}"
     );
     assert!(!attached.contains("Workers 1"), "{attached}");
+    // The terminal is held by the attach's own processes only: a client riding on the
+    // shared connection handed it to the master, which read on from it after ssh had
+    // ended and the dashboard was back, until the host closed the channel (a `q` typed
+    // then went to the host, and the dashboard never saw it).
+    let tty = std::path::PathBuf::from(viewer.display("#{pane_tty}"));
+    let pane: u32 = viewer.display("#{pane_pid}").parse().unwrap();
+    let all = crate::support::procs::all();
+    let own = crate::support::procs::tree(&all, pane, |_| true);
+    let strangers: Vec<String> = crate::support::procs::holding(&tty)
+        .into_iter()
+        .filter(|p| !own.contains(p))
+        .filter_map(|p| all.iter().find(|q| q.pid == p).map(|q| q.cmdline.clone()))
+        .collect();
+    assert!(
+        strangers.is_empty(),
+        "{} held by {strangers:?}",
+        tty.display()
+    );
     // Detach with the remote tmux's prefix: ssh ends and the dashboard is back.
     viewer.keys(&["C-b", "d"]);
     let back = viewer.wait_screen("Workers 1", Duration::from_secs(30));

@@ -92,6 +92,20 @@ pub fn working_in(dir: &Path) -> Vec<u32> {
         .collect()
 }
 
+/// The processes that have `path` (a terminal, a file) open, by their `/proc/<pid>/fd`.
+pub fn holding(path: &Path) -> Vec<u32> {
+    all()
+        .into_iter()
+        .filter(|p| {
+            std::fs::read_dir(format!("/proc/{}/fd", p.pid)).is_ok_and(|fds| {
+                fds.flatten()
+                    .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l == path))
+            })
+        })
+        .map(|p| p.pid)
+        .collect()
+}
+
 /// Whether process `pid` is alive (a zombie counts as gone).
 pub fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
