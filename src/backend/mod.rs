@@ -76,6 +76,36 @@ pub struct WorkBack {
     pub dir: PathBuf,
 }
 
+/// An attempt left running on an SSH host that was lost, to be ended there by its nonce
+/// the first time the host answers again (see [`Multiplexer::end_on_host_when_back`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftOnHost {
+    pub nonce: String,
+    /// Its local attempt folder, where its files on the host (`output.log`, `exit.json`,
+    /// the result) come back once it is ended; `None` when not known (a stale attempt of
+    /// an earlier run), and nothing comes back.
+    pub dir: Option<PathBuf>,
+}
+
+/// An attempt [`LeftOnHost`] that was ended on its host, with what came back of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndedOnHost {
+    pub nonce: String,
+    /// Its files came back into its local folder: the lines of its `output.log`, and the
+    /// code of its `exit.json` when it ended there by itself. `None`: nothing was to come
+    /// back (no folder known).
+    pub came_back: Option<CameBack>,
+}
+
+/// What came back of an attempt ended on its host (see [`EndedOnHost`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CameBack {
+    /// Lines of its `output.log` as the host had it.
+    pub lines: usize,
+    /// Its exit code when it ended on the host before it was ended (its `exit.json`).
+    pub exit_code: Option<i32>,
+}
+
 /// What came of a [`WorkBack`]: `Err` says why the work is not back.
 pub struct WorkBackDone {
     pub worker: String,
@@ -263,15 +293,16 @@ pub trait Multiplexer: Send {
         vec![]
     }
 
-    /// End the attempts `nonces` left running on the SSH host `host` (it was lost while
-    /// they ran) the first time the host answers again; without hosts, nothing.
-    fn end_on_host_when_back(&mut self, _host: &str, _nonces: Vec<String>) {}
+    /// End the attempts `left` running on the SSH host `host` (it was lost while they
+    /// ran) the first time the host answers again, and bring their files back into their
+    /// local folders then; without hosts, nothing.
+    fn end_on_host_when_back(&mut self, _host: &str, _left: Vec<LeftOnHost>) {}
 
-    /// The attempts (nonces, per host) that [`end_on_host_when_back`] ended since the
-    /// last call.
+    /// The attempts (per host) that [`end_on_host_when_back`] ended since the last call,
+    /// with what came back of each.
     ///
     /// [`end_on_host_when_back`]: Multiplexer::end_on_host_when_back
-    fn take_ended_on_hosts(&mut self) -> Vec<(String, Vec<String>)> {
+    fn take_ended_on_hosts(&mut self) -> Vec<(String, Vec<EndedOnHost>)> {
         vec![]
     }
 

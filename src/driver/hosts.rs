@@ -27,15 +27,15 @@ impl Driver {
             if self.state.hosts_not_answering.remove(&host).is_some() {
                 self.save(emit);
             }
-            let nonces: Vec<String> = self
+            let left: Vec<crate::backend::LeftOnHost> = self
                 .state
                 .dispatches
                 .iter()
                 .filter(|d| d.host.as_deref() == Some(&host) && d.status.is_live())
-                .map(|d| d.nonce.clone())
+                .map(|d| self.left_on_host(d))
                 .collect();
-            if !nonces.is_empty() {
-                self.backend.get().end_on_host_when_back(&host, nonces);
+            if !left.is_empty() {
+                self.backend.get().end_on_host_when_back(&host, left);
             }
             inputs.push(Input::HostLost { host, detail });
         }
@@ -80,45 +80,106 @@ impl Driver {
         had
     }
 
+    /// The attempt of `d`, left on its host: its nonce and its local folder, where its
+    /// files come back.
+    fn left_on_host(&self, d: &crate::domain::DispatchRecord) -> crate::backend::LeftOnHost {
+        crate::backend::LeftOnHost {
+            nonce: d.nonce.clone(),
+            dir: Some(self.store.attempt_dir(&d.worker_id, d.attempt)),
+        }
+    }
+
     /// Hand the backend every attempt saved as left on a host (a driver that starts on a
     /// run whose host was lost before).
     pub(super) fn end_left_on_hosts(&mut self) {
-        let mut per_host: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        let mut per_host: std::collections::BTreeMap<String, Vec<crate::backend::LeftOnHost>> =
+            Default::default();
         for d in self.state.dispatches.iter().filter(|d| d.left_on_host) {
             if let Some(h) = &d.host {
-                per_host.entry(h.clone()).or_default().push(d.nonce.clone());
+                per_host
+                    .entry(h.clone())
+                    .or_default()
+                    .push(self.left_on_host(d));
             }
         }
-        for (host, nonces) in per_host {
+        for (host, left) in per_host {
             tracing::info!(
                 "host {host}: {} attempt(s) left running there are ended when it answers",
-                nonces.len()
+                left.len()
             );
-            self.backend.get().end_on_host_when_back(&host, nonces);
+            self.backend.get().end_on_host_when_back(&host, left);
         }
     }
 
     /// Clear the mark of the attempts the backend `ended` on their hosts (drained with the
-    /// poll; saved at once: a later driver need not end them again).
+    /// poll; saved at once: a later driver need not end them again), and say what came
+    /// back of each. Their status stays as it was settled (`crashed (host lost)`).
     pub(super) fn ended_on_hosts(
         &mut self,
-        ended: Vec<(String, Vec<String>)>,
+        ended: Vec<(String, Vec<crate::backend::EndedOnHost>)>,
         emit: &mut impl FnMut(Update),
     ) {
         if ended.is_empty() {
             return;
         }
-        for (host, nonces) in ended {
-            for d in self.state.dispatches.iter_mut().filter(|d| {
-                d.left_on_host && d.host.as_deref() == Some(&host) && nonces.contains(&d.nonce)
-            }) {
+        for (host, ended) in ended {
+            for d in self
+                .state
+                .dispatches
+                .iter_mut()
+                .filter(|d| d.left_on_host && d.host.as_deref() == Some(&host))
+            {
+                let Some(e) = ended.iter().find(|e| e.nonce == d.nonce) else {
+                    continue;
+                };
                 d.left_on_host = false;
                 emit(Update::Notice(format!(
                     "{}#{}: its processes left on host {host} were ended",
                     d.worker_id, d.attempt
                 )));
+                if let Some(back) = e.came_back {
+                    emit(Update::Notice(format!(
+                        "{}#{}: {}",
+                        d.worker_id,
+                        d.attempt,
+                        came_back_line(&host, back)
+                    )));
+                }
             }
         }
         self.save(emit);
+    }
+}
+
+/// What the person reads once an attempt left on `host` had its files come back:
+/// `its output on box came back (40 lines; it ended there with exit 0)`.
+fn came_back_line(host: &str, back: crate::backend::CameBack) -> String {
+    let ended = match back.exit_code {
+        Some(code) => format!("it ended there with exit {code}"),
+        None => "it was ended there".to_string(),
+    };
+    let s = if back.lines == 1 { "" } else { "s" };
+    format!(
+        "its output on {host} came back ({} line{s}; {ended})",
+        back.lines
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::came_back_line;
+    use crate::backend::CameBack;
+
+    #[test]
+    fn what_came_back_from_a_host_is_said_with_how_the_attempt_ended_there() {
+        let back = |lines, exit_code| CameBack { lines, exit_code };
+        assert_eq!(
+            came_back_line("box", back(40, Some(0))),
+            "its output on box came back (40 lines; it ended there with exit 0)"
+        );
+        assert_eq!(
+            came_back_line("box", back(1, None)),
+            "its output on box came back (1 line; it was ended there)"
+        );
     }
 }

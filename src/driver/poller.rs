@@ -54,7 +54,7 @@ pub(super) struct Looked {
     /// Hosts found lost since the last look (`(host, why)`).
     pub(super) lost_hosts: Vec<(String, String)>,
     /// Attempts ended on hosts that answer again since the last look (per host, nonces).
-    pub(super) ended_on_hosts: Vec<(String, Vec<String>)>,
+    pub(super) ended_on_hosts: Vec<(String, Vec<crate::backend::EndedOnHost>)>,
 }
 
 impl Looked {

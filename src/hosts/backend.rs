@@ -44,7 +44,7 @@ pub struct HostsBackend {
     /// Hosts found lost and not yet handed to the driver.
     lost: Vec<(String, String)>,
     /// Attempts left on hosts that were ended there, not yet handed to the driver.
-    ended: Vec<(String, Vec<String>)>,
+    ended: Vec<(String, Vec<crate::backend::EndedOnHost>)>,
     /// Answers to `check_host` not yet handed to the driver: `(host, answers)`.
     checked: Vec<(String, bool)>,
     /// Batches started on hosts' threads, not yet handed to the driver.
@@ -169,7 +169,7 @@ impl HostsBackend {
 
 impl Place {
     /// The local attempt folder's remote twin.
-    fn remote_dir(&self, local_log: &Path) -> Option<PathBuf> {
+    pub(in crate::hosts) fn remote_dir(&self, local_log: &Path) -> Option<PathBuf> {
         let local_dir = local_log.parent()?;
         Some(super::remote_attempt_dir(
             &self.spec,
@@ -276,21 +276,24 @@ impl Multiplexer for HostsBackend {
     /// this machine's, a host's are logged by its thread.
     fn end_stale_attempt(&mut self, nonce: &str) -> Vec<u32> {
         for r in self.remotes.values() {
-            r.thread.ask(super::host_thread::Ask::EndWhenBack(
-                vec![nonce.to_string()],
-            ));
+            r.thread.ask(super::host_thread::Ask::EndWhenBack(vec![
+                crate::backend::LeftOnHost {
+                    nonce: nonce.to_string(),
+                    dir: None,
+                },
+            ]));
         }
         self.local.end_stale_attempt(nonce)
     }
 
-    fn end_on_host_when_back(&mut self, host: &str, nonces: Vec<String>) {
+    fn end_on_host_when_back(&mut self, host: &str, left: Vec<crate::backend::LeftOnHost>) {
         match self.remotes.get(host) {
-            Some(r) => r.thread.ask(super::host_thread::Ask::EndWhenBack(nonces)),
+            Some(r) => r.thread.ask(super::host_thread::Ask::EndWhenBack(left)),
             None => tracing::warn!("{}", crate::backend::no_such_host(host)),
         }
     }
 
-    fn take_ended_on_hosts(&mut self) -> Vec<(String, Vec<String>)> {
+    fn take_ended_on_hosts(&mut self) -> Vec<(String, Vec<crate::backend::EndedOnHost>)> {
         self.take_told();
         std::mem::take(&mut self.ended)
     }

@@ -13,8 +13,9 @@
 //! later, see [`Progress`]) makes the host read as not answering.
 //!
 //! Attempts left running on a host that was lost (their workers were handed to this
-//! machine) are ended by their nonce (`kill`) the first time the host answers again; a
-//! lost host is probed for that with back-off (1 s doubling to [`LOST_PROBE_MAX`]; see
+//! machine) are ended by their nonce (`kill`) the first time the host answers again, and
+//! their files there come back into their local folders (the path an attempt's files take
+//! when its pane ends); a lost host is probed for that with back-off (1 s doubling to [`LOST_PROBE_MAX`]; see
 //! `host_left`).
 
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
@@ -93,8 +94,9 @@ pub(super) enum Ask {
         nonce: String,
         hard: bool,
     },
-    /// End these attempts (nonces) now, or the first time the host answers again.
-    EndWhenBack(Vec<String>),
+    /// End these attempts now, or the first time the host answers again, and bring their
+    /// files back.
+    EndWhenBack(Vec<crate::backend::LeftOnHost>),
     Spawn(Vec<SpawnSpec>, Sender<Vec<Result<Spawned>>>),
     /// Whether the host answers (a launch there failed): probed unless it is down already.
     Check,
@@ -112,8 +114,8 @@ pub(super) enum Told {
     Polled(Poll),
     /// The host has not answered for its `lost_after_s` (why).
     Lost(String),
-    /// These attempts left on the host were ended there.
-    Ended(Vec<String>),
+    /// These attempts left on the host were ended there (with what came back of each).
+    Ended(Vec<crate::backend::EndedOnHost>),
     /// The answer to `Ask::Check`: true when the host answers.
     Checked(bool),
     /// What came of an `Ask::Launch` (pane references as the host's server knows them).
@@ -298,7 +300,7 @@ fn serve(
     told: &Sender<Told>,
     outage: &Mutex<Option<String>>,
 ) {
-    let mut left: Vec<String> = vec![];
+    let mut left: Vec<crate::backend::LeftOnHost> = vec![];
     let mut lost_probe = LostProbe::default();
     loop {
         let ask = if left.is_empty() {
@@ -354,8 +356,11 @@ fn serve(
                 }
             }
             Ask::EndWhenBack(nonces) => {
-                left.extend(nonces);
-                left.dedup();
+                for l in nonces {
+                    if !left.iter().any(|o| o.nonce == l.nonce) {
+                        left.push(l);
+                    }
+                }
             }
             Ask::Spawn(specs, reply) => {
                 let r = super::backend::spawn_on(&side.place, &mut side.tmux, &specs);

@@ -42,10 +42,19 @@ fn first_dispatch(project: &Path) -> serde_json::Value {
 /// `release`; lose the host (sshd stopped, connections killed) and wait for the retry.
 /// Returns the running crewmux and the nonce of the attempt left on the host.
 fn lose_the_host(t: &mut HostRepo, release: &Path) -> (std::process::Child, String) {
+    lose_the_host_running(t, release, "echo on the host; exec sleep 300")
+}
+
+/// [`lose_the_host`] with a worker that runs `on_host` (`sh` words) on the host.
+fn lose_the_host_running(
+    t: &mut HostRepo,
+    release: &Path,
+    on_host: &str,
+) -> (std::process::Child, String) {
     let workdir = t.host.workdir.path().display().to_string();
     let team = t.team(&format!(
         "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 2\n\
-         command = [\"sh\", \"-c\", \"case $PWD in {workdir}*) echo on the host; exec sleep 300;; esac; while [ ! -e {release} ]; do sleep 0.1; done; echo ran here; exit 0\"]\n",
+         command = [\"sh\", \"-c\", \"case $PWD in {workdir}*) {on_host};; esac; while [ ! -e {release} ]; do sleep 0.1; done; echo ran here; exit 0\"]\n",
         release = release.display()
     ));
     let child = t.spawn(&headless(&team, "a host is lost"));
@@ -158,4 +167,57 @@ fn an_attempt_left_on_a_lost_host_is_ended_by_a_driver_that_reattaches() {
     std::fs::write(&release, "").unwrap();
     let out = wait_limited(attach, &["attach"]);
     check_finished(t.path(), &out);
+}
+
+#[test]
+fn the_output_of_an_attempt_that_ended_on_a_lost_host_comes_back_when_it_answers_again() {
+    let Some(mut t) = HostRepo::start("hosts-left-output") else {
+        return;
+    };
+    let flags = tempfile::tempdir().unwrap();
+    let release = flags.path().join("release");
+    // About 12 s on the host: it goes on there after the host is lost (3 s) and the
+    // retry started here, then ends there by itself.
+    let ticks = "echo on the host; i=0; while [ $i -lt 120 ]; do i=$((i+1)); echo tick $i; sleep 0.1; done; exit 0";
+    let (child, nonce) = lose_the_host_running(&mut t, &release, ticks);
+    let run = only_run_dir(t.path());
+    let id = run.file_name().unwrap().to_string_lossy().into_owned();
+    let there = t
+        .host
+        .workdir
+        .path()
+        .join("runs")
+        .join(&id)
+        .join("workers/far/attempt-1");
+    let here = run.join("workers/far/attempt-1");
+    let ended_there = wait_for(|| there.join("exit.json").exists(), Duration::from_secs(60));
+    assert!(ended_there, "far#1 never ended on the host");
+    let host_log = std::fs::read_to_string(there.join("output.log")).unwrap();
+    assert!(host_log.contains("tick 120"), "{host_log}");
+    let before = std::fs::read_to_string(here.join("output.log")).unwrap_or_default();
+    assert!(
+        !before.contains("tick 120"),
+        "the host was lost before far#1 ended there: {before}"
+    );
+    t.host.start_sshd();
+    wait_ended(t.path(), &nonce);
+    // Its files came back whole: all it wrote there, and how it ended.
+    let after = std::fs::read_to_string(here.join("output.log")).unwrap_or_default();
+    assert_eq!(after, host_log);
+    let exit: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(here.join("exit.json")).unwrap()).unwrap();
+    assert_eq!(
+        (exit["code"].as_i64(), exit["nonce"].as_str()),
+        (Some(0), Some(nonce.as_str()))
+    );
+    // It keeps the status it was given when its host was lost.
+    let d = first_dispatch(t.path());
+    assert_eq!(d["status"], "crashed", "{d}");
+    std::fs::write(&release, "").unwrap();
+    let out = wait_limited(child, &["run"]);
+    check_finished(t.path(), &out);
+    let lines = host_log.lines().count();
+    let said =
+        format!("far#1: its output on box came back ({lines} lines; it ended there with exit 0)");
+    assert!(stderr(&out).contains(&said), "{said}\n{}", stderr(&out));
 }
