@@ -59,6 +59,12 @@ impl Driver {
                         .or_else(|| explain(&log_text(&w.dir.join("output.log"))))
                 });
                 let result = w.dir.join("result.md");
+                // When it ended, by its own record (the wrapper's clock), not when it was
+                // noticed: a host that did not answer, a run nobody drove, bring it late.
+                let ended_at = crate::launch::read_exit_record(&w.dir.join("exit.json"), &w.nonce)
+                    .ok()
+                    .flatten()
+                    .and_then(|r| r.ended_at);
                 Input::Exited {
                     worker: t.worker.clone(),
                     attempt: t.attempt,
@@ -67,6 +73,7 @@ impl Driver {
                     missing_artifacts: missing,
                     result: result.exists().then_some(result),
                     said,
+                    ended_at,
                 }
             }
             Err(detail) => Input::Vanished {

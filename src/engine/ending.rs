@@ -18,6 +18,8 @@ pub(super) struct Exit {
     pub result: Option<PathBuf>,
     /// What the CLI's output says a non-zero exit means, when a rule matched.
     pub said: Option<ExitSaid>,
+    /// When it ended by its own record (`exit.json`), if that says.
+    pub at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// The attempt exited with a code: completed, failed (a missing artifact, a failing code),
@@ -75,6 +77,7 @@ pub(super) fn on_exited(
         result: exit.result,
         reason,
         source,
+        at: exit.at,
     };
     finish(state, mem, end, fx);
 }
@@ -117,6 +120,7 @@ pub(super) fn on_gone(
         result: None,
         reason,
         source: "pane-status",
+        at: None,
     };
     finish(state, mem, end, fx);
 }
@@ -161,6 +165,9 @@ pub(super) struct Ending<'a> {
     pub reason: String,
     /// Who decided: the event's source (`engine`, `exit-file`, `marker`, `pane-status`).
     pub source: &'a str,
+    /// When the attempt ended by its own record (`exit.json`); `None`: now, when it was
+    /// noticed.
+    pub at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl<'a> Ending<'a> {
@@ -180,6 +187,7 @@ impl<'a> Ending<'a> {
             result: None,
             reason,
             source,
+            at: None,
         }
     }
 }
@@ -244,15 +252,16 @@ pub(super) fn finish(state: &mut RunState, mem: &mut RunMemory, end: Ending, fx:
         result,
         reason,
         source,
+        at,
     } = end;
     let rejudge = matches!(mem.kills.remove(id), Some((KillReason::Rejudge, _)));
     let answered = mem.answered.remove(id).is_some();
     let cancelled_run = mem.cancelled;
-    let now = fx.now;
     keep_unanswered_question(state, id, attempt, answered, fx);
     let Some(w) = state.worker_mut(id) else {
         return;
     };
+    let now = ended_at(at, w.started_at, fx.now);
     w.flow.stall = None;
     let reason = super::stall::reason_with_rate_limit(reason, status, w);
     w.status = status;
@@ -286,6 +295,21 @@ pub(super) fn finish(state: &mut RunState, mem: &mut RunMemory, end: Ending, fx:
     if rejudge && !cancelled_run {
         judge_again(state, id, attempt, fx);
     }
+}
+
+/// When an attempt that started at `started` ended: the time its own record says (`at`),
+/// kept between its start and `noticed` (the record comes from the clock of the machine it
+/// ran on, an SSH host's maybe off), else when its end was `noticed`.
+fn ended_at(
+    at: Option<chrono::DateTime<chrono::Utc>>,
+    started: Option<chrono::DateTime<chrono::Utc>>,
+    noticed: chrono::DateTime<chrono::Utc>,
+) -> chrono::DateTime<chrono::Utc> {
+    let Some(at) = at else {
+        return noticed;
+    };
+    let at = at.min(noticed);
+    started.map_or(at, |s| at.max(s.min(noticed)))
 }
 
 /// The event line of an ending: `failed (exit 1): <reason>`; a lost host's reason

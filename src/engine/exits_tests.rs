@@ -185,6 +185,7 @@ fn exited_saying(
             missing_artifacts: vec![],
             result: None,
             said,
+            ended_at: None,
         },
     )
 }
@@ -235,4 +236,37 @@ fn a_declared_exit_code_wins_over_the_output() {
     launched(&mut s, &mut mem, "w0", 1, t0());
     exited_saying(&mut s, &mut mem, "w0", 41, Some(not_logged_in()));
     assert_eq!(s.worker("w0").unwrap().reason.as_deref(), Some(REASON));
+}
+
+/// An exit noticed late (a host that did not answer, `status` reconciling a run nobody
+/// drove) ends at the time its `exit.json` says, kept between its start and when it was
+/// noticed; a record without a time ends when it was noticed.
+#[test]
+fn an_attempt_ends_when_its_exit_record_says_not_when_it_was_noticed() {
+    let end = |at: Option<chrono::DateTime<chrono::Utc>>| {
+        let (mut s, mut mem) = (run(1, 1), RunMemory::default());
+        update(&mut s, &mut mem, t0(), Input::Start);
+        launched(&mut s, &mut mem, "w0", 1, t0());
+        let noticed = t0() + chrono::Duration::seconds(154);
+        let exited = Input::Exited {
+            worker: "w0".into(),
+            attempt: 1,
+            code: 0,
+            source: ExitSource::ExitFile,
+            missing_artifacts: vec![],
+            result: None,
+            said: None,
+            ended_at: at,
+        };
+        update(&mut s, &mut mem, noticed, exited);
+        let w = s.worker("w0").unwrap();
+        assert_eq!(w.ended_at, s.dispatches[0].ended_at);
+        w.ended_at.unwrap() - t0()
+    };
+    let secs = chrono::Duration::seconds;
+    assert_eq!(end(Some(t0() + secs(6))), secs(6));
+    assert_eq!(end(None), secs(154));
+    // A host's clock ahead or behind: never after it was noticed, never before it started.
+    assert_eq!(end(Some(t0() + secs(900))), secs(154));
+    assert_eq!(end(Some(t0() - secs(30))), secs(0));
 }

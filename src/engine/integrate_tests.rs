@@ -118,6 +118,7 @@ pub(super) fn finish(s: &mut RunState, mem: &mut RunMemory, w: &str) -> Vec<Effe
             missing_artifacts: vec![],
             result: None,
             said: None,
+            ended_at: None,
         },
     )
 }

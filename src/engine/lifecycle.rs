@@ -73,6 +73,7 @@ pub(super) fn on_worker_input(
             missing_artifacts,
             result,
             said,
+            ended_at,
         } => {
             let exit = ending::Exit {
                 code,
@@ -80,6 +81,7 @@ pub(super) fn on_worker_input(
                 missing_artifacts,
                 result,
                 said,
+                at: ended_at,
             };
             ending::on_exited(state, mem, &worker, attempt, exit, fx);
         }

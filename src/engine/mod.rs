@@ -117,6 +117,9 @@ pub enum Input {
         /// What the CLI's output says a non-zero exit means (its provider's `exit_output`
         /// rules), when a rule matched.
         said: Option<crate::domain::ExitSaid>,
+        /// When it ended, as its `exit.json` says (the attempt's `ended_at`); `None`: the
+        /// record has no time (or there is none), and the time it was noticed counts.
+        ended_at: Option<chrono::DateTime<chrono::Utc>>,
     },
     /// The pane or process is gone and no exit code can be found.
     Vanished {

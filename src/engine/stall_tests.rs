@@ -107,6 +107,7 @@ fn a_stalled_worker_retries_after_its_back_off_not_at_once() {
             missing_artifacts: vec![],
             result: None,
             said: None,
+            ended_at: None,
         },
     );
     assert!(launches(&fx).is_empty(), "no restart at once");

@@ -114,6 +114,7 @@ pub(super) fn exited(
             missing_artifacts: vec![],
             result: Some(PathBuf::from("/r.md")),
             said: None,
+            ended_at: None,
         },
     )
 }
@@ -192,6 +193,7 @@ fn missing_required_artifact_fails_a_zero_exit() {
             missing_artifacts: vec!["result.md".into()],
             result: None,
             said: None,
+            ended_at: None,
         },
     );
     let w = s.worker("w0").unwrap();

@@ -98,6 +98,7 @@ fn end(s: &mut RunState, mem: &mut RunMemory, w: &str, code: i32) -> Vec<Effect>
             missing_artifacts: vec![],
             result: None,
             said: None,
+            ended_at: None,
         },
     )
 }

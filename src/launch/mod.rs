@@ -53,6 +53,11 @@ pub struct ExitRecord {
     /// The agent's exit status; 128+n when killed by signal n.
     pub code: i32,
     pub nonce: String,
+    /// When the agent ended, UTC with milliseconds (`2026-12-01T09:40:07.123Z`; whole
+    /// seconds from a `date` without `%N`), by the clock of the machine it ran on. Absent
+    /// in records of wrappers before the field: the exit's time is then when it was noticed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// File the wrapper leaves in the attempt folder when `cd` into the working directory
@@ -187,7 +192,9 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
            printf '%s\\n' {cwd} > \"$dir/{CWD_FAILED_FILE}\"\n\
            echo \"crewmux: cannot enter working directory \"{cwd} >&2\n\
          fi\n\
-         printf '{{\"schema_version\":1,\"code\":%d,\"nonce\":\"%s\"}}\\n' \"$code\" {nonce} > \"$dir/.exit.json.tmp\" \\\n\
+         at=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ 2>/dev/null)\n\
+         case $at in *[!0-9TZ:.-]*|'') at=$(date -u +%Y-%m-%dT%H:%M:%SZ);; esac\n\
+         printf '{{\"schema_version\":1,\"code\":%d,\"nonce\":\"%s\",\"ended_at\":\"%s\"}}\\n' \"$code\" {nonce} \"$at\" > \"$dir/.exit.json.tmp\" \\\n\
            && mv -f \"$dir/.exit.json.tmp\" \"$dir/exit.json\"\n\
          {print_marker}\
          exit \"$code\"\n",
@@ -224,6 +231,14 @@ pub fn wrapper_nonce(launch: &Path) -> Option<String> {
 /// [`Error::Io`] when the file exists but cannot be read; [`Error::CorruptState`] when it is
 /// not an exit record. A missing file is `Ok(None)`.
 pub fn read_exit_file(path: &Path, nonce: &str) -> Result<Option<i32>> {
+    Ok(read_exit_record(path, nonce)?.map(|r| r.code))
+}
+
+/// As [`read_exit_file`], the whole record (its code and, when it has one, its time).
+///
+/// # Errors
+/// As [`read_exit_file`].
+pub fn read_exit_record(path: &Path, nonce: &str) -> Result<Option<ExitRecord>> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -233,7 +248,7 @@ pub fn read_exit_file(path: &Path, nonce: &str) -> Result<Option<i32>> {
         path: path.to_path_buf(),
         reason: format!("not an exit record: {e}"),
     })?;
-    Ok((rec.nonce == nonce).then_some(rec.code))
+    Ok((rec.nonce == nonce).then_some(rec))
 }
 
 #[cfg(test)]
@@ -302,6 +317,28 @@ mod tests {
         assert_eq!(find_marker(&text, "abc123"), Some(7));
         let script = std::fs::read_to_string(&paths.launch).unwrap();
         assert!(!script.contains("__CREWMUX_EXIT_abc123__"), "{script}");
+    }
+
+    #[test]
+    fn exit_json_holds_when_the_agent_ended_and_old_records_still_load() {
+        let before = chrono::Utc::now() - chrono::Duration::milliseconds(1);
+        let (_t, paths, _out) = run_wrapper(&["sh", "-c", "sleep 0.3; exit 3"]);
+        let after = chrono::Utc::now();
+        let rec = read_exit_record(&paths.exit, "abc123").unwrap().unwrap();
+        let at = rec
+            .ended_at
+            .expect("the wrapper records when the agent ended");
+        assert!(before < at && at <= after, "{before} {at} {after}");
+        // Milliseconds, not just seconds.
+        let text = std::fs::read_to_string(&paths.exit).unwrap();
+        assert!(
+            text.contains(&format!(".{:03}Z", at.timestamp_subsec_millis())),
+            "{text}"
+        );
+        let old = r#"{"schema_version":1,"code":4,"nonce":"abc123"}"#;
+        std::fs::write(&paths.exit, old).unwrap();
+        let rec = read_exit_record(&paths.exit, "abc123").unwrap().unwrap();
+        assert_eq!((rec.code, rec.ended_at), (4, None));
     }
 
     #[test]

@@ -50,6 +50,7 @@ mod hosts;
 mod hosts_banner;
 mod hosts_busy;
 mod hosts_driven_status;
+mod hosts_end_time;
 mod hosts_frozen;
 mod hosts_git;
 mod hosts_helper;
