@@ -69,12 +69,15 @@ pub enum EventKind {
     /// A worker's SSH host was lost: the worker runs on this machine from then on (its
     /// next attempt, or the one held back while the host did not answer).
     WorkerMoved,
+    /// `state.json` changed under the driver into a file it cannot read: the file is kept
+    /// and the run's state is saved next to it (`state.json.crewmux-saved`) instead.
+    StateSavedAside,
     /// A name this build does not know.
     Other(String),
 }
 
 /// Every known kind, for parsing.
-const KNOWN: [EventKind; 43] = [
+const KNOWN: [EventKind; 44] = [
     EventKind::WorkerStarted,
     EventKind::WorkerRelaunched,
     EventKind::WorkerResumed,
@@ -118,6 +121,7 @@ const KNOWN: [EventKind; 43] = [
     EventKind::PlanNotice,
     EventKind::ResultTaken,
     EventKind::WorkerMoved,
+    EventKind::StateSavedAside,
 ];
 
 impl EventKind {
@@ -167,6 +171,7 @@ impl EventKind {
             EventKind::PlanNotice => "plan-notice",
             EventKind::ResultTaken => "result-taken",
             EventKind::WorkerMoved => "worker-moved",
+            EventKind::StateSavedAside => "state-saved-aside",
             EventKind::Other(name) => name,
         }
     }

@@ -201,7 +201,12 @@ impl Driver {
             .unwrap_or_default();
         let bad = matches!(
             e.kind.as_str(),
-            "worker-crashed" | "worker-failed" | "worker-timeout" | "run-failed" | "fix-skipped"
+            "worker-crashed"
+                | "worker-failed"
+                | "worker-timeout"
+                | "run-failed"
+                | "fix-skipped"
+                | "state-saved-aside"
         );
         if bad {
             tracing::warn!(target: "crewmux::run", "{who}{} {}", e.kind, e.message);

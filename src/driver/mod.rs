@@ -233,6 +233,9 @@ pub struct Driver {
     applied: usize,
     /// Where `state.json` is written: in place, or on the saver thread while the loop runs.
     saves: saver::Saves,
+    /// Where saves go since `state.json` turned out unreadable (see `StateWriter`): the
+    /// run's process ends with an error naming both files.
+    state_aside: Option<crate::store::Aside>,
     /// The last snapshot shown, and the change waiting to be.
     shown: publish::Shown,
     /// An exit-file watcher runs (inotify): a watch looks for its `exit.json` when told,
@@ -283,7 +286,9 @@ impl Driver {
     /// `emit` receives snapshots, events and notices; it must not block.
     ///
     /// # Errors
-    /// Another process drives the run, or the control thread cannot start.
+    /// Another process drives the run, or the control thread cannot start; after the loop,
+    /// once the run is left as it would be otherwise, `state.json` turned out unreadable
+    /// while it ran (the state went to the file next to it, see [`crate::store::Aside`]).
     pub fn run(
         mut self,
         control: Receiver<Control>,
@@ -396,18 +401,21 @@ impl Driver {
                 break;
             }
         }
-        self.leave_loop(&wake, turns.unsaved, &mut emit);
+        self.leave_loop(&wake, turns.unsaved, &mut emit)?;
         Ok(self.state)
     }
 
     /// After the loop: land the batch in flight, end what is left of a finished run, save
     /// (a run nobody drives now is `detached`), show what was not shown yet, and say so.
+    ///
+    /// # Errors
+    /// The saves went aside (see `state_aside`): the error names both files and the fix.
     fn leave_loop(
         &mut self,
         wake: &std::sync::mpsc::Receiver<Wake>,
         unsaved: bool,
         emit: &mut impl FnMut(Update),
-    ) {
+    ) -> Result<()> {
         // A look in flight is of no use now (the thread ends once it is answered).
         self.poller = None;
         let unsaved = unsaved | self.land_in_flight(wake, emit) | self.forget_hosts_not_answering();
@@ -428,11 +436,14 @@ impl Driver {
         if self.show_wait().is_some() {
             self.show_now(emit);
         }
-        for e in self.saves.flush() {
-            emit(Update::Notice(e));
-        }
+        let said = self.saves.flush();
+        self.tell_saves(said, emit);
         emit(Update::Stopped {
             finished: self.finished,
         });
+        match &self.state_aside {
+            Some(aside) => Err(aside.error(&self.state.run_id)),
+            None => Ok(()),
+        }
     }
 }

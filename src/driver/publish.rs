@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
+use super::saver::Said;
 use super::{Driver, Update};
+use crate::domain::{EventKind, RunEvent};
 
 /// Least time between two snapshots while changes keep coming (a save or a request from
 /// the person shows at once).
@@ -83,9 +85,8 @@ impl Driver {
         // Saves in place (offline) write the state as it is: no copy without a snapshot.
         let shared = (show || self.saves.on_thread()).then(|| Arc::new(self.state.clone()));
         if save {
-            for e in self.saves.save(&self.state, shared.as_ref()) {
-                emit(Update::Notice(e));
-            }
+            let said = self.saves.save(&self.state, shared.as_ref());
+            self.tell_saves(said, emit);
         }
         if let (true, Some(shared)) = (show, shared) {
             self.shown.at = Instant::now();
@@ -93,6 +94,28 @@ impl Driver {
                 state: shared,
                 screen: self.shown.pending.take().flatten(),
             });
+        }
+    }
+
+    /// Tell what saving said: a failed save as a notice; saves going aside (`state.json`
+    /// cannot be read) once, as a `state-saved-aside` event, remembered for the end.
+    pub(super) fn tell_saves(&mut self, said: Vec<Said>, emit: &mut impl FnMut(Update)) {
+        for s in said {
+            match s {
+                Said::Failed(line) => emit(Update::Notice(line)),
+                Said::Aside(aside) => {
+                    let event = RunEvent {
+                        ts: Utc::now(),
+                        kind: EventKind::StateSavedAside,
+                        worker: None,
+                        attempt: None,
+                        source: "driver".into(),
+                        message: aside.notice(),
+                    };
+                    self.record_event(event, emit);
+                    self.state_aside = Some(aside);
+                }
+            }
         }
     }
 

@@ -10,13 +10,33 @@ use std::thread::JoinHandle;
 
 use crate::domain::RunState;
 use crate::error::{IoContext, Result};
-use crate::store::{RunStore, StateWriter};
+use crate::store::{Aside, RunStore, StateWriter};
 
 enum Job {
     Save(Arc<RunState>),
     /// Answered once every save sent before it is written.
     Flush(Sender<()>),
 }
+
+/// What saving has to tell the driver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Said {
+    /// A save failed: the line for the person.
+    Failed(String),
+    /// `state.json` cannot be read and is kept: saves go aside from now on (told once).
+    Aside(Aside),
+}
+
+impl Said {
+    fn of(saved: Result<Option<Aside>>) -> Option<Said> {
+        match saved {
+            Ok(aside) => aside.map(Said::Aside),
+            Err(e) => Some(Said::Failed(format!("could not save the run state: {e}"))),
+        }
+    }
+}
+
+const STOPPED: &str = "the state saver stopped; the run state is not saved";
 
 /// Where the driver's saves go.
 pub(super) enum Saves {
@@ -37,36 +57,30 @@ impl Saves {
     }
 
     /// Save `state` (on the thread: later, from `shared` when the caller has that copy of
-    /// it already). Returns the errors of saves finished since the last call, for the
-    /// person.
-    pub(super) fn save(&mut self, state: &RunState, shared: Option<&Arc<RunState>>) -> Vec<String> {
+    /// it already). Returns what saves finished since the last call have to tell.
+    pub(super) fn save(&mut self, state: &RunState, shared: Option<&Arc<RunState>>) -> Vec<Said> {
         match self {
-            Saves::Here(w) => w
-                .save(state)
-                .err()
-                .map(|e| format!("could not save the run state: {e}"))
-                .into_iter()
-                .collect(),
+            Saves::Here(w) => Said::of(w.save(state)).into_iter().collect(),
             Saves::Thread(s) => {
                 let copy = shared.map_or_else(|| Arc::new(state.clone()), Arc::clone);
                 if s.jobs.send(Job::Save(copy)).is_err() {
-                    return vec!["the state saver stopped; the run state is not saved".into()];
+                    return vec![Said::Failed(STOPPED.into())];
                 }
-                s.errors.try_iter().collect()
+                s.said.try_iter().collect()
             }
         }
     }
 
-    /// Wait until every save asked for is on disk; returns the errors not yet told.
-    pub(super) fn flush(&mut self) -> Vec<String> {
+    /// Wait until every save asked for is on disk; returns what was not told yet.
+    pub(super) fn flush(&mut self) -> Vec<Said> {
         match self {
             Saves::Here(_) => vec![],
             Saves::Thread(s) => {
                 let (tx, rx) = mpsc::channel();
                 if s.jobs.send(Job::Flush(tx)).is_err() || rx.recv().is_err() {
-                    return vec!["the state saver stopped; the run state is not saved".into()];
+                    return vec![Said::Failed(STOPPED.into())];
                 }
-                s.errors.try_iter().collect()
+                s.said.try_iter().collect()
             }
         }
     }
@@ -90,14 +104,14 @@ impl Saves {
 /// The saver thread and its queues. Dropping it writes what is queued and joins it.
 pub(super) struct Saver {
     jobs: Sender<Job>,
-    errors: Receiver<String>,
+    said: Receiver<Said>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Saver {
     fn start(mut writer: StateWriter) -> Result<Self> {
         let (jobs, rx) = mpsc::channel::<Job>();
-        let (err_tx, errors) = mpsc::channel();
+        let (said_tx, said) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("crewmux-saver".into())
             .spawn(move || {
@@ -116,9 +130,9 @@ impl Saver {
                                     Err(_) => break,
                                 }
                             }
-                            if let Err(e) = writer.save(&state) {
+                            if let Some(s) = Said::of(writer.save(&state)) {
                                 // The loop is gone when this fails; nobody is left to tell.
-                                let _ = err_tx.send(format!("could not save the run state: {e}"));
+                                let _ = said_tx.send(s);
                             }
                         }
                         Job::Flush(done) => {
@@ -134,7 +148,7 @@ impl Saver {
             .on("cannot start the state saver thread")?;
         Ok(Saver {
             jobs,
-            errors,
+            said,
             thread: Some(thread),
         })
     }

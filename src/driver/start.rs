@@ -67,6 +67,7 @@ impl Driver {
             recorded: once::Recorded::default(),
             applied: 0,
             saves,
+            state_aside: None,
             shown: Default::default(),
             exits_watched: false,
             launch_thread: None,

@@ -6,6 +6,7 @@
 )]
 
 mod atomic;
+mod json;
 pub mod planning;
 mod state_writer;
 
@@ -14,13 +15,18 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use fs4::fs_std::FileExt;
-use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 pub use atomic::{write_atomic, write_replace};
-pub use state_writer::StateWriter;
+pub use json::{load_json, write_json_atomic};
+pub use state_writer::{Aside, StateWriter};
 
-use crate::domain::{RunEvent, RunState, SCHEMA_VERSION};
+/// The name of the file next to `state.json` that a driver saves the run's state to while
+/// `state.json` is a file it did not write and cannot read: the broken file is never
+/// overwritten (docs/design.md "The run directory").
+pub const STATE_ASIDE: &str = "state.json.crewmux-saved";
+
+use crate::domain::{RunEvent, RunState};
 use crate::error::{Error, IoContext, Result};
 
 /// `<project>/.crewmux/runs`.
@@ -117,6 +123,12 @@ impl RunStore {
         self.dir.join("state.json")
     }
 
+    /// Where a driver saves the run's state while `state.json` is a file it did not write
+    /// and cannot read ([`STATE_ASIDE`], see [`StateWriter`]).
+    pub fn aside_path(&self) -> PathBuf {
+        self.dir.join(STATE_ASIDE)
+    }
+
     pub fn manifest_path(&self) -> PathBuf {
         self.dir.join("manifest.json")
     }
@@ -146,22 +158,6 @@ impl RunStore {
             .at(self.dir.join(".lock"))?;
         file.lock_exclusive().at(self.dir.join(".lock"))?;
         Ok(RunLock { _file: file })
-    }
-
-    /// Load `state.json`. Errors name the file: missing, unreadable, not JSON, or a newer
-    /// `schema_version` than this build knows ([`SCHEMA_VERSION`]).
-    ///
-    /// # Errors
-    /// [`Error::CorruptState`] naming `state.json` (see [`load_json`]); [`Error::Usage`]
-    /// saying so when the run was stopped while it was planned ([`planning::interrupted`]).
-    pub fn load_state(&self) -> Result<RunState> {
-        let path = self.state_path();
-        if !path.exists() {
-            if let Some(why) = planning::interrupted(&self.dir) {
-                return Err(Error::Usage(why));
-            }
-        }
-        load_json(&path)
     }
 
     /// Write `state.json` atomically (temp, fsync, rename, dir fsync) under the run lock.
@@ -278,50 +274,6 @@ pub fn list_run_ids(project: &Path) -> Result<Vec<String>> {
     Ok(ids)
 }
 
-/// Serialise `value` as pretty JSON and write it atomically.
-///
-/// # Errors
-/// [`Error::Other`] when `value` does not serialise; [`Error::Io`] from the atomic write.
-pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| Error::Other(e.to_string()))?;
-    bytes.push(b'\n');
-    write_atomic(path, &bytes)
-}
-
-/// Read a JSON file with a `schema_version` field. Errors name the file and say what is
-/// wrong: truncated or corrupt JSON, or a schema newer than [`SCHEMA_VERSION`].
-///
-/// # Errors
-/// [`Error::CorruptState`] naming `path`: unreadable, not JSON, a newer `schema_version`, or
-/// content of the wrong shape.
-pub fn load_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
-    let bytes = fs::read(path).map_err(|e| Error::CorruptState {
-        path: path.to_path_buf(),
-        reason: format!("cannot read: {e}"),
-    })?;
-    let raw: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|e| Error::CorruptState {
-            path: path.to_path_buf(),
-            reason: format!(
-                "not valid JSON ({e}); the file is left as it is — restore it or remove the run"
-            ),
-        })?;
-    if let Some(v) = raw.get("schema_version").and_then(|v| v.as_u64()) {
-        if v > u64::from(SCHEMA_VERSION) {
-            return Err(Error::CorruptState {
-                path: path.to_path_buf(),
-                reason: format!(
-                    "schema_version {v} is newer than this crewmux understands ({SCHEMA_VERSION}); upgrade crewmux"
-                ),
-            });
-        }
-    }
-    serde_json::from_value(raw).map_err(|e| Error::CorruptState {
-        path: path.to_path_buf(),
-        reason: format!("unexpected content ({e}); the file is left as it is"),
-    })
-}
-
 /// A request from another crewmux process to the one driving a run (`answer`, `cancel`),
 /// one JSON line in `<run dir>/inbox.jsonl`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -430,52 +382,4 @@ impl RunStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn corrupt_and_newer_state_files_are_reported_and_kept() {
-        let tmp = tempfile::tempdir().unwrap();
-        let store = RunStore::create(tmp.path(), "20260101-000000-abcd").unwrap();
-        std::fs::write(store.state_path(), b"{\"schema_version\": 1, \"run_id\": ").unwrap();
-        let err = store.load_state().unwrap_err().to_string();
-        assert!(
-            err.contains("state.json") && err.contains("not valid JSON"),
-            "{err}"
-        );
-        std::fs::write(store.state_path(), b"{\"schema_version\": 99}").unwrap();
-        let err = store.load_state().unwrap_err().to_string();
-        assert!(err.contains("newer"), "{err}");
-        assert_eq!(
-            std::fs::read(store.state_path()).unwrap(),
-            b"{\"schema_version\": 99}"
-        );
-    }
-
-    #[test]
-    fn inbox_commands_are_read_once_in_order() {
-        let tmp = tempfile::tempdir().unwrap();
-        let store = RunStore::create(tmp.path(), "r").unwrap();
-        store
-            .send_command(&InboxCommand::AnswerRun { text: "a".into() })
-            .unwrap();
-        store
-            .send_command(&InboxCommand::Cancel { worker: None })
-            .unwrap();
-        let (cmds, off) = store.read_commands(0).unwrap();
-        assert_eq!(cmds.len(), 2);
-        let (cmds, _) = store.read_commands(off).unwrap();
-        assert!(cmds.is_empty());
-    }
-
-    #[test]
-    fn the_driver_lock_is_exclusive() {
-        let tmp = tempfile::tempdir().unwrap();
-        let store = RunStore::create(tmp.path(), "r").unwrap();
-        let held = store.try_driver_lock().unwrap();
-        assert!(held.is_some());
-        assert!(store.is_driven().unwrap());
-        drop(held);
-        assert!(!store.is_driven().unwrap());
-    }
-}
+mod tests;

@@ -78,6 +78,9 @@ pub struct Model {
     /// Events reached tui-logger's buffer since the last redraw (it fills on its own
     /// thread, so the next clock tick redraws once more).
     events_pending: bool,
+    /// The driver saves the run's state next to an unreadable `state.json` (its
+    /// `state-saved-aside` event); the footer keeps saying so.
+    pub state_aside: bool,
 }
 
 impl Model {
@@ -98,6 +101,7 @@ impl Model {
             size: ratatui::layout::Rect::new(0, 0, 120, 40),
             is_file: |p| p.is_file(),
             events_pending: true,
+            state_aside: false,
         };
         m.refresh_findings();
         m
@@ -224,8 +228,13 @@ impl Model {
                 self.run = std::sync::Arc::unwrap_or_clone(state);
                 if self.run.status.is_final() && !was_final {
                     self.finished = true;
+                    let aside = if self.state_aside {
+                        "; state.json cannot be read, its state is in state.json.crewmux-saved (see the Log)"
+                    } else {
+                        ""
+                    };
                     self.ui.notice = Some(format!(
-                        "run {} (council {}) — q leaves the dashboard",
+                        "run {} (council {}){aside} — q leaves the dashboard",
                         self.run.status.as_str(),
                         self.run.council.status.as_str()
                     ));
@@ -241,7 +250,13 @@ impl Model {
                 tracing::warn!("{n}");
                 self.ui.notice = Some(n);
             }
-            Update::Event(_) => self.events_pending = true,
+            Update::Event(e) => {
+                if e.kind == crate::domain::EventKind::StateSavedAside {
+                    self.state_aside = true;
+                    self.ui.notice = Some(e.message);
+                }
+                self.events_pending = true;
+            }
             Update::HostsDown(hosts) => self.ui.hosts_down = hosts,
             Update::Stopped { finished } => {
                 self.finished |= finished;

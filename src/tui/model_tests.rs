@@ -226,3 +226,27 @@ fn opened_from_home_esc_leaves_once_nothing_is_open() {
         "not from home: Esc never quits"
     );
 }
+
+#[test]
+fn state_saved_aside_stays_in_the_footer_through_the_end_of_the_run() {
+    let mut m = Model::new(
+        fixtures::crazy_run(),
+        std::path::PathBuf::from("/nonexistent/run"),
+    );
+    let said = "/r/state.json was changed by another program: …";
+    m.handle(Msg::Driver(Update::Event(crate::domain::RunEvent {
+        ts: chrono::Utc::now(),
+        kind: crate::domain::EventKind::StateSavedAside,
+        worker: None,
+        attempt: None,
+        source: "driver".into(),
+        message: said.into(),
+    })));
+    assert_eq!(m.ui.notice.as_deref(), Some(said));
+    m.handle(snapshot(fixtures::done_run(), None));
+    let notice = m.ui.notice.clone().unwrap_or_default();
+    assert!(
+        notice.contains("run done") && notice.contains("state.json.crewmux-saved"),
+        "{notice}"
+    );
+}

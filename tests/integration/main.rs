@@ -74,6 +74,7 @@ mod providers_standins;
 mod rate_limit_lines;
 mod real_clis;
 mod shell;
+mod state_files;
 mod steer;
 mod stopped_server;
 mod structured_output;

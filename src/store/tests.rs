@@ -1,0 +1,48 @@
+//! Tests of the run directory: state files, the inbox and the driver lock.
+use super::*;
+
+#[test]
+fn corrupt_and_newer_state_files_are_reported_and_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = RunStore::create(tmp.path(), "20260101-000000-abcd").unwrap();
+    std::fs::write(store.state_path(), b"{\"schema_version\": 1, \"run_id\": ").unwrap();
+    let err = store.load_state().unwrap_err().to_string();
+    assert!(
+        err.contains("state.json") && err.contains("not valid JSON"),
+        "{err}"
+    );
+    std::fs::write(store.state_path(), b"{\"schema_version\": 99}").unwrap();
+    let err = store.load_state().unwrap_err().to_string();
+    assert!(err.contains("newer"), "{err}");
+    assert_eq!(
+        std::fs::read(store.state_path()).unwrap(),
+        b"{\"schema_version\": 99}"
+    );
+}
+
+#[test]
+fn inbox_commands_are_read_once_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = RunStore::create(tmp.path(), "r").unwrap();
+    store
+        .send_command(&InboxCommand::AnswerRun { text: "a".into() })
+        .unwrap();
+    store
+        .send_command(&InboxCommand::Cancel { worker: None })
+        .unwrap();
+    let (cmds, off) = store.read_commands(0).unwrap();
+    assert_eq!(cmds.len(), 2);
+    let (cmds, _) = store.read_commands(off).unwrap();
+    assert!(cmds.is_empty());
+}
+
+#[test]
+fn the_driver_lock_is_exclusive() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = RunStore::create(tmp.path(), "r").unwrap();
+    let held = store.try_driver_lock().unwrap();
+    assert!(held.is_some());
+    assert!(store.is_driven().unwrap());
+    drop(held);
+    assert!(!store.is_driven().unwrap());
+}
