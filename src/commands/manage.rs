@@ -298,9 +298,10 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
                 continue;
             }
             Err(e) => {
-                crate::errln!("crewmux: kept {id}: {e}");
-                said += 1;
-                kept += 1;
+                let c = super::clean::clean_broken(&store, &id, &e, &args)?;
+                said += c.said;
+                kept += usize::from(c.kept);
+                failed += usize::from(c.failed);
                 continue;
             }
         };
@@ -322,24 +323,7 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
             failed += 1;
             continue;
         }
-        // A tmux run whose tmux is no longer installed has no session left to remove.
-        if let Ok(mut backend) = super::drive::backend_for(&state, &store) {
-            // Anything an attempt left behind (a daemon, a `nohup … &`) goes with the run.
-            for r in &state.dispatches {
-                let left = backend.end_stale_attempt(&r.nonce);
-                if !left.is_empty() {
-                    crate::errln!(
-                        "crewmux: {id}: processes of {}#{} survive SIGKILL: {left:?}",
-                        r.worker_id,
-                        r.attempt
-                    );
-                }
-            }
-            if let Some(what) = backend.remove_run()? {
-                crate::errln!("crewmux: removed {what}");
-                said += 1;
-            }
-        }
+        said += super::clean::end_session(&state, &store, &id)?;
         let (trees_kept, lines) = super::workspace::clean_worktrees(&state, args.force)?;
         said += lines;
         if trees_kept > 0 {

@@ -1,6 +1,7 @@
 //! Command handlers: one function per subcommand, called by `main`. Each returns the
 //! process exit code or a typed error.
 
+pub mod clean;
 pub mod creds;
 pub mod dashboard;
 pub mod dispatch;

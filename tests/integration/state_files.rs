@@ -2,6 +2,7 @@
 //! reported, never overwritten, and the driver's state (every worker and result) is not
 //! lost; the messages about it name a fix that works.
 
+use std::path::Path;
 use std::time::Duration;
 
 use crate::support::{
@@ -10,6 +11,9 @@ use crate::support::{
 
 /// One simulated worker that prints for a few seconds (time to break the state file).
 const SLOW: &str = "[[worker]]\nid = \"w\"\nrole = \"backend-engineer\"\nprovider = \"sim\"\nmax_attempts = 1\nprompt = \"{problem}\\nsim: lines=12\\nsim: delay-ms=250\"\n";
+
+/// One simulated worker that ends at once.
+const QUICK: &str = "[[worker]]\nid = \"w\"\nrole = \"backend-engineer\"\nprovider = \"sim\"\nmax_attempts = 1\nprompt = \"{problem}\\nsim: lines=2\"\n";
 
 const BROKEN: &[u8] = b"{broken\n";
 
@@ -72,4 +76,47 @@ fn a_state_file_broken_during_a_headless_run_is_kept_and_the_state_saved_beside_
     std::fs::rename(&side, &state).unwrap();
     let status = run_crewmux(t.path(), "unused", &["status", &id, "--json"]);
     assert_eq!(status.status.code(), Some(0), "{}", stderr(&status));
+}
+
+/// `clean --run <run> --purge` on `run`: its exit code and stderr.
+fn clean(project: &Path, run: &str, force: bool) -> (Option<i32>, String) {
+    let mut args = vec!["clean", "--run", run, "--purge"];
+    if force {
+        args.push("--force");
+    }
+    let out = run_crewmux(project, "unused", &args);
+    (out.status.code(), stderr(&out))
+}
+
+#[test]
+fn clean_removes_a_run_whose_state_is_broken_or_missing_only_when_forced() {
+    for broken in [true, false] {
+        let t = TeamProject::new(QUICK);
+        let out = t.run("go").process().output();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let run = only_run_dir(t.path());
+        let id = run.file_name().unwrap().to_str().unwrap().to_string();
+        if broken {
+            std::fs::write(run.join("state.json"), BROKEN).unwrap();
+        } else {
+            std::fs::remove_file(run.join("state.json")).unwrap();
+        }
+
+        // Kept without --force, with a line that names the way that removes it.
+        let (code, err) = clean(t.path(), &id, false);
+        assert_eq!(code, Some(1), "{err}");
+        let forced = format!("crewmux clean --run {id} --purge --force");
+        assert!(err.contains(&forced), "{err}");
+        assert!(!err.contains("os error"), "{err}");
+        assert!(run.is_dir());
+        if broken {
+            assert_eq!(std::fs::read(run.join("state.json")).unwrap(), BROKEN);
+        }
+
+        // Forced: removed.
+        let (code, err) = clean(t.path(), &id, true);
+        assert_eq!(code, Some(0), "{err}");
+        assert!(err.contains(&format!("removed {}", run.display())), "{err}");
+        assert!(!run.exists());
+    }
 }
