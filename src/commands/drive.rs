@@ -31,13 +31,43 @@ fn with_hosts(
     if hosts.is_empty() {
         return Ok(local);
     }
-    Ok(Box::new(crate::hosts::HostsBackend::new(
-        local,
-        &hosts,
-        &state.run_id,
-        &state.session,
-        control,
-    )?))
+    let backend =
+        crate::hosts::HostsBackend::new(local, &hosts, &state.run_id, &state.session, control)?;
+    if control {
+        silent_at_planning(&backend, state);
+    }
+    Ok(Box::new(backend))
+}
+
+/// Tell `backend` the hosts planning found silent (`helpers.json`'s `awaited`, with when)
+/// that no attempt of the run has run on since: their outage counts from then.
+fn silent_at_planning(backend: &crate::hosts::HostsBackend, state: &RunState) {
+    let states = match crate::hosts::helper::run_states(&state.run_dir) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!("{e}");
+            return;
+        }
+    };
+    for (host, s) in states {
+        let crate::hosts::helper::HelperState::Awaited {
+            why,
+            since: Some(at),
+            ..
+        } = s
+        else {
+            continue;
+        };
+        if state
+            .dispatches
+            .iter()
+            .any(|d| d.host.as_deref() == Some(&host))
+        {
+            continue;
+        }
+        tracing::info!("host {host}: did not answer when the run was planned ({why}), at {at}");
+        backend.silent_since(&host, at, why);
+    }
 }
 
 fn local_backend_for(state: &RunState, store: &RunStore) -> Result<Box<dyn Multiplexer>> {

@@ -152,6 +152,22 @@ impl HostsBackend {
         }
     }
 
+    /// Count `host` as not answering since `at` (UTC), when planning asked it and got no
+    /// answer (`why`): its driver says so from its first turn, holds its attempts without
+    /// trying them there, and loses it `lost_after_s` after `at`, not after a launch and a
+    /// probe of its own have failed too. A host that answers meanwhile is up at its
+    /// first try (at once).
+    pub fn silent_since(&self, host: &str, at: chrono::DateTime<chrono::Utc>, why: String) {
+        let Some(r) = self.remotes.get(host) else {
+            return;
+        };
+        let ago = (chrono::Utc::now() - at).to_std().unwrap_or_default();
+        let now = Instant::now();
+        let since = now.checked_sub(ago).unwrap_or(now);
+        r.thread
+            .ask(crate::hosts::host_thread::Ask::SilentSince(since, why));
+    }
+
     /// Take in what every host's thread told, without waiting.
     pub(in crate::hosts) fn take_told(&mut self) {
         let hosts: Vec<String> = self.remotes.keys().cloned().collect();

@@ -153,7 +153,14 @@ pub enum HelperState {
     /// there (this build's name) once it answers, before the first attempt there that
     /// runs crewmux itself starts (`helper_awaited.rs`). Until then such a worker waits
     /// for the host as every worker does, and runs on `local` once the host is lost.
-    Awaited { why: String, path: PathBuf },
+    Awaited {
+        why: String,
+        path: PathBuf,
+        /// When planning asked the host and got no answer (UTC): its outage counts from
+        /// then toward its `lost_after_s`. Absent in files of crewmux before the field.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        since: Option<chrono::DateTime<chrono::Utc>>,
+    },
 }
 
 /// What a run's workers on one host need of crewmux.

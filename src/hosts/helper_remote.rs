@@ -83,8 +83,13 @@ pub fn ensure(link: &SshLink, host: &HostSpec) -> HelperState {
         Err(e) => return HelperState::Unknown { why: e.to_string() },
     };
     let path = own.path_on(host);
+    let asked = chrono::Utc::now();
     match probe(link, own, &path) {
-        Err(why) => HelperState::Awaited { why, path },
+        Err(why) => HelperState::Awaited {
+            why,
+            path,
+            since: Some(asked),
+        },
         Ok(Found::Foreign(why)) => HelperState::CannotRun { why },
         Ok(Found::Present) => HelperState::Ready {
             path,

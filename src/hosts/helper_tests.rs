@@ -112,6 +112,7 @@ fn a_host_that_does_not_answer_at_planning_lets_sim_wait_for_it_and_says_so() {
     let awaited = HelperState::Awaited {
         why: "Connection refused".into(),
         path: "/w/bin/crewmux-0.1.0-ab".into(),
+        since: None,
     };
     let p = judge(&need(true), one(awaited.clone())).unwrap();
     assert_eq!(

@@ -106,6 +106,9 @@ pub(super) enum Ask {
     BringBack(crate::backend::WorkBack),
     RemoveRun(Sender<Result<Option<String>>>),
     ForgetScreen,
+    /// The host did not answer planning's probe, asked at this time (why): it is down
+    /// from then (see `Reach::silent_since`).
+    SilentSince(Instant, String),
 }
 
 /// What a host's thread tells the backend.
@@ -396,6 +399,7 @@ fn serve(
                 let _ = reply.send(side.tmux.remove_run());
             }
             Ask::ForgetScreen => side.tmux.forget_screen(),
+            Ask::SilentSince(since, why) => side.reach.silent_since(since, Instant::now(), why),
         }
         side.place.progress.step();
         if !left.is_empty() {

@@ -72,6 +72,21 @@ impl Reach {
         };
     }
 
+    /// A host found not answering at `since` before this backend asked it anything
+    /// (planning's probe): down from then on, tried at once (at `now`); its outage counts
+    /// from `since` toward its `lost_after_s`. A host already seen answering or down is
+    /// left as it is.
+    pub fn silent_since(&mut self, since: Instant, now: Instant, why: String) {
+        if *self == Reach::Up {
+            *self = Reach::Down {
+                since: since.min(now),
+                retry_at: now,
+                backoff: RETRY_FIRST,
+                why,
+            };
+        }
+    }
+
     /// True when a down host may be tried at `now`.
     pub fn may_try(&self, now: Instant) -> bool {
         match self {
@@ -159,6 +174,24 @@ mod tests {
             r.probe_limit(t0 + Duration::from_secs(40), limit),
             PROBE_FLOOR
         );
+    }
+
+    #[test]
+    fn a_host_silent_at_planning_is_down_from_then_and_tried_at_once() {
+        let t0 = Instant::now();
+        let now = t0 + Duration::from_secs(12);
+        let mut r = Reach::Up;
+        r.silent_since(t0, now, "did not answer within 12 s".into());
+        assert!(r.may_try(now));
+        assert_eq!(r.lose_after(now, Duration::from_secs(40)), None);
+        let why = r
+            .lose_after(t0 + Duration::from_secs(40), Duration::from_secs(40))
+            .unwrap();
+        assert_eq!(why, "unreachable for 40 s (did not answer within 12 s)");
+        // A host seen since keeps what it was seen as.
+        let mut lost = Reach::Lost;
+        lost.silent_since(t0, now, "x".into());
+        assert_eq!(lost, Reach::Lost);
     }
 
     #[test]

@@ -215,3 +215,92 @@ fn dispatch_over_a_frozen_host_is_bounded_by_the_one_probe_and_says_it_did_not_a
     // One probe, bounded: the reason is not asked for again.
     assert!(took < Duration::from_secs(20), "dispatch took {took:?}");
 }
+
+/// The lines of `from` as they come, each with how long after `t0` it came.
+fn timed_lines(
+    from: impl std::io::Read + Send + 'static,
+    t0: std::time::Instant,
+) -> std::thread::JoinHandle<Vec<(Duration, String)>> {
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        std::io::BufReader::new(from)
+            .lines()
+            .map_while(Result::ok)
+            .map(|l| (t0.elapsed(), l))
+            .collect()
+    })
+}
+
+/// Planning's probe of a host frozen before the run (sshd SIGSTOPped) is its first
+/// contact that fails: the host is said not to answer as soon as the run's stage starts,
+/// and lost `lost_after_s` after that probe asked, not after a launch and a probe of the
+/// driver's own failed too (69 s for a `lost_after_s` of 40, measured by hand).
+#[test]
+fn a_host_frozen_before_the_run_is_lost_its_lost_after_s_after_planning_found_it_silent() {
+    let Some(t) = HostRepo::start("hosts-frozen-plan") else {
+        return;
+    };
+    let lost_after = 20;
+    t.host
+        .write_hosts_file_lost_after(t.path(), "box", lost_after);
+    let team = t.team(
+        "[[worker]]\nid = \"simmer\"\nrole = \"backend-engineer\"\nprovider = \"sim\"\nhost = \"box\"\nmax_attempts = 1\n\
+         prompt = \"Do: {problem}\\nsim: lines=2\"\n",
+    );
+    let pids = t.host.freeze();
+    assert!(!pids.is_empty(), "no sshd to freeze");
+    let t0 = std::time::Instant::now();
+    let t0_utc = chrono::Utc::now();
+    let mut child = t.spawn(&headless(&team, "a host frozen from the start"));
+    let lines = timed_lines(child.stderr.take().unwrap(), t0);
+    let out = wait_limited(child, &["run"]);
+    t.host.thaw(&pids);
+    let lines = lines.join().unwrap();
+    let all: String = lines
+        .iter()
+        .map(|(at, l)| format!("{:>6.1} s  {l}\n", at.as_secs_f64()))
+        .collect();
+    eprintln!("{all}");
+    let when = |what: &dyn Fn(&str) -> bool| {
+        lines
+            .iter()
+            .find(|(_, l)| what(l))
+            .map(|(at, _)| *at)
+            .unwrap_or_else(|| panic!("never said:\n{all}"))
+    };
+    let planned = when(&|l| l.contains("waits for it as the run's other workers do"));
+    let silent = when(&|l| {
+        l.contains("host box does not answer") && l.contains("state is unknown until it does")
+    });
+    let lost = when(&|l| l.contains("host box was lost: unreachable for"));
+    let s = summary(&out);
+    assert_eq!(
+        worker(&s, "simmer")["placement"],
+        "attempt 1 on local (box lost)",
+        "{s}\n{all}"
+    );
+    // Planning's probe waits for its limit (12 s); the run's stage starts right after.
+    assert!(
+        silent.saturating_sub(planned) <= Duration::from_secs(5),
+        "said {:?} after planning\n{all}",
+        silent.saturating_sub(planned)
+    );
+    // Lost lost_after_s after planning's probe asked (its time in helpers.json), with a
+    // little slack for a loaded machine: not a 15 s launch and a 5 s probe later.
+    let helpers: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(only_run_dir(t.path()).join("helpers.json")).unwrap(),
+    )
+    .unwrap();
+    let asked = helpers["box"]["since"]
+        .as_str()
+        .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
+        .unwrap_or_else(|| panic!("no time of planning's probe: {helpers}"));
+    let asked = (asked.with_timezone(&chrono::Utc) - t0_utc)
+        .to_std()
+        .unwrap_or_default();
+    let bound = asked + Duration::from_secs(lost_after + 5);
+    assert!(
+        lost <= bound,
+        "lost {lost:?} after the run began, planning asked at {asked:?}\n{all}"
+    );
+}
