@@ -71,6 +71,15 @@ impl Saves {
         }
     }
 
+    /// What saves finished since the last call have to tell, without saving (the loop
+    /// asks each turn: a run that saves no more still hears of its last save).
+    pub(super) fn told(&mut self) -> Vec<Said> {
+        match self {
+            Saves::Here(_) => vec![],
+            Saves::Thread(s) => s.said.try_iter().collect(),
+        }
+    }
+
     /// Wait until every save asked for is on disk; returns what was not told yet.
     pub(super) fn flush(&mut self) -> Vec<Said> {
         match self {
@@ -165,5 +174,36 @@ impl Drop for Saver {
                 tracing::warn!("the state saver thread panicked");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saves_going_aside_are_told_once_without_another_save() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = RunStore::create(tmp.path(), "r").unwrap();
+        let mut saves = Saves::here(store.clone());
+        saves.start_thread(&store).unwrap();
+        let state = crate::engine::tests::run(1, 1);
+        assert_eq!(saves.save(&state, None), vec![]);
+        assert_eq!(saves.flush(), vec![]);
+        std::fs::write(store.state_path(), b"{broken").unwrap();
+        assert_eq!(saves.save(&state, None), vec![]);
+        // The run may save no more (it ended): the loop hears of it all the same.
+        let mut told = vec![];
+        for _ in 0..100 {
+            told.extend(saves.told());
+            if !told.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(matches!(told.as_slice(), [Said::Aside(a)] if a.side == store.aside_path()));
+        saves.save(&state, None);
+        assert_eq!(saves.flush(), vec![]);
+        assert_eq!(std::fs::read(store.state_path()).unwrap(), b"{broken");
     }
 }

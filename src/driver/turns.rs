@@ -67,6 +67,8 @@ impl Driver {
         self.give_up_late_batch(emit);
         self.hard_kills();
         self.reap_due(false, emit);
+        let said = self.saves.told();
+        self.tell_saves(said, emit);
         turns.unsaved |= changed;
         // state.json is rewritten at most every SAVE_EVERY (one run of 1000 workers is
         // megabytes); exit evidence is on disk meanwhile, so nothing is lost.
