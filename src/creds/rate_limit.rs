@@ -49,6 +49,13 @@ impl RateLimitPatterns {
     }
 }
 
+impl RateLimitPatterns {
+    /// The empty set: matches no line.
+    pub fn none() -> Self {
+        Self::new::<&str>(&[]).expect("the empty set compiles")
+    }
+}
+
 impl Default for RateLimitPatterns {
     /// [`DEFAULT_RATE_LIMIT_PATTERNS`].
     fn default() -> Self {

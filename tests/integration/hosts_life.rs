@@ -135,6 +135,13 @@ fn a_remote_workers_rate_limit_line_is_acted_on_while_it_runs() {
     let team = t.team("[[worker]]\nid = \"limited\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
          command = [\"sh\", \"-c\", \"echo started; sleep 1; echo 'Error: 429 Too Many Requests (rate limit reached)'; sleep 300\"]\n",
     );
+    // A `command` worker has no rate-limit patterns of its own: the project names one.
+    std::fs::create_dir_all(t.path().join(".crewmux")).unwrap();
+    std::fs::write(
+        t.path().join(".crewmux/providers.toml"),
+        "[providers.command]\nrate_limit_patterns = [\"too many requests\"]\n",
+    )
+    .unwrap();
     let args = headless(&team, "live output");
     let child = t.spawn(&args);
     wait_running_remotely(t.path(), "limited");
