@@ -45,6 +45,7 @@ pub fn run(args: DispatchArgs) -> Result<i32> {
     // shows a plan is one `run` would accept.
     let used = crate::hosts::hosts_for(
         &opts.project_dir,
+        &team.source,
         team.workers
             .iter()
             .map(|w| (w.id.as_str(), w.host.as_deref())),

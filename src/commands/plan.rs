@@ -167,7 +167,7 @@ pub fn create_run_with(
             host: w.host.as_deref(),
         })
         .collect();
-    let hosts = hosts_of(project, &placed, backend)?;
+    let hosts = hosts_of(project, &team.source, &placed, backend)?;
     // With `--hosts`, each host runs its own share at once and the run all of them.
     let parallel = team.at_once();
     let workers = team
@@ -402,10 +402,12 @@ fn hosts_file_warning(
 /// An unknown host or a `hosts.toml` mistake; remote workers on the process backend.
 pub(super) fn hosts_of(
     project: &Path,
+    team_source: &str,
     workers: &[Placed<'_>],
     backend: BackendKind,
 ) -> Result<std::collections::BTreeMap<String, crate::hosts::HostSpec>> {
-    let hosts = crate::hosts::hosts_for(project, workers.iter().map(|w| (w.id, w.host)))?;
+    let hosts =
+        crate::hosts::hosts_for(project, team_source, workers.iter().map(|w| (w.id, w.host)))?;
     if !hosts.is_empty() && backend != BackendKind::Tmux {
         return Err(Error::Usage(
             "workers on SSH hosts run in tmux there: drop `--backend process`, or run those workers on `local`".into(),

@@ -73,7 +73,7 @@ pub fn precheck(
             host: host.as_deref(),
         })
         .collect();
-    hosts_of(project, &placed, backend)?;
+    hosts_of(project, team.source(), &placed, backend)?;
     let workspace = spec.workspace.clone().unwrap_or_default();
     plan_workspace(project, &workspace, &placed, ws_opts)?;
     Ok(())

@@ -64,13 +64,16 @@ pub fn worker_host(own: Option<&str>, team: Option<&str>) -> Option<String> {
     own.or(team).filter(|h| *h != LOCAL).map(str::to_string)
 }
 
-/// The hosts `workers` name, checked against `hosts.toml` (user's, then the project's).
+/// The hosts `workers` name, checked against `hosts.toml` (user's, then the project's);
+/// `team_source` is the team file they come from (`mode:ccg` for a built-in mode).
 ///
 /// # Errors
-/// A `hosts.toml` mistake, a host no file defines (one line naming the worker), or
+/// A `hosts.toml` mistake, a host no file defines (one line naming the worker, placed at
+/// its `host` value in the team file: `team.toml:7:8: worker `a`: unknown host …`), or
 /// `ssh_args` ssh refuses before connecting (`ssh_options`).
 pub fn hosts_for<'a>(
     project_dir: &Path,
+    team_source: &str,
     workers: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
 ) -> Result<BTreeMap<String, HostSpec>> {
     let mut used = BTreeMap::new();
@@ -87,9 +90,14 @@ pub fn hosts_for<'a>(
                 &crate::providers::EnvSnapshot::current(),
             )?),
         };
-        let spec = hosts
-            .get(host)
-            .map_err(|e| Error::Usage(format!("worker `{worker}`: {e}")))?;
+        let spec = hosts.get(host).map_err(|e| {
+            Error::Usage(crate::team::place::at_worker_value(
+                team_source,
+                worker,
+                "host",
+                &format!("worker `{worker}`: {e}"),
+            ))
+        })?;
         if let Some(spec) = spec {
             ssh_options::check(spec)?;
             used.insert(host.to_string(), spec.clone());

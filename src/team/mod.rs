@@ -6,6 +6,7 @@ pub mod cwd_base;
 pub mod file;
 pub mod limits;
 mod missing;
+pub mod place;
 pub mod resolve;
 pub mod resolved;
 pub mod route;

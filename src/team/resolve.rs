@@ -117,6 +117,11 @@ impl CheckedTeam {
         &self.loaded.spec
     }
 
+    /// `mode:ccg` or the team file's path.
+    pub fn source(&self) -> &str {
+        &self.loaded.source
+    }
+
     /// The run's `parallel` (`--parallel`, the team file's, or the default).
     pub fn parallel(&self) -> usize {
         self.parallel

@@ -130,9 +130,12 @@ fn an_unknown_host_or_a_bad_hosts_file_is_one_line_and_nothing_runs() {
     let out = run_crewmux(tmp.path(), "crewmux-test-unused", &args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
+    // Placed at the `host` value, as the team file's other mistakes are.
     assert!(
-        err.trim()
-            .starts_with("crewmux: worker `a`: unknown host `nope`: the hosts are local;"),
+        err.trim().starts_with(&format!(
+            "crewmux: {}:5:8: worker `a`: unknown host `nope`: the hosts are local;",
+            team.display()
+        )),
         "{err}"
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
