@@ -10,7 +10,7 @@
 )]
 
 use crate::cli::DispatchArgs;
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 use crate::team::{resolve, ResolveOptions, ResolvedTeam};
 
 /// Run the command; returns the exit code (0 when every worker has a provider).
@@ -25,10 +25,7 @@ use crate::team::{resolve, ResolveOptions, ResolvedTeam};
     reason = "a command handler owns the flags clap parsed for it"
 )]
 pub fn run(args: DispatchArgs) -> Result<i32> {
-    let project = match args.common.project.clone() {
-        Some(p) => p,
-        None => std::env::current_dir().on("the current directory")?,
-    };
+    let project = super::plan::given_project_dir(args.common.project.as_deref())?;
     let mut opts = ResolveOptions::new(args.problem.clone(), project);
     opts.target = args.target.clone();
     opts.mode = args.mode.map(Into::into);

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::cli::DoctorArgs;
-use crate::error::{IoContext, Result};
+use crate::error::Result;
 use crate::providers::health::{probe_many, probe_tmux};
 use crate::providers::{EnvSnapshot, ProbeOptions, ProviderHealth, Registry, TmuxHealth};
 
@@ -72,10 +72,7 @@ pub fn report(project: Option<&std::path::Path>, env: &EnvSnapshot) -> Result<Do
 )]
 pub fn run(args: DoctorArgs) -> Result<i32> {
     // Like `dispatch` and `run`: the project is the current directory unless given.
-    let project = match args.common.project.clone() {
-        Some(p) => p,
-        None => std::env::current_dir().on("the current directory")?,
-    };
+    let project = super::plan::given_project_dir(args.common.project.as_deref())?;
     if args.hosts {
         return super::doctor_hosts::run(&project, args.team.as_deref(), args.json);
     }

@@ -22,12 +22,26 @@ pub fn project_dir(arg: Option<&Path>) -> Result<PathBuf> {
         Some(p) => p.to_path_buf(),
         None => std::env::current_dir().on("the current directory")?,
     };
-    dir.canonicalize().map_err(|_| {
-        Error::Usage(format!(
-            "--project {}: no such directory; give an existing project folder",
-            dir.display()
-        ))
-    })
+    dir.canonicalize().map_err(|_| no_project(&dir))
+}
+
+fn no_project(dir: &Path) -> Error {
+    Error::Usage(format!(
+        "--project {}: no such directory; give an existing project folder",
+        dir.display()
+    ))
+}
+
+/// `--project` as given (not made canonical), else the current directory.
+///
+/// # Errors
+/// As [`project_dir`]: a `--project` that is no directory.
+pub fn given_project_dir(arg: Option<&Path>) -> Result<PathBuf> {
+    match arg {
+        Some(p) if p.is_dir() => Ok(p.to_path_buf()),
+        Some(p) => Err(no_project(p)),
+        None => std::env::current_dir().on("the current directory"),
+    }
 }
 
 /// The backend: `--backend`, else tmux when it is usable, else the process backend (said in

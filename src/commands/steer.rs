@@ -9,7 +9,7 @@ use std::path::Path;
 use crate::cli::{SteerArgs, SteerCommand};
 use crate::domain::{RunState, WorkerKind};
 use crate::engine::steer::{check, next_added_id, Steer};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 use crate::store::{InboxCommand, RunStore};
 
 use super::plan::project_dir;
@@ -98,7 +98,7 @@ fn request(state: &RunState, project: &Path, what: &SteerCommand) -> Result<Stee
             worker: worker.clone(),
             task: match (task, task_file) {
                 (Some(t), _) => Some(t.clone()),
-                (None, Some(path)) => Some(std::fs::read_to_string(path).at(path)?),
+                (None, Some(path)) => Some(read_task_file(path)?),
                 (None, None) => None,
             },
         },
@@ -106,6 +106,19 @@ fn request(state: &RunState, project: &Path, what: &SteerCommand) -> Result<Stee
             worker: worker.clone(),
             text: text.clone(),
         },
+    })
+}
+
+/// The text of `--task-file <path>`.
+///
+/// # Errors
+/// [`Error::Usage`] (exit 2) naming the flag and the file when it cannot be read.
+fn read_task_file(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|e| {
+        Error::Usage(format!(
+            "--task-file {}: cannot read it ({e}): give a readable file",
+            path.display()
+        ))
     })
 }
 

@@ -254,6 +254,17 @@ fn bad_inputs_exit_2_with_one_line() {
         .args(["doctor", "--bogus"])
         .assert()
         .code(2);
+    // A `--project` that is no directory: said, not routed past.
+    for cmd in [&["dispatch", "x y z"][..], &["doctor"][..]] {
+        crewmux(&bin, project.path())
+            .args(cmd)
+            .args(["--project", "/nonexistent"])
+            .assert()
+            .code(2)
+            .stderr(
+                "crewmux: --project /nonexistent: no such directory; give an existing project folder\n",
+            );
+    }
     bin.user_providers("[providers.codex]\nargz = []\n");
     crewmux(&bin, project.path())
         .args(["doctor"])

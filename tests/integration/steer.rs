@@ -256,6 +256,19 @@ fn a_headless_run_is_steered_from_the_cli_and_from_a_dashboard_opened_on_it() {
     let bad = run_crewmux(project, &workers.socket, &["steer", &id, "retry", "one"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("one is still running"));
+    let bad = run_crewmux(
+        project,
+        &workers.socket,
+        &["steer", &id, "retry", "one", "--task-file", "/nonexistent"],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.starts_with("crewmux: --task-file /nonexistent: cannot read it (")
+            && err.trim_end().ends_with("): give a readable file")
+            && err.lines().count() == 1,
+        "{err}"
+    );
     let sent = run_crewmux(
         project,
         &workers.socket,
