@@ -144,7 +144,8 @@ impl Hosts {
     /// The host called `name` (`None` for `local`).
     ///
     /// # Errors
-    /// [`Error::Usage`] when no `hosts.toml` defines it, naming the hosts that exist.
+    /// [`Error::Usage`] when no `hosts.toml` defines it, naming the hosts that exist and the
+    /// one it most likely meant (`did you mean `box`?`, `config_hint::meant`).
     pub fn get(&self, name: &str) -> Result<Option<&HostSpec>> {
         if name == LOCAL {
             return Ok(None);
@@ -153,6 +154,12 @@ impl Hosts {
             let known: Vec<&str> = std::iter::once(LOCAL)
                 .chain(self.hosts.keys().map(String::as_str))
                 .collect();
+            if let Some(meant) = super::config_hint::meant(name, known.iter().copied()) {
+                return Error::Usage(format!(
+                    "unknown host `{name}`: did you mean `{meant}`? (the hosts are {})",
+                    known.join(", ")
+                ));
+            }
             if !is_host_name(name) {
                 return Error::Usage(format!(
                     "unknown host `{name}`: the hosts are {}; a host name uses letters, digits, `-`, `_` or `.`",
@@ -195,7 +202,11 @@ pub fn parse(path: &Path, text: &str) -> Result<BTreeMap<String, HostSpec>> {
     let file: HostsFile = toml::from_str(text).map_err(|e| {
         let err = toml_error_with(path, text, &e, HINTS);
         match e.span() {
-            Some(span) => super::config_hint::with_host(err, text, span.start, HINTS),
+            Some(span) => super::config_hint::with_hosts_prefix(
+                super::config_hint::with_host(err, text, span.start, HINTS),
+                text,
+                span.start,
+            ),
             None => err,
         }
     })?;
@@ -446,6 +457,13 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("add `[hosts.c]`"), "{e}");
+        // A name close to a host's: that host, not a table to add.
+        let e = hosts.get("B").unwrap_err().to_string();
+        assert!(
+            e.contains("unknown host `B`: did you mean `b`? (the hosts are local, a, b)")
+                && !e.contains("[hosts."),
+            "{e}"
+        );
         // A name no table could have: the rule, not a table that is not TOML.
         let e = hosts.get("TRY BOX").unwrap_err().to_string();
         assert!(
