@@ -63,7 +63,11 @@ impl Retakes {
         {
             return false;
         }
-        tracing::info!("{worker}#{attempt}: starts once the results it quotes are taken again");
+        // The common case (the exit was settled before the log's last lines were read): not
+        // for the Log.
+        tracing::debug!(
+            "{worker}#{attempt}: starts once the last output lines of the workers it quotes are in"
+        );
         self.held.push((worker.to_string(), attempt));
         true
     }
@@ -255,8 +259,16 @@ impl super::Driver {
             if !r.due(now, force) {
                 return true;
             }
+            let marked = marker_in(&r.dir.join("output.log"), &r.nonce);
+            if !marked && now >= r.until {
+                tracing::info!(
+                    "{}'s last output lines did not come within {} s: its result is what came",
+                    r.worker,
+                    RETAKE_WITHIN.as_secs()
+                );
+            }
             inputs.extend(r.take_again(registry));
-            if r.due(now, false) {
+            if marked || now >= r.until {
                 r.forget();
             }
             false
@@ -274,9 +286,11 @@ impl super::Driver {
                 &self.store,
             )));
         }
-        tracing::info!(
-            "the council waits for {} result(s) to be taken again",
-            self.retakes.pending.len()
+        // The common case, for a moment (the exit was settled from `exit.json` before the
+        // log's last lines were read): not for the Log. A wait that runs out is said.
+        tracing::debug!(
+            "the council waits for {}",
+            last_lines_of(&self.retakes.pending)
         );
         self.retakes.council_waits = true;
         None
@@ -305,6 +319,16 @@ impl super::Driver {
         self.retakes.council_waits = false;
         let verdicts = super::run_council(&self.state, &self.store);
         self.apply(vec![Input::CouncilReady(verdicts)], emit) > 0
+    }
+}
+
+/// `a's last output lines`, `the last output lines of a and b`: what the retakes wait for.
+fn last_lines_of(pending: &[Retake]) -> String {
+    let names: Vec<&str> = pending.iter().map(|r| r.worker.as_str()).collect();
+    match names.as_slice() {
+        [one] => format!("{one}'s last output lines"),
+        [init @ .., last] => format!("the last output lines of {} and {last}", init.join(", ")),
+        [] => "no output".to_string(),
     }
 }
 

@@ -129,7 +129,10 @@ fn the_council_waits_for_a_pending_retake_and_a_driver_killed_meanwhile_leaves_i
     first
         .retakes
         .push(Retake::new(of, true, Some("sim".into()), Instant::now()));
-    assert!(first.council_or_wait().is_none(), "the council waits");
+    let (waits, logged) = info_lines(|| first.council_or_wait());
+    assert!(waits.is_none(), "the council waits");
+    // A common wait of a moment: nothing for the Log.
+    assert!(logged.is_empty(), "{logged}");
     assert!(!first.council_after_retakes(&mut |_| {}), "still pending");
     assert!(dir.join(RETAKE_FILE).exists());
     // Killed here: the next driver finds the retake and redoes it once the output is in.
@@ -207,5 +210,83 @@ fn a_launch_that_quotes_a_result_still_to_be_taken_again_waits_for_it_and_others
         std::fs::read_to_string(dir.join("result.md")).unwrap(),
         "part of it\nand the rest\n",
         "they quote the whole result"
+    );
+}
+
+/// What `f` logs at info level and above, with what it returns.
+fn info_lines<T>(f: impl FnOnce() -> T) -> (T, String) {
+    use std::sync::{Arc, Mutex};
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buf = Buf::default();
+    let writer = buf.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let out = tracing::subscriber::with_default(subscriber, f);
+    let text = String::from_utf8_lossy(&buf.0.lock().unwrap()).into_owned();
+    (out, text)
+}
+
+#[test]
+fn a_retake_whose_lines_never_come_is_said_once_its_wait_is_over() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (store, state, world) = crate::driver::tests::scripted(tmp.path());
+    let opts = crate::driver::DriverOptions {
+        quiet: true,
+        ..Default::default()
+    };
+    let mut d = crate::driver::Driver::new(store.clone(), state, world.mux(), opts);
+    let dir = store.attempt_dir("a", 1);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("output.log"), "part of it\n").unwrap();
+    let of = Of {
+        worker: "a",
+        attempt: 1,
+        dir: &dir,
+        nonce: "n1",
+    };
+    let started = Instant::now() - RETAKE_WITHIN;
+    d.retakes.push(Retake::new(of, false, None, started));
+    let (_, logged) = info_lines(|| d.retake_results(false));
+    assert!(
+        logged.contains("a's last output lines did not come within 30 s: its result is what came"),
+        "{logged}"
+    );
+    assert!(d.retakes.pending.is_empty());
+    assert!(!dir.join(RETAKE_FILE).exists());
+}
+
+#[test]
+fn what_the_council_waits_for_is_named() {
+    let dir = std::path::Path::new("/nowhere");
+    let r = |w: &str| {
+        Retake::new(
+            Of {
+                worker: w,
+                attempt: 1,
+                dir,
+                nonce: "n",
+            },
+            false,
+            None,
+            Instant::now(),
+        )
+    };
+    assert_eq!(last_lines_of(&[r("a")]), "a's last output lines");
+    assert_eq!(
+        last_lines_of(&[r("a"), r("b"), r("c")]),
+        "the last output lines of a, b and c"
     );
 }
