@@ -71,3 +71,35 @@ pub fn init(project: &Path, dashboard: bool) {
         .with(tui_layer)
         .try_init();
 }
+
+/// What `f` logs on this thread at info level and above (one line each, with its level:
+/// ` INFO `, ` WARN `), with what it returns: for tests of what reaches the Log panel.
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    reason = "a test helper; a poisoned buffer is a failed test"
+)]
+pub(crate) fn info_lines<T>(f: impl FnOnce() -> T) -> (T, String) {
+    use std::sync::Arc;
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buf = Buf::default();
+    let writer = buf.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let out = tracing::subscriber::with_default(subscriber, f);
+    let text = String::from_utf8_lossy(&buf.0.lock().unwrap()).into_owned();
+    (out, text)
+}

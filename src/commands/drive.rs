@@ -180,7 +180,9 @@ pub fn drive_headless(store: RunStore, state: RunState, opts: DriverOptions) -> 
                     }
                 }
             }
-            Update::Notice(n) => crate::errln!("[{}] crewmux: {n}", hhmmss()),
+            Update::Notice(n) | Update::Recovered(n) => {
+                crate::errln!("[{}] crewmux: {n}", hhmmss());
+            }
             Update::Snapshot { state, .. } => {
                 if state.status == RunStatus::Halted && !halted_reported {
                     halted_reported = true;

@@ -160,7 +160,9 @@ impl Driver {
                 emit(Update::Notice(msg.clone()));
             }
         } else if let Some(down) = self.server_down_reported.take() {
-            emit(Update::Notice(crate::hosts::poll::server_back_line(&down)));
+            emit(Update::Recovered(crate::hosts::poll::server_back_line(
+                &down,
+            )));
         }
         let before = self.hosts_down_reported.clone();
         for (host, msg) in &poll.hosts_down {
@@ -176,7 +178,7 @@ impl Driver {
             .collect();
         for host in back {
             self.hosts_down_reported.remove(&host);
-            emit(Update::Notice(format!("host {host} answers again")));
+            emit(Update::Recovered(format!("host {host} answers again")));
         }
         if self.hosts_down_reported != before {
             emit(Update::HostsDown(self.hosts_down_reported.clone()));

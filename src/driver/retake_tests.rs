@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::driver::result::{collect_output, FromLog};
+use crate::logging::info_lines;
 
 #[test]
 fn a_result_taken_before_the_marker_is_taken_again_with_the_lines_that_came_after() {
@@ -211,32 +212,6 @@ fn a_launch_that_quotes_a_result_still_to_be_taken_again_waits_for_it_and_others
         "part of it\nand the rest\n",
         "they quote the whole result"
     );
-}
-
-/// What `f` logs at info level and above, with what it returns.
-fn info_lines<T>(f: impl FnOnce() -> T) -> (T, String) {
-    use std::sync::{Arc, Mutex};
-    #[derive(Clone, Default)]
-    struct Buf(Arc<Mutex<Vec<u8>>>);
-    impl std::io::Write for Buf {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let buf = Buf::default();
-    let writer = buf.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::INFO)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let out = tracing::subscriber::with_default(subscriber, f);
-    let text = String::from_utf8_lossy(&buf.0.lock().unwrap()).into_owned();
-    (out, text)
 }
 
 #[test]

@@ -254,7 +254,8 @@ impl HostSide {
         // Now, not when the poll began: a probe may have taken seconds since.
         let lost = self.reach.lose_after(Instant::now(), limit);
         if let Some(why) = &lost {
-            tracing::warn!("host {} lost: {why}", self.place.spec.name);
+            // The run says it, with where its workers go (`Driver::lost_hosts`).
+            tracing::debug!("host {} lost: {why}", self.place.spec.name);
         }
         let poll = Poll {
             liveness: targets.iter().map(|_| Liveness::Unknown).collect(),

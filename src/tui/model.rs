@@ -250,6 +250,10 @@ impl Model {
                 tracing::warn!("{n}");
                 self.ui.notice = Some(n);
             }
+            Update::Recovered(n) => {
+                tracing::info!("{n}");
+                self.ui.notice = Some(n);
+            }
             Update::Event(e) => {
                 if e.kind == crate::domain::EventKind::StateSavedAside {
                     self.state_aside = true;

@@ -68,6 +68,19 @@ fn a_notice_is_shown_and_an_event_redraws_on_the_next_tick() {
     );
     m.handle(Msg::Driver(Update::Notice("paste failed".into())));
     assert_eq!(m.ui.notice.as_deref(), Some("paste failed"));
+    // Good news is shown the same, and logged as information, not as a warning.
+    let (_, logged) = crate::logging::info_lines(|| {
+        m.handle(Msg::Driver(Update::Recovered(
+            "host box answers again".into(),
+        )))
+    });
+    assert_eq!(m.ui.notice.as_deref(), Some("host box answers again"));
+    assert!(
+        logged.contains(" INFO ")
+            && logged.contains("host box answers again")
+            && !logged.contains(" WARN "),
+        "{logged}"
+    );
     let ev: crate::domain::RunEvent = serde_json::from_value(serde_json::json!({
         "ts": "2026-11-30T06:00:05Z", "kind": "worker-started", "worker": "backend",
         "source": "driver", "message": "started"

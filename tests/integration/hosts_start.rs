@@ -50,6 +50,17 @@ fn a_host_down_when_the_run_starts_is_waited_for_then_its_worker_runs_on_local()
     let moved =
         err.find("far#1 worker-moved: host box was lost before it started there; it runs on local");
     assert!(down.is_some() && lost > down && moved.is_some(), "{err}");
+    // Said once: the run's line, not also the host poll's own `host box lost: …`.
+    assert_eq!(
+        err.matches("host box was lost: unreachable").count(),
+        1,
+        "{err}"
+    );
+    assert!(
+        !log.lines()
+            .any(|l| l.contains(" WARN ") && l.contains("host box lost:")),
+        "{log}"
+    );
     let state = try_state(t.path()).unwrap();
     let dispatches = state["dispatches"].as_array().unwrap();
     assert_eq!(dispatches.len(), 1, "{dispatches:?}");
