@@ -36,8 +36,11 @@ pub(super) fn poll(b: &mut HostsBackend, targets: &[Target], focus: Option<&Targ
     for host in b.outages().into_keys() {
         groups.entry(Some(host)).or_default();
     }
-    // The local backend is polled even with no target of its own when it has the focus.
-    if focus.is_some() && focus_host.is_none() {
+    // The local backend is polled even with no target of its own when it has the focus:
+    // a focus with a pane here. One still to be launched is nowhere yet; asking this
+    // machine's tmux about it would find no server in a run whose workers are all remote
+    // and say the tmux server is gone.
+    if focus.is_some_and(|f| f.pane_id.is_some() || f.pid.is_some()) && focus_host.is_none() {
         groups.entry(None).or_default();
     }
     let mut liveness = vec![Liveness::Unknown; targets.len()];

@@ -79,6 +79,12 @@ fn a_remote_workers_commit_merges_into_the_integration_branch_and_a_check_passes
         stderr(&out),
         log()
     );
+    // Its one worker is remote: this machine's tmux, never started, is not called gone.
+    assert!(
+        !log().contains("is gone") && !log().contains("answers again"),
+        "{}",
+        log()
+    );
     let id = run_id(d);
     // It ran in its worktree on the host, under the host's workdir.
     let there = host.workdir.path().join("worktrees").join(&id).join("far");

@@ -365,6 +365,13 @@ fn enter_on_a_remote_worker_attaches_through_ssh_and_comes_back() {
     );
     let row = screen.lines().find(|l| l.contains("▶ there")).unwrap();
     assert!(row.contains("box"), "the host column:\n{screen}");
+    // Its one worker is remote: this machine's tmux, never started, is not called gone
+    // while the focused worker is still being launched.
+    let log = std::fs::read_to_string(t.path().join(".crewmux/crewmux.log")).unwrap_or_default();
+    assert!(
+        !log.contains("is gone") && !log.contains("answers again"),
+        "{log}"
+    );
     assert!(screen.contains("host"), "{screen}");
 
     viewer.keys(&["Enter"]);
