@@ -46,7 +46,8 @@ impl RunStore {
     }
 
     /// What to do about a `state.json` that is missing or cannot be read: take the state a
-    /// driver saved aside when there is one ([`super::STATE_ASIDE`]), else restore the file or
+    /// driver saved aside when there is one ([`super::STATE_ASIDE`]; once that driver has
+    /// ended, when one still drives the run), else restore the file or
     /// remove the run (`clean --purge --force`, the only clean that takes a run whose
     /// state is lost).
     pub fn state_fix(&self) -> String {
@@ -58,8 +59,14 @@ impl RunStore {
         let remove = format!("`crewmux clean --run {id} --purge --force` removes the run");
         let aside = self.aside_path();
         if aside.exists() {
+            // While a driver still saves there, moving the file now would be undone.
+            let when = if self.is_driven().unwrap_or(false) {
+                "once the crewmux process that drives the run (and saves there) ends, "
+            } else {
+                ""
+            };
             format!(
-                "crewmux saved the run's state to {} instead: check it, then `mv {} {}`; or {remove}",
+                "crewmux saved the run's state to {} instead: {when}check it, then `mv {} {}`; or {remove}",
                 aside.display(),
                 aside.display(),
                 self.state_path().display()

@@ -46,3 +46,34 @@ fn the_driver_lock_is_exclusive() {
     drop(held);
     assert!(!store.is_driven().unwrap());
 }
+
+#[test]
+fn a_broken_or_missing_state_names_the_side_file_and_waits_for_its_driver() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = RunStore::create(tmp.path(), "20260101-000000-abcd").unwrap();
+    let forced = "`crewmux clean --run 20260101-000000-abcd --purge --force`";
+    let err = store.load_state().unwrap_err().to_string();
+    assert!(
+        err.contains("missing") && err.contains(forced) && !err.contains("os error"),
+        "{err}"
+    );
+    std::fs::write(store.state_path(), b"{broken").unwrap();
+    std::fs::write(store.aside_path(), b"{}").unwrap();
+    let mv = format!(
+        "`mv {} {}`",
+        store.aside_path().display(),
+        store.state_path().display()
+    );
+    let driving = store.try_driver_lock().unwrap();
+    let err = store.load_state().unwrap_err().to_string();
+    assert!(
+        err.contains(&mv) && err.contains("once the crewmux process that drives the run"),
+        "{err}"
+    );
+    drop(driving);
+    let err = store.load_state().unwrap_err().to_string();
+    assert!(
+        err.contains(&mv) && err.contains(forced) && !err.contains("once"),
+        "{err}"
+    );
+}
