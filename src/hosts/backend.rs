@@ -134,6 +134,7 @@ impl HostsBackend {
                 fetched: HashSet::new(),
                 streams: control.then(super::output::Streams::default),
                 stuck: None,
+                answered: false,
             })?;
             remotes.insert(
                 name.clone(),

@@ -224,6 +224,7 @@ impl HostSide {
         if (poll.unanswered || poll.server_down.is_some()) && !self.probe(now) {
             return self.unreachable(targets);
         }
+        self.answered |= !poll.unanswered;
         // The host answers but its tmux server did not in time: an outage of the host's
         // (its workers `Unknown`), not a tmux server that is gone.
         self.stuck = if poll.unanswered {
@@ -276,6 +277,7 @@ impl HostSide {
                     tracing::debug!("host {} answers again", self.place.spec.name);
                 }
                 self.reach = Reach::Up;
+                self.answered = true;
                 true
             }
             Err(e) => {

@@ -138,6 +138,9 @@ pub(super) struct HostSide {
     pub streams: Option<super::output::Streams>,
     /// What its tmux server said when it last did not answer in time while the host did.
     pub stuck: Option<String>,
+    /// The host answered this thread once (a probe, or a launch that started something):
+    /// a first launch is preceded by a probe until then (see `launch_remote`).
+    pub answered: bool,
 }
 
 /// The backend's end of one host's thread.
@@ -379,7 +382,7 @@ fn serve(
                 let _ = told.send(Told::Checked(answers));
             }
             Ask::Launch(launch) => {
-                let done = super::launch_remote::launch(&side.place, &mut side.tmux, *launch);
+                let done = side.launch(*launch);
                 // The backend is gone when this fails; nothing is left to tell.
                 let _ = told.send(Told::Launched(done));
             }

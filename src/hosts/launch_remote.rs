@@ -11,8 +11,39 @@ use crate::backend::{HostLaunch, HostLaunched, SpawnSpec};
 use crate::error::Error;
 use crate::tmux::TmuxBackend;
 
+impl super::host_thread::HostSide {
+    /// Carry out `launch` (see the module docs), first asking the host whether it answers
+    /// when it never has on this thread: a host that hangs (frozen before the run) then
+    /// fails the batch within a probe's limit (5 s) and is down from the launch's start,
+    /// so its driver says so and holds the batch at once, and its `lost_after_s` counts
+    /// from then, not from after the batch's calls (each up to 15 s) and a probe of its
+    /// own timed out.
+    pub(super) fn launch(&mut self, launch: HostLaunch) -> HostLaunched {
+        if !self.answered {
+            let now = std::time::Instant::now();
+            if !self.reach.may_try(now) || !self.probe(now) {
+                let why = super::backend::outage_line(&self.place.spec.name, &self.reach)
+                    .unwrap_or_else(|| format!("host {} does not answer", self.place.spec.name));
+                let started = launch
+                    .specs
+                    .into_iter()
+                    .map(|s| (s.worker, s.attempt, Err(Error::Other(why.clone()))))
+                    .collect();
+                return HostLaunched {
+                    host: self.place.spec.name.clone(),
+                    started,
+                    sent: vec![],
+                };
+            }
+        }
+        let done = launch_batch(&self.place, &mut self.tmux, launch);
+        self.answered |= done.started.iter().any(|(_, _, r)| r.is_ok());
+        done
+    }
+}
+
 /// Carry out `launch` on the host of `place` (see the module docs); one result per spec.
-pub(super) fn launch(place: &Place, tmux: &mut TmuxBackend, launch: HostLaunch) -> HostLaunched {
+fn launch_batch(place: &Place, tmux: &mut TmuxBackend, launch: HostLaunch) -> HostLaunched {
     let host = place.spec.name.clone();
     let mut failed: BTreeMap<String, String> = BTreeMap::new();
     let mut sent = vec![];

@@ -217,7 +217,7 @@ fn dispatch_over_a_frozen_host_is_bounded_by_the_one_probe_and_says_it_did_not_a
 }
 
 /// The lines of `from` as they come, each with how long after `t0` it came.
-fn timed_lines(
+pub(crate) fn timed_lines(
     from: impl std::io::Read + Send + 'static,
     t0: std::time::Instant,
 ) -> std::thread::JoinHandle<Vec<(Duration, String)>> {

@@ -371,3 +371,61 @@ fn a_launch_on_a_frozen_host_holds_up_neither_a_local_worker_nor_the_run() {
             .unwrap();
     assert!(output.contains("on the host"), "{output}");
 }
+
+/// A host frozen before the run (sshd SIGSTOPped) whose worker runs a command (planning
+/// asks it nothing): the launch there is its first contact; the host is said not to
+/// answer within a few seconds of the stage change, and lost `lost_after_s` after that
+/// launch began, not after its calls and a probe timed out.
+#[test]
+fn a_host_frozen_before_the_run_is_said_and_lost_from_its_first_launch() {
+    let Some(t) = HostRepo::start("hosts-frozen-launch") else {
+        return;
+    };
+    let lost_after = 20;
+    t.host
+        .write_hosts_file_lost_after(t.path(), "box", lost_after);
+    let team = t.team(
+        "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
+         command = [\"sh\", \"-c\", \"echo ran; exit 0\"]\n",
+    );
+    let pids = t.host.freeze();
+    assert!(!pids.is_empty(), "no sshd to freeze");
+    let t0 = Instant::now();
+    let mut child = t.spawn(&headless(&team, "a host frozen from the start"));
+    let lines = crate::hosts_sim_down::timed_lines(child.stderr.take().unwrap(), t0);
+    let out = wait_limited(child, &["run"]);
+    t.host.thaw(&pids);
+    let lines = lines.join().unwrap();
+    let all: String = lines
+        .iter()
+        .map(|(at, l)| format!("{:>6.1} s  {l}\n", at.as_secs_f64()))
+        .collect();
+    eprintln!("{all}");
+    let when = |what: &dyn Fn(&str) -> bool| {
+        lines
+            .iter()
+            .find(|(_, l)| what(l))
+            .map(|(at, _)| *at)
+            .unwrap_or_else(|| panic!("never said:\n{all}"))
+    };
+    let stage = when(&|l| l.contains("stage-changed: team-plan → team-exec"));
+    let silent = when(&|l| l.contains("host box does not answer"));
+    let lost = when(&|l| l.contains("host box was lost: unreachable for"));
+    let s = summary(&out);
+    assert_eq!(
+        worker(&s, "far")["placement"],
+        "attempt 1 on local (box lost)",
+        "{s}\n{all}"
+    );
+    // A first launch's probe waits 5 s for a host that hangs; a loaded machine adds some.
+    let said_after = silent.saturating_sub(stage);
+    assert!(
+        said_after <= Duration::from_secs(8),
+        "said {said_after:?} after the stage began\n{all}"
+    );
+    let lost_after_stage = lost.saturating_sub(stage);
+    assert!(
+        lost_after_stage <= Duration::from_secs(lost_after + 5),
+        "lost {lost_after_stage:?} after the stage began\n{all}"
+    );
+}
