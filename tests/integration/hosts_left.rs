@@ -221,3 +221,75 @@ fn the_output_of_an_attempt_that_ended_on_a_lost_host_comes_back_when_it_answers
         format!("far#1: its output on box came back ({lines} lines; it ended there with exit 0)");
     assert!(stderr(&out).contains(&said), "{said}\n{}", stderr(&out));
 }
+
+/// Every sshd process of the test's host SIGKILLed (the listener and each connection's):
+/// the host's sessions go at once, as when its sshd is killed with `kill -9`.
+fn kill_sshd(t: &mut HostRepo) {
+    let pids = t.host.freeze();
+    crate::support::procs::signal(&pids, crate::support::procs::Signal::SIGKILL);
+    t.host.stop_sshd();
+}
+
+#[test]
+fn an_attempt_left_when_sshd_was_killed_brings_its_output_back_once_sshd_is_back() {
+    let Some(mut t) = HostRepo::start("hosts-left-sshd-killed") else {
+        return;
+    };
+    let flags = tempfile::tempdir().unwrap();
+    let release = flags.path().join("release");
+    let ticks = "echo on the host; i=0; while [ $i -lt 100 ]; do i=$((i+1)); echo tick $i; sleep 0.1; done; exit 0";
+    let workdir = t.host.workdir.path().display().to_string();
+    let team = t.team(&format!(
+        "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 2\n\
+         command = [\"sh\", \"-c\", \"case $PWD in {workdir}*) {ticks};; esac; while [ ! -e {release} ]; do sleep 0.1; done; echo ran here; exit 0\"]\n",
+        release = release.display()
+    ));
+    let child = t.spawn(&headless(&team, "sshd killed"));
+    let project = t.path().to_path_buf();
+    wait_running_remotely(&project, "far");
+    let nonce = first_dispatch(&project)["nonce"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    kill_sshd(&mut t);
+    let retried = wait_for(
+        || {
+            try_state(&project).is_some_and(|s| {
+                let w = state_worker(&s, "far");
+                w["attempt"] == 2 && w["status"] == "running"
+            })
+        },
+        Duration::from_secs(90),
+    );
+    assert!(
+        retried,
+        "far was never retried here: {:?}",
+        try_state(&project)
+    );
+    let run = only_run_dir(&project);
+    let id = run.file_name().unwrap().to_string_lossy().into_owned();
+    let there = t
+        .host
+        .workdir
+        .path()
+        .join("runs")
+        .join(&id)
+        .join("workers/far/attempt-1");
+    assert!(
+        wait_for(|| there.join("exit.json").exists(), Duration::from_secs(60)),
+        "far#1 never ended on the host"
+    );
+    t.host.start_sshd();
+    wait_ended(&project, &nonce);
+    let host_log = std::fs::read_to_string(there.join("output.log")).unwrap();
+    let here = std::fs::read_to_string(run.join("workers/far/attempt-1/output.log")).unwrap();
+    assert_eq!(here, host_log);
+    std::fs::write(&release, "").unwrap();
+    let out = wait_limited(child, &["run"]);
+    check_finished(&project, &out);
+    assert!(
+        stderr(&out).contains("far#1: its output on box came back ("),
+        "{}",
+        stderr(&out)
+    );
+}
