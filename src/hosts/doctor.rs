@@ -25,6 +25,7 @@ use serde::Serialize;
 
 use super::config::HostSpec;
 use super::ssh::SshLink;
+use super::ssh_said::SshFailed;
 use crate::error::Result;
 use crate::providers::health::{classify_probe, parse_version, AuthState, VERSION_TIMEOUT_MS};
 use crate::providers::spec::{ProviderKind, ProviderSpec, Unproven};
@@ -157,33 +158,27 @@ pub fn check_host(
         usable: false,
     };
     let started = Instant::now();
-    let reached = match sh.sh("exec true\n", SSH_LIMIT) {
-        Ok(o) if o.timed_out => Err(format!("no answer within {} s", SSH_LIMIT.as_secs())),
-        Ok(o) if o.code == Some(0) => Ok(()),
-        Ok(o) => Err(format!(
+    let failed = match sh.sh("exec true\n", SSH_LIMIT) {
+        Ok(o) if o.timed_out => Some(SshFailed::NoAnswer(format!(
+            "no answer within {} s",
+            SSH_LIMIT.as_secs()
+        ))),
+        Ok(o) if o.code == Some(0) => None,
+        Ok(o) => Some(SshFailed::NoAnswer(format!(
             "`true` {}: {}",
             how_it_ended(o.code),
             first_line(&o.output)
-        )),
-        Err(e) => Err(e.to_string()),
+        ))),
+        // ssh's own exit 255: what it said tells a refused login, a host key or its
+        // configuration from a host that does not answer.
+        Err(crate::error::Error::Command { message, .. }) => Some(SshFailed::read(&message)),
+        Err(e) => Some(SshFailed::NoAnswer(e.to_string())),
     };
-    if let Err(why) = reached {
-        // ssh says "Permission denied (publickey…)" when the host answered and refused the
-        // login (ssh(1), its authentication methods all failed): that is not a host that
-        // cannot be reached.
-        let what = if why.contains("Permission denied") {
-            "login refused"
-        } else {
-            "unreachable"
-        };
+    if let Some(failed) = failed {
         report.checks.push(HostCheck {
             check: "ssh".into(),
             ok: false,
-            detail: format!(
-                "{what}: {why}; check `{}` by hand (keys, ~/.ssh/config, `ssh_args` in {})",
-                by_hand(host),
-                host.source.display()
-            ),
+            detail: failed.phrase(host),
         });
         return report;
     }
@@ -218,56 +213,32 @@ pub fn check_host(
     report
 }
 
-fn tmux_check(host: &HostSpec, sh: &dyn RemoteSh) -> HostCheck {
-    use crate::backend::tmux_version::tmux_usable;
-    let out = sh.sh(&format!("exec {} -V 2>&1\n", q(&host.tmux)), SHORT_LIMIT);
-    let line = match &out {
-        Ok(o) if o.code == Some(0) => Some(first_line(&o.output)),
-        _ => None,
-    };
-    let detail = match (&line, tmux_usable(line.as_deref())) {
-        (Some(v), Ok(())) => Ok(format!("ok ({v})")),
-        (Some(_), Err(problem)) => Err(problem),
-        (None, Err(_)) | (None, Ok(())) => Err(format!(
-            "`{}` does not run there ({})",
-            host.tmux,
-            out.map_or_else(|e| e.to_string(), |o| first_line(&o.output))
-        )),
-    };
-    match detail {
-        Ok(d) => HostCheck {
-            check: "tmux".into(),
-            ok: true,
-            detail: d,
-        },
-        Err(problem) => HostCheck {
-            check: "tmux".into(),
-            ok: false,
-            detail: format!(
-                "{problem}; install tmux {} or newer there, or set `tmux` in {}",
-                crate::backend::tmux_version::min_tmux_text(),
-                host.source.display()
-            ),
-        },
+/// What a one-line check printed: its first line, as `Err` when it failed there.
+fn ran(out: &Result<RemoteOut>) -> std::result::Result<String, String> {
+    match out {
+        Ok(o) if o.code == Some(0) => Ok(first_line(&o.output)),
+        Ok(o) => Err(first_line(&o.output)),
+        Err(e) => Err(e.to_string()),
     }
 }
 
-fn git_check(sh: &dyn RemoteSh) -> HostCheck {
-    match sh.sh("exec git --version 2>&1\n", SHORT_LIMIT) {
-        Ok(o) if o.code == Some(0) => HostCheck {
-            check: "git".into(),
-            ok: true,
-            detail: format!("ok ({})", first_line(&o.output)),
-        },
-        other => HostCheck {
-            check: "git".into(),
-            ok: false,
-            detail: format!(
-                "not found there ({}); install git on the host: remote workers get their code by git",
-                other.map_or_else(|e| e.to_string(), |o| first_line(&o.output))
-            ),
-        },
+/// A check's line from its detail (`Err`: failed, with the fix).
+fn check_line(check: &str, detail: std::result::Result<String, String>) -> HostCheck {
+    HostCheck {
+        check: check.into(),
+        ok: detail.is_ok(),
+        detail: detail.unwrap_or_else(|e| e),
     }
+}
+
+fn tmux_check(host: &HostSpec, sh: &dyn RemoteSh) -> HostCheck {
+    let out = sh.sh(&format!("exec {} -V 2>&1\n", q(&host.tmux)), SHORT_LIMIT);
+    check_line("tmux", super::preflight::tmux_detail(host, &ran(&out)))
+}
+
+fn git_check(sh: &dyn RemoteSh) -> HostCheck {
+    let out = sh.sh("exec git --version 2>&1\n", SHORT_LIMIT);
+    check_line("git", super::preflight::git_detail(&ran(&out)))
 }
 
 fn workdir_check(host: &HostSpec, sh: &dyn RemoteSh) -> HostCheck {

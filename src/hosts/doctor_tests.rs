@@ -33,6 +33,13 @@ impl RemoteSh for Fake {
             if script.contains(needle) {
                 return match out {
                     Ok(o) => Ok(o.clone()),
+                    // ssh's own failure stays one (its words are read).
+                    Err(crate::error::Error::Command { program, message }) => {
+                        Err(crate::error::Error::Command {
+                            program: program.clone(),
+                            message: message.clone(),
+                        })
+                    }
                     Err(e) => Err(crate::error::Error::Other(e.to_string())),
                 };
             }
@@ -93,9 +100,9 @@ fn a_refused_login_is_said_as_refused_not_as_unreachable() {
     let r = check_host(&host(), &fake, &Registry::builtin(), &no_store());
     assert!(!r.usable);
     assert!(
-        r.checks[0]
-            .detail
-            .starts_with("login refused: ssh to host box: me@box: Permission denied (publickey)."),
+        r.checks[0].detail.starts_with(
+            "login refused: me@box: Permission denied (publickey).; check `ssh me@box` by hand"
+        ),
         "{}",
         r.checks[0].detail
     );

@@ -41,7 +41,7 @@ use crate::providers::Registry;
 
 #[path = "helper_remote.rs"]
 mod remote;
-pub use remote::{doctor_line, ensure, probe, Found};
+pub use remote::{doctor_line, ensure, ensure_found, found, probe, Found};
 #[path = "helper_prune.rs"]
 mod prune;
 pub use prune::{prune, prune_script};
@@ -293,12 +293,14 @@ pub fn judge(
     Ok(Planned { states, notices })
 }
 
-/// Put crewmux on every host of `hosts` whose workers need it (in parallel, one thread
-/// per host; see the module docs), remove the old copies there that nothing uses (see
-/// `helper_prune.rs`), and judge the result ([`judge`]).
+/// Ask every host of `hosts` once, in parallel, whether it can run the run's workers
+/// (`super::preflight`): a host that cannot refuses the run. Then put crewmux on the
+/// hosts whose workers need it (see the module docs), remove the old copies there that
+/// nothing uses (see `helper_prune.rs`), and judge the result ([`judge`]).
 ///
 /// # Errors
-/// As [`judge`]; the SSH control directory cannot be made.
+/// [`Error::Usage`]: a host refused ([`super::preflight::refusal`], the first by name),
+/// as [`judge`]; the SSH control directory cannot be made.
 pub fn plan(
     workers: &[WorkerNeed<'_>],
     hosts: &BTreeMap<String, HostSpec>,
@@ -306,58 +308,98 @@ pub fn plan(
 ) -> Result<Planned> {
     let need = needs(workers, registry);
     let mut links = vec![];
-    for host in need.keys() {
-        if let Some(spec) = hosts.get(host) {
-            links.push((host.clone(), spec, super::ssh::SshLink::new(spec)?));
-        }
+    for (host, spec) in hosts {
+        let helper = need.contains_key(host);
+        links.push((host.clone(), spec, helper, super::ssh::SshLink::new(spec)?));
     }
-    let found: Vec<(String, HelperState, Option<String>)> = std::thread::scope(|s| {
+    // Read and hashed only when a host needs the copy.
+    let own = (!need.is_empty()).then(|| own_binary().map_err(|e| e.to_string()));
+    let own = own.as_ref();
+    let found: Vec<(String, Checked)> = std::thread::scope(|s| {
         let handles: Vec<_> = links
             .iter()
-            .map(|(name, spec, link)| (name, spec, s.spawn(move || ensure_and_prune(link, spec))))
+            .map(|(name, spec, helper, link)| {
+                let own = own.filter(|_| *helper);
+                (name, s.spawn(move || check_host(link, spec, own)))
+            })
             .collect();
         handles
             .into_iter()
-            .map(|(name, spec, h)| {
-                let (state, removed) = h.join().unwrap_or_else(|_| {
+            .map(|(name, h)| {
+                let checked = h.join().unwrap_or_else(|_| {
                     let why = "the check stopped".to_string();
-                    (HelperState::Unknown { why }, vec![])
+                    Checked::Helper(HelperState::Unknown { why }, vec![])
                 });
-                let bin = spec.workdir.join("bin");
-                let notice = prune::pruned_notice(name, &bin, &removed);
-                (name.clone(), state, notice)
+                (name.clone(), checked)
             })
             .collect()
     });
     let mut pruned = vec![];
     let mut states = BTreeMap::new();
-    for (name, state, notice) in found {
-        states.insert(name, state);
-        pruned.extend(notice);
+    for (name, checked) in found {
+        match checked {
+            Checked::Refused(line) => return Err(Error::Usage(line)),
+            Checked::Fine => {}
+            Checked::Helper(state, removed) => {
+                let bin = hosts[&name].workdir.join("bin");
+                pruned.extend(prune::pruned_notice(&name, &bin, &removed));
+                states.insert(name, state);
+            }
+        }
     }
     let mut planned = judge(&need, states)?;
     planned.notices.extend(pruned);
     Ok(planned)
 }
 
-/// [`ensure`], then, when crewmux runs there, [`prune`]: the host's state and the names
-/// removed (a pruning that failed is logged and removes nothing).
-fn ensure_and_prune(link: &super::ssh::SshLink, spec: &HostSpec) -> (HelperState, Vec<String>) {
-    let state = ensure(link, spec);
-    if !matches!(state, HelperState::Ready { .. }) {
-        return (state, vec![]);
+/// What planning found of one host.
+enum Checked {
+    /// It can never run the run's workers: the line that says so.
+    Refused(String),
+    /// It may run them (or does not answer yet), and needs no crewmux.
+    Fine,
+    /// Its state of crewmux, and the old copies removed there.
+    Helper(HelperState, Vec<String>),
+}
+
+/// Ask `spec` (`super::preflight`), judge it, then, when its workers need crewmux
+/// (`own`: this binary, or why it cannot be read), [`ensure_found`] and [`prune`] there.
+fn check_host(
+    link: &super::ssh::SshLink,
+    spec: &HostSpec,
+    own: Option<&std::result::Result<&'static OwnBinary, String>>,
+) -> Checked {
+    let own_ok = own.and_then(|o| o.as_ref().ok()).copied();
+    let path = own_ok.map(|o| o.path_on(spec));
+    let asked = chrono::Utc::now();
+    let answer =
+        super::preflight::ask_once(link, spec, path.as_deref(), super::preflight::PLAN_LIMIT);
+    if let Some(line) = super::preflight::refusal(spec, &answer) {
+        return Checked::Refused(line);
     }
-    let removed = own_binary()
-        .map_err(|e| e.to_string())
-        .and_then(|own| prune(link, spec, own));
-    match removed {
-        Ok(removed) => (state, removed),
+    let (own, path) = match (own, own_ok, path) {
+        (None, ..) => return Checked::Fine,
+        (Some(Err(why)), ..) => {
+            return Checked::Helper(HelperState::Unknown { why: why.clone() }, vec![])
+        }
+        (_, Some(own), Some(path)) => (own, path),
+        _ => return Checked::Fine,
+    };
+    let found = answer
+        .map(|a| found(own, &a.system, a.crewmux.as_deref().unwrap_or("absent")))
+        .map_err(|e| e.why);
+    let state = ensure_found(link, own, path, found, asked);
+    if !matches!(state, HelperState::Ready { .. }) {
+        return Checked::Helper(state, vec![]);
+    }
+    match prune(link, spec, own) {
+        Ok(removed) => Checked::Helper(state, removed),
         Err(why) => {
             tracing::warn!(
                 "host {}: old copies of crewmux left in place: {why}",
                 spec.name
             );
-            (state, vec![])
+            Checked::Helper(state, vec![])
         }
     }
 }

@@ -13,6 +13,7 @@ use super::{own_binary, HelperState, OwnBinary};
 use crate::hosts::config::HostSpec;
 use crate::hosts::doctor::{HostCheck, RemoteSh};
 use crate::hosts::ssh::{remote_line, SshLink};
+use crate::hosts::ssh_said::SshFailed;
 
 /// Limit of the probe (ssh's own `ConnectTimeout` is 10 s).
 const PROBE_LIMIT: Duration = Duration::from_secs(12);
@@ -46,7 +47,13 @@ pub fn probe(sh: &dyn RemoteSh, own: &OwnBinary, path: &Path) -> Result<Found, S
          else echo absent; fi\n",
         q(&path.display().to_string())
     );
-    let out = sh.sh(&script, PROBE_LIMIT).map_err(|e| e.to_string())?;
+    let out = sh.sh(&script, PROBE_LIMIT).map_err(|e| match e {
+        // ssh's own words, in one line (a host key banner is 17).
+        crate::error::Error::Command { program, message } => {
+            format!("{program}: {}", SshFailed::read(&message).said())
+        }
+        other => other.to_string(),
+    })?;
     if out.timed_out {
         return Err(format!(
             "it did not answer within {} s",
@@ -62,17 +69,7 @@ pub fn probe(sh: &dyn RemoteSh, own: &OwnBinary, path: &Path) -> Result<Found, S
             said => format!("the check {how}: {said}"),
         });
     }
-    if system != own.system {
-        return Ok(Found::Foreign(format!(
-            "it is `{system}` and this crewmux is built for `{}`",
-            own.system
-        )));
-    }
-    let answer = lines.next().unwrap_or("");
-    Ok(match answer.strip_prefix("runs ") {
-        Some(v) if v == own.version_line() => Found::Present,
-        _ => Found::Absent,
-    })
+    Ok(found(own, &system, lines.next().unwrap_or("")))
 }
 
 /// Make sure crewmux runs on `host`: probe, and copy when it is missing (see the module
@@ -84,7 +81,20 @@ pub fn ensure(link: &SshLink, host: &HostSpec) -> HelperState {
     };
     let path = own.path_on(host);
     let asked = chrono::Utc::now();
-    match probe(link, own, &path) {
+    let found = probe(link, own, &path);
+    ensure_found(link, own, path, found, asked)
+}
+
+/// [`ensure`] with what the probe found (`Err`: why the host did not answer) when it was
+/// `asked`.
+pub fn ensure_found(
+    link: &SshLink,
+    own: &OwnBinary,
+    path: std::path::PathBuf,
+    found: Result<Found, String>,
+    asked: chrono::DateTime<chrono::Utc>,
+) -> HelperState {
+    match found {
         Err(why) => HelperState::Awaited {
             why,
             path,
@@ -96,6 +106,21 @@ pub fn ensure(link: &SshLink, host: &HostSpec) -> HelperState {
             copied: false,
         },
         Ok(Found::Absent) => copy(link, own, &path),
+    }
+}
+
+/// What planning's question ([`crate::hosts::preflight`]) says of crewmux there: the
+/// copy's answer line (`runs <version>`, `fails …`, `absent`) and the host's system.
+pub fn found(own: &OwnBinary, system: &str, copy: &str) -> Found {
+    if system != own.system {
+        return Found::Foreign(format!(
+            "it is `{system}` and this crewmux is built for `{}`",
+            own.system
+        ));
+    }
+    match copy.strip_prefix("runs ") {
+        Some(v) if v == own.version_line() => Found::Present,
+        _ => Found::Absent,
     }
 }
 

@@ -41,11 +41,13 @@ pub mod kill;
 mod launch_remote;
 pub mod output;
 pub mod poll;
+pub mod preflight;
 pub mod purge;
 pub mod reach;
 pub mod spread;
 pub mod ssh;
 mod ssh_options;
+pub mod ssh_said;
 pub mod work_back;
 
 use std::collections::BTreeMap;

@@ -273,7 +273,8 @@ pub fn spread_team(
 }
 
 /// Ask each SSH host of `slots` (in parallel) whether it can run this crewmux, and mark
-/// those that cannot or do not answer ([`super::helper::probe`]; nothing is copied).
+/// those that cannot or do not answer ([`super::preflight::ask_once`], the question planning
+/// asks; nothing is copied).
 ///
 /// # Errors
 /// The SSH control directory cannot be made; this crewmux binary cannot be read.
@@ -292,17 +293,22 @@ fn mark_no_crewmux(slots: &mut [Slots], hosts: &Hosts) -> Result<()> {
     let own = super::helper::own_binary()?;
     let mut asked = vec![];
     for (i, spec) in remote {
-        asked.push((i, super::ssh::SshLink::new(spec)?, own.path_on(spec)));
+        asked.push((i, spec, super::ssh::SshLink::new(spec)?, own.path_on(spec)));
     }
     let answers: Vec<(usize, Option<NoCrewmux>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = asked
             .iter()
-            .map(|(i, link, path)| {
+            .map(|(i, spec, link, path)| {
                 let i = *i;
-                (
-                    i,
-                    scope.spawn(move || super::helper::probe(link, own, path)),
-                )
+                // Planning asks the same question next: kept, it asks no host twice.
+                let ask = move || {
+                    super::preflight::ask_once(link, spec, Some(path), super::preflight::ASK_LIMIT)
+                        .map(|a| {
+                            let copy = a.crewmux.as_deref().unwrap_or("absent");
+                            super::helper::found(own, &a.system, copy)
+                        })
+                };
+                (i, scope.spawn(ask))
             })
             .collect();
         handles
@@ -313,7 +319,7 @@ fn mark_no_crewmux(slots: &mut [Slots], hosts: &Hosts) -> Result<()> {
                     Ok(Ok(_)) => None,
                     // Why it was not asked or did not answer, in its own words (a refused
                     // ssh login is not a silent host).
-                    Ok(Err(why)) => Some(NoCrewmux::NotAnswering(why)),
+                    Ok(Err(not)) => Some(NoCrewmux::NotAnswering(not.why)),
                     Err(_) => Some(NoCrewmux::NotAnswering("the check stopped".into())),
                 };
                 (i, why)

@@ -61,6 +61,7 @@ mod hosts_left;
 mod hosts_life;
 mod hosts_ops;
 mod hosts_options;
+mod hosts_refused;
 mod hosts_sim_down;
 mod hosts_sshd;
 mod hosts_start;
