@@ -31,7 +31,7 @@ pub(super) struct Cleaned {
 /// # Errors
 /// The session exists and cannot be killed.
 pub(super) fn end_session(state: &RunState, store: &RunStore, id: &str) -> Result<usize> {
-    let Ok(mut backend) = super::drive::backend_for(state, store) else {
+    let Ok(mut backend) = super::drive::backend_to_clean(state, store) else {
         return Ok(0);
     };
     // Anything an attempt left behind (a daemon, a `nohup … &`) goes with the run.

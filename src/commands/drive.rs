@@ -20,6 +20,20 @@ pub fn backend_for(state: &RunState, store: &RunStore) -> Result<Box<dyn Multipl
     with_hosts(local, state, false)
 }
 
+/// As [`backend_for`], across only the hosts the run made something on
+/// (`crate::hosts::purge::made_on`): what `clean` ends and removes. A host where nothing
+/// of the run was started is not asked.
+///
+/// # Errors
+/// As [`backend_for`].
+pub fn backend_to_clean(state: &RunState, store: &RunStore) -> Result<Box<dyn Multiplexer>> {
+    let local = local_backend_for(state, store)?;
+    let made = crate::hosts::purge::made_on(state);
+    let mut hosts = crate::hosts::run_hosts(&state.run_dir)?;
+    hosts.retain(|name, _| made.contains(name));
+    on_hosts(local, state, &hosts, false)
+}
+
 /// `local`, or the backend across this machine and the run's SSH hosts when it has any
 /// (`control`: one control-mode channel per host, for the driving process).
 fn with_hosts(
@@ -28,11 +42,21 @@ fn with_hosts(
     control: bool,
 ) -> Result<Box<dyn Multiplexer>> {
     let hosts = crate::hosts::run_hosts(&state.run_dir)?;
+    on_hosts(local, state, &hosts, control)
+}
+
+/// `local`, or the backend across this machine and `hosts` when there are any.
+fn on_hosts(
+    local: Box<dyn Multiplexer>,
+    state: &RunState,
+    hosts: &std::collections::BTreeMap<String, crate::hosts::HostSpec>,
+    control: bool,
+) -> Result<Box<dyn Multiplexer>> {
     if hosts.is_empty() {
         return Ok(local);
     }
     let backend =
-        crate::hosts::HostsBackend::new(local, &hosts, &state.run_id, &state.session, control)?;
+        crate::hosts::HostsBackend::new(local, hosts, &state.run_id, &state.session, control)?;
     if control {
         silent_at_planning(&backend, state);
     }

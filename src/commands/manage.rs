@@ -324,14 +324,21 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
             continue;
         }
         said += super::clean::end_session(&state, &store, &id)?;
-        let (trees_kept, lines) = super::workspace::clean_worktrees(&state, args.force)?;
+        let (trees_kept, lines, left) = super::workspace::clean_worktrees(&state, args.force)?;
         said += lines;
+        if !args.purge || trees_kept > 0 {
+            // The run stays: a later `clean` asks those hosts again.
+            for l in crate::hosts::purge::left_lines(&id, &left, false, false) {
+                crate::errln!("crewmux: {l}");
+                said += 1;
+            }
+        }
         if trees_kept > 0 {
             kept += 1;
             continue;
         }
         if args.purge {
-            let (lines, all) = crate::hosts::purge::purge_remote(store.dir(), &id)?;
+            let (lines, all) = crate::hosts::purge::purge_run_remote(&state, left, args.force)?;
             for l in &lines {
                 crate::errln!("crewmux: {l}");
             }

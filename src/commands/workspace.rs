@@ -92,14 +92,18 @@ pub fn diff(args: DiffArgs) -> Result<i32> {
 }
 
 /// The worktree half of `crewmux clean` for one finished run: print what was removed and
-/// kept (nothing for what an earlier clean removed); returns how many worktrees were kept
-/// and how many lines were printed.
+/// kept (nothing for what an earlier clean removed); returns how many worktrees were kept,
+/// how many lines were printed, and what could not be removed on the run's hosts (the
+/// caller says it: `crate::hosts::purge::left_lines`).
 ///
 /// # Errors
 /// A git call that fails (what was removed before stays removed and is reported).
-pub fn clean_worktrees(state: &RunState, force: bool) -> Result<(usize, usize)> {
+pub fn clean_worktrees(
+    state: &RunState,
+    force: bool,
+) -> Result<(usize, usize, crate::hosts::purge::Left)> {
     let Some(ws) = &state.workspace else {
-        return Ok((0, 0));
+        return Ok((0, 0, Default::default()));
     };
     let run_dir = crate::store::runs_root(&state.project_dir).join(&state.run_id);
     let taken = crate::workspace::take::records(&run_dir)?;
@@ -110,9 +114,9 @@ pub fn clean_worktrees(state: &RunState, force: bool) -> Result<(usize, usize)> 
         .chain(&report.gone_workers)
         .cloned()
         .collect();
-    let remote = crate::hosts::git::clean_remote(state, &workers);
+    let (remote, left) = crate::hosts::git::clean_remote(state, &workers);
     for l in report.lines.iter().chain(&remote) {
         crate::errln!("crewmux: {l}");
     }
-    Ok((report.kept, report.lines.len() + remote.len()))
+    Ok((report.kept, report.lines.len() + remote.len(), left))
 }

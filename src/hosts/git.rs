@@ -367,19 +367,21 @@ pub fn fetch_back(state: &RunState, worker: &str, attempt: u32) -> Result<()> {
 }
 
 /// After `clean` removed the local worktrees of `removed` (worker ids): remove their
-/// worktrees, branches and pushed refs on their hosts. One line per worker for the user;
-/// a host that cannot be reached is said, and the rest goes on.
-pub fn clean_remote(state: &RunState, removed: &[String]) -> Vec<String> {
+/// worktrees, branches and pushed refs on the hosts the run made something on
+/// (`super::purge::made_on`). One line per worker removed, and what could not be removed,
+/// per host (a host that fails is not asked again for its other workers; the caller says
+/// it, `super::purge::left_lines`).
+pub fn clean_remote(state: &RunState, removed: &[String]) -> (Vec<String>, super::purge::Left) {
+    let mut left = super::purge::Left::new();
     let Some(ws) = state.workspace.as_ref() else {
-        return vec![];
+        return (vec![], left);
     };
     let mut lines = vec![];
     let hosts = match super::run_hosts(&state.run_dir) {
         Ok(h) => h,
-        Err(e) => return vec![format!("cannot reach the run's hosts: {e}")],
+        Err(e) => return (vec![format!("cannot reach the run's hosts: {e}")], left),
     };
-    // A host that did not answer is not asked again for each of its workers.
-    let mut down: BTreeMap<&str, String> = BTreeMap::new();
+    let made = super::purge::made_on(state);
     for id in removed {
         let Some((w, host)) = ws
             .workers
@@ -388,6 +390,9 @@ pub fn clean_remote(state: &RunState, removed: &[String]) -> Vec<String> {
         else {
             continue;
         };
+        if !made.contains(host) {
+            continue;
+        }
         let Some(spec) = hosts.get(host) else {
             lines.push(format!(
                 "host {host} of {id} is not in this run's hosts.json: its worktree there stays"
@@ -395,14 +400,12 @@ pub fn clean_remote(state: &RunState, removed: &[String]) -> Vec<String> {
             continue;
         };
         let wt = remote_worktree(spec, &state.run_id, id);
-        let result = match down.get(host) {
-            Some(e) => Err(Error::Other(e.clone())),
-            None => remove_there(spec, ws, &wt, &w.branch),
-        };
-        if let Err(e) = &result {
-            down.entry(host).or_insert_with(|| e.to_string());
+        let what = format!("{} (branch {})", wt.display(), w.branch);
+        if let Some(l) = left.get_mut(host) {
+            l.items.push(what);
+            continue;
         }
-        match result {
+        match remove_there(spec, ws, &wt, &w.branch) {
             Ok(true) => lines.push(format!(
                 "removed {} and branch {} on host {host}",
                 wt.display(),
@@ -410,13 +413,10 @@ pub fn clean_remote(state: &RunState, removed: &[String]) -> Vec<String> {
             )),
             // Already gone there (an earlier clean).
             Ok(false) => {}
-            Err(e) => lines.push(format!(
-                "could not remove {} on host {host} ({e}): run `crewmux clean` again when it answers",
-                wt.display()
-            )),
+            Err(e) => super::purge::leave(&mut left, host, &e, what),
         }
     }
-    lines
+    (lines, left)
 }
 
 /// One ssh call: the worktree, the branch and the pushed ref go from the host's repository;

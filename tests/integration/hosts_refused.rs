@@ -232,3 +232,85 @@ fn a_changed_host_key_and_a_missing_ssh_config_are_one_line_each_and_refuse_the_
         assert!(!left, "nothing made");
     }
 }
+
+/// `clean … <args>` in `t`'s project: its exit code and stderr.
+fn clean(t: &HostRepo, args: &[&str]) -> (Option<i32>, String) {
+    let mut all = vec!["clean"];
+    all.extend(args);
+    let out = t.run(&all);
+    let (_, stderr) = text(&out);
+    (out.status.code(), stderr)
+}
+
+#[test]
+fn clean_asks_no_host_the_run_made_nothing_on_and_force_drops_a_run_whose_host_refuses_the_login() {
+    let Some(t) = HostRepo::start("hosts-refused-clean") else {
+        return;
+    };
+    // Run A: a worker on box completes (its worktree and files are there).
+    let out = t.run(&headless(&team_on(&t, "box"), "made something there"));
+    let a = summary(&out);
+    assert_eq!(a["status"], "done", "{a}");
+    let a = a["run_id"].as_str().unwrap().to_string();
+    // Run B: box's worker never starts there (the worker it waits for fails).
+    let team = t.team(&format!(
+        "{}{}\nafter = [\"first\"]\nhost = \"box\"\n",
+        command_worker("first", "exit 3", "no"),
+        command_worker("far", "true", "ok").trim_end()
+    ));
+    let out = t.run(&headless(&team, "made nothing there"));
+    let b = summary(&out);
+    assert_eq!(worker(&b, "far")["status"], "skipped", "{b}");
+    let b = b["run_id"].as_str().unwrap().to_string();
+    let runs = t.path().join(".crewmux/runs");
+    let workdir = t.host.workdir.path().to_path_buf();
+    assert!(workdir.join("runs").join(&a).exists());
+
+    // From now on the host refuses crewmux's login.
+    let stranger = stranger_key(&t, "stranger_key");
+    let stranger_pub = std::fs::read_to_string(stranger.with_extension("pub")).unwrap();
+    std::fs::write(t.host.dir.path().join("authorized_keys"), stranger_pub).unwrap();
+    t.host.drop_connections();
+    assert!(
+        !t.host.ssh(&["true"]).status.success(),
+        "the login is refused"
+    );
+
+    // B made nothing on box: box is not asked, and the run goes.
+    let (code, stderr) = clean(&t, &["--run", &b, "--purge"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("box"), "{stderr}");
+    assert!(!runs.join(&b).exists(), "{stderr}");
+
+    // A without --force: kept, one line naming what stays there and both ways on.
+    let (code, stderr) = clean(&t, &["--run", &a, "--purge"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let host_lines: Vec<&str> = stderr.lines().filter(|l| l.contains("host box")).collect();
+    assert_eq!(host_lines.len(), 1, "{stderr}");
+    let wt = workdir.join("worktrees").join(&a).join("w");
+    let folder = workdir.join("runs").join(&a);
+    assert!(
+        host_lines[0].starts_with(&format!("crewmux: could not remove {} (branch crewmux/{a}/w), {} on host box (", wt.display(), folder.display()))
+            && host_lines[0].contains("Permission denied (publickey)")
+            && host_lines[0].ends_with(&format!("run `crewmux clean --purge --run {a}` again once it is fixed (`crewmux doctor --hosts`), or add --force to drop the run and leave them there")),
+        "{stderr}"
+    );
+    assert!(runs.join(&a).exists());
+
+    // With --force the run goes here, and the line says what is left there.
+    let (code, stderr) = clean(&t, &["--run", &a, "--purge", "--force"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let host_lines: Vec<&str> = stderr.lines().filter(|l| l.contains("host box")).collect();
+    assert_eq!(host_lines.len(), 1, "{stderr}");
+    assert!(
+        host_lines[0].starts_with("crewmux: left on host box (")
+            && host_lines[0].contains(&format!(
+                "{} (branch crewmux/{a}/w), {}; remove them there by hand",
+                wt.display(),
+                folder.display()
+            )),
+        "{stderr}"
+    );
+    assert!(!runs.join(&a).exists(), "{stderr}");
+    assert!(folder.exists(), "left on the host");
+}
