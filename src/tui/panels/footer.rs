@@ -24,14 +24,14 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     let first = match &view.ui.notice {
         Some(notice) => Line::from(vec![
             Span::styled(" ● ", Style::default().fg(Color::Yellow)),
-            Span::styled(notice.clone(), Style::default().fg(Color::Yellow)),
+            Span::styled(
+                // Cut at a word, not mid-word where the row ends.
+                super::truncate_words(notice, (area.width as usize).saturating_sub(3)),
+                Style::default().fg(Color::Yellow),
+            ),
         ]),
         None if view.run.status.is_final() => Line::from(Span::styled(
-            format!(
-                " run {} · q leaves the dashboard · crewmux status {} shows it later",
-                view.run.status.as_str(),
-                view.run.run_id
-            ),
+            ended_hint(view.run, area.width as usize),
             Style::default().fg(Color::DarkGray),
         )),
         None => quit_hint(&view.run.run_id, area.width as usize),
@@ -141,6 +141,19 @@ fn hint_line(view: &View, width: usize) -> Line<'static> {
     Line::from(spans)
 }
 
+/// What to do once the run has ended, in the longest wording that fits `width` (the
+/// shortest cut at a word).
+fn ended_hint(run: &crate::domain::RunState, width: usize) -> String {
+    let (status, id) = (run.status.as_str(), &run.run_id);
+    let said = [
+        format!(" run {status} · q leaves the dashboard · crewmux status {id} shows it later"),
+        format!(" run {status} · q leaves · crewmux status {id} shows it later"),
+        format!(" run {status} · q leaves · later: crewmux status {id}"),
+    ];
+    let fits = said.iter().find(|s| s.width() <= width);
+    super::truncate_words(fits.unwrap_or(&said[2]), width)
+}
+
 /// How to come back after quitting, in the longest wording that fits `width`.
 fn quit_hint(run_id: &str, width: usize) -> Line<'static> {
     let dim = Style::default().fg(Color::DarkGray);
@@ -208,5 +221,28 @@ mod tests {
             assert!(!done.contains(&gone), "{gone}: {done:?}");
         }
         assert!(done.contains(&"retry"), "{done:?}");
+    }
+
+    #[test]
+    fn a_long_notice_is_cut_at_a_word_at_80_columns() {
+        let run = fixtures::crazy_run();
+        let ui = UiState {
+            notice: Some(
+                "host box does not answer (no reply for 5 s); its workers' state is unknown until it does"
+                    .into(),
+            ),
+            ..UiState::default()
+        };
+        let view = fixtures::view(&run, &ui, &[]);
+        let mut terminal =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, HEIGHT)).unwrap();
+        terminal.draw(|f| render(f, f.area(), &view)).unwrap();
+        let text = format!("{}", terminal.backend());
+        let first = text.lines().next().unwrap();
+        assert!(
+            first.contains("its workers' state is unknown…") && !first.contains("unknown un"),
+            "{first}"
+        );
+        insta::assert_snapshot!(terminal.backend());
     }
 }

@@ -156,10 +156,56 @@ pub fn truncate(text: &str, max: usize) -> String {
     out
 }
 
+/// `text` cut to `max` display cells at the end of a word, ending in `…` when cut (and
+/// without the `;`, `,` or `:` the cut word had); within a word only when the first word
+/// alone is longer than half of `max` ([`truncate`]).
+pub fn truncate_words(text: &str, max: usize) -> String {
+    use unicode_width::UnicodeWidthStr;
+    if text.width() <= max {
+        return text.to_string();
+    }
+    let cut = truncate(text, max);
+    let kept = cut.trim_end_matches('…');
+    // The cut fell inside a word unless the next character of `text` is a space.
+    let whole = text[kept.len()..].starts_with(' ');
+    let at_word = if whole {
+        Some(kept)
+    } else {
+        kept.rfind(' ').map(|i| &kept[..i])
+    };
+    match at_word.map(|k| k.trim_end().trim_end_matches([';', ',', ':', ' ', '·'])) {
+        Some(k) if k.width() * 2 >= max => format!("{k}…"),
+        _ => cut,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    #[test]
+    fn truncate_words_cuts_at_a_word() {
+        let said = "host box does not answer (no reply for 5 s); its workers' state is unknown until it does";
+        assert_eq!(truncate_words(said, 200), said);
+        assert_eq!(
+            truncate_words(said, 60),
+            "host box does not answer (no reply for 5 s); its workers'…"
+        );
+        assert_eq!(
+            truncate_words(said, 47),
+            "host box does not answer (no reply for 5 s)…"
+        );
+        assert_eq!(
+            truncate_words("averyveryverylongword and", 10),
+            "averyvery…"
+        );
+        for max in 1..said.len() {
+            assert!(
+                unicode_width::UnicodeWidthStr::width(truncate_words(said, max).as_str()) <= max
+            );
+        }
+    }
 
     #[test]
     fn elapsed_formats_minutes_and_hours() {

@@ -54,6 +54,15 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
         .unwrap_or(6)
         .max(6) as u16;
 
+    // Where each worker runs, in a run that uses an SSH host; narrower where the role
+    // (sharing the row's room) would not have its width beside it.
+    let host_width = super::roster_host::width(run).map(|host| {
+        if with_role && !with_note {
+            super::roster_host::beside_role(host, inner_width, id_width, role_width)
+        } else {
+            host
+        }
+    });
     let mut header = vec!["worker"];
     let mut widths = vec![Constraint::Length(id_width)];
     if with_role {
@@ -66,8 +75,6 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     }
     header.push("provider");
     widths.push(Constraint::Length(8));
-    // Where each worker runs, in a run that uses an SSH host.
-    let host_width = super::roster_host::width(run);
     if let Some(w) = host_width {
         header.push("host");
         widths.push(Constraint::Length(w));
@@ -105,7 +112,8 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
         let mut r = row(w, with_role, with_note, with_diff, view);
         if host_width.is_some() {
             // After worker, (role,) provider.
-            r.insert(if with_role { 3 } else { 2 }, super::roster_host::cell(w));
+            let cell = super::roster_host::cell(w, host_width.unwrap_or_default());
+            r.insert(if with_role { 3 } else { 2 }, cell);
         }
         if with_usage {
             // The tokens cell goes before the note, the last cell when there is one.
@@ -115,15 +123,7 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
         }
         Row::new(r)
     });
-    let focused = view.ui.focus == Focus::Roster;
-    // xterm 237: a dark grey on which every status colour stays readable.
-    let highlight = if focused {
-        Style::default()
-            .bg(Color::Indexed(237))
-            .add_modifier(Modifier::BOLD)
-    } else {
-        Style::default().add_modifier(Modifier::BOLD)
-    };
+    let highlight = highlight(view.ui.focus == Focus::Roster);
     let table = Table::new(rows, widths)
         .header(Row::new(header).style(Style::default().fg(Color::DarkGray)))
         .block(block)
@@ -134,6 +134,17 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     let at = order.iter().position(|&i| i == selected).unwrap_or(0);
     let mut state = TableState::default().with_selected(Some(at));
     frame.render_stateful_widget(table, area, &mut state);
+}
+
+/// The selected row's style: on a dark grey while the roster has the focus (xterm 237, on
+/// which every status colour stays readable), bold.
+fn highlight(focused: bool) -> Style {
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    if focused {
+        bold.bg(Color::Indexed(237))
+    } else {
+        bold
+    }
 }
 
 fn row<'a>(

@@ -28,17 +28,37 @@ pub fn width(run: &RunState) -> Option<u16> {
     widest.map(|w| w.min(MAX_WIDTH) as u16)
 }
 
+/// The host column's width (`host` at most) that leaves the role column `role` cells in a
+/// roster `inner` cells wide whose worker column is `id` wide, with the provider, status,
+/// attempt, elapsed and exit columns, the 7 gaps between the 8 columns and the highlight
+/// mark; [`MIN_WIDTH`] at least.
+pub fn beside_role(host: u16, inner: u16, id: u16, role: u16) -> u16 {
+    let others = id + 8 + host + 11 + 7 + 7 + 4 + 7 + 2;
+    let room = inner.saturating_sub(others);
+    host.saturating_sub(role.saturating_sub(room))
+        .max(MIN_WIDTH)
+        .min(host)
+}
+
+/// The column's narrowest, when the role needs its room: `local` whole.
+pub const MIN_WIDTH: u16 = LOCAL.len() as u16;
+
 /// The column's widest: `local (<host> lost)` of a host name of up to 17 characters
 /// whole; a longer name is cut.
 const MAX_WIDTH: usize = 28;
 
-/// The cell of `w`: its host, `local` in grey, `local (box lost)` in yellow for a worker
-/// moved here when its host was lost.
-pub fn cell(w: &WorkerState) -> Cell<'static> {
+/// The cell of `w` in a column `width` cells wide (a longer host name cut with `…`): its
+/// host, `local` in grey, `local (box lost)` in yellow for a worker moved here when its
+/// host was lost (`local` in yellow where that does not fit).
+pub fn cell(w: &WorkerState, width: u16) -> Cell<'static> {
+    let fit = |s: &str| super::truncate(s, width as usize);
     match (&w.host, &w.moved_from) {
-        (Some(h), _) => Cell::from(Span::styled(h.clone(), Style::default().fg(Color::Cyan))),
+        (Some(h), _) => Cell::from(Span::styled(fit(h), Style::default().fg(Color::Cyan))),
+        // Too narrow for the lost host's name: `local`, yellow still.
         (None, Some(lost)) => Cell::from(Span::styled(
-            moved(lost),
+            Some(moved(lost))
+                .filter(|m| m.chars().count() <= width as usize)
+                .unwrap_or_else(|| fit(LOCAL)),
             Style::default().fg(Color::Yellow),
         )),
         (None, None) => Cell::from(Span::styled(LOCAL, Style::default().fg(Color::Gray))),
@@ -132,6 +152,43 @@ mod tests {
             .find(|l| l.contains(&run.workers[0].id))
             .unwrap();
         assert!(row.contains("local (trybox lost)"), "{row}");
+    }
+
+    #[test]
+    fn at_80_columns_the_role_keeps_its_width_and_the_host_column_gives_way() {
+        let mut run = fixtures::crazy_run();
+        let i = run
+            .workers
+            .iter()
+            .position(|w| w.role == "backend-engineer")
+            .unwrap();
+        run.workers[i].moved_from = Some("box".into());
+        let screen = draw(&run, 80);
+        let text = format!("{screen}");
+        let row = text
+            .lines()
+            .find(|l| l.contains(&run.workers[i].id))
+            .unwrap();
+        insta::assert_snapshot!(screen);
+        // Every role whole (the longest sets the room the host column gives up).
+        for w in &run.workers {
+            assert!(
+                text.contains(&format!(" {} ", w.role)),
+                "{}: {text}",
+                w.role
+            );
+        }
+        assert!(row.contains(" local ● running"), "{row}");
+        // With room, the whole host text.
+        let text = format!("{}", draw(&run, 99));
+        let row = text
+            .lines()
+            .find(|l| l.contains(&run.workers[i].id))
+            .unwrap();
+        assert!(
+            row.contains("backend-engineer") && row.contains("local (box lost)"),
+            "{row}"
+        );
     }
 
     #[test]
