@@ -269,6 +269,12 @@ fn flow_note(
 /// count (failed holds timeouts and crashes; skipped holds not-run).
 fn title(run: &RunState) -> Line<'static> {
     let count = |f: fn(WorkerStatus) -> bool| run.workers.iter().filter(|w| f(w.status)).count();
+    // A pending worker that waits for others reads `blocked` in its row: counted so too.
+    let blocked = run
+        .workers
+        .iter()
+        .filter(|w| !crate::engine::graph::blocked_on(run, w).is_empty())
+        .count();
     let parts = [
         (
             count(|s| matches!(s, WorkerStatus::Running | WorkerStatus::Starting)),
@@ -305,8 +311,9 @@ fn title(run: &RunState) -> Line<'static> {
             "skipped",
             Color::DarkGray,
         ),
+        (blocked, "blocked", Color::DarkGray),
         (
-            count(|s| s == WorkerStatus::Pending),
+            count(|s| s == WorkerStatus::Pending) - blocked,
             "pending",
             Color::DarkGray,
         ),
@@ -350,5 +357,20 @@ mod title_tests {
             text,
             " Workers 4 · 1 done · 1 failed · 1 cancelled · 1 skipped "
         );
+    }
+
+    #[test]
+    fn a_pending_worker_that_waits_for_others_counts_as_blocked_as_its_row_reads() {
+        let mut run = crate::engine::tests::run(3, 3);
+        run.workers[0].status = WorkerStatus::Running;
+        run.workers[1].status = WorkerStatus::Pending;
+        run.workers[2].status = WorkerStatus::Pending;
+        run.workers[2].flow.after = vec![run.workers[0].id.clone()];
+        let text: String = title(&run)
+            .spans
+            .iter()
+            .map(|s| s.content.as_ref())
+            .collect();
+        assert_eq!(text, " Workers 3 · 1 running · 1 blocked · 1 pending ");
     }
 }
