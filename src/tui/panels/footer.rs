@@ -34,6 +34,8 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
             ended_hint(view.run, area.width as usize),
             Style::default().fg(Color::DarkGray),
         )),
+        // While keys are text, `q` types a q: the input's own keys instead.
+        None if typing(view) => typing_hint(view, area.width as usize),
         None => quit_hint(&view.run.run_id, area.width as usize),
     };
     let hints = hint_line(view, area.width as usize);
@@ -154,6 +156,53 @@ fn ended_hint(run: &crate::domain::RunState, width: usize) -> String {
     super::truncate_words(fits.unwrap_or(&said[2]), width)
 }
 
+/// Whether printable keys are text now: the answer input line or a steering form, with no
+/// dialog over it.
+fn typing(view: &View) -> bool {
+    (view.ui.focus == Focus::Clarification || view.ui.form.is_some())
+        && view.ui.confirm.is_none()
+        && !view.ui.help
+}
+
+/// The keys of the input being typed in (as bound now), in the longest wording that fits:
+/// `Enter sends the answer · Esc leaves the input, keeping the text`; a form's
+/// `C-s sends · Esc cancels, nothing sent`.
+fn typing_hint(view: &View, width: usize) -> Line<'static> {
+    let label = |action: Action| {
+        keymaps(view.ui)
+            .iter()
+            .flat_map(|m| m.iter())
+            .find(|b| b.action == action)
+            .map(|b| b.label.to_string())
+    };
+    let submit = label(Action::Submit).unwrap_or_else(|| "Enter".into());
+    let back = label(Action::Back).unwrap_or_else(|| "Esc".into());
+    let (sends, leaves) = match view.ui.form {
+        Some(crate::tui::steer::SteerForm::Add(_)) => ("adds the worker", "cancels, nothing sent"),
+        Some(crate::tui::steer::SteerForm::Send(_)) => ("sends the text", "cancels, nothing sent"),
+        None => ("sends the answer", "leaves the input, keeping the text"),
+    };
+    let short = leaves.split(',').next().unwrap_or(leaves);
+    let words = [
+        (sends, leaves, " · every other key types"),
+        (sends, short, ""),
+        (sends.split(' ').next().unwrap_or(sends), short, ""),
+    ];
+    let key = Style::default().fg(Color::Cyan).bold();
+    let dim = Style::default().fg(Color::DarkGray);
+    let fits = |(s, l, t): &(&str, &str, &str)| {
+        submit.width() + back.width() + s.width() + l.width() + t.width() + 6 <= width
+    };
+    let (s, l, t) = words.iter().find(|w| fits(w)).unwrap_or(&words[2]);
+    Line::from(vec![
+        Span::raw(" "),
+        Span::styled(submit, key),
+        Span::styled(format!(" {s} · "), dim),
+        Span::styled(back, key),
+        Span::styled(format!(" {l}{t}"), dim),
+    ])
+}
+
 /// How to come back after quitting, in the longest wording that fits `width`.
 fn quit_hint(run_id: &str, width: usize) -> Line<'static> {
     let dim = Style::default().fg(Color::DarkGray);
@@ -244,5 +293,37 @@ mod tests {
             "{first}"
         );
         insta::assert_snapshot!(terminal.backend());
+    }
+
+    #[test]
+    fn while_typing_an_answer_the_footer_shows_the_inputs_keys_not_q() {
+        let run = fixtures::crazy_run();
+        let ui = UiState {
+            focus: Focus::Clarification,
+            ..UiState::default()
+        };
+        let view = fixtures::view(&run, &ui, &[]);
+        let mut terminal =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, HEIGHT)).unwrap();
+        terminal.draw(|f| render(f, f.area(), &view)).unwrap();
+        let text = format!("{}", terminal.backend());
+        let first = text.lines().next().unwrap();
+        assert!(
+            first.contains("Enter sends the answer · Esc leaves the input")
+                && !text.contains("q quits"),
+            "{text}"
+        );
+        insta::assert_snapshot!(terminal.backend());
+        // Narrow: shorter words, still the keys.
+        let line = typing_hint(&view, 40);
+        let said: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+        assert_eq!(said, " Enter sends · Esc leaves the input");
+        // Out of the input, the way back again.
+        let ui = UiState::default();
+        let view = fixtures::view(&run, &ui, &[]);
+        let mut terminal =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, HEIGHT)).unwrap();
+        terminal.draw(|f| render(f, f.area(), &view)).unwrap();
+        assert!(format!("{}", terminal.backend()).contains("q quits the dashboard"));
     }
 }
