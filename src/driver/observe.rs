@@ -152,17 +152,26 @@ impl Driver {
     /// Say once when the tmux server stops answering, and once when it answers again; the
     /// same, each on its own, for every SSH host (`Poll::hosts_down`). A lost host stays
     /// down in the poll after its workers moved away, so it is said to answer only when it
-    /// really does.
-    fn report_server(&mut self, poll: &Poll, watching: bool, emit: &mut impl FnMut(Update)) {
+    /// really does. The server is said to answer only by a poll that asked it (`watching`:
+    /// an attempt to look at): a poll of nothing, once the workers it held ended, says
+    /// nothing of it.
+    pub(super) fn report_server(
+        &mut self,
+        poll: &Poll,
+        watching: bool,
+        emit: &mut impl FnMut(Update),
+    ) {
         if let Some(msg) = &poll.server_down {
             if self.server_down_reported.is_none() && watching {
                 self.server_down_reported = Some(msg.clone());
                 emit(Update::Notice(msg.clone()));
             }
-        } else if let Some(down) = self.server_down_reported.take() {
-            emit(Update::Recovered(crate::hosts::poll::server_back_line(
-                &down,
-            )));
+        } else if watching {
+            if let Some(down) = self.server_down_reported.take() {
+                emit(Update::Recovered(crate::hosts::poll::server_back_line(
+                    &down,
+                )));
+            }
         }
         let before = self.hosts_down_reported.clone();
         for (host, msg) in &poll.hosts_down {
@@ -218,4 +227,49 @@ pub(super) fn without_protocol_lines(screen: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::backend::Poll;
+    use crate::driver::Update;
+
+    #[test]
+    fn a_server_gone_is_said_to_answer_only_by_a_poll_that_asked_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (store, state, world) = crate::driver::tests::scripted(tmp.path());
+        let opts = crate::driver::DriverOptions {
+            quiet: true,
+            ..Default::default()
+        };
+        let mut d = crate::driver::Driver::new(store, state, world.mux(), opts);
+        let mut said = vec![];
+        let gone = Poll {
+            server_down: Some(
+                "the tmux server on socket s is gone; its workers are marked crashed".into(),
+            ),
+            ..Poll::default()
+        };
+        d.report_server(&gone, true, &mut |u| said.push(u));
+        // Its workers crashed: the next poll looks at nothing, and says nothing.
+        d.report_server(&Poll::default(), false, &mut |u| said.push(u));
+        d.report_server(&Poll::default(), false, &mut |u| said.push(u));
+        let text = |said: &[Update]| {
+            said.iter()
+                .filter_map(|u| match u {
+                    Update::Notice(n) | Update::Recovered(n) => Some(n.clone()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            text(&said),
+            ["the tmux server on socket s is gone; its workers are marked crashed"]
+        );
+        // A poll that asked it and got an answer: now it answers again, once.
+        d.report_server(&Poll::default(), true, &mut |u| said.push(u));
+        d.report_server(&Poll::default(), true, &mut |u| said.push(u));
+        assert_eq!(text(&said)[1..], ["the tmux server answers again"]);
+        assert_eq!(text(&said).len(), 2);
+    }
 }

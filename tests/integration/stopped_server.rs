@@ -114,6 +114,33 @@ fn a_killed_session_is_told_apart_from_a_gone_server() {
     assert!(!reason.contains("server"), "{reason}");
 }
 
+#[test]
+fn status_of_a_run_whose_server_is_gone_says_so_once_and_then_nothing() {
+    if !tmux_ready("gone_server_status") {
+        return;
+    }
+    let server = TmuxServer::new("gonestatus");
+    // Two attempts each: the crashed one's retry waits for a driver.
+    let tmp = TeamProject::new(&SLEEPERS.replace("max_attempts = 1", "max_attempts = 2"));
+    let mut child = tmp.run("sleep").tmux(&server).spawn();
+    wait_running(tmp.path(), 2);
+    child.kill().unwrap(); // nobody drives the run now
+    child.wait().unwrap();
+    server.kill();
+    let id = run_id(tmp.path());
+    let out = run_crewmux(tmp.path(), &server.socket, &["status", &id]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "status failed: {err}");
+    // The workers are marked crashed, said once; the server, still gone, never "answers".
+    assert_eq!(err.matches("is gone").count(), 1, "{err}");
+    assert!(!err.contains("answers again"), "{err}");
+    // Its workers ended: a later status has nothing to say about the server.
+    let out = run_crewmux(tmp.path(), &server.socket, &["status", &id]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "status failed: {err}");
+    assert!(!err.contains("tmux server"), "{err}");
+}
+
 /// Two workers end on their own while the run's tmux server is stopped (`quick` printed a
 /// line before, `mute` nothing), the other runs on.
 const ONE_ENDS: &str = r#"
