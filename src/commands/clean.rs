@@ -84,7 +84,7 @@ pub(super) fn clean_broken(
     }
     let mut said = 0;
     // Without its hosts.json nothing of the run on its hosts can be found: keep all.
-    let (lines, all) = match crate::hosts::purge::purge_remote(store.dir(), id) {
+    let (lines, all) = match crate::hosts::purge::purge_remote(store.dir(), id, args.force) {
         Ok(done) => done,
         Err(e) => {
             let mut c = kept(format!(

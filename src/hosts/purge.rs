@@ -134,13 +134,18 @@ pub fn purge_run_remote(state: &RunState, left: Left, force: bool) -> Result<(Ve
 
 /// Remove run `run_id`'s folders on every host of its `hosts.json` (in `run_dir`): for a
 /// run whose state cannot be read, so what it made where is not known. As
-/// [`purge_run_remote`] without `--force`.
+/// [`purge_run_remote`]: with `force`, a host that cannot be cleaned is named with what
+/// is left there and the run may go all the same.
 ///
 /// # Errors
 /// `hosts.json` cannot be read ([`crate::error::Error::CorruptState`]).
-pub fn purge_remote(run_dir: &std::path::Path, run_id: &str) -> Result<(Vec<String>, bool)> {
+pub fn purge_remote(
+    run_dir: &std::path::Path,
+    run_id: &str,
+    force: bool,
+) -> Result<(Vec<String>, bool)> {
     let hosts = super::run_hosts(run_dir)?;
-    Ok(purge_on(&hosts, run_id, Left::new(), false))
+    Ok(purge_on(&hosts, run_id, Left::new(), force))
 }
 
 /// Remove run `run_id`'s folders on each of `hosts`, except those in `left`, which get
