@@ -216,21 +216,6 @@ fn dispatch_over_a_frozen_host_is_bounded_by_the_one_probe_and_says_it_did_not_a
     assert!(took < Duration::from_secs(20), "dispatch took {took:?}");
 }
 
-/// The lines of `from` as they come, each with how long after `t0` it came.
-pub(crate) fn timed_lines(
-    from: impl std::io::Read + Send + 'static,
-    t0: std::time::Instant,
-) -> std::thread::JoinHandle<Vec<(Duration, String)>> {
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        std::io::BufReader::new(from)
-            .lines()
-            .map_while(Result::ok)
-            .map(|l| (t0.elapsed(), l))
-            .collect()
-    })
-}
-
 /// Planning's probe of a host frozen before the run (sshd SIGSTOPped) is its first
 /// contact that fails: the host is said not to answer as soon as the run's stage starts,
 /// and lost `lost_after_s` after that probe asked, not after a launch and a probe of the
@@ -247,33 +232,14 @@ fn a_host_frozen_before_the_run_is_lost_its_lost_after_s_after_planning_found_it
         "[[worker]]\nid = \"simmer\"\nrole = \"backend-engineer\"\nprovider = \"sim\"\nhost = \"box\"\nmax_attempts = 1\n\
          prompt = \"Do: {problem}\\nsim: lines=2\"\n",
     );
-    let pids = t.host.freeze();
-    assert!(!pids.is_empty(), "no sshd to freeze");
-    let t0 = std::time::Instant::now();
-    let t0_utc = chrono::Utc::now();
-    let mut child = t.spawn(&headless(&team, "a host frozen from the start"));
-    let lines = timed_lines(child.stderr.take().unwrap(), t0);
-    let out = wait_limited(child, &["run"]);
-    t.host.thaw(&pids);
-    let lines = lines.join().unwrap();
-    let all: String = lines
-        .iter()
-        .map(|(at, l)| format!("{:>6.1} s  {l}\n", at.as_secs_f64()))
-        .collect();
-    eprintln!("{all}");
-    let when = |what: &dyn Fn(&str) -> bool| {
-        lines
-            .iter()
-            .find(|(_, l)| what(l))
-            .map(|(at, _)| *at)
-            .unwrap_or_else(|| panic!("never said:\n{all}"))
-    };
-    let planned = when(&|l| l.contains("waits for it as the run's other workers do"));
-    let silent = when(&|l| {
+    let run = t.run_frozen_from_the_start(&team);
+    let (all, t0_utc) = (&run.all, run.t0_utc);
+    let planned = run.when(|l| l.contains("waits for it as the run's other workers do"));
+    let silent = run.when(|l| {
         l.contains("host box does not answer") && l.contains("state is unknown until it does")
     });
-    let lost = when(&|l| l.contains("host box was lost: unreachable for"));
-    let s = summary(&out);
+    let lost = run.when(|l| l.contains("host box was lost: unreachable for"));
+    let s = summary(&run.out);
     assert_eq!(
         worker(&s, "simmer")["placement"],
         "attempt 1 on local (box lost)",

@@ -388,30 +388,12 @@ fn a_host_frozen_before_the_run_is_said_and_lost_from_its_first_launch() {
         "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 1\n\
          command = [\"sh\", \"-c\", \"echo ran; exit 0\"]\n",
     );
-    let pids = t.host.freeze();
-    assert!(!pids.is_empty(), "no sshd to freeze");
-    let t0 = Instant::now();
-    let mut child = t.spawn(&headless(&team, "a host frozen from the start"));
-    let lines = crate::hosts_sim_down::timed_lines(child.stderr.take().unwrap(), t0);
-    let out = wait_limited(child, &["run"]);
-    t.host.thaw(&pids);
-    let lines = lines.join().unwrap();
-    let all: String = lines
-        .iter()
-        .map(|(at, l)| format!("{:>6.1} s  {l}\n", at.as_secs_f64()))
-        .collect();
-    eprintln!("{all}");
-    let when = |what: &dyn Fn(&str) -> bool| {
-        lines
-            .iter()
-            .find(|(_, l)| what(l))
-            .map(|(at, _)| *at)
-            .unwrap_or_else(|| panic!("never said:\n{all}"))
-    };
-    let stage = when(&|l| l.contains("stage-changed: team-plan → team-exec"));
-    let silent = when(&|l| l.contains("host box does not answer"));
-    let lost = when(&|l| l.contains("host box was lost: unreachable for"));
-    let s = summary(&out);
+    let run = t.run_frozen_from_the_start(&team);
+    let all = &run.all;
+    let stage = run.when(|l| l.contains("stage-changed: team-plan → team-exec"));
+    let silent = run.when(|l| l.contains("host box does not answer"));
+    let lost = run.when(|l| l.contains("host box was lost: unreachable for"));
+    let s = summary(&run.out);
     assert_eq!(
         worker(&s, "far")["placement"],
         "attempt 1 on local (box lost)",

@@ -64,6 +64,68 @@ impl HostRepo {
     pub fn run(&self, args: &[&str]) -> Output {
         run_with_host(self.path(), &self.server.socket, &self.host, args)
     }
+
+    /// A headless run of `team` started with the host frozen (its sshd SIGSTOPped) and
+    /// thawed once the run ended: its output, and each stderr line with when it came.
+    pub fn run_frozen_from_the_start(&self, team: &str) -> TimedRun {
+        let pids = self.host.freeze();
+        assert!(!pids.is_empty(), "no sshd to freeze");
+        let t0 = std::time::Instant::now();
+        let t0_utc = chrono::Utc::now();
+        let mut child = self.spawn(&headless(team, "a host frozen from the start"));
+        let lines = timed_lines(child.stderr.take().unwrap(), t0);
+        let out = wait_limited(child, &["run"]);
+        self.host.thaw(&pids);
+        let lines = lines.join().unwrap();
+        let all = lines
+            .iter()
+            .map(|(at, l)| format!("{:>6.1} s  {l}\n", at.as_secs_f64()))
+            .collect();
+        eprintln!("{all}");
+        TimedRun {
+            out,
+            lines,
+            all,
+            t0_utc,
+        }
+    }
+}
+
+/// A run whose stderr lines were read as they came ([`HostRepo::run_frozen_from_the_start`]).
+pub struct TimedRun {
+    pub out: Output,
+    /// Each line with how long after the start it came.
+    pub lines: Vec<(std::time::Duration, String)>,
+    /// Every line with its time, for a failed assertion.
+    pub all: String,
+    /// When the run was started (UTC).
+    pub t0_utc: chrono::DateTime<chrono::Utc>,
+}
+
+impl TimedRun {
+    /// When the first line `what` holds came; panics, showing every line, when none did.
+    pub fn when(&self, what: impl Fn(&str) -> bool) -> std::time::Duration {
+        self.lines
+            .iter()
+            .find(|(_, l)| what(l))
+            .map(|(at, _)| *at)
+            .unwrap_or_else(|| panic!("never said:\n{}", self.all))
+    }
+}
+
+/// The lines of `from` as they come, each with how long after `t0` it came.
+pub fn timed_lines(
+    from: impl std::io::Read + Send + 'static,
+    t0: std::time::Instant,
+) -> std::thread::JoinHandle<Vec<(std::time::Duration, String)>> {
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        std::io::BufReader::new(from)
+            .lines()
+            .map_while(Result::ok)
+            .map(|l| (t0.elapsed(), l))
+            .collect()
+    })
 }
 
 /// `run --team <team> --no-clarify --headless -- <problem>`: a headless run of a team file.
