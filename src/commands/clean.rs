@@ -130,11 +130,10 @@ pub(super) fn clean_broken(
 /// # Errors
 /// The session exists and cannot be killed.
 fn end_session_by_name(socket: &str, id: &str) -> Result<usize> {
-    if !crate::tmux::tmux_available() {
+    let Some(mut tmux) = super::drive::session_backend(socket, id) else {
         return Ok(0);
-    }
-    let mut tmux = crate::tmux::TmuxBackend::new(socket, &format!("crewmux-{id}"), vec![]);
-    Ok(match crate::backend::Multiplexer::remove_run(&mut tmux)? {
+    };
+    Ok(match tmux.remove_run()? {
         Some(what) => {
             crate::errln!("crewmux: removed {what}");
             1

@@ -34,6 +34,14 @@ pub fn backend_to_clean(state: &RunState, store: &RunStore) -> Result<Box<dyn Mu
     on_hosts(local, state, &hosts, false)
 }
 
+/// This machine's tmux backend for run `id`'s session (`crewmux-<id>`, the name every
+/// run's session has) on `socket`, for a run whose state cannot be read; `None` without
+/// tmux.
+pub fn session_backend(socket: &str, id: &str) -> Option<Box<dyn Multiplexer>> {
+    crate::tmux::tmux_available()
+        .then(|| Box::new(TmuxBackend::new(socket, &format!("crewmux-{id}"), vec![])) as _)
+}
+
 /// `local`, or the backend across this machine and the run's SSH hosts when it has any
 /// (`control`: one control-mode channel per host, for the driving process).
 fn with_hosts(

@@ -164,7 +164,3 @@ pub struct RunEvent {
 fn default_true() -> bool {
     true
 }
-
-#[cfg(test)]
-#[path = "run_tests.rs"]
-mod tests;

@@ -19,7 +19,7 @@ fn next_of<T>(rx: &std::sync::mpsc::Receiver<Update>, pick: impl Fn(Update) -> O
 fn the_hosts_the_driving_process_finds_not_answering_reach_the_followers_roster() {
     let tmp = tempfile::tempdir().unwrap();
     let store = RunStore::create(tmp.path(), "r1").unwrap();
-    let mut state = crate::tui::fixtures::crazy_run();
+    let mut state = crate::engine::tests::run(2, 2);
     state.run_dir = store.dir().to_path_buf();
     store.save_state(&state).unwrap();
     let follower = Follower::new(
