@@ -51,6 +51,19 @@ fn lose_the_host_running(
     release: &Path,
     on_host: &str,
 ) -> (std::process::Child, String) {
+    lose_the_host_by(t, release, on_host, |t| {
+        t.host.stop_sshd();
+        t.host.kill_ssh_clients();
+    })
+}
+
+/// [`lose_the_host_running`], the host lost by `lose` (sshd stopped, or killed).
+fn lose_the_host_by(
+    t: &mut HostRepo,
+    release: &Path,
+    on_host: &str,
+    lose: impl FnOnce(&mut HostRepo),
+) -> (std::process::Child, String) {
     let workdir = t.host.workdir.path().display().to_string();
     let team = t.team(&format!(
         "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 2\n\
@@ -64,8 +77,7 @@ fn lose_the_host_running(
         .as_str()
         .expect("the attempt's nonce")
         .to_string();
-    t.host.stop_sshd();
-    t.host.kill_ssh_clients();
+    lose(t);
     let project = t.path();
     let retried = wait_for(
         || {
@@ -169,6 +181,24 @@ fn an_attempt_left_on_a_lost_host_is_ended_by_a_driver_that_reattaches() {
     check_finished(t.path(), &out);
 }
 
+/// far#1's folder on the host and here, once it ended on the host (60 s at most).
+fn far_ended_there(t: &HostRepo) -> (std::path::PathBuf, std::path::PathBuf) {
+    let run = only_run_dir(t.path());
+    let id = run.file_name().unwrap().to_string_lossy().into_owned();
+    let there = t
+        .host
+        .workdir
+        .path()
+        .join("runs")
+        .join(&id)
+        .join("workers/far/attempt-1");
+    assert!(
+        wait_for(|| there.join("exit.json").exists(), Duration::from_secs(60)),
+        "far#1 never ended on the host"
+    );
+    (there, run.join("workers/far/attempt-1"))
+}
+
 #[test]
 fn the_output_of_an_attempt_that_ended_on_a_lost_host_comes_back_when_it_answers_again() {
     let Some(mut t) = HostRepo::start("hosts-left-output") else {
@@ -180,18 +210,7 @@ fn the_output_of_an_attempt_that_ended_on_a_lost_host_comes_back_when_it_answers
     // retry started here, then ends there by itself.
     let ticks = "echo on the host; i=0; while [ $i -lt 120 ]; do i=$((i+1)); echo tick $i; sleep 0.1; done; exit 0";
     let (child, nonce) = lose_the_host_running(&mut t, &release, ticks);
-    let run = only_run_dir(t.path());
-    let id = run.file_name().unwrap().to_string_lossy().into_owned();
-    let there = t
-        .host
-        .workdir
-        .path()
-        .join("runs")
-        .join(&id)
-        .join("workers/far/attempt-1");
-    let here = run.join("workers/far/attempt-1");
-    let ended_there = wait_for(|| there.join("exit.json").exists(), Duration::from_secs(60));
-    assert!(ended_there, "far#1 never ended on the host");
+    let (there, here) = far_ended_there(&t);
     let host_log = std::fs::read_to_string(there.join("output.log")).unwrap();
     assert!(host_log.contains("tick 120"), "{host_log}");
     let before = std::fs::read_to_string(here.join("output.log")).unwrap_or_default();
@@ -238,55 +257,16 @@ fn an_attempt_left_when_sshd_was_killed_brings_its_output_back_once_sshd_is_back
     let flags = tempfile::tempdir().unwrap();
     let release = flags.path().join("release");
     let ticks = "echo on the host; i=0; while [ $i -lt 100 ]; do i=$((i+1)); echo tick $i; sleep 0.1; done; exit 0";
-    let workdir = t.host.workdir.path().display().to_string();
-    let team = t.team(&format!(
-        "[[worker]]\nid = \"far\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nhost = \"box\"\nmax_attempts = 2\n\
-         command = [\"sh\", \"-c\", \"case $PWD in {workdir}*) {ticks};; esac; while [ ! -e {release} ]; do sleep 0.1; done; echo ran here; exit 0\"]\n",
-        release = release.display()
-    ));
-    let child = t.spawn(&headless(&team, "sshd killed"));
-    let project = t.path().to_path_buf();
-    wait_running_remotely(&project, "far");
-    let nonce = first_dispatch(&project)["nonce"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    kill_sshd(&mut t);
-    let retried = wait_for(
-        || {
-            try_state(&project).is_some_and(|s| {
-                let w = state_worker(&s, "far");
-                w["attempt"] == 2 && w["status"] == "running"
-            })
-        },
-        Duration::from_secs(90),
-    );
-    assert!(
-        retried,
-        "far was never retried here: {:?}",
-        try_state(&project)
-    );
-    let run = only_run_dir(&project);
-    let id = run.file_name().unwrap().to_string_lossy().into_owned();
-    let there = t
-        .host
-        .workdir
-        .path()
-        .join("runs")
-        .join(&id)
-        .join("workers/far/attempt-1");
-    assert!(
-        wait_for(|| there.join("exit.json").exists(), Duration::from_secs(60)),
-        "far#1 never ended on the host"
-    );
+    let (child, nonce) = lose_the_host_by(&mut t, &release, ticks, kill_sshd);
+    let (there, here) = far_ended_there(&t);
     t.host.start_sshd();
-    wait_ended(&project, &nonce);
+    wait_ended(t.path(), &nonce);
     let host_log = std::fs::read_to_string(there.join("output.log")).unwrap();
-    let here = std::fs::read_to_string(run.join("workers/far/attempt-1/output.log")).unwrap();
-    assert_eq!(here, host_log);
+    let back = std::fs::read_to_string(here.join("output.log")).unwrap();
+    assert_eq!(back, host_log);
     std::fs::write(&release, "").unwrap();
     let out = wait_limited(child, &["run"]);
-    check_finished(&project, &out);
+    check_finished(t.path(), &out);
     assert!(
         stderr(&out).contains("far#1: its output on box came back ("),
         "{}",

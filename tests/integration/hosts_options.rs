@@ -68,33 +68,37 @@ fn ssh_args_ssh_refuses_make_the_run_refused_at_once_in_one_line() {
     }
 }
 
-#[test]
-fn dispatch_counts_the_hosts_it_places_workers_on_in_the_right_number() {
-    let tmp = project();
+/// A team of one command worker (`true`) in `tmp`: its file.
+fn one_true_worker(tmp: &Project) -> String {
     let team = team_file(
         tmp.path(),
         "team.toml",
         "[[worker]]\nid = \"a\"\nrole = \"backend-engineer\"\nprovider = \"command\"\ncommand = [\"true\"]\n",
     );
-    let out = run_crewmux(
-        tmp.path(),
-        "crewmux-test-unused",
-        &[
-            "dispatch",
-            "--team",
-            team.to_str().unwrap(),
-            "--hosts",
-            "local",
-            "x",
-        ],
-    );
-    let said = String::from_utf8_lossy(&out.stdout);
+    team.to_str().unwrap().to_string()
+}
+
+/// `crewmux dispatch --team <team> <flags> x` in `tmp`, which must succeed: its stdout.
+fn dispatch(tmp: &Project, team: &str, flags: &[&str]) -> String {
+    let mut args = vec!["dispatch", "--team", team];
+    args.extend(flags);
+    args.push("x");
+    let out = run_crewmux(tmp.path(), "crewmux-test-unused", &args);
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
     assert_eq!(
         out.status.code(),
         Some(0),
         "{said}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    said
+}
+
+#[test]
+fn dispatch_counts_the_hosts_it_places_workers_on_in_the_right_number() {
+    let tmp = project();
+    let team = one_true_worker(&tmp);
+    let said = dispatch(&tmp, &team, &["--hosts", "local"]);
     assert!(said.contains(" at once over 1 host):"), "{said}");
 }
 
@@ -106,32 +110,8 @@ fn a_listed_host_that_got_no_worker_adds_nothing_to_what_runs_at_once() {
         tmp.path(),
         "[hosts.box]\nssh = \"root@127.0.0.1\"\nworkdir = \"/tmp/crewmux-box\"\nmax_workers = 2\n",
     );
-    let team = team_file(
-        tmp.path(),
-        "team.toml",
-        "[[worker]]\nid = \"a\"\nrole = \"backend-engineer\"\nprovider = \"command\"\ncommand = [\"true\"]\n",
-    );
-    let out = run_crewmux(
-        tmp.path(),
-        "crewmux-test-unused",
-        &[
-            "dispatch",
-            "--team",
-            team.to_str().unwrap(),
-            "--hosts",
-            "box,local",
-            "--parallel",
-            "4",
-            "x",
-        ],
-    );
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{said}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let team = one_true_worker(&tmp);
+    let said = dispatch(&tmp, &team, &["--hosts", "box,local", "--parallel", "4"]);
     // local has the most free slots (4 against box's 2) and takes the one worker.
     assert!(
         said.contains("        box: no workers (max_workers 2"),
@@ -143,14 +123,13 @@ fn a_listed_host_that_got_no_worker_adds_nothing_to_what_runs_at_once() {
         "{said}"
     );
     // The run says the same before its workers start, and plans local's share at once.
-    let team = team.to_str().unwrap();
     let out = run_crewmux(
         tmp.path(),
         "crewmux-test-unused",
         &[
             "run",
             "--team",
-            team,
+            &team,
             "--hosts",
             "box,local",
             "--parallel",
