@@ -10,7 +10,7 @@ use crewmux::tmux::TmuxClient;
 
 use super::scale_proc::rss_kb;
 use super::scale_run::team_file;
-use super::{Config, Figure};
+use super::{Build, Config, Figure, Mode};
 
 /// Memory: the real binary driving `workers` workers that each print `lines` lines, RSS
 /// sampled every 250 ms while they print and after.
@@ -82,23 +82,20 @@ pub fn headless_scenario(cfg: &Config, figs: &mut Vec<Figure>) {
     let team = tmp.path().join("many.toml");
     std::fs::write(&team, t).unwrap();
     let s = Instant::now();
-    let out = Command::new(&cfg.exe)
-        .current_dir(tmp.path())
-        .env("CREWMUX_TMUX_SOCKET", &socket)
-        .args([
-            "run",
-            "--team",
-            team.to_str().unwrap(),
-            "--no-clarify",
-            "--headless",
-            "--backend",
-            "tmux",
-            "--quiet",
-            "--parallel",
-            &cfg.headless_parallel.to_string(),
+    let this = Build {
+        exe: cfg.exe.clone(),
+        tag: "",
+    };
+    let out = this
+        .quiet_run(
+            tmp.path(),
+            &socket,
+            Mode::Control,
+            &team,
+            cfg.headless_parallel,
             "many short workers",
-        ])
-        .stdin(Stdio::null())
+        )
+        .stdout(Stdio::piped())
         .output()
         .unwrap();
     let wall = s.elapsed().as_secs_f64();
