@@ -81,6 +81,10 @@ pub struct WorkerWorkspace {
     /// Commits on the branch since the base.
     #[serde(default)]
     pub commits: u32,
+    /// The branch's commit when its last attempt ended (full SHA): what the integration
+    /// branch must hold of this worker (`Integration::tips`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
     /// What became of merging its upstreams' branches into it (a worker with `after`).
     #[serde(default, skip_serializing_if = "UpstreamMerges::is_empty")]
     pub upstreams: UpstreamMerges,
@@ -158,6 +162,12 @@ pub struct Integration {
     /// The change of the integration branch against the base.
     #[serde(default)]
     pub diff: Option<DiffStat>,
+    /// The commit of each worker's branch (full SHA) when a pass last took it in, merged
+    /// or left out: a branch that moved since (a later attempt: a retry, a downstream run
+    /// again) is merged again, so the integration branch holds every worker's last
+    /// attempt.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tips: BTreeMap<String, String>,
 }
 
 /// What a run in a git project recorded about its workspaces.

@@ -35,6 +35,7 @@ fn pipeline(fixer: bool, policy: UpstreamPolicy) -> RunState {
                 branch: format!("crewmux/r1/{id}"),
                 diff: None,
                 commits: 0,
+                head: None,
                 upstreams: Default::default(),
                 host: None,
             },

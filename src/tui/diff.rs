@@ -242,6 +242,7 @@ mod tests {
                     branch: format!("crewmux/r/{id}"),
                     diff: None,
                     commits: 0,
+                    head: None,
                     upstreams: Default::default(),
                     host: Some("box".into()),
                 },

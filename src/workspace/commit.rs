@@ -156,7 +156,8 @@ pub fn commit_count(repo: &Path, base: &str, rev: &str) -> Result<u32> {
 }
 
 /// When an attempt of `worker` ends: commit what it left in its worktree (subject
-/// `crewmux: <worker> attempt <n>`) and record the branch's diffstat and commit count.
+/// `crewmux: <worker> attempt <n>`) and record the branch's diffstat, commit count and
+/// head commit.
 /// A worker without a worktree is left alone.
 ///
 /// # Errors
@@ -179,9 +180,11 @@ pub fn on_attempt_end(
     )?;
     let diff = diffstat_between(&ws.repo, &ws.base, &w.branch)?;
     let commits = commit_count(&ws.repo, &ws.base, &w.branch)?;
+    let head = Git::new(&ws.repo).line(&["rev-parse", "--verify", &w.branch])?;
     if let Some(w) = ws.workers.get_mut(worker) {
         w.diff = Some(diff);
         w.commits = commits;
+        w.head = Some(head);
     }
     Ok(())
 }

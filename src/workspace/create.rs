@@ -386,6 +386,7 @@ pub fn add_worktree(
         branch,
         diff: None,
         commits: 0,
+        head: None,
         upstreams: Default::default(),
         host: None,
     })

@@ -1,6 +1,8 @@
 //! Whether a run's integration branch is whole enough for `crewmux merge` to take it
 //! without `--force`: the council did not block it, and every worker that completed with a
-//! worktree is merged into it (a conflict nobody resolved leaves the later worker out).
+//! worktree is merged into it at its last attempt (a conflict nobody resolved leaves the
+//! later worker out; a pass that has not run since a worker's last attempt holds an
+//! earlier one).
 
 use crate::domain::{CouncilStatus, RunState, RunWorkspace, WorkerKind, WorkerStatus};
 
@@ -9,8 +11,8 @@ use crate::domain::{CouncilStatus, RunState, RunWorkspace, WorkerKind, WorkerSta
 pub struct Shortfall {
     /// The council's status is `blocked`.
     pub blocked: bool,
-    /// Workers with a worktree that completed but are not merged into integration, in
-    /// team order.
+    /// Workers with a worktree that completed but whose last attempt is not merged into
+    /// integration, in team order.
     pub left_out: Vec<String>,
     /// The files of an unresolved merge conflict, if integration stopped on one.
     pub conflict: Vec<String>,
@@ -45,12 +47,21 @@ impl Shortfall {
 
 /// The shortfall of the run's integration branch (pure: reads the saved state only).
 pub fn shortfall(state: &RunState, ws: &RunWorkspace) -> Shortfall {
-    let merged: &[String] = ws.integration.as_ref().map_or(&[], |i| &i.merged);
+    let holds = |id: &str| {
+        let (Some(i), Some(own)) = (&ws.integration, ws.workers.get(id)) else {
+            return false;
+        };
+        let last = match (&own.head, i.tips.get(id)) {
+            (Some(head), Some(tip)) => head == tip,
+            _ => true,
+        };
+        i.merged.iter().any(|m| m == id) && !i.left_out.iter().any(|c| c.theirs == id) && last
+    };
     let left_out = state
         .workers
         .iter()
         .filter(|w| w.kind == WorkerKind::Worker && w.status == WorkerStatus::Completed)
-        .filter(|w| ws.workers.contains_key(&w.id) && !merged.contains(&w.id))
+        .filter(|w| ws.workers.contains_key(&w.id) && !holds(&w.id))
         .map(|w| w.id.clone())
         .collect();
     Shortfall {

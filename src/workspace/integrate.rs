@@ -53,8 +53,11 @@ fn leave_out(git: &Git, integ: &mut Integration, c: MergeConflict) -> Result<()>
     Ok(())
 }
 
-/// Merge the branches of the run's completed workers (in team order) that are not merged
-/// yet into the integration branch, creating its worktree on the first pass. A merge the
+/// Merge the branches of the run's completed workers (in team order) into the integration
+/// branch, creating its worktree on the first pass: a branch not merged yet, and a merged
+/// (or left out) one that moved since (a later attempt: a retry, a downstream run again
+/// after its upstream, a resumed run), so the integration branch holds each worker's last
+/// attempt. A merge the
 /// merge-fixer resolved is committed first, as is anything a fixer left in the tree. A
 /// conflict no merge-fixer can take (none configured, or its fixer left markers) is aborted
 /// and recorded in `left_out`, and the remaining branches are merged still: one conflict
@@ -95,6 +98,7 @@ pub fn integrate(state: &mut RunState) -> Result<Outcome> {
             conflict: None,
             left_out: vec![],
             diff: None,
+            tips: Default::default(),
         });
     }
     let integ = ws.integration.clone().expect("set above");
@@ -116,9 +120,15 @@ pub fn integrate(state: &mut RunState) -> Result<Outcome> {
             let subject = format!("crewmux: merge {theirs} (conflicts resolved)");
             commit_all(&integ.path, ws, &run_id, "merge-fixer", &subject)?;
             conclude_merge(&git, &subject)?;
+            let tip = ws.workers.get(&theirs).map(|w| tip_of(&git, &w.branch));
             let i = ws.integration.as_mut().expect("set");
             i.conflict = None;
-            i.merged.push(theirs);
+            if let Some(Ok(tip)) = tip {
+                i.tips.insert(theirs.clone(), tip);
+            }
+            if !i.merged.contains(&theirs) {
+                i.merged.push(theirs);
+            }
         }
     } else {
         commit_all(
@@ -147,7 +157,9 @@ pub fn integrate(state: &mut RunState) -> Result<Outcome> {
         let (Some(w), Some(i)) = (ws.workers.get(&id).cloned(), ws.integration.clone()) else {
             continue;
         };
-        if i.merged.contains(&id) || i.left_out.iter().any(|c| c.theirs == id) {
+        let tip = tip_of(&git, &w.branch)?;
+        if taken_already(&git, &i, &id, &tip)? {
+            ws.integration.as_mut().expect("set").tips.insert(id, tip);
             continue;
         }
         let out = git.output(&[
@@ -163,8 +175,13 @@ pub fn integrate(state: &mut RunState) -> Result<Outcome> {
             &w.branch,
         ])?;
         let i = ws.integration.as_mut().expect("set");
+        // A later attempt is tried afresh: an earlier one's conflict no longer stands.
+        i.left_out.retain(|c| c.theirs != id);
+        i.tips.insert(id.clone(), tip);
         if out.ok() {
-            i.merged.push(id);
+            if !i.merged.contains(&id) {
+                i.merged.push(id);
+            }
             continue;
         }
         let files = unmerged(&git)?;
@@ -176,10 +193,16 @@ pub fn integrate(state: &mut RunState) -> Result<Outcome> {
                 first_lines(&format!("{}\n{}", out.stderr, out.stdout), 3)
             )));
         }
-        let ours = if i.merged.is_empty() {
+        let before: Vec<&str> = i
+            .merged
+            .iter()
+            .map(String::as_str)
+            .filter(|m| *m != id)
+            .collect();
+        let ours = if before.is_empty() {
             "base".to_string()
         } else {
-            i.merged.join(", ")
+            before.join(", ")
         };
         let c = MergeConflict {
             files,
@@ -196,6 +219,34 @@ pub fn integrate(state: &mut RunState) -> Result<Outcome> {
     let i = ws.integration.as_mut().expect("set");
     i.diff = Some(diffstat_between(&ws.repo, &ws.base, &i.branch)?);
     Ok(Outcome::Clean)
+}
+
+/// The commit `branch` points at (full SHA).
+fn tip_of(git: &Git, branch: &str) -> Result<String> {
+    git.line(&["rev-parse", "--verify", &format!("{branch}^{{commit}}")])
+}
+
+/// True when the pass has nothing to do for worker `id`, whose branch is at `tip`: a pass
+/// took that very commit in already (merged, or left out on a conflict). A branch that
+/// moved since (a later attempt's commits) is merged again. A state saved before the tips
+/// were recorded has none: a merged branch whose tip the integration branch contains is
+/// taken, a branch left out stays out.
+///
+/// # Errors
+/// `git merge-base` fails other than by its answer.
+fn taken_already(git: &Git, i: &Integration, id: &str, tip: &str) -> Result<bool> {
+    let merged = i.merged.iter().any(|m| m == id);
+    let left_out = i.left_out.iter().any(|c| c.theirs == id);
+    if !merged && !left_out {
+        return Ok(false);
+    }
+    match i.tips.get(id) {
+        Some(t) => Ok(t == tip),
+        None if left_out => Ok(true),
+        None => Ok(git
+            .output(&["merge-base", "--is-ancestor", tip, "HEAD"])?
+            .ok()),
+    }
 }
 
 /// Commit a merge still in progress after [`commit_all`] found nothing to commit (the

@@ -123,3 +123,131 @@ fn clean_removes_worktrees_the_state_does_not_name() {
     let branches = sh_git(d, &["branch", "--list", &format!("crewmux/{run_id}/*")]);
     assert!(branches.trim().is_empty(), "{branches}");
 }
+
+/// Commit `text` as `file` on `worker`'s branch, in its worktree (what the end of a later
+/// attempt leaves there).
+fn commit_in(state: &RunState, worker: &str, file: &str, text: Option<&str>) {
+    let tree = state.workspace.as_ref().unwrap().workers[worker]
+        .path
+        .clone();
+    match text {
+        Some(t) => std::fs::write(tree.join(file), t).unwrap(),
+        None => std::fs::remove_file(tree.join(file)).unwrap(),
+    }
+    sh_git(&tree, &["add", "-A"]);
+    sh_git(&tree, &["commit", "-q", "-m", &format!("{worker}: {file}")]);
+}
+
+fn integration_file(state: &RunState, file: &str) -> Option<String> {
+    let ws = state.workspace.as_ref().unwrap();
+    let branch = &ws.integration.as_ref().unwrap().branch;
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&ws.repo)
+        .args(["show", &format!("{branch}:{file}")])
+        .output()
+        .unwrap();
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A retried worker's second attempt commits on the branch the first attempt's merge took:
+/// the next pass merges the branch again, so the integration branch holds the second
+/// attempt's work (a file changed, one removed), not the first's.
+#[test]
+fn a_later_attempt_of_a_merged_worker_is_merged_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let mut state = completed_team(d);
+    commit_in(&state, "w0", "gone.txt", Some("first attempt only\n"));
+    assert_eq!(integrate(&mut state).unwrap(), Outcome::Clean);
+    assert_eq!(
+        integration_file(&state, "w0.txt").as_deref(),
+        Some("from w0\n")
+    );
+
+    commit_in(&state, "w0", "w0.txt", Some("from w0, attempt 2\n"));
+    commit_in(&state, "w0", "gone.txt", None);
+    assert_eq!(integrate(&mut state).unwrap(), Outcome::Clean);
+    assert_eq!(
+        integration_file(&state, "w0.txt").as_deref(),
+        Some("from w0, attempt 2\n")
+    );
+    assert_eq!(integration_file(&state, "gone.txt"), None);
+    let i = state
+        .workspace
+        .as_ref()
+        .unwrap()
+        .integration
+        .clone()
+        .unwrap();
+    assert_eq!(i.merged, ["w0"], "named once");
+    let ws = state.workspace.as_ref().unwrap();
+    let tip = sh_git(d, &["rev-parse", &ws.workers["w0"].branch]);
+    assert_eq!(i.tips["w0"], tip.trim());
+    // Nothing moved: a third pass merges nothing and makes no commit.
+    let head = sh_git(d, &["rev-parse", &i.branch]);
+    assert_eq!(integrate(&mut state).unwrap(), Outcome::Clean);
+    assert_eq!(sh_git(d, &["rev-parse", &i.branch]), head);
+}
+
+/// A worker left out on a conflict (no agent to fix it) is tried again once a later
+/// attempt moved its branch: the new attempt no longer conflicts and is merged.
+#[test]
+fn a_worker_left_out_on_a_conflict_is_tried_again_after_a_later_attempt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let mut state = completed_team(d);
+    let mut w1 = state.workers[0].clone();
+    w1.id = "w1".into();
+    w1.order = 1;
+    state.workers.push(w1);
+    for w in &mut state.workers {
+        w.provider = "command".into();
+    }
+    let run_id = state.run_id.clone();
+    let ws = state.workspace.as_mut().unwrap();
+    ws.workers.insert(
+        "w1".into(),
+        crate::workspace::create::add_worktree(&Git::new(d), ws, &run_id, "w1").unwrap(),
+    );
+    commit_in(&state, "w1", "w0.txt", Some("from w1\n"));
+    assert_eq!(integrate(&mut state).unwrap(), Outcome::Clean);
+    let i = state
+        .workspace
+        .as_ref()
+        .unwrap()
+        .integration
+        .clone()
+        .unwrap();
+    assert_eq!(i.merged, ["w0"]);
+    assert_eq!(i.left_out.len(), 1, "{i:?}");
+    let ws = state.workspace.as_ref().unwrap().clone();
+    assert_eq!(
+        crate::workspace::guard::shortfall(&state, &ws).left_out,
+        ["w1"]
+    );
+
+    // The retry gives up on w0.txt and writes a file of its own.
+    commit_in(&state, "w1", "w0.txt", None);
+    commit_in(&state, "w1", "w1.txt", Some("from w1, attempt 2\n"));
+    assert_eq!(integrate(&mut state).unwrap(), Outcome::Clean);
+    let i = state
+        .workspace
+        .as_ref()
+        .unwrap()
+        .integration
+        .clone()
+        .unwrap();
+    assert_eq!(i.merged, ["w0", "w1"]);
+    assert!(i.left_out.is_empty(), "{i:?}");
+    assert_eq!(
+        integration_file(&state, "w1.txt").as_deref(),
+        Some("from w1, attempt 2\n")
+    );
+    assert_eq!(
+        integration_file(&state, "w0.txt").as_deref(),
+        Some("from w0\n")
+    );
+}

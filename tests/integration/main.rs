@@ -88,4 +88,5 @@ mod worker_cwd;
 mod worker_env;
 mod workspaces;
 mod workspaces_judged;
+mod workspaces_retried;
 mod workspaces_taken;

@@ -61,6 +61,7 @@ mod tests {
                         files: i as u64 + 1,
                     }),
                     commits: 1,
+                    head: None,
                     upstreams: Default::default(),
                     host: None,
                 },

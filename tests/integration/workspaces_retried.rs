@@ -1,0 +1,72 @@
+//! A later attempt is what the run hands over: after `steer retry` and the run's next pass,
+//! the integration branch, the checks, `crewmux diff` and `crewmux merge` carry the new
+//! attempt's work, not the first one's (real git in a temporary repository, `command`
+//! workers on the process backend).
+
+use crate::support::*;
+
+/// The problem every run here is given.
+const PROBLEM: &str = "change the files";
+
+/// `one` writes its attempt number into `one.txt`; the check prints what it judges.
+fn team() -> TeamProject {
+    TeamProject::in_repo(
+        &[("a.txt", "a\n")],
+        &format!(
+            "{}[[check]]\nid = \"show\"\ncommand = [\"sh\", \"-c\", \"cat one.txt\"]\n",
+            command_worker(
+                "one",
+                "echo \"attempt $CREWMUX_ATTEMPT\" > one.txt",
+                "Wrote one.txt."
+            )
+        ),
+    )
+}
+
+#[test]
+fn a_retried_worker_s_new_attempt_is_integrated_judged_diffed_and_merged() {
+    let t = team();
+    let d = t.path();
+    let out = t.run(PROBLEM).process().output();
+    assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
+    let id = run_id(d);
+    let integration = format!("crewmux/{id}/integration");
+    assert_eq!(
+        git(d, &["show", &format!("{integration}:one.txt")]),
+        "attempt 1"
+    );
+
+    let retry = run_crewmux(d, "unused", &["steer", &id, "retry", "one"]);
+    assert!(retry.status.success(), "{}", stderr(&retry));
+    let again = run_crewmux(d, "unused", &["resume", &id, "--headless"]);
+    let s = summary(&again);
+    assert_eq!(s["status"], "done", "{}", stderr(&again));
+    assert_eq!(worker(&s, "one")["attempts"], 2, "{s}");
+    assert_eq!(
+        git(d, &["show", &format!("crewmux/{id}/one:one.txt")]),
+        "attempt 2"
+    );
+    assert_eq!(
+        git(d, &["show", &format!("{integration}:one.txt")]),
+        "attempt 2",
+        "the integration branch holds the second attempt"
+    );
+    // The check judged the second attempt's work.
+    let run = only_run_dir(d);
+    let judged =
+        std::fs::read_to_string(run.join("workers/check-show/attempt-2/output.log")).unwrap();
+    assert!(judged.contains("attempt 2"), "{judged}");
+
+    let diff = run_crewmux(d, "unused", &["diff", &id]);
+    let shown = String::from_utf8_lossy(&diff.stdout);
+    assert!(
+        shown.contains("+attempt 2") && !shown.contains("attempt 1"),
+        "{shown}"
+    );
+    let merged = run_crewmux(d, "unused", &["merge", &id]);
+    assert!(merged.status.success(), "{}", stderr(&merged));
+    assert_eq!(
+        std::fs::read_to_string(d.join("one.txt")).unwrap(),
+        "attempt 2\n"
+    );
+}
