@@ -48,13 +48,17 @@ impl TmuxBackend {
                         .any(|t| t.watch_screen && t.pane_id.as_deref() == Some(p))
             })
             .collect();
-        for pane_ref in &watched {
+        for (i, pane_ref) in watched.iter().enumerate() {
             let pane = split_pane_ref(pane_ref).0.to_string();
+            // The capture is named by its place in `watched`, never by the pane's id: tmux
+            // passes a `display-message` text through strftime(3) before expanding it as a
+            // format, so `%4@…` came back as ` %4@…` (a field width of 4) and the tail of
+            // every pane from `%4` on was never matched (docs/tmux.md "Batches").
             tmux = tmux
                 .add_command(
                     DisplayMessage::new()
                         .print()
-                        .message(format!("{sep}T{pane_ref}"))
+                        .message(format!("{sep}T{i}"))
                         .build(),
                 )
                 .add_command(
@@ -93,7 +97,7 @@ impl TmuxBackend {
             Err(e @ Error::Timeout { .. }) => return not_answering(targets, &e),
             Err(_) => return self.failed_poll(targets),
         };
-        let (server, rows, tail_text, mut screen) = split_batch(&out, &sep);
+        let (server, rows, tail_text, mut screen) = split_batch(&out, &sep, &watched);
         self.server.clone_from(&server);
         let here = |p: &str| server.as_deref().is_some_and(|s| same_server(p, s));
         if !focus_pane.as_deref().is_some_and(here) {
@@ -331,8 +335,9 @@ type Batch = (
     Option<String>,
 );
 
-/// Split one batched poll's output (see [`Batch`]; dead-pane banners removed).
-fn split_batch(out: &str, sep: &str) -> Batch {
+/// Split one batched poll's output (see [`Batch`]; dead-pane banners removed); the tail
+/// captures are marked `T<n>`, `n` the place of their pane in `watched`.
+fn split_batch(out: &str, sep: &str, watched: &[String]) -> Batch {
     let mut server = None;
     let mut listing = String::new();
     let mut tails: Vec<(String, String)> = vec![];
@@ -367,8 +372,14 @@ fn split_batch(out: &str, sep: &str) -> Batch {
             }
             flush(&part, &mut buf, &mut listing, &mut tails, &mut screen);
             part = match rest.strip_prefix('T') {
-                Some(pane) => {
-                    tails.push((pane.to_string(), String::new()));
+                Some(n) => {
+                    let pane = n
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|n| watched.get(n))
+                        .cloned()
+                        .unwrap_or_default();
+                    tails.push((pane, String::new()));
                     Part::Tail(tails.len() - 1)
                 }
                 None => Part::Screen,
@@ -400,11 +411,18 @@ mod tests {
 
     #[test]
     fn a_batch_splits_into_listing_tails_and_screen() {
-        let out = "SEPS42.1700000000\n%1\tx\n%2\ty\nSEPT%2\nprompt? (y/n)\nSEPF\nscreen line\n";
-        let (server, listing, tails, screen) = super::split_batch(out, "SEP");
+        let out = "SEPS42.1700000000\n%1\tx\n%12\ty\nSEPT1\nprompt? (y/n)\nSEPF\nscreen line\n";
+        let watched = [
+            "%1@42.1700000000".to_string(),
+            "%12@42.1700000000".to_string(),
+        ];
+        let (server, listing, tails, screen) = super::split_batch(out, "SEP", &watched);
         assert_eq!(server.as_deref(), Some("42.1700000000"));
-        assert_eq!(listing, "%1\tx\n%2\ty\n");
-        assert_eq!(tails, vec![("%2".to_string(), "prompt? (y/n)".to_string())]);
+        assert_eq!(listing, "%1\tx\n%12\ty\n");
+        assert_eq!(
+            tails,
+            vec![("%12@42.1700000000".to_string(), "prompt? (y/n)".to_string())]
+        );
         assert_eq!(screen.as_deref(), Some("screen line"));
     }
 

@@ -75,3 +75,82 @@ fn a_prompt_on_screen_makes_the_worker_wait_and_the_answer_reaches_it() {
         );
     }
 }
+
+/// Eight workers that each print a `(y/n)` question, on a tmux server that already holds
+/// another run's session (so the run's panes are `%4` and up): every one of them is seen
+/// waiting, and each answer reaches its own worker.
+#[test]
+fn every_asker_waits_on_a_server_that_already_holds_another_run() {
+    if !tmux_ready("every_asker_waits_on_a_server_that_already_holds_another_run") {
+        return;
+    }
+    const ASKERS: usize = 8;
+    let mut team = format!("parallel = {ASKERS}\n");
+    for i in 0..ASKERS {
+        team.push_str(&format!(
+            r#"
+[[worker]]
+id = "asker{i}"
+role = "backend-engineer"
+provider = "command"
+max_attempts = 1
+command = ["sh", "-c", "printf 'Do you trust the files in this folder? (y/n) '; read reply; echo \"$reply\" > reply-{i}.txt"]
+"#
+        ));
+    }
+    let server = TmuxServer::new("waiting-many");
+    // Another run's session with a few windows: the panes of this run come after them.
+    let other = "crewmux-20260101-000000-0ther";
+    let made = server.tmux(&["new-session", "-d", "-s", other, "sleep 600"]);
+    assert!(made.status.success(), "{made:?}");
+    for _ in 0..3 {
+        assert!(server
+            .tmux(&["new-window", "-d", "-t", other, "sleep 600"])
+            .status
+            .success());
+    }
+    let tmp = TeamProject::new(&team);
+    let child = tmp.run("trust prompts").tmux(&server).spawn();
+    let s = wait_state(
+        tmp.path(),
+        "every asker waits",
+        Duration::from_secs(90),
+        |s| count_status(s, "waiting") == ASKERS,
+    );
+    let id = run_id(tmp.path());
+    for i in 0..ASKERS {
+        let w = state_worker(&s, &format!("asker{i}"));
+        assert!(
+            w["question"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("trust the files"),
+            "asker{i}: {w}"
+        );
+        let ans = run_crewmux(
+            tmp.path(),
+            &server.socket,
+            &[
+                "answer",
+                &id,
+                "--worker",
+                &format!("asker{i}"),
+                &format!("yes {i}"),
+            ],
+        );
+        assert_eq!(ans.status.code(), Some(0), "{ans:?}");
+    }
+    let out = wait_limited(child, &["run"]);
+    let s = summary(&out);
+    for i in 0..ASKERS {
+        assert_eq!(
+            worker(&s, &format!("asker{i}"))["status"],
+            "completed",
+            "{s}"
+        );
+        let reply = std::fs::read_to_string(tmp.path().join(format!("reply-{i}.txt"))).unwrap();
+        assert_eq!(reply.trim(), format!("yes {i}"));
+    }
+    // The other run's session is untouched.
+    assert!(server.tmux(&["has-session", "-t", other]).status.success());
+}
