@@ -60,23 +60,9 @@ pub(super) fn with_hosts_prefix(err: Error, text: &str, at: usize) -> Error {
     Error::Usage(format!("{line}: {hint}"))
 }
 
-/// The name in `known` that `name` most likely meant: the same but for case, else one at
-/// most two edits away (optimal string alignment distance, `strsim`), the closest first.
+/// The name in `known` that `name` most likely meant ([`crate::text::closest`]).
 pub(super) fn meant<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let lower = name.to_lowercase();
-    known
-        .into_iter()
-        .map(|k| {
-            let d = if k.to_lowercase() == lower {
-                0
-            } else {
-                strsim::osa_distance(&lower, &k.to_lowercase())
-            };
-            (d, k)
-        })
-        .filter(|(d, _)| *d <= 2 && *d < name.chars().count())
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k)
+    crate::text::closest(name, known)
 }
 
 #[cfg(test)]

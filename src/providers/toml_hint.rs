@@ -9,7 +9,9 @@ use super::spec::line_col;
 
 /// `e` as one line `file:line:col: …`. A wrong type or value names its key and what to
 /// write there: the `hints` entry for that key (`("max_workers", "use a whole number ≥
-/// 1")`), else one read from the type serde expected.
+/// 1")`), else one read from the type serde expected. An unknown field close to a known
+/// one asks `did you mean …?` instead of listing every field, and a table written `[name]`
+/// where a list of tables is expected says to write `[[name]]`.
 pub(crate) fn toml_error_with(
     path: &Path,
     text: &str,
@@ -50,10 +52,43 @@ pub(crate) fn toml_error_with(
             };
             Some(format!("{key}: {hint} (not {value})"))
         });
-    Error::Usage(format!(
-        "{}:{line}:{col}: {}",
-        path.display(),
-        named.unwrap_or(message)
+    let said = named
+        .or_else(|| unknown_field(&message))
+        .or_else(|| {
+            let at = e.span()?.start;
+            one_table_for_many(&message, text, at)
+        })
+        .unwrap_or(message);
+    Error::Usage(format!("{}:{line}:{col}: {said}", path.display()))
+}
+
+/// serde's `unknown field `comand`, expected one of `id`, `command`, …` as `unknown field
+/// `comand`: did you mean `command`?` when one expected field is that close
+/// ([`crate::text::closest`]); `None` otherwise (the list is then the best help).
+fn unknown_field(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (field, expected) = rest.split_once('`')?;
+    // The names are every other piece between backticks: ", expected one of `a`, `b`".
+    let known = expected.split('`').skip(1).step_by(2);
+    let meant = crate::text::closest(field, known)?;
+    Some(format!("unknown field `{field}`: did you mean `{meant}`?"))
+}
+
+/// A table header `[name]` where the file needs a list of tables (serde: `invalid type:
+/// map, expected a sequence`), said as what to write: `[[name]]`, once per entry (TOML's
+/// array of tables).
+fn one_table_for_many(message: &str, text: &str, at: usize) -> Option<String> {
+    if !message.starts_with("invalid type: map, expected a sequence") {
+        return None;
+    }
+    let line_start = text.get(..at)?.rfind('\n').map_or(0, |i| i + 1);
+    let line = text.get(line_start..)?.lines().next()?.trim();
+    let name = line.strip_prefix('[')?.split(']').next()?.trim();
+    if name.is_empty() || name.starts_with('[') {
+        return None;
+    }
+    Some(format!(
+        "`[{name}]` is one table, but a list is expected here: write `[[{name}]]` for each entry"
     ))
 }
 
@@ -131,6 +166,50 @@ mod tests {
         assert_eq!(
             err("n = \"soon\"\n", &[]),
             "f.toml:1:5: n: use a whole number ≥ 0 (not \"soon\")"
+        );
+    }
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Team {
+        #[serde(default)]
+        worker: Vec<Worker>,
+    }
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Worker {
+        id: Option<String>,
+        command: Option<Vec<String>>,
+        role: Option<String>,
+    }
+
+    fn team_err(text: &str) -> String {
+        let e = toml::from_str::<Team>(text).unwrap_err();
+        toml_error_with(Path::new("t.toml"), text, &e, &[]).to_string()
+    }
+
+    #[test]
+    fn an_unknown_field_close_to_a_known_one_asks_did_you_mean() {
+        assert_eq!(
+            team_err("[[worker]]\nid = \"a\"\ncomand = [\"true\"]\n"),
+            "t.toml:3:1: unknown field `comand`: did you mean `command`?"
+        );
+        let far = team_err("[[worker]]\nelsewhere = 1\n");
+        assert!(
+            far.starts_with("t.toml:2:1: unknown field `elsewhere`, expected one of `id`"),
+            "{far}"
+        );
+    }
+
+    #[test]
+    fn a_table_where_a_list_of_tables_is_expected_says_to_write_double_brackets() {
+        assert_eq!(
+            team_err("# a team\n\n[worker]\nid = \"a\"\n"),
+            "t.toml:3:1: `[worker]` is one table, but a list is expected here: write \
+             `[[worker]]` for each entry"
         );
     }
 

@@ -230,7 +230,13 @@ fn check_after(
 #[allow(clippy::too_many_lines, reason = "one check per field in file order")]
 pub fn parse_and_validate(path: &Path, text: &str, registry: &Registry) -> Result<TeamSpec> {
     let spec: TeamSpec = toml::from_str(text).map_err(|e| {
-        super::missing::missing_field(path, text, &e).unwrap_or_else(|| toml_error(path, text, &e))
+        super::missing::missing_field(path, text, &e).unwrap_or_else(|| {
+            let err = toml_error(path, text, &e);
+            match e.span() {
+                Some(span) => super::missing::with_entry(err, text, span.start),
+                None => err,
+            }
+        })
     })?;
     let spans: TeamSpans = toml::from_str(text).map_err(|e| toml_error(path, text, &e))?;
     let at = |span: std::ops::Range<usize>, msg: String| -> Error {

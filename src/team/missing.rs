@@ -1,5 +1,6 @@
 //! A team file entry that lacks a required field: the error names the entry and points at
-//! its table, where serde alone reports only "missing field" at the top of the file.
+//! its table, where serde alone reports only "missing field" at the top of the file. Any
+//! other error inside an entry (an unknown or mistyped field) names the entry too.
 
 use std::path::Path;
 
@@ -34,6 +35,46 @@ fn hint(what: &str, field: &str) -> String {
         ("check", "command") => "add command = [\"argv\", …]".to_string(),
         _ => format!("add `{field}`"),
     }
+}
+
+/// `err` (`FILE:LINE:COL: message`) with the `[[worker]]`, `[[check]]` or `[[critic]]`
+/// entry whose table holds byte `at` named after the place: `FILE:LINE:COL: worker `a`:
+/// message` (`worker #2` when it has no id). `err` as it is outside every entry, or when
+/// the file does not parse as TOML at all.
+pub(super) fn with_entry(err: Error, text: &str, at: usize) -> Error {
+    let Error::Usage(line) = &err else {
+        return err;
+    };
+    let Ok(loose) = toml::from_str::<Loose>(text) else {
+        return err;
+    };
+    let groups = [
+        ("worker", &loose.worker),
+        ("check", &loose.check),
+        ("critic", &loose.critic),
+    ];
+    for (what, tables) in groups {
+        for (n, t) in tables.iter().enumerate() {
+            if !t.span().contains(&at) {
+                continue;
+            }
+            let name = match t.get_ref().get("id").and_then(|v| v.as_str()) {
+                Some(id) => format!("{what} `{id}`"),
+                None => format!("{what} #{}", n + 1),
+            };
+            // After `FILE:LINE:COL: `: the path may hold `: ` itself, the place does not.
+            let (line_no, col) = line_col(text, at);
+            let place = format!(":{line_no}:{col}: ");
+            return match line.find(&place) {
+                Some(i) => {
+                    let (head, rest) = line.split_at(i + place.len());
+                    Error::Usage(format!("{head}{name}: {rest}"))
+                }
+                None => err,
+            };
+        }
+    }
+    err
 }
 
 /// When `e` is serde's "missing field `x`", the one-line error for the first `[[worker]]`,

@@ -261,3 +261,39 @@ fn resolve_fills_tasks_from_prompt_files_and_keeps_command_argv() {
         "Review the diff.\n\nProblem: Tidy the error messages"
     );
 }
+
+#[test]
+fn a_mistyped_field_names_its_entry_and_the_field_it_meant() {
+    let e = err(&format!(
+        "{HEAD}[[worker]]\nid = \"a\"\nrole = \"reviewer\"\nprovider = \"command\"\ncomand = [\"true\"]\n"
+    ));
+    assert_eq!(
+        e,
+        "bad.toml:6:1: worker `a`: unknown field `comand`: did you mean `command`?"
+    );
+    let e = err(&format!(
+        "{HEAD}[[worker]]\nid = \"a\"\nrole = \"reviewer\"\n\n[[check]]\nid = \"t\"\ncomand = [\"true\"]\n"
+    ));
+    assert_eq!(
+        e,
+        "bad.toml:8:1: check `t`: unknown field `comand`: did you mean `command`?"
+    );
+    let e = err(&format!(
+        "{HEAD}[[worker]]\nrole = \"reviewer\"\ntimeout = 5\n"
+    ));
+    assert!(
+        e.starts_with("bad.toml:4:1: worker #1: unknown field `timeout`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_worker_table_written_with_single_brackets_says_to_write_double_ones() {
+    let e = err(&format!(
+        "{HEAD}\n[worker]\nid = \"a\"\nrole = \"reviewer\"\n"
+    ));
+    assert_eq!(
+        e,
+        "bad.toml:3:1: `[worker]` is one table, but a list is expected here: write `[[worker]]` for each entry"
+    );
+}
