@@ -40,12 +40,21 @@ pub fn one_line(report: &str, fallback_command: &str) -> String {
         }
     }
     let mut out = message.join(" ");
+    let mut problem_tip: Option<String> = None;
     // "…were not provided: <PROBLEM>" reads better than "…provided:  <PROBLEM>".
     out = out.replace(":  ", ": ");
     if out.starts_with("the following required arguments were not provided")
         && out.contains("<PROBLEM>")
     {
         tips.push(PROBLEM_FIX);
+    }
+    if let Some(text) = problem_taken_for_a_flag(&out) {
+        let command = command.as_deref().unwrap_or(fallback_command);
+        tips.push("a problem that starts with `-` goes after `--`");
+        problem_tip = Some(format!("{command} -- '{text}'"));
+    }
+    if let Some(example) = &problem_tip {
+        tips.push(example);
     }
     if !tips.is_empty() {
         out.push_str("; ");
@@ -54,6 +63,15 @@ pub fn one_line(report: &str, fallback_command: &str) -> String {
     let command = command.unwrap_or_else(|| fallback_command.to_string());
     out.push_str(&format!(" (see '{command} --help')"));
     out
+}
+
+/// The text of an `unexpected argument '-…' found` that holds a space: a problem written
+/// first thing on the line, which clap reads as a flag (README: a problem that starts with
+/// `-` goes after `--`). `None` for a mistyped flag (one word).
+fn problem_taken_for_a_flag(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("unexpected argument '")?;
+    let text = &rest[..rest.find("' found")?];
+    (text.starts_with('-') && text.contains(char::is_whitespace)).then_some(text)
 }
 
 /// The command a command line names, for pointing at its help: `crewmux run` for
@@ -149,6 +167,21 @@ mod tests {
         assert!(line.contains("use '-- --bogus'"), "{line}");
         assert!(line.ends_with("(see 'crewmux run --help')"), "{line}");
         assert!(!line.contains('\n'));
+    }
+
+    #[test]
+    fn a_problem_that_starts_with_a_dash_is_told_to_go_after_two_dashes() {
+        let line = folded(&["crewmux", "run", "--verbose flag is broken, fix it"]);
+        assert!(
+            line.contains(
+                "a problem that starts with `-` goes after `--`; \
+                 crewmux run -- '--verbose flag is broken, fix it'"
+            ),
+            "{line}"
+        );
+        assert!(line.ends_with("(see 'crewmux run --help')"), "{line}");
+        let typo = folded(&["crewmux", "run", "--verbos", "x"]);
+        assert!(!typo.contains("goes after `--`"), "{typo}");
     }
 
     #[test]
