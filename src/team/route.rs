@@ -395,7 +395,8 @@ fn council_limits(
     (checks, critics, fixer)
 }
 
-/// One line: which workers cannot run, the state of each agent CLI, and how to install them.
+/// Which workers cannot run and the state of each agent CLI on one line, then how to
+/// install each missing one, a line each (`  codex: npm install -g @openai/codex`).
 fn no_provider_message(
     workers: &[String],
     registry: &Registry,
@@ -416,12 +417,18 @@ fn no_provider_message(
         workers.join("`, `"),
         states.join(", ")
     );
-    if !installs.is_empty() {
-        msg.push_str(&format!("; install one of: {}", installs.join("; ")));
-    }
     if health.iter().any(|h| h.installed && !h.usable()) {
         msg.push_str("; or log in to an installed one");
     }
     msg.push_str("; or pass --allow-sim-fallback (or --provider sim) to use the simulated agent");
+    // One CLI a line: together they are longer than a terminal is wide, and a line broken
+    // by the terminal breaks an install command in the middle.
+    if !installs.is_empty() {
+        msg.push_str("; or install one of:");
+        for i in &installs {
+            msg.push_str("\n  ");
+            msg.push_str(i);
+        }
+    }
     msg
 }

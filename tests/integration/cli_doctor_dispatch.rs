@@ -30,17 +30,22 @@ fn dispatch_ccg_with_no_agent_cli_fails_fast_listing_installs() {
         .stderr
         .clone();
     let err = String::from_utf8(out).unwrap();
-    assert_eq!(err.lines().count(), 1, "{err}");
+    let lines: Vec<&str> = err.lines().collect();
     assert!(
-        err.starts_with("crewmux: no agent CLI can run workers `backend`, `frontend`"),
+        lines[0].starts_with("crewmux: no agent CLI can run workers `backend`, `frontend`"),
         "{err}"
     );
-    assert!(err.contains("codex: npm install -g @openai/codex"), "{err}");
+    assert!(lines[0].contains("--allow-sim-fallback"), "{err}");
+    assert!(lines[0].ends_with("; or install one of:"), "{err}");
+    // One CLI a line, so a terminal never breaks an install command in the middle.
     assert!(
-        err.contains("gemini: npm install -g @google/gemini-cli"),
+        lines.contains(&"  codex: npm install -g @openai/codex"),
         "{err}"
     );
-    assert!(err.contains("--allow-sim-fallback"), "{err}");
+    assert!(
+        lines.contains(&"  gemini: npm install -g @google/gemini-cli"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -134,7 +139,7 @@ fn dispatch_says_the_target_is_unused_when_every_worker_names_its_provider() {
     let team = project.path().join("team.toml");
     std::fs::write(
         &team,
-        "[[worker]]\nid = \"a\"\nrole = \"backend-engineer\"\nprovider = \"command\"\ncommand = [\"true\"]\n\n\
+        "[[worker]]\nid = \"a\"\nrole = \"backend-engineer\"\nprovider = \"command\"\ncommand = [\"/bin/true\"]\n\n\
          [[worker]]\nid = \"b\"\nrole = \"frontend-designer\"\nprovider = \"sim\"\n",
     )
     .unwrap();
@@ -161,7 +166,7 @@ fn dispatch_says_the_target_is_unused_when_every_worker_names_its_provider() {
     // One worker left to routing: the target leans it again.
     std::fs::write(
         &team,
-        "[[worker]]\nid = \"a\"\nrole = \"backend-engineer\"\nprovider = \"command\"\ncommand = [\"true\"]\n\n\
+        "[[worker]]\nid = \"a\"\nrole = \"backend-engineer\"\nprovider = \"command\"\ncommand = [\"/bin/true\"]\n\n\
          [[worker]]\nid = \"b\"\nrole = \"frontend-designer\"\n",
     )
     .unwrap();

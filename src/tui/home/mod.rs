@@ -219,14 +219,18 @@ pub struct Home {
 /// `--allow-sim-fallback` / `--provider sim` fixes (`team::route`) become choosing Provider
 /// sim in the form.
 pub fn refusal_for_the_form(msg: &str) -> String {
-    msg.replace(
-        "or pass --allow-sim-fallback (or --provider sim) to use the simulated agent",
-        "or choose Provider sim in this form to use the simulated agent",
-    )
-    .replace(
-        "or pass --allow-sim-fallback",
-        "or choose Provider sim in this form",
-    )
+    // The form shows one line: the install list's lines (`…; or install one of:\n  codex:
+    // …`) join it.
+    msg.replace(":\n  ", ": ")
+        .replace("\n  ", "; ")
+        .replace(
+            "or pass --allow-sim-fallback (or --provider sim) to use the simulated agent",
+            "or choose Provider sim in this form to use the simulated agent",
+        )
+        .replace(
+            "or pass --allow-sim-fallback",
+            "or choose Provider sim in this form",
+        )
 }
 
 impl Home {
