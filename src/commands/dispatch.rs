@@ -13,7 +13,8 @@ use crate::cli::DispatchArgs;
 use crate::error::{Error, Result};
 use crate::team::{resolve, ResolveOptions, ResolvedTeam};
 
-/// Run the command; returns the exit code (0 when every worker has a provider).
+/// Run the command; returns the exit code: 0 when every worker has a provider, 2 when a
+/// program a `command` worker, check or critic names cannot be found (as `run` refuses it).
 ///
 /// # Errors
 /// As [`resolve`]: a bad team file or options ([`Error::Usage`]), or no provider for a worker;
@@ -79,13 +80,33 @@ pub fn run(args: DispatchArgs) -> Result<i32> {
             &crate::workspace::WorkspaceOptions::default(),
         )?;
     }
+    // A program a `command` worker, check or critic names that cannot be found: shown in
+    // the plan (health `not-found`) and said after it, with the exit `run` gives (2).
+    let missing = crate::team::programs::missing_programs(
+        &team,
+        std::env::var_os("PATH").as_deref(),
+        &opts.project_dir,
+    );
+    let mut team = team;
+    for m in &missing {
+        if let Some(w) = team
+            .workers
+            .iter_mut()
+            .find(|w| m.who == format!("worker `{}`", w.id))
+        {
+            w.health = "not-found".into();
+        }
+    }
     if args.json {
         let text = serde_json::to_string_pretty(&team).map_err(|e| Error::Other(e.to_string()))?;
         crate::outln!("{text}");
     } else {
         crate::out!("{}", render(&team));
     }
-    Ok(0)
+    for m in &missing {
+        crate::errln!("crewmux: {}", m.message());
+    }
+    Ok(if missing.is_empty() { 0 } else { 2 })
 }
 
 /// The human-readable decision.

@@ -172,6 +172,7 @@ pub fn create_run_with(
         return Err(no_worker(&team.name));
     }
     checked_parallel(team.parallel)?;
+    crate::team::programs::refuse_missing(team, project)?;
     let placed: Vec<Placed<'_>> = team
         .workers
         .iter()

@@ -11,7 +11,8 @@ use crate::team::CheckedTeam;
 use super::plan::{checked_problem, hosts_of, no_worker, plan_workspace, Placed};
 
 /// Check `problem` and `team` as [`super::plan::create_run_with`] will: the problem, at
-/// least one worker, the hosts its workers will run on (`--hosts` spread as routing spreads
+/// least one worker, the programs its `command` workers and checks start
+/// (`crate::team::programs`), the hosts its workers will run on (`--hosts` spread as routing spreads
 /// them, `crate::hosts::spread`), and the workspace plan. Nothing is created or printed.
 ///
 /// # Errors
@@ -30,6 +31,7 @@ pub fn precheck(
     if spec.workers.is_empty() {
         return Err(no_worker(spec.name.as_deref().unwrap_or("team")));
     }
+    crate::team::programs::refuse_missing_in_spec(spec, project)?;
     // Routed workers are in `order` (then file order), as the spread sees them.
     let mut workers: Vec<(u32, &WorkerSpec)> = spec
         .workers

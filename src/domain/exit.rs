@@ -25,6 +25,11 @@ pub enum ExitKind {
     Sandbox,
     /// The CLI stopped at its own turn limit (gemini's 53).
     TurnLimit,
+    /// The program was not found (a shell's 127, POSIX `sh` "Exit Status for Commands").
+    NotFound,
+    /// The program was found but could not be run: not executable, or a folder (a
+    /// shell's 126, same source).
+    NotExecutable,
 }
 
 impl ExitKind {
@@ -38,6 +43,8 @@ impl ExitKind {
             ExitKind::Input => "refused its input",
             ExitKind::Sandbox => "sandbox failed",
             ExitKind::TurnLimit => "turn limit reached",
+            ExitKind::NotFound => "command not found",
+            ExitKind::NotExecutable => "command cannot be run",
         }
     }
 
@@ -51,6 +58,8 @@ impl ExitKind {
             ExitKind::Input => "input",
             ExitKind::Sandbox => "sandbox",
             ExitKind::TurnLimit => "turn-limit",
+            ExitKind::NotFound => "not-found",
+            ExitKind::NotExecutable => "not-executable",
         }
     }
 }

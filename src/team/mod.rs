@@ -7,6 +7,7 @@ pub mod file;
 pub mod limits;
 mod missing;
 pub mod place;
+pub mod programs;
 pub mod resolve;
 pub mod resolved;
 pub mod route;

@@ -227,14 +227,15 @@ pub fn choose(
     })
 }
 
-/// What the engine needs to route around providers during a run: each agent provider's
-/// declared exit codes, and each worker's fallback chain with the model for the run's role
-/// there (`default` without `--role`). Saved in `state.json` at plan time.
+/// What the engine needs to route around providers during a run: each provider's declared
+/// exit codes (agent CLIs', and the `command` provider's shell codes 126 and 127), and each
+/// worker's fallback chain with the model for the run's role there (`default` without
+/// `--role`). Saved in `state.json` at plan time.
 pub fn run_routing(team: &crate::team::ResolvedTeam) -> crate::domain::RunRouting {
     let role = team.role.as_deref().unwrap_or("default");
     let exit_codes = team
         .registry
-        .agents()
+        .iter()
         .map(|(n, s)| (n.to_string(), s.exit_meanings()))
         .filter(|(_, codes)| !codes.is_empty())
         .collect();

@@ -30,6 +30,7 @@ mod chaos;
 mod cleanup;
 mod cli;
 mod cli_doctor_dispatch;
+mod command_programs;
 mod control_mode;
 mod council;
 mod creds;
