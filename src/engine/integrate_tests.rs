@@ -232,3 +232,126 @@ fn a_failed_setup_fails_the_attempt_with_its_exit_code() {
     assert_eq!(a.status, WorkerStatus::Failed);
     assert_eq!(a.reason.as_deref(), Some("setup failed (exit 3)"));
 }
+
+/// A conflict the pass left out (no agent to fix it) keeps only that worker's work away:
+/// the check judges what was merged and the run waits for it; its verdict and the
+/// integration's are both in the council, which blocks, and the run ends `done`, not
+/// `failed` with the check still starting.
+#[test]
+fn a_conflict_left_out_still_lets_the_checks_judge_and_end_with_their_verdicts() {
+    let (mut s, mut mem) = (run(false), RunMemory::default());
+    s.max_fix_rounds = 1;
+    update(&mut s, &mut mem, now(), Input::Start);
+    finish(&mut s, &mut mem, "a");
+    finish(&mut s, &mut mem, "b");
+    s.workspace.as_mut().unwrap().integration = Some(Integration {
+        path: "/p/.crewmux/worktrees/r1/integration".into(),
+        branch: "crewmux/r1/integration".into(),
+        merged: vec!["a".into()],
+        conflict: None,
+        left_out: vec![MergeConflict {
+            files: vec!["src/lib.rs".into()],
+            ours: "a".into(),
+            theirs: "b".into(),
+        }],
+        diff: None,
+        tips: Default::default(),
+    });
+    let fx = update(
+        &mut s,
+        &mut mem,
+        now(),
+        Input::Integrated(IntegrationOutcome::Clean),
+    );
+    assert!(!fx.contains(&Effect::WriteReport), "{fx:?}");
+    assert_eq!(s.stage, Stage::TeamVerify);
+    assert!(fx.contains(&Effect::Launch {
+        worker: "check-test".into(),
+        attempt: 1
+    }));
+    let fx = finish(&mut s, &mut mem, "check-test");
+    assert!(fx.contains(&Effect::RunCouncil), "{fx:?}");
+    let fx = update(
+        &mut s,
+        &mut mem,
+        now(),
+        Input::CouncilReady(vec![CriticVerdict {
+            critic: "check-test".into(),
+            verdict: Verdict::Pass,
+            confidence: 1.0,
+            findings: vec!["exit 0".into()],
+        }]),
+    );
+    assert_eq!(s.council.status, CouncilStatus::Blocked);
+    let critics: Vec<&str> = s
+        .council
+        .verdicts
+        .iter()
+        .map(|v| v.critic.as_str())
+        .collect();
+    assert_eq!(critics, ["integration", "check-test"]);
+    assert_eq!(
+        s.council.verdicts[0].findings,
+        ["merge conflict in src/lib.rs between a and b (no agent to fix it: add a [fixer] table); b left out"]
+    );
+    assert!(s.worker("fixer-r1").is_none(), "no fix round can merge it");
+    assert!(fx.contains(&Effect::WriteReport), "{fx:?}");
+    update(
+        &mut s,
+        &mut mem,
+        now(),
+        Input::ReportWritten {
+            path: "/p/report.md".into(),
+            bytes: 10,
+        },
+    );
+    assert_eq!((s.status, s.reason.as_deref()), (RunStatus::Done, None));
+    assert_eq!(
+        s.worker("check-test").unwrap().status,
+        WorkerStatus::Completed
+    );
+}
+
+/// A round blocked for good by its integration (git failed) while a check of the round
+/// waits to judge again: the check is skipped with the finding, and the report follows, so
+/// no judge is left pending or starting when the run ends.
+#[test]
+fn a_round_blocked_by_integration_skips_its_waiting_judges_before_the_report() {
+    let (mut s, mut mem) = (run(false), RunMemory::default());
+    update(&mut s, &mut mem, now(), Input::Start);
+    finish(&mut s, &mut mem, "a");
+    finish(&mut s, &mut mem, "b");
+    let mut check = blank_worker(
+        "check-test".into(),
+        "check".into(),
+        "command".into(),
+        WorkerKind::Check,
+        Stage::TeamVerify,
+        0,
+    );
+    check.attempt = 1;
+    s.workers.push(check);
+    let fx = update(
+        &mut s,
+        &mut mem,
+        now(),
+        Input::Integrated(IntegrationOutcome::Failed("git merge crashed".into())),
+    );
+    let check = s.worker("check-test").unwrap();
+    assert_eq!(check.status, WorkerStatus::Skipped);
+    assert_eq!(
+        check.reason.as_deref(),
+        Some("integration blocked: integration failed: git merge crashed")
+    );
+    assert_eq!(fx.iter().filter(|e| **e == Effect::WriteReport).count(), 1);
+    update(
+        &mut s,
+        &mut mem,
+        now(),
+        Input::ReportWritten {
+            path: "/p/report.md".into(),
+            bytes: 10,
+        },
+    );
+    assert_eq!(s.status, RunStatus::Done, "{:?}", s.reason);
+}

@@ -147,6 +147,7 @@ pub(super) fn advance(state: &mut RunState, mem: &mut RunMemory, fx: &mut Effect
                 match state.stage {
                     Stage::TeamExec | Stage::TeamFix => {
                         if super::integrate::pending(state, mem, fx) {
+                            super::integrate::report_when_blocked(state, mem, fx);
                             return;
                         }
                         enter(state, Stage::TeamVerify, fx);
@@ -344,19 +345,8 @@ pub fn blank_worker(
     }
 }
 
-/// The council judged: fix when blocked and rounds remain, else write the report.
-pub(super) fn on_council(
-    state: &mut RunState,
-    mem: &mut RunMemory,
-    verdicts: Vec<CriticVerdict>,
-    fx: &mut Effects,
-) {
-    if state.stage != Stage::TeamVerify || !state.council_round_pending() {
-        return;
-    }
-    let mut council = Council::from_verdicts(verdicts);
-    council.round = Some(state.fix_round);
-    let status = council.status;
+/// One `critic-verdict` event per verdict: `critic: verdict (confidence) — first finding`.
+fn say_verdicts(council: &Council, fx: &mut Effects) {
     for v in &council.verdicts {
         fx.event(
             EventKind::CriticVerdict,
@@ -374,6 +364,23 @@ pub(super) fn on_council(
             ),
         );
     }
+}
+
+/// The council judged: fix when blocked and rounds remain, else write the report.
+pub(super) fn on_council(
+    state: &mut RunState,
+    mem: &mut RunMemory,
+    verdicts: Vec<CriticVerdict>,
+    fx: &mut Effects,
+) {
+    if state.stage != Stage::TeamVerify || !state.council_round_pending() {
+        return;
+    }
+    let (verdicts, left_out) = super::integrate::with_left_out(state, verdicts);
+    let mut council = Council::from_verdicts(verdicts);
+    council.round = Some(state.fix_round);
+    let status = council.status;
+    say_verdicts(&council, fx);
     fx.event(EventKind::Council, None, "engine", status.as_str());
     let failing: Vec<String> = council
         .verdicts
@@ -387,7 +394,10 @@ pub(super) fn on_council(
         .collect();
     state.council_history.push(council.clone());
     state.council = council;
-    if status == CouncilStatus::Blocked && state.fix_round < state.max_fix_rounds {
+    let fix = status == CouncilStatus::Blocked && state.fix_round < state.max_fix_rounds;
+    if fix && left_out {
+        super::integrate::no_fix_round(fx);
+    } else if fix {
         let spec = state.fixer.clone().unwrap_or_default();
         let first = state
             .workers

@@ -88,6 +88,6 @@ mod waiting_screens;
 mod worker_cwd;
 mod worker_env;
 mod workspaces;
+mod workspaces_handed;
 mod workspaces_judged;
-mod workspaces_retried;
 mod workspaces_taken;

@@ -1,7 +1,8 @@
-//! A later attempt is what the run hands over: after `steer retry` and the run's next pass,
-//! the integration branch, the checks, `crewmux diff` and `crewmux merge` carry the new
-//! attempt's work, not the first one's (real git in a temporary repository, `command`
-//! workers on the process backend).
+//! What a run hands over and judges, with real git in a temporary repository and `command`
+//! workers on the process backend: after `steer retry` and the run's next pass the
+//! integration branch, the checks, `crewmux diff` and `crewmux merge` carry the new
+//! attempt's work, not the first one's; a conflict nobody can resolve leaves one worker
+//! out and the checks still judge the rest, each ending with its verdict.
 
 use crate::support::*;
 
@@ -68,5 +69,53 @@ fn a_retried_worker_s_new_attempt_is_integrated_judged_diffed_and_merged() {
     assert_eq!(
         std::fs::read_to_string(d.join("one.txt")).unwrap(),
         "attempt 2\n"
+    );
+}
+
+#[test]
+fn a_conflict_left_out_of_integration_lets_the_check_judge_and_the_run_end_blocked() {
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n")],
+        &format!(
+            "{}{}[[check]]\nid = \"show\"\ncommand = [\"sh\", \"-c\", \"cat same.txt\"]\n",
+            command_worker("one", "echo ONE > same.txt", "Wrote same.txt."),
+            command_worker("two", "echo TWO > same.txt", "Wrote same.txt."),
+        ),
+    );
+    let out = t.run(PROBLEM).process().output();
+    let s = summary(&out);
+    assert_eq!(
+        (
+            s["status"].as_str(),
+            s["outcome"].as_str(),
+            s["reason"].as_str()
+        ),
+        (
+            Some("done"),
+            Some("blocked"),
+            Some("the council blocked: integration failed")
+        ),
+        "{s}\n{}",
+        stderr(&out)
+    );
+    assert_eq!(worker(&s, "check-show")["status"], "completed", "{s}");
+    let critics: Vec<&str> = s["council"]["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["critic"].as_str().unwrap())
+        .collect();
+    assert!(
+        critics.first() == Some(&"integration") && critics.contains(&"check-show"),
+        "{critics:?}"
+    );
+    let id = run_id(t.path());
+    assert_eq!(
+        git(
+            t.path(),
+            &["show", &format!("crewmux/{id}/integration:same.txt")]
+        ),
+        "ONE",
+        "the worker merged first is in"
     );
 }
