@@ -149,9 +149,12 @@ pub fn render(r: &DoctorReport) -> String {
         (false, _) => "not installed: workers will use the process backend (apt install tmux / brew install tmux)".to_string(),
         (true, v) if r.tmux.ok => format!("ok ({})", v.as_deref().unwrap_or("?")),
         (true, _) => format!(
-            "{}: workers will use the process backend (install tmux >= {})",
+            "{}: workers will use the process backend ({})",
             r.tmux.problem.as_deref().unwrap_or("unusable"),
-            r.tmux.minimum
+            r.tmux
+                .fix
+                .clone()
+                .unwrap_or_else(|| format!("install tmux >= {}", r.tmux.minimum))
         ),
     };
     out.push_str(&format!("tmux       {tmux}\n\n"));

@@ -107,10 +107,11 @@ fn local_backend_for(state: &RunState, store: &RunStore) -> Result<Box<dyn Multi
         BackendKind::Tmux => {
             let tmux =
                 crate::providers::health::probe_tmux(&crate::providers::EnvSnapshot::current());
-            if let Some(problem) = tmux.problem {
+            if let Some(problem) = tmux.problem.clone() {
                 return Err(Error::Usage(format!(
-                    "run {} uses tmux, and {problem}: install tmux {} or newer to continue it",
-                    state.run_id, tmux.minimum
+                    "run {} uses tmux, and {problem}: {} to continue it",
+                    state.run_id,
+                    super::plan::tmux_fix_text(&tmux)
                 )));
             }
             Box::new(TmuxBackend::new(

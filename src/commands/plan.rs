@@ -55,11 +55,11 @@ pub fn choose_backend(arg: Option<BackendArg>) -> Result<BackendKind> {
         return Ok(BackendKind::Process);
     }
     let tmux = crate::providers::health::probe_tmux(&crate::providers::EnvSnapshot::current());
-    match (arg, tmux.problem) {
+    match (arg, tmux.problem.clone()) {
         (_, None) => Ok(BackendKind::Tmux),
         (Some(_), Some(problem)) => Err(Error::Usage(format!(
-            "--backend tmux: {problem}; install tmux {} or newer (e.g. `apt-get install tmux`) or use --backend process",
-            tmux.minimum
+            "--backend tmux: {problem}; {} or use --backend process",
+            tmux_fix_text(&tmux)
         ))),
         (None, Some(problem)) => {
             crate::errln!(
@@ -67,6 +67,18 @@ pub fn choose_backend(arg: Option<BackendArg>) -> Result<BackendKind> {
             );
             Ok(BackendKind::Process)
         }
+    }
+}
+
+/// The fix of an unusable tmux for a person who runs here: a UTF-8 locale, or a tmux at
+/// the minimum with the usual way to get one.
+pub(crate) fn tmux_fix_text(tmux: &crate::providers::TmuxHealth) -> String {
+    match tmux.fix.as_deref() {
+        Some(fix) if !fix.starts_with("install tmux") => fix.to_string(),
+        _ => format!(
+            "install tmux {} or newer (e.g. `apt-get install tmux`)",
+            tmux.minimum
+        ),
     }
 }
 

@@ -207,17 +207,19 @@ pub fn ask_once(
 /// # Errors
 /// tmux does not run there, names no version, or is older than the minimum.
 pub fn tmux_detail(host: &HostSpec, ran: &Result<String, String>) -> Result<String, String> {
-    use crate::backend::tmux_version::{min_tmux_text, tmux_usable};
-    let problem = match ran {
+    use crate::backend::tmux_version::{tmux_fix, tmux_usable};
+    let (problem, fix) = match ran {
         Ok(line) => match tmux_usable(Some(line)) {
             Ok(()) => return Ok(format!("ok ({line})")),
-            Err(problem) => problem,
+            Err(problem) => (problem, tmux_fix(Some(line))),
         },
-        Err(said) => format!("`{}` does not run there ({said})", host.tmux),
+        Err(said) => (
+            format!("`{}` does not run there ({said})", host.tmux),
+            tmux_fix(Some(said)),
+        ),
     };
     Err(format!(
-        "{problem}; install tmux {} or newer there, or set `tmux` in {}",
-        min_tmux_text(),
+        "{problem}; {fix} there, or set `tmux` in {}",
         host.source.display()
     ))
 }

@@ -200,8 +200,12 @@ pub struct TmuxHealth {
     pub ok: bool,
     /// The oldest tmux crewmux drives (`3.2`).
     pub minimum: String,
-    /// Why tmux cannot be used, when it cannot (one phrase naming the version).
+    /// Why tmux cannot be used, when it cannot (one phrase naming the version, or the
+    /// locale tmux refused to start in).
     pub problem: Option<String>,
+    /// What makes it usable, when it is not (one phrase: `install tmux 3.2 or newer`, or a
+    /// UTF-8 locale; [`crate::backend::tmux_version::tmux_fix`]).
+    pub fix: Option<String>,
 }
 
 /// Parse `tmux -V` output into `(major, minor)`.
@@ -209,7 +213,7 @@ pub use crate::backend::tmux_version::parse_tmux_version;
 
 /// Check tmux: the `tmux` on `env`'s PATH and its `tmux -V` (5 s at most).
 pub fn probe_tmux(env: &EnvSnapshot) -> TmuxHealth {
-    use crate::backend::tmux_version::{min_tmux_text, tmux_usable};
+    use crate::backend::tmux_version::{min_tmux_text, tmux_fix, tmux_usable};
     let cwd = PathBuf::from("/");
     let mut t = TmuxHealth {
         installed: false,
@@ -219,6 +223,7 @@ pub fn probe_tmux(env: &EnvSnapshot) -> TmuxHealth {
         ok: false,
         minimum: min_tmux_text(),
         problem: None,
+        fix: None,
     };
     if let Ok(path) = which::which_in("tmux", env.get("PATH"), cwd) {
         t.installed = true;
@@ -231,6 +236,7 @@ pub fn probe_tmux(env: &EnvSnapshot) -> TmuxHealth {
     }
     t.problem = tmux_usable(t.version.as_deref()).err();
     t.ok = t.problem.is_none();
+    t.fix = (!t.ok).then(|| tmux_fix(t.version.as_deref()));
     t
 }
 

@@ -54,3 +54,74 @@ fn a_run_under_an_empty_environment_starts_its_tmux_workers() {
         "the pane's bytes are kept as printed"
     );
 }
+
+/// A tmux that will not start for lack of a UTF-8 locale (tmux 3.3a's own refusal, printed
+/// for `-V` too, with exit 1) is said to be that, with the locale as its fix: not a version
+/// below the minimum with "install tmux 3.2 or newer".
+#[test]
+fn a_tmux_without_a_utf8_locale_is_named_as_such_with_its_fix() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = TeamProject::new(ONE);
+    let bin = tmp.path().join("fakebin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(
+        bin.join("tmux"),
+        "#!/bin/sh\necho 'tmux: need UTF-8 locale (LC_CTYPE) but have ANSI_X3.4-1968' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(bin.join("tmux"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = |args: &[&str]| {
+        let child = crewmux()
+            .current_dir(tmp.path())
+            .env("PATH", &path)
+            .env("CREWMUX_TMUX_SOCKET", "crewmux-test-no-locale")
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_limited(child, args)
+    };
+    let team = tmp.team_arg();
+    let asked = run(&[
+        "run",
+        "--team",
+        team,
+        "--no-clarify",
+        "--headless",
+        "--backend",
+        "tmux",
+        "go",
+    ]);
+    let err = String::from_utf8_lossy(&asked.stderr);
+    assert_eq!(asked.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains("tmux will not start without a UTF-8 locale")
+            && err.contains("need UTF-8 locale (LC_CTYPE) but have ANSI_X3.4-1968")
+            && err.contains("LANG=C.UTF-8"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("install tmux") && !err.contains("version"),
+        "{err}"
+    );
+
+    let doctor = run(&["doctor"]);
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("tmux"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("without a UTF-8 locale") && line.contains("LANG=C.UTF-8"),
+        "doctor: {text}"
+    );
+    assert!(!line.contains("install tmux"), "doctor: {line}");
+}
