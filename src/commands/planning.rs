@@ -85,10 +85,73 @@ impl Drop for Planning {
     }
 }
 
+/// After a run was created, its driving could not begin (`error`: the dashboard could not
+/// take the terminal, the driver thread did not start). A run of which nothing started yet
+/// (stage `team-plan`, no attempt dispatched, `running` or `detached`) is left `failed`
+/// with the reason `could not start: <error>`, and a `run-failed` event says so, instead
+/// of reading `running` with nobody driving it. A run that got further is left as it is:
+/// `resume` and `clean` know what to do with its workers.
+pub fn not_started(store: &RunStore, error: &crate::error::Error) {
+    use crate::domain::{RunStatus, Stage};
+    let Ok(mut state) = store.load_state() else {
+        return;
+    };
+    let untouched = state.stage == Stage::TeamPlan
+        && state.dispatches.is_empty()
+        && matches!(state.status, RunStatus::Running | RunStatus::Detached);
+    if !untouched {
+        return;
+    }
+    let reason = format!("could not start: {error}");
+    state.status = RunStatus::Failed;
+    state.reason = Some(reason.clone());
+    state.updated_at = chrono::Utc::now();
+    let event = crate::domain::RunEvent {
+        ts: state.updated_at,
+        kind: crate::domain::EventKind::RunFailed,
+        worker: None,
+        attempt: None,
+        source: "run".into(),
+        message: reason,
+    };
+    if let Err(e) = store
+        .save_state(&state)
+        .and_then(|()| store.append_event(&event))
+    {
+        tracing::warn!("run {}: could not record that it failed: {e}", state.run_id);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::planning::interrupted;
+
+    #[test]
+    fn a_run_that_could_not_start_is_failed_with_the_reason_and_a_started_one_is_left() {
+        let project = tempfile::tempdir().unwrap();
+        let store = RunStore::create(project.path(), "r1").unwrap();
+        let mut state = crate::engine::tests::run(1, 1);
+        state.run_dir = store.dir().to_path_buf();
+        store.save_state(&state).unwrap();
+        let error = crate::error::Error::Other("the terminal cannot be set up".into());
+        not_started(&store, &error);
+        let after = store.load_state().unwrap();
+        assert_eq!(after.status, crate::domain::RunStatus::Failed);
+        assert_eq!(
+            after.reason.as_deref(),
+            Some("could not start: the terminal cannot be set up")
+        );
+
+        // Past the plan: its workers may run, and resume or clean see to them.
+        state.stage = crate::domain::Stage::TeamExec;
+        store.save_state(&state).unwrap();
+        not_started(&store, &error);
+        assert_eq!(
+            store.load_state().unwrap().status,
+            crate::domain::RunStatus::Running
+        );
+    }
 
     #[test]
     fn a_failed_planning_leaves_nothing_and_a_finished_one_only_its_folder() {

@@ -1,6 +1,7 @@
 //! The input checks of a run that need no routing: `run` makes them before it prints the
 //! run id and probes the agent CLIs, so bad input stays one line and creates nothing.
-//! `create_run_with` makes the same checks again on the routed team.
+//! `create_run_with` makes the same checks again on the routed team. [`ready_to_drive`]
+//! checks what the process that drives the run reads once the run exists.
 
 use std::path::Path;
 
@@ -79,4 +80,18 @@ pub fn precheck(
     let workspace = spec.workspace.clone().unwrap_or_default();
     plan_workspace(project, &workspace, &placed, ws_opts)?;
     Ok(())
+}
+
+/// Check what driving a run reads besides its input, before the run exists (`run` and
+/// `demo`): the person's `config.toml` (the driver takes its `[notify]`) and the
+/// credential store (its passphrase, at a prompt or from the environment). Without this a
+/// broken file or a missing passphrase ended the command after the run was made, which
+/// then read `running` with nobody driving it.
+///
+/// # Errors
+/// As [`crate::config::load`] and [`crate::creds::Store::check_default`]: one line naming
+/// the file or the variable and the fix.
+pub fn ready_to_drive() -> Result<()> {
+    crate::config::load()?;
+    crate::creds::Store::check_default()
 }

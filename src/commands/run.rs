@@ -15,7 +15,7 @@ use crate::team::{check, resolve, route, Mode, ResolveOptions};
 
 use super::plan::{choose_backend, create_run, create_run_with, project_dir, NewRun};
 use super::planning::Planning;
-use super::precheck::precheck;
+use super::precheck::{precheck, ready_to_drive};
 
 /// The demo's problem, embedded from `assets/demo/problem.md`.
 pub const DEMO_PROBLEM: &str = include_str!("../../assets/demo/problem.md");
@@ -79,6 +79,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         include_uncommitted: args.include_uncommitted,
     };
     precheck(&project, backend, &problem, &checked, &opts.hosts, &ws_opts)?;
+    ready_to_drive()?;
     let planning = Planning::begin(&project)?;
     let team = route(&opts, checked)?;
     let (store, state) = create_run_with(
@@ -94,7 +95,13 @@ pub fn run(args: RunArgs) -> Result<i32> {
         },
     )?;
     planning.done()?;
-    start(store, state, &args.options, args.prompt_max_chars as usize)
+    let ran = start(
+        store.clone(),
+        state,
+        &args.options,
+        args.prompt_max_chars as usize,
+    );
+    ran.inspect_err(|e| super::planning::not_started(&store, e))
 }
 
 /// `crewmux demo`: the `crazy` team on the bundled problem with the simulated agent, each
@@ -133,8 +140,10 @@ pub fn demo(args: DemoArgs) -> Result<i32> {
         }
     }
     let backend = choose_backend(args.options.backend)?;
+    ready_to_drive()?;
     let (store, state) = create_run(&project, &args.options, backend, &problem, &team, true)?;
-    start(store, state, &args.options, 4000)
+    let ran = start(store.clone(), state, &args.options, 4000);
+    ran.inspect_err(|e| super::planning::not_started(&store, e))
 }
 
 /// Drive a freshly planned run: the dashboard on a terminal, headless otherwise.

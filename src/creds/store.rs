@@ -76,6 +76,21 @@ pub const CONFIG_DIR_ENV: &str = "CREWMUX_CONFIG_DIR";
 /// File name of the store inside the config directory.
 pub const STORE_FILE: &str = "credentials.enc";
 
+/// The store [`Store::check_default`] opened, until [`Store::open_default`] takes it.
+static CHECKED: std::sync::Mutex<Option<Store>> = std::sync::Mutex::new(None);
+
+/// The checked store, when it is the one at `path`.
+fn take_checked(path: &Path) -> Option<Store> {
+    let mut slot = CHECKED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if slot.as_ref().is_some_and(|s| s.path == path) {
+        slot.take()
+    } else {
+        None
+    }
+}
+
 fn validate_label(label: &str) -> Result<()> {
     let ok = !label.is_empty()
         && label.len() <= 64
@@ -119,11 +134,32 @@ impl Store {
     /// wrong passphrase, a corrupt file or one with loose permissions (the file is never touched).
     pub fn open_default() -> Result<Option<Store>> {
         let path = Self::default_path()?;
+        if let Some(store) = take_checked(&path) {
+            return Ok(Some(store));
+        }
         if !path.exists() {
             return Ok(None);
         }
         let passphrase = passphrase_from_env_or_prompt(false)?;
         Self::open(path, passphrase).map(Some)
+    }
+
+    /// Open the store at [`Store::default_path`] as [`Store::open_default`] does, before a
+    /// run is created: a missing passphrase, a wrong one or a store that cannot be read is
+    /// refused while nothing of the run exists yet. The store opened is kept for this
+    /// process, and the next [`Store::open_default`] (the driver's) takes it: the
+    /// passphrase is asked once and derived once (Argon2id, 0.2–0.4 s).
+    ///
+    /// # Errors
+    /// As [`Store::open_default`].
+    pub fn check_default() -> Result<()> {
+        if let Some(store) = Self::open_default()? {
+            let mut slot = CHECKED
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            *slot = Some(store);
+        }
+        Ok(())
     }
 
     /// Like [`Store::open_default`], but a missing store is fine: it is created by the first

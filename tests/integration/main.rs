@@ -75,6 +75,7 @@ mod planning;
 mod providers_standins;
 mod rate_limit_lines;
 mod real_clis;
+mod run_needs;
 mod shell;
 mod state_files;
 mod steer;
