@@ -118,6 +118,9 @@ pub fn plan(
     let prefix = PathBuf::from(git.line(&["rev-parse", "--show-prefix"])?);
     let base_ref = opts.base.clone().unwrap_or_else(|| "HEAD".into());
     let base = resolve_commit(&git, &base_ref, opts.base.is_some())?;
+    if !in_base(&git, &base, &prefix, opts.include_uncommitted)? {
+        return untracked_folder(project, &repo, asked.then_some(flag));
+    }
     if opts.include_uncommitted && opts.base.is_some() {
         let head = resolve_commit(&git, "HEAD", false)?;
         if head != base {
@@ -149,6 +152,63 @@ pub fn plan(
             workers: wanted,
         }),
         notices,
+    })
+}
+
+/// True when the project folder (`prefix` inside the repository, `""` at its top) is in
+/// commit `base`, or `--include-uncommitted` brings it (it has untracked, not ignored
+/// files, which the snapshot adds). A worktree of a commit without it has no such folder,
+/// and every worker's wrapper would fail to enter it (exit 126).
+///
+/// # Errors
+/// [`Error::Command`] when git cannot be asked.
+fn in_base(git: &Git, base: &str, prefix: &Path, include_uncommitted: bool) -> Result<bool> {
+    let folder = prefix.to_string_lossy();
+    let folder = folder.trim_end_matches('/');
+    if folder.is_empty() {
+        return Ok(true);
+    }
+    if git
+        .output(&["cat-file", "-e", &format!("{base}:{folder}")])?
+        .ok()
+    {
+        return Ok(true);
+    }
+    Ok(include_uncommitted
+        && !git
+            .run(&[
+                "ls-files",
+                "--others",
+                "--exclude-standard",
+                "-z",
+                "--",
+                ".",
+            ])?
+            .is_empty())
+}
+
+/// The plan of a project folder that no commit of its repository `repo` has (see
+/// [`in_base`]): its workers share it, said in a notice, or the refusal of `flag`
+/// (`--base`, `--include-uncommitted`), which asks for worktrees.
+///
+/// # Errors
+/// [`Error::Usage`] when `flag` is given.
+fn untracked_folder(project: &Path, repo: &Path, flag: Option<&str>) -> Result<Planned> {
+    let what = format!(
+        "{} is a folder git does not track in the repository at {}",
+        project.display(),
+        repo.display()
+    );
+    if let Some(flag) = flag {
+        return Err(Error::Usage(format!(
+            "{flag}: {what}, so the workers' worktrees would not have it; commit it (git add), or drop {flag} (workers then share the folder)"
+        )));
+    }
+    Ok(Planned {
+        plan: None,
+        notices: vec![format!(
+            "{what}: workers share it (workspace = \"shared\"); commit it (or add --include-uncommitted) to give each worker its own worktree"
+        )],
     })
 }
 

@@ -1,6 +1,7 @@
 //! Everything a run needs is checked before the run exists: a command that starts a run
 //! and cannot drive it (a broken `config.toml`, a credential store without its passphrase)
-//! is one line, exit 2, and leaves no run behind.
+//! is one line, exit 2, and leaves no run behind; a project folder git does not track runs
+//! its workers in that folder instead of worktrees that lack it.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -85,4 +86,55 @@ fn a_credential_store_without_its_passphrase_refuses_the_run_and_makes_nothing()
         assert_eq!(runs(d), 0, "{args:?}: no run is left: {err}");
         assert!(!d.join("made.txt").exists());
     }
+}
+
+#[test]
+fn a_project_in_a_folder_git_does_not_track_runs_its_workers_there_and_says_so() {
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n")],
+        &command_worker("one", "echo here > made.txt", "Added made.txt."),
+    );
+    let scratch = t.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    std::fs::write(scratch.join("notes.txt"), "untracked\n").unwrap();
+    let out = t.run("Add made.txt").process().in_dir(&scratch).output();
+    let err = stderr(&out);
+    assert_eq!(summary(&out)["status"], "done", "{err}");
+    assert!(
+        err.contains("is a folder git does not track in the repository at")
+            && err.contains("workers share it"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(scratch.join("made.txt")).unwrap(),
+        "here\n"
+    );
+    assert_eq!(git(t.path(), &["worktree", "list"]).lines().count(), 1);
+
+    // Asking for worktrees of a commit that lacks the folder is refused, with nothing made.
+    let out = t
+        .run("Add made.txt")
+        .process()
+        .in_dir(&scratch)
+        .args(&["--base", "HEAD"])
+        .output();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("--base: "), "{err}");
+    assert_eq!(runs(&scratch), 1, "only the first run: {err}");
+
+    // With --include-uncommitted its untracked files are in the snapshot: worktrees again.
+    let out = t
+        .run("Add made.txt")
+        .process()
+        .in_dir(&scratch)
+        .args(&["--include-uncommitted"])
+        .output();
+    assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("workers share it"),
+        "{}",
+        stderr(&out)
+    );
 }
