@@ -4,7 +4,8 @@
 //! is an ancestor of HEAD, or a recorded `crewmux merge` took it, squash merges included:
 //! see [`super::take`]) or with `--force`; a worktree with uncommitted changes stays
 //! unless `--force`. Kept branches are listed with the command that merges or drops them.
-//! `git worktree prune` runs after.
+//! A worktree whose folder was deleted by hand is pruned from git's records first (git
+//! keeps its branch otherwise), and `git worktree prune` runs after.
 
 use std::path::Path;
 
@@ -73,6 +74,35 @@ fn unrecorded(
     Ok(found)
 }
 
+/// The worktrees of the run (under `ws.root`) that git still lists while their folder is
+/// gone (deleted by hand, `rm -rf`): git refuses to delete their branches (`cannot delete
+/// branch … used by worktree at …`) until its record of them is pruned. Prunes them
+/// (`git worktree prune`, which drops only the records whose folder is gone) and says so,
+/// one line each, so the clean goes on.
+///
+/// # Errors
+/// A git call fails.
+fn prune_deleted(git: &Git, ws: &RunWorkspace, report: &mut CleanReport) -> Result<()> {
+    let listing = git.run(&["worktree", "list", "--porcelain"])?;
+    let deleted: Vec<std::path::PathBuf> = listing
+        .lines()
+        .filter_map(|l| l.strip_prefix("worktree "))
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.starts_with(&ws.root) && !p.exists())
+        .collect();
+    if deleted.is_empty() {
+        return Ok(());
+    }
+    git.run(&["worktree", "prune"])?;
+    for path in deleted {
+        report.lines.push(format!(
+            "pruned git's record of worktree {}: its folder was deleted",
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
 /// Clean the worktrees of run `run_id`; `taken` are the run's recorded merges.
 ///
 /// # Errors
@@ -94,6 +124,7 @@ pub fn clean_run(
         trees.push(("integration".into(), i.path.clone(), i.branch.clone()));
     }
     trees.extend(unrecorded(&git, ws, run_id)?);
+    prune_deleted(&git, ws, &mut report)?;
     for (name, path, branch) in trees {
         let exists = path.exists();
         if exists && !force && has_uncommitted(&path, ws)? {

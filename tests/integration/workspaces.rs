@@ -294,6 +294,39 @@ fn clean_removes_worktrees_whose_branches_are_merged() {
 }
 
 #[test]
+fn clean_prunes_a_worktree_deleted_by_hand_and_removes_its_branch() {
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n")],
+        &command_worker("one", "echo A >> a.txt", "Changed a.txt."),
+    );
+    let d = t.path();
+    let out = t.run(PROBLEM).process().output();
+    assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
+    let id = run_id(d);
+    assert!(run_crewmux(d, "unused", &["merge", &id]).status.success());
+    let tree = d.join(".crewmux/worktrees").join(&id).join("one");
+    std::fs::remove_dir_all(&tree).unwrap();
+
+    let clean = run_crewmux(d, "unused", &["clean", "--run", &id]);
+    let text = stderr(&clean);
+    assert!(clean.status.success(), "{text}");
+    assert!(
+        text.contains(&format!(
+            "pruned git's record of worktree {}: its folder was deleted",
+            tree.display()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("removed branch crewmux/{id}/one")),
+        "{text}"
+    );
+    assert_eq!(git(d, &["branch", "--list", "crewmux/*"]), "");
+    assert_eq!(git(d, &["worktree", "list"]).lines().count(), 1);
+    assert!(!d.join(".crewmux/worktrees").join(&id).exists());
+}
+
+#[test]
 fn include_uncommitted_shows_the_dirty_tree_to_workers_and_leaves_it_alone() {
     let t = TeamProject::in_repo(
         &[("a.txt", "committed\n")],
