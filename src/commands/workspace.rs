@@ -7,7 +7,7 @@ use crate::domain::{RunState, RunWorkspace};
 use crate::error::{Error, Result};
 use crate::store::RunStore;
 use crate::workspace::git::Git;
-use crate::workspace::take::{source_branch, take, TakeOptions};
+use crate::workspace::take::{source_branch, take_with, TakeOptions};
 
 use super::plan::project_dir;
 
@@ -46,7 +46,8 @@ pub fn merge(args: MergeArgs) -> Result<i32> {
         force: args.force,
         dry_run: args.dry_run,
     };
-    for line in take(&state, store.dir(), &opts)?.lines() {
+    let waiting = &mut |line: String| crate::errln!("crewmux: {line}");
+    for line in take_with(&state, store.dir(), &opts, waiting)?.lines() {
         crate::outln!("{line}");
     }
     Ok(0)

@@ -17,6 +17,7 @@ pub mod guard;
 pub mod integrate;
 pub mod judge;
 pub mod live;
+pub mod merge_lock;
 pub mod report;
 pub mod setup;
 pub mod take;

@@ -275,6 +275,21 @@ fn target_branch(
 /// A refusal above; a conflict with what the user's branch gained since the base (nothing
 /// is changed: the merge is aborted); a git call fails.
 pub fn take(state: &RunState, run_dir: &Path, opts: &TakeOptions) -> Result<TakeOutcome> {
+    take_with(state, run_dir, opts, &mut |line| tracing::info!("{line}"))
+}
+
+/// As [`take`]; a merge (not a dry run) holds the checkout's merge lock from its first
+/// look at the tree to its record ([`super::merge_lock`]), and `waiting` hears the one
+/// line that says it waits for another merge holding it.
+///
+/// # Errors
+/// As [`take`], and the lock file cannot be opened or locked.
+pub fn take_with(
+    state: &RunState,
+    run_dir: &Path,
+    opts: &TakeOptions,
+    waiting: &mut dyn FnMut(String),
+) -> Result<TakeOutcome> {
     let ws = state.workspace.as_ref().ok_or_else(|| {
         Error::Usage(format!(
             "run {} ran in the shared project directory: its changes are already in your tree (no branches to merge or diff)",
@@ -287,6 +302,11 @@ pub fn take(state: &RunState, run_dir: &Path, opts: &TakeOptions) -> Result<Take
         Some(_) => None,
     };
     let git = Git::new(&ws.repo);
+    let _lock = if opts.dry_run {
+        None
+    } else {
+        Some(super::merge_lock::lock(&git, waiting)?)
+    };
     let into = target_branch(&git, state, ws, opts)?;
     let stat = git.run(&["diff", "--stat", &format!("HEAD...{branch}")])?;
     if opts.dry_run {

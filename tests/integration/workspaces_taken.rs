@@ -135,3 +135,84 @@ fn a_merge_that_conflicts_with_the_users_own_commit_exits_1_and_changes_nothing(
         "a\nmine\n"
     );
 }
+
+#[test]
+fn two_merges_at_once_take_turns_and_both_land() {
+    use std::io::BufRead;
+    use std::time::Duration;
+
+    use fs4::fs_std::FileExt;
+
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n"), ("b.txt", "b\n")],
+        &command_worker("one", "echo A >> a.txt", "Changed a.txt."),
+    );
+    let d = t.path();
+    let out = t.run(PROBLEM).process().output();
+    assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
+    let first = run_id(d);
+    let other = team_file(
+        t.team().parent().unwrap(),
+        "other-team.toml",
+        &command_worker("two", "echo B >> b.txt", "Changed b.txt."),
+    );
+    let out = crate::support::run_crewmux(
+        d,
+        "unused",
+        &[
+            "run",
+            "--team",
+            other.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+            "--backend",
+            "process",
+            "--",
+            PROBLEM,
+        ],
+    );
+    assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
+    let second = std::fs::read_dir(d.join(".crewmux/runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find(|id| *id != first)
+        .unwrap();
+
+    // A merge holds the checkout's lock: both merges started meanwhile wait their turn.
+    let lock = std::fs::File::create(d.join(".git/crewmux-merge.lock")).unwrap();
+    lock.lock_exclusive().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let merges: Vec<_> = [&first, &second]
+        .into_iter()
+        .map(|id| {
+            let mut child = spawn_crewmux(d, "unused", &["merge", id]);
+            let err = child.stderr.take().unwrap();
+            let tx = tx.clone();
+            let lines = std::thread::spawn(move || {
+                let mut all = String::new();
+                for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                    if line.contains("another crewmux merge is running") {
+                        tx.send(()).unwrap();
+                    }
+                    all.push_str(&line);
+                    all.push('\n');
+                }
+                all
+            });
+            (child, lines)
+        })
+        .collect();
+    for _ in 0..2 {
+        rx.recv_timeout(Duration::from_secs(60))
+            .expect("each merge says it waits for the one holding the lock");
+    }
+    drop(lock);
+    for (child, lines) in merges {
+        let out = wait_limited(child, &["merge"]);
+        let err = lines.join().unwrap();
+        assert!(out.status.success(), "{err}");
+        assert!(!err.contains("Unable to write index"), "{err}");
+    }
+    assert_eq!(std::fs::read_to_string(d.join("a.txt")).unwrap(), "a\nA\n");
+    assert_eq!(std::fs::read_to_string(d.join("b.txt")).unwrap(), "b\nB\n");
+}
