@@ -163,6 +163,7 @@ pub fn cancel(args: CancelArgs) -> Result<i32> {
     if store.is_driven()? {
         store.send_command(&InboxCommand::Cancel {
             worker: args.worker.clone(),
+            grace_s: Some(args.grace),
         })?;
         crate::errln!(
             "crewmux: cancel sent to the process driving run {}",

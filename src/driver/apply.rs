@@ -2,7 +2,7 @@
 //! and what each effect does (kills, pastes, the gate, the council, the report, events).
 
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
@@ -111,7 +111,7 @@ impl Driver {
                     pid,
                     nonce,
                     host,
-                    at: Instant::now() + self.opts.grace,
+                    at: Instant::now() + self.kill_grace(reason),
                 });
                 tracing::info!("{worker}#{attempt}: SIGTERM sent ({})", reason.as_str());
                 None
@@ -214,6 +214,15 @@ impl Driver {
             tracing::info!(target: "crewmux::run", "{who}{} {}", e.kind, e.message);
         }
         emit(Update::Event(e));
+    }
+
+    /// The time between SIGTERM and SIGKILL of a kill for `reason`: the grace a `crewmux
+    /// cancel --grace` sent through the inbox asked for, for a cancel; else `opts.grace`.
+    fn kill_grace(&self, reason: crate::engine::KillReason) -> Duration {
+        match (reason, self.cancel_grace) {
+            (crate::engine::KillReason::Cancel, Some(g)) => g,
+            _ => self.opts.grace,
+        }
     }
 
     /// SIGKILL attempts still alive after their grace period (their group and every

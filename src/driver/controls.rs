@@ -71,7 +71,11 @@ impl Driver {
                             worker: Some(worker),
                             text,
                         },
-                        InboxCommand::Cancel { worker } => Control::Cancel { worker },
+                        InboxCommand::Cancel { worker, grace_s } => {
+                            // For the kills this cancel asks for (see `kill_grace`).
+                            self.cancel_grace = grace_s.map(std::time::Duration::from_secs);
+                            Control::Cancel { worker }
+                        }
                         InboxCommand::Steer(s) => Control::Steer(s),
                     };
                     inputs.extend(self.control_inputs(c, emit));

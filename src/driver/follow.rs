@@ -120,7 +120,10 @@ impl Follower {
                 worker: Some(worker),
                 text,
             } => InboxCommand::AnswerWorker { worker, text },
-            Control::Cancel { worker } => InboxCommand::Cancel { worker },
+            Control::Cancel { worker } => InboxCommand::Cancel {
+                worker,
+                grace_s: None,
+            },
             Control::Steer(s) => match crate::engine::steer::check(&self.state, &s) {
                 Ok(()) => InboxCommand::Steer(s),
                 Err(why) => return emit(Update::Notice(why)),

@@ -187,6 +187,9 @@ pub struct Driver {
     opts: DriverOptions,
     watches: HashMap<String, Watch>,
     kills: Vec<PendingKill>,
+    /// The grace a cancel from the inbox asked for (`crewmux cancel --grace`), for the
+    /// kills it leads to; `None`: `opts.grace`.
+    cancel_grace: Option<Duration>,
     /// Processes left behind by ended attempts, on their way out (on the reaper thread
     /// while the loop runs).
     reaps: reap::Reaps,

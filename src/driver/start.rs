@@ -42,6 +42,7 @@ impl Driver {
             opts,
             watches: HashMap::new(),
             kills: vec![],
+            cancel_grace: None,
             reaps: reap::Reaps::default(),
             inbox_offset,
             focus: None,

@@ -125,6 +125,13 @@ const AGENT_CODE_FILE: &str = ".agent-code";
 /// When `cd` into the working directory fails the agent is not started: the wrapper writes
 /// the directory to [`CWD_FAILED_FILE`] and ends the attempt with [`CWD_FAILED_CODE`].
 ///
+/// SIGTERM (a cancel, a timeout: the whole process group gets it) is the agent's: the
+/// wrapper catches it (`trap : TERM`; a caught signal is set back to its default in the
+/// subshell that execs the agent, POSIX `sh` "trap"), waits for the agent and writes its
+/// exit evidence as usual, and a render filter ignores it and ends when the agent's output
+/// does. A wrapper that died on it made the pane read dead at once, and SIGKILL followed
+/// then instead of after the grace.
+///
 /// # Errors
 /// An argv element that cannot be quoted (a NUL byte), or an I/O error.
 pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()> {
@@ -154,8 +161,8 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
                 .join(" ");
             format!(
                 "rm -f \"$dir/{AGENT_CODE_FILE}\"\n  \
-                 {{ ( exec {argv} ){stdin}; echo \"$?\" > \"$dir/{AGENT_CODE_FILE}\"; }} \\\n    \
-                 | {filter} --raw \"$dir/{events}\"\n  \
+                 {{ trap : TERM; ( exec {argv} ){stdin}; echo \"$?\" > \"$dir/{AGENT_CODE_FILE}\"; }} \\\n    \
+                 | ( trap '' TERM; exec {filter} --raw \"$dir/{events}\" )\n  \
                  piped=$?\n  \
                  code=$(cat \"$dir/{AGENT_CODE_FILE}\" 2>/dev/null)\n  \
                  [ -n \"$code\" ] || code=$piped\n",
@@ -184,6 +191,8 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
          # the agent's status so that tmux's pane_dead_status agrees.\n\
          dir={dir}\n\
          CREWMUX_ATTEMPT_NONCE={nonce}; export CREWMUX_ATTEMPT_NONCE\n\
+         # SIGTERM is the agent's: the wrapper stays to leave the exit evidence.\n\
+         trap : TERM\n\
          {log_wait}\
          if cd {cwd}; then\n\
            {run_agent}\

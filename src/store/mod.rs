@@ -288,6 +288,11 @@ pub enum InboxCommand {
     },
     Cancel {
         worker: Option<String>,
+        /// `crewmux cancel --grace`: seconds between SIGTERM and SIGKILL for the attempts
+        /// this cancel ends (absent: the driving process's own grace, 5 s; absent too in
+        /// lines written before the field).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grace_s: Option<u64>,
     },
     /// Add a worker, retry one or send it text.
     Steer(crate::engine::steer::Steer),

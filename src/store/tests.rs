@@ -28,7 +28,10 @@ fn inbox_commands_are_read_once_in_order() {
         .send_command(&InboxCommand::AnswerRun { text: "a".into() })
         .unwrap();
     store
-        .send_command(&InboxCommand::Cancel { worker: None })
+        .send_command(&InboxCommand::Cancel {
+            worker: None,
+            grace_s: None,
+        })
         .unwrap();
     let (cmds, off) = store.read_commands(0).unwrap();
     assert_eq!(cmds.len(), 2);

@@ -26,6 +26,7 @@ mod scale_lib;
 
 mod auth_sources;
 mod bench_smoke;
+mod cancel_grace;
 mod chaos;
 mod cleanup;
 mod cli;
