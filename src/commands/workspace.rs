@@ -53,8 +53,8 @@ pub fn merge(args: MergeArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// `crewmux diff`: the change of the integration branch (or one worker's) against the
-/// run's base; coloured on a terminal, plain when piped. Without an integration branch, each
+/// `crewmux diff`: the change of the integration branch against the run's base (or one
+/// worker's against its own base, `RunWorkspace::own_base`); coloured on a terminal, plain when piped. Without an integration branch, each
 /// worker's change in turn.
 ///
 /// # Errors
@@ -65,9 +65,19 @@ pub fn merge(args: MergeArgs) -> Result<i32> {
 )]
 pub fn diff(args: DiffArgs) -> Result<i32> {
     let (state, ws) = load(&args.common, args.run.as_deref())?;
-    let branches: Vec<String> = match (&args.worker, &ws.integration) {
-        (None, None) => ws.workers.values().map(|w| w.branch.clone()).collect(),
-        _ => vec![source_branch(&state, &ws, args.worker.as_deref())?],
+    // Each worker's change from its own base (its upstreams' work is theirs); the
+    // integration branch's from the run's base.
+    let branches: Vec<(String, String)> = match (&args.worker, &ws.integration) {
+        (None, None) => ws
+            .workers
+            .iter()
+            .map(|(id, w)| (ws.own_base(id).to_string(), w.branch.clone()))
+            .collect(),
+        (Some(id), _) => vec![(
+            ws.own_base(id).to_string(),
+            source_branch(&state, &ws, Some(id))?,
+        )],
+        (None, Some(_)) => vec![(ws.base.clone(), source_branch(&state, &ws, None)?)],
     };
     let colour = if std::io::stdout().is_terminal() {
         "--color=always"
@@ -75,12 +85,12 @@ pub fn diff(args: DiffArgs) -> Result<i32> {
         "--color=never"
     };
     let git = Git::new(&ws.repo);
-    for b in branches {
+    for (from, b) in branches {
         let mut a = vec!["diff", colour];
         if args.stat {
             a.push("--stat");
         }
-        let range = format!("{}..{b}", ws.base);
+        let range = format!("{from}..{b}");
         a.push(&range);
         let text = git.run(&a)?;
         if text.is_empty() {

@@ -85,6 +85,13 @@ pub struct WorkerWorkspace {
     /// branch must hold of this worker (`Integration::tips`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head: Option<String>,
+    /// The commit its work starts from when that is not the run's base (full SHA): its
+    /// worktree's `HEAD` after its upstreams' branches were merged into it (a worker with
+    /// `after`; again after a retried upstream's new work came in). Its change — diffstat,
+    /// Diff tab, `crewmux diff --worker`, the council's diff rules, the report — is
+    /// `start..branch`: what it did on top of what it was given (see [`RunWorkspace::own_base`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
     /// What became of merging its upstreams' branches into it (a worker with `after`).
     #[serde(default, skip_serializing_if = "UpstreamMerges::is_empty")]
     pub upstreams: UpstreamMerges,
@@ -214,6 +221,15 @@ pub struct RunWorkspace {
 }
 
 impl RunWorkspace {
+    /// The commit worker `id`'s change is measured from: its `start` (its upstreams' work
+    /// merged in), else the run's base.
+    pub fn own_base(&self, id: &str) -> &str {
+        self.workers
+            .get(id)
+            .and_then(|w| w.start.as_deref())
+            .unwrap_or(&self.base)
+    }
+
     /// The working directory of a worker in a tree whose top is `top`.
     pub fn cwd_in(&self, top: &std::path::Path) -> PathBuf {
         top.join(&self.prefix)

@@ -36,6 +36,7 @@ fn pipeline(fixer: bool, policy: UpstreamPolicy) -> RunState {
                 diff: None,
                 commits: 0,
                 head: None,
+                start: None,
                 upstreams: Default::default(),
                 host: None,
             },

@@ -1,5 +1,6 @@
-//! The Diff tab's source: a worker's change in its git worktree against the run's base
-//! (committed and not, as `git diff <base>` in the worktree shows it, plus the names of new
+//! The Diff tab's source: a worker's change in its git worktree against its own base (the
+//! run's base, or the commit with its upstreams' work merged in: `RunWorkspace::own_base`;
+//! committed and not, as `git diff <base>` in the worktree shows it, plus the names of new
 //! untracked files), coloured by line kind. Read by the app loop, never by draw.
 
 use ratatui::style::{Color, Modifier, Style};
@@ -37,7 +38,7 @@ pub fn load(run: &RunState, w: &WorkerState) -> Doc {
             })],
         ),
         Some((ws, ww)) => {
-            let mut lines = diff_lines(&Git::new(&ww.path), &ws.base);
+            let mut lines = diff_lines(&Git::new(&ww.path), ws.own_base(&w.id));
             // A worker on an SSH host writes its worktree there; this one has its branch as
             // last fetched back (`crate::hosts::git`).
             if let Some(host) = ww
@@ -243,6 +244,7 @@ mod tests {
                     diff: None,
                     commits: 0,
                     head: None,
+                    start: None,
                     upstreams: Default::default(),
                     host: Some("box".into()),
                 },

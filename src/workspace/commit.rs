@@ -156,8 +156,8 @@ pub fn commit_count(repo: &Path, base: &str, rev: &str) -> Result<u32> {
 }
 
 /// When an attempt of `worker` ends: commit what it left in its worktree (subject
-/// `crewmux: <worker> attempt <n>`) and record the branch's diffstat, commit count and
-/// head commit.
+/// `crewmux: <worker> attempt <n>`) and record the branch's diffstat and commit count
+/// since the worker's own base ([`RunWorkspace::own_base`]) and its head commit.
 /// A worker without a worktree is left alone.
 ///
 /// # Errors
@@ -178,8 +178,9 @@ pub fn on_attempt_end(
         worker,
         &format!("crewmux: {worker} attempt {attempt}"),
     )?;
-    let diff = diffstat_between(&ws.repo, &ws.base, &w.branch)?;
-    let commits = commit_count(&ws.repo, &ws.base, &w.branch)?;
+    let from = ws.own_base(worker);
+    let diff = diffstat_between(&ws.repo, from, &w.branch)?;
+    let commits = commit_count(&ws.repo, from, &w.branch)?;
     let head = Git::new(&ws.repo).line(&["rev-parse", "--verify", &w.branch])?;
     if let Some(w) = ws.workers.get_mut(worker) {
         w.diff = Some(diff);

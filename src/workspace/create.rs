@@ -447,6 +447,7 @@ pub fn add_worktree(
         diff: None,
         commits: 0,
         head: None,
+        start: None,
         upstreams: Default::default(),
         host: None,
     })

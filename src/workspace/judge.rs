@@ -20,7 +20,8 @@ pub fn council_root(state: &RunState) -> PathBuf {
 }
 
 /// Amend the deterministic critics' verdicts with the diff rules
-/// (`crate::council::diff_rules`): one `git diff -U0` per worker with a worktree, and one
+/// (`crate::council::diff_rules`): one `git diff -U0` per worker with a worktree (from its
+/// own base, so a downstream is not charged with its upstreams' work), and one
 /// `git grep -F` per backticked symbol in the integration tree. A run without worktrees
 /// is left as it is.
 pub fn amend_verdicts(state: &RunState, verdicts: &mut [CriticVerdict]) {
@@ -45,7 +46,7 @@ pub fn amend_verdicts(state: &RunState, verdicts: &mut [CriticVerdict]) {
                         "-U0",
                         "--no-renames",
                         "--no-color",
-                        &ws.base,
+                        ws.own_base(&w.id),
                         &x.branch,
                     ])
                     .ok()?;

@@ -68,7 +68,7 @@ impl LiveDiff {
             let Some(w) = ws.workers.get(&id) else {
                 continue;
             };
-            match super::commit::diffstat_live(&w.path, &ws.base) {
+            match super::commit::diffstat_live(&w.path, ws.own_base(&id)) {
                 Ok(d) if w.diff != Some(d) => {
                     if let Some(w) = ws.workers.get_mut(&id) {
                         w.diff = Some(d);

@@ -41,7 +41,7 @@ pub fn section(state: &RunState) -> String {
         }
     );
     for (id, w) in &ws.workers {
-        let list = commits(&ws.repo, &ws.base, &w.branch);
+        let list = commits(&ws.repo, ws.own_base(id), &w.branch);
         // Writing into a String cannot fail.
         let _ = writeln!(
             out,

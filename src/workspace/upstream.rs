@@ -4,7 +4,8 @@
 //! `engine::upstream_merge`).
 //!
 //! What was merged is recorded in the worker's workspace (`upstreams`), so the pass is not
-//! repeated for a retry. A merge that conflicts either stops the pass with the conflicted
+//! repeated for a retry, and the commit the pass left is the worker's own base (`start`):
+//! its change is what it did on top of its upstreams' work. A merge that conflicts either stops the pass with the conflicted
 //! merge left in the worktree for a merge-fixer (when one can be brought in), or is aborted
 //! and that upstream left out. The next pass after the fixer commits a resolved merge (no
 //! conflict marker left) and goes on; a merge the fixer left unresolved is aborted and left
@@ -143,6 +144,12 @@ fn merge(state: &mut RunState, worker: &str, fixer: bool) -> Result<Option<Merge
         abort(&git);
         rec.left_out.push(c);
         save(ws, &rec);
+    }
+    // What the worker is given: its next attempt starts here, and its own change is
+    // measured from here (`RunWorkspace::own_base`), not from the run's base.
+    let head = git.line(&["rev-parse", "--verify", "HEAD"])?;
+    if let Some(w) = ws.workers.get_mut(worker) {
+        w.start = Some(head);
     }
     Ok(None)
 }

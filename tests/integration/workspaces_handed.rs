@@ -119,3 +119,49 @@ fn a_conflict_left_out_of_integration_lets_the_check_judge_and_the_run_end_block
         "the worker merged first is in"
     );
 }
+
+#[test]
+fn a_reviewer_that_changes_nothing_is_not_charged_with_its_upstream_s_work() {
+    let t = TeamProject::in_repo(
+        &[("base.txt", "base\n")],
+        &format!(
+            "{}{}after = [\"a\"]\n",
+            command_worker("a", "echo A-WORK > a.txt", "Wrote a.txt."),
+            command_worker(
+                "review",
+                "test -f a.txt",
+                "Reviewed the work of a: it is fine as it is."
+            ),
+        ),
+    );
+    let d = t.path();
+    let out = t.run(PROBLEM).process().output();
+    let s = summary(&out);
+    assert_eq!(worker(&s, "review")["status"], "completed", "{s}");
+    assert_eq!(worker(&s, "a")["diff"]["files"], 1, "{s}");
+    assert_eq!(
+        worker(&s, "review")["diff"]["files"],
+        0,
+        "the reviewer changed nothing: {s}"
+    );
+    let verdicts = s["council"]["verdicts"].to_string();
+    assert!(!verdicts.contains("review: the diff touches"), "{verdicts}");
+    let id = run_id(d);
+    let diff = run_crewmux(d, "unused", &["diff", &id, "--worker", "review"]);
+    assert_eq!(
+        String::from_utf8_lossy(&diff.stdout).trim(),
+        format!("crewmux/{id}/review: no change"),
+        "{}",
+        stderr(&diff)
+    );
+    let report = std::fs::read_to_string(only_run_dir(d).join("report.md")).unwrap();
+    assert!(
+        report.contains(&format!("- **review**: `crewmux/{id}/review` — 0 commits")),
+        "{report}"
+    );
+    // Its branch still holds what it was given, for `crewmux merge --worker review`.
+    assert_eq!(
+        git(d, &["show", &format!("crewmux/{id}/review:a.txt")]),
+        "A-WORK"
+    );
+}

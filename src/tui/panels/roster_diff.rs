@@ -62,6 +62,7 @@ mod tests {
                     }),
                     commits: 1,
                     head: None,
+                    start: None,
                     upstreams: Default::default(),
                     host: None,
                 },
