@@ -220,10 +220,18 @@ fn verb_intent(word: &str) -> Option<&'static str> {
         .map(|(_, intent)| *intent)
 }
 
-/// A crude English stem: drops `-ing`, `-ed`, `-es`, `-s` (and a doubled final consonant).
+/// A crude English stem: drops `-ing`, `-ed`, `-es`, `-s` (and a doubled final consonant;
+/// `-ies`/`-ied` of a verb in `y`).
 fn stem(word: &str) -> String {
     for suffix in ["ing", "ed", "es", "s"] {
         if let Some(base) = word.strip_suffix(suffix) {
+            // `tries`, `tried`: a final `y` that became `i`.
+            if let Some(stem) = base.strip_suffix('i').filter(|_| suffix != "ing") {
+                let with_y = format!("{stem}y");
+                if VERBS.iter().any(|(v, _)| *v == with_y) {
+                    return with_y;
+                }
+            }
             if base.len() >= 3 {
                 if VERBS.iter().any(|(v, _)| *v == base) {
                     return base.to_string();

@@ -199,6 +199,28 @@ fn stems_cover_simple_inflections() {
     assert_eq!(stem("debugging"), "debug");
     assert_eq!(verb_intent("crashes"), None);
     assert_eq!(verb_intent("adding"), Some(INTENT_IMPLEMENT));
+    assert_eq!(stem("tries"), "try");
+    assert_eq!(stem("tried"), "try");
+    assert_eq!(stem("trying"), "try");
+}
+
+#[test]
+fn the_verbs_people_write_open_the_gate() {
+    for problem in [
+        "Try the steering keys on this run",
+        "Check why the nightly build is slow",
+        "Bump the version and publish the crate",
+        "Look into the flaky login test",
+        "Polish the settings page copy",
+        "Use the new logger in the payment service",
+    ] {
+        let gate = evaluate(problem, &[]);
+        assert!(
+            !gate.missing_slots.contains(&"verb".to_string()),
+            "{problem}: {:?}",
+            gate.missing_slots
+        );
+    }
 }
 
 #[test]
