@@ -254,7 +254,7 @@ pub fn create_run_with(
         routing: crate::team::routing::run_routing(team),
         hosts_not_answering: Default::default(),
         clarification: ClarificationState::default(),
-        clarify,
+        clarify: clarify && team.clarify,
         checks: team.checks.clone(),
         critics: team.critics.clone(),
         fixer: team.fixer.clone(),

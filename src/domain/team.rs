@@ -46,6 +46,11 @@ pub struct TeamSpec {
     /// `local`); default `local`.
     #[serde(default)]
     pub host: Option<String>,
+    /// Whether the clarification gate reads the problem before any worker starts. Default:
+    /// yes, unless every worker is a `command` worker (a script reads no problem, so a
+    /// vague one cannot hold it up); `--no-clarify` turns it off in any case.
+    #[serde(default)]
+    pub clarify: Option<bool>,
 }
 
 /// One `[[critic]]`: an agent that reviews the team's results; its verdict is the last

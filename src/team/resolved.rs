@@ -125,6 +125,9 @@ pub struct ResolvedTeam {
     pub critics: Vec<crate::domain::CriticSpec>,
     /// Who fixes what a blocked council found (`[fixer]`).
     pub fixer: Option<crate::domain::AgentSpec>,
+    /// The clarification gate reads the problem (`TeamSpec::clarify`, resolved: the team's
+    /// own word, else false when every worker is a `command` worker).
+    pub clarify: bool,
     /// The team's `[workspace]` table (empty when absent).
     pub workspace: crate::domain::WorkspaceSpec,
     /// Health of every provider that was probed.

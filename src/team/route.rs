@@ -102,6 +102,11 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
     }
     let (checks, critics, fixer) = council_limits(spec, &workers, &registry, &sources);
     let (target_used, target_reason) = target_use(opts, spec, target_reason);
+    let clarify = spec.clarify.unwrap_or_else(|| {
+        !workers
+            .iter()
+            .all(|w| registry.get(&w.provider).map(|p| p.kind) == Some(ProviderKind::Command))
+    });
     Ok(ResolvedTeam {
         name: spec.name.clone().unwrap_or_else(|| loaded.source.clone()),
         source: loaded.source.clone(),
@@ -121,6 +126,7 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
         critics,
         fixer: Some(fixer),
         workspace: spec.workspace.clone().unwrap_or_default(),
+        clarify,
         health,
         registry,
     })

@@ -419,11 +419,25 @@ fn bad_workspace_input_is_one_line_exit_2_and_creates_nothing() {
 }
 
 #[test]
+fn a_team_of_command_workers_is_not_held_at_the_gate_by_a_vague_problem() {
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n")],
+        &command_worker("one", "echo A >> a.txt", "Changed a.txt."),
+    );
+    let out = t.run("fix it").process().clarify().output();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let s = summary(&out);
+    assert_eq!(s["status"], "done", "{s}");
+    assert_eq!(s["clarification"]["pending"], false, "{s}");
+}
+
+#[test]
 fn a_run_halted_at_the_clarification_gate_makes_no_worktree_until_resumed() {
     let t = TeamProject::in_repo(
         &[("a.txt", "a\n")],
+        // A team of command workers skips the gate unless it asks for it.
         &format!(
-            "{}{}",
+            "clarify = true\n{}{}",
             command_worker("one", "echo A >> a.txt", "Changed a.txt."),
             command_worker("two", "echo B > b.txt", "Added b.txt.")
         ),
