@@ -4,9 +4,10 @@
 //! findings come first when they fail and last when they warn.
 //!
 //! # evidence-completeness
-//! * fail: a worker's result says it changed code ("changed", "added", "fixed",
-//!   "implemented", "updated", "edited", "created", "wrote", "refactored", "removed"
-//!   together with a file or code) while its diff is empty. Reason: the user takes the
+//! * fail: a worker's result says it changed code (a verb of changing code in the past
+//!   tense agents report their work in, alone or perfect: "changed", "added", "appended",
+//!   "inserted", "have updated", "replaced", "moved", … together with what it changed: a file,
+//!   a line, a function, a field, a test, code) while its diff is empty. Reason: the user takes the
 //!   diff, not the prose; a claim with no change behind it is the most common way an agent
 //!   reports work it did not do.
 //! * warn: the diff touches files the result never mentions (by path or file name).
@@ -93,7 +94,7 @@ pub struct DiffInput {
 
 static CHANGE_CLAIM: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(?:i |we )?(?:changed|modified|added|fixed|implemented|updated|edited|created|wrote|refactored|removed|renamed|patched)\b[^\n]{0,80}(?:\.[a-z]{1,5}\b|\bfile|\bfunction|\bmethod|\bmodule|\btest|\bcode|`)",
+        r"(?i)\b(?:changed|modified|added|appended|inserted|fixed|implemented|updated|edited|created|wrote|written|rewrote|rewritten|refactored|removed|deleted|renamed|patched|replaced|moved|introduced|extended|bumped|converted|adjusted|tweaked|cleaned up|reformatted|commented out)\b[^\n]{0,80}(?:\.[a-z]{1,5}\b|\bfiles?\b|\bfunctions?\b|\bmethods?\b|\bmodules?\b|\btests?\b|\bcode\b|\blines?\b|\bentr(?:y|ies)\b|\bfields?\b|\bclass(?:es)?\b|\bstructs?\b|\benums?\b|\bvariables?\b|\bconstants?\b|\bimports?\b|\bcomments?\b|\bdocstrings?\b|\bsections?\b|\bheaders?\b|\bhandlers?\b|\bendpoints?\b|\broutes?\b|\bflags?\b|\boptions?\b|\bdependenc(?:y|ies)\b|\bconfig\b|\bREADME\b|\bscripts?\b|\bcheck\b|`)",
     )
     .expect("change-claim regex compiles")
 });

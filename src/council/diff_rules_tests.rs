@@ -45,6 +45,34 @@ fn a_diff_parses_into_files_lines_and_deletions() {
 }
 
 #[test]
+fn every_common_verb_of_changing_code_is_a_claim_an_empty_diff_fails() {
+    for claim in [
+        "Appended a line with the total to notes.txt.",
+        "Added a line that logs the retry.",
+        "I've added a `--verbose` flag.",
+        "I have inserted the missing import.",
+        "Replaced the hard-coded port with a config field.",
+        "Moved the helper into its own module.",
+        "Deleted the unused constant.",
+    ] {
+        let (fails, _) = evidence_findings(&input(claim, Some("")));
+        assert_eq!(fails.len(), 1, "{claim}: {fails:?}");
+    }
+    // Words of reading, not changing, stay quiet, and so does a review that tells what
+    // another worker's change does (present tense).
+    for quiet in [
+        "The backend change adds a `--verbose` flag; it reads well.",
+        "Read the parser and found nothing to change.",
+        "The tests already pass; no edit was needed.",
+    ] {
+        assert!(
+            evidence_findings(&input(quiet, Some(""))).0.is_empty(),
+            "{quiet}"
+        );
+    }
+}
+
+#[test]
 fn a_claimed_change_with_an_empty_diff_fails_evidence_completeness() {
     let (fails, _) = evidence_findings(&input("Fixed the bug in src/lib.rs.", Some("")));
     assert_eq!(fails.len(), 1, "{fails:?}");
