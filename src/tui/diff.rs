@@ -27,9 +27,7 @@ pub fn load(run: &RunState, w: &WorkerState) -> Doc {
         None => (
             run.project_dir.clone(),
             vec![Line::from(if run.workspace.is_none() {
-                "this run has no worktrees (the project is not a git repository, or the team \
-                 turned them off), so there is no diff to show"
-                    .to_string()
+                no_worktrees(&run.project_dir)
             } else {
                 format!(
                     "{} has no worktree (it works in the project directory)",
@@ -65,6 +63,27 @@ pub fn load(run: &RunState, w: &WorkerState) -> Doc {
         stamp: None,
         lines,
         diff_of: Some(key(w)),
+    }
+}
+
+/// Why a run has no worktrees, said as the one of the two it is: the project is not in a
+/// git repository (`crate::workspace::plan` then shares it), or it is and the run's workers
+/// share the project directory by their team's choice (`[workspace] mode = "shared"`; the
+/// demo's simulated agents change no files, so it shares too).
+fn no_worktrees(project: &std::path::Path) -> String {
+    let in_git = Git::new(project)
+        .output(&["rev-parse", "--is-inside-work-tree"])
+        .is_ok_and(|o| o.ok() && o.stdout.trim() == "true");
+    if in_git {
+        "this run's workers share the project directory ([workspace] mode = \"shared\"), so \
+         no worker has a diff of its own: `git diff` in the project shows what changed"
+            .to_string()
+    } else {
+        format!(
+            "{} is not a git repository, so its workers share it and have no diff: `git init` \
+             and a first commit give each worker a worktree of its own",
+            project.display()
+        )
     }
 }
 
@@ -209,15 +228,34 @@ mod tests {
     }
 
     #[test]
-    fn a_run_without_worktrees_says_there_is_no_diff() {
-        let run = fixtures::done_run();
+    fn a_run_without_worktrees_says_which_of_the_two_reasons_it_is() {
+        let mut run = fixtures::done_run();
+        let plain = tempfile::tempdir().unwrap();
+        run.project_dir = plain.path().into();
         let d = load(&run, &run.workers[0]);
+        let said = d.lines[0].to_string();
         assert!(
-            d.lines[0].to_string().contains("no worktrees"),
-            "{:?}",
-            d.lines
+            said.contains("is not a git repository") && said.contains("git init"),
+            "{said}"
         );
+        assert!(!said.contains(" or "), "one reason, not two: {said}");
         assert_eq!(d.diff_of.as_deref(), Some(key(&run.workers[0]).as_str()));
+
+        let repo = tempfile::tempdir().unwrap();
+        let init = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(repo.path())
+            .status()
+            .unwrap();
+        assert!(init.success());
+        run.project_dir = repo.path().into();
+        let said = load(&run, &run.workers[0]).lines[0].to_string();
+        assert!(
+            said.starts_with(
+                "this run's workers share the project directory ([workspace] mode = \"shared\")"
+            ),
+            "{said}"
+        );
     }
 
     #[test]
