@@ -74,6 +74,26 @@ pub struct SimAgentArgs {
     pub no_result: bool,
 }
 
+/// The directive of a prompt line `sim: key[=value]` (what follows `sim:`), `None` for any
+/// other line. These lines steer the simulated agent only: a reader of the prompt (the
+/// dashboard's Prompt tab) is shown the prompt without them.
+pub fn directive(line: &str) -> Option<&str> {
+    line.trim().strip_prefix("sim:")
+}
+
+/// `prompt` without its [`directive`] lines: the prompt as the person reads it.
+pub fn without_directives(prompt: &str) -> String {
+    let mut out: String = prompt
+        .lines()
+        .filter(|l| directive(l).is_none())
+        .collect::<Vec<_>>()
+        .join("\n");
+    if prompt.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
 /// Run the simulated agent; returns its exit code.
 ///
 /// # Errors

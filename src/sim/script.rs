@@ -41,7 +41,7 @@ impl Behaviour {
             no_result: args.no_result,
         };
         for line in prompt.lines() {
-            let Some(rest) = line.trim().strip_prefix("sim:") else {
+            let Some(rest) = super::directive(line) else {
                 continue;
             };
             let rest = rest.trim();

@@ -127,7 +127,8 @@ pub fn stamp(path: &Path) -> Option<(u64, SystemTime)> {
 }
 
 /// Read `path` (at most [`MAX_DOC_BYTES`]) into a [`Doc`]: markdown files (`.md`) rendered,
-/// other files as plain lines. A missing file gives a one-line explanation naming it.
+/// other files as plain lines; an attempt's `prompt.md` without the simulated agent's
+/// `sim:` directives ([`crate::sim::without_directives`]). A missing file gives a one-line explanation naming it.
 pub fn load(path: &Path) -> Doc {
     use std::io::Read;
     let stamp = stamp(path);
@@ -138,6 +139,11 @@ pub fn load(path: &Path) -> Doc {
             let mut text = String::from_utf8_lossy(&bytes).into_owned();
             if let Err(e) = read {
                 text.push_str(&format!("\n\n(reading stopped: {e})"));
+            }
+            // A prompt's `sim:` lines steer the simulated agent (its question, its default
+            // answer): the person reads the prompt without them.
+            if path.file_name().is_some_and(|n| n == "prompt.md") {
+                text = crate::sim::without_directives(&text);
             }
             let cut = stamp.is_some_and(|(len, _)| len > MAX_DOC_BYTES);
             let mut lines = if path.extension().is_some_and(|e| e == "md") {

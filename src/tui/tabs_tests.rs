@@ -101,3 +101,29 @@ fn findings_name_workers_and_existing_files() {
     let all: usize = run.council.verdicts.iter().map(|v| v.findings.len()).sum();
     assert_eq!(f.len(), all, "every finding of every critic");
 }
+
+#[test]
+fn the_prompt_tab_keeps_the_simulated_agents_directives_out_of_sight() {
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = dir.path().join("prompt.md");
+    std::fs::write(
+        &prompt,
+        "# Task\n\nBuild the checkout page.\nsim: ask=Which colour scheme?\nsim: ask-default=dark\nsim: lines=20\n\nKeep it small.\n",
+    )
+    .unwrap();
+    let text: Vec<String> = load(&prompt)
+        .lines
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let all = text.join("\n");
+    assert!(all.contains("Build the checkout page."), "{all}");
+    assert!(all.contains("Keep it small."), "{all}");
+    assert!(!all.contains("sim:"), "{all}");
+    assert!(!all.contains("Which colour scheme"), "{all}");
+    // Another file keeps every line it has.
+    let notes = dir.path().join("notes.md");
+    std::fs::write(&notes, "sim: a line of a user's own file\n").unwrap();
+    let notes_text: Vec<String> = load(&notes).lines.iter().map(ToString::to_string).collect();
+    assert!(notes_text.join("\n").contains("sim:"), "{notes_text:?}");
+}
