@@ -102,11 +102,7 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
     }
     let (checks, critics, fixer) = council_limits(spec, &workers, &registry, &sources);
     let (target_used, target_reason) = target_use(opts, spec, target_reason);
-    let clarify = spec.clarify.unwrap_or_else(|| {
-        !workers
-            .iter()
-            .all(|w| registry.get(&w.provider).map(|p| p.kind) == Some(ProviderKind::Command))
-    });
+    let clarify = reads_the_problem(spec, &workers, &registry);
     Ok(ResolvedTeam {
         name: spec.name.clone().unwrap_or_else(|| loaded.source.clone()),
         source: loaded.source.clone(),
@@ -129,6 +125,20 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
         clarify,
         health,
         registry,
+    })
+}
+
+/// Whether the clarification gate reads the problem (`TeamSpec::clarify`): the team's
+/// own word, else not when every worker is a `command` worker (a script reads no problem).
+fn reads_the_problem(
+    spec: &crate::domain::TeamSpec,
+    workers: &[ResolvedWorker],
+    registry: &Registry,
+) -> bool {
+    spec.clarify.unwrap_or_else(|| {
+        !workers
+            .iter()
+            .all(|w| registry.get(&w.provider).map(|p| p.kind) == Some(ProviderKind::Command))
     })
 }
 
