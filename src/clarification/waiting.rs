@@ -221,6 +221,14 @@ impl WaitingDetector {
         Self::new(default_patterns(provider), DEFAULT_SETTLE)
     }
 
+    /// The detector of `provider` with `configured` (its `waiting_patterns` as the built-in,
+    /// user and project `providers.toml` merge them, compiled) after the default patterns.
+    pub fn for_provider_with(provider: &str, configured: Vec<Regex>) -> Self {
+        let mut patterns = default_patterns(provider);
+        patterns.extend(configured);
+        Self::new(patterns, DEFAULT_SETTLE)
+    }
+
     /// Feed a capture taken at `now_ms` (monotonic ms); `Some(question)` while waiting.
     pub fn observe(&mut self, screen: &str, now_ms: u64) -> Option<String> {
         let still_for = self.still.observe(screen, now_ms);

@@ -142,8 +142,19 @@ impl Driver {
             .worker(&t.worker)
             .map(|w| w.provider.clone())
             .unwrap_or_default();
+        // The provider's `waiting_patterns` as this run's providers.toml files set them, not
+        // only the built-in list.
+        let configured = || {
+            self.registry
+                .get(&provider)
+                .map(|s| s.waiting_regexes())
+                .unwrap_or_default()
+        };
         let detector = watch.detector.get_or_insert_with(|| {
-            crate::clarification::waiting::WaitingDetector::for_provider(&provider)
+            crate::clarification::waiting::WaitingDetector::for_provider_with(
+                &provider,
+                configured(),
+            )
         });
         let q = detector.observe(&watch.screen_tail, now_ms)?;
         let waiting = self.state.worker(&t.worker).map(|w| w.status) == Some(WorkerStatus::Waiting);

@@ -154,3 +154,68 @@ command = ["sh", "-c", "printf 'Do you trust the files in this folder? (y/n) '; 
     // The other run's session is untouched.
     assert!(server.tmux(&["has-session", "-t", other]).status.success());
 }
+
+/// `waiting_patterns` of a user's and of a project's `providers.toml` are what the waiting
+/// detector looks for, besides the built-in patterns: a prompt only they describe makes the
+/// worker wait, on both backends.
+#[test]
+fn waiting_patterns_of_a_user_or_project_providers_file_are_used() {
+    const ASKS: &str = r#"
+[[worker]]
+id = "asker"
+role = "backend-engineer"
+provider = "command"
+max_attempts = 1
+command = ["sh", "-c", "printf 'ready for orders, captain> '; read reply; echo \"$reply\" > reply.txt"]
+"#;
+    let file = "[providers.command]\nwaiting_patterns = [\"ready for orders, captain>\\\\s*$\"]\n";
+    for backend in backends("waiting_patterns_of_providers_files") {
+        for layer in ["user", "project"] {
+            let tmp = TeamProject::new(ASKS);
+            let config = tmp.path().join("user-config");
+            std::fs::create_dir_all(&config).unwrap();
+            let dir = match layer {
+                "user" => config.clone(),
+                _ => tmp.path().join(".crewmux"),
+            };
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("providers.toml"), file).unwrap();
+            let child = crewmux()
+                .current_dir(tmp.path())
+                .env("CREWMUX_CONFIG_DIR", &config)
+                .env("CREWMUX_TMUX_SOCKET", backend.socket())
+                .args([
+                    "run",
+                    "--team",
+                    tmp.team_arg(),
+                    "--no-clarify",
+                    "--headless",
+                ])
+                .args(["--backend", backend.name, "--", "orders"])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let s = wait_state(
+                tmp.path(),
+                &format!("{backend}, {layer} file: the asker waits"),
+                Duration::from_secs(60),
+                |s| state_worker(s, "asker")["status"] == "waiting",
+            );
+            let q = state_worker(&s, "asker")["question"].to_string();
+            assert!(q.contains("ready for orders"), "{backend} {layer}: {q}");
+            let id = run_id(tmp.path());
+            let ans = run_crewmux(
+                tmp.path(),
+                backend.socket(),
+                &["answer", &id, "--worker", "asker", "aye"],
+            );
+            assert_eq!(ans.status.code(), Some(0), "{ans:?}");
+            let out = wait_limited(child, &["run"]);
+            assert_eq!(worker(&summary(&out), "asker")["status"], "completed");
+            let reply = std::fs::read_to_string(tmp.path().join("reply.txt")).unwrap();
+            assert_eq!(reply.trim(), "aye", "{backend} {layer}");
+        }
+    }
+}
