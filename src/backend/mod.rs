@@ -247,6 +247,14 @@ pub trait Multiplexer: Send {
     /// dashboard to run with the terminal handed over; `None` when only the log can be shown.
     fn attach_command(&self, target: &Target) -> Option<std::process::Command>;
 
+    /// The pane of this machine's window named `window` (`<worker>-<attempt>`), live or
+    /// dead, with its process: what a driver that stopped before recording a launch left
+    /// (`crate::driver`'s adoption of it). Default: `None` (the backend has no windows).
+    fn find_window(&mut self, window: &str) -> Option<Spawned> {
+        let _ = window;
+        None
+    }
+
     /// End every process of an attempt known only by its nonce: one a stopped driver
     /// launched and never recorded, found again when the attempt is launched anew. Returns
     /// the pids that survived SIGKILL. Default: the `/proc` scan of

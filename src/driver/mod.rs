@@ -10,6 +10,7 @@
 //! `settle` (an exit from its evidence, pure), `exit_input` (what an ended attempt left),
 //! `apply` (carrying out effects), `launch`, `creds` (keys and rate limits) and `offline`.
 
+mod adopt;
 mod apply;
 mod controls;
 mod council;

@@ -69,6 +69,11 @@ fn upstream_worktree_note(state: &RunState, w: &WorkerState) -> String {
     format!("\n\n{}\n", notes.join("\n"))
 }
 
+/// The tmux window of attempt `attempt` of `worker`: `<worker>-<attempt>`.
+pub fn window_name(worker: &str, attempt: u32) -> String {
+    format!("{worker}-{attempt}")
+}
+
 /// Write the attempt's `prompt.md` and `launch.sh` and describe how to spawn it; the
 /// prompt lists `failures` as the project's recent failures (`None`: read from disk).
 ///
@@ -176,7 +181,7 @@ pub fn prepare(
             worker: w.id.clone(),
             attempt: w.attempt,
             nonce: nonce.clone(),
-            window: format!("{}-{}", w.id, w.attempt),
+            window: window_name(&w.id, w.attempt),
             cwd,
             launch: paths.launch.clone(),
             log: paths.output.clone(),

@@ -121,15 +121,15 @@ impl Driver {
                     self.mem.last_output.insert(w.id.clone(), now);
                 }
                 None => {
-                    tracing::info!(
-                        "{}#{}: its launch was cut short by the end of the last driver; it starts again as the same attempt",
-                        w.id,
-                        w.attempt
-                    );
-                    inputs.push(Input::LaunchInterrupted {
-                        worker: w.id.clone(),
-                        attempt: w.attempt,
-                    });
+                    let input = self.launch_cut_short(&w);
+                    if matches!(input, Input::LaunchInterrupted { .. }) {
+                        tracing::info!(
+                            "{}#{}: its launch was cut short by the end of the last driver; it starts again as the same attempt",
+                            w.id,
+                            w.attempt
+                        );
+                    }
+                    inputs.push(input);
                 }
             }
         }

@@ -275,6 +275,10 @@ impl Multiplexer for HostsBackend {
     /// Each host's thread ends the attempt when the host answers (now, or when it answers
     /// again: the nonce does not say which host it ran on); the survivors returned are
     /// this machine's, a host's are logged by its thread.
+    fn find_window(&mut self, window: &str) -> Option<crate::backend::Spawned> {
+        self.local.find_window(window)
+    }
+
     fn end_stale_attempt(&mut self, nonce: &str) -> Vec<u32> {
         for r in self.remotes.values() {
             r.thread.ask(super::host_thread::Ask::EndWhenBack(vec![

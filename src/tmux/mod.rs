@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::process::Command;
 use std::time::Instant;
 
-use tmux_interface::{DisplayMessage, Tmux};
+use tmux_interface::{DisplayMessage, ListPanes, Tmux};
 
 pub use bounded::output_within;
 pub use client::{client_calls, TmuxClient};
@@ -115,6 +115,35 @@ impl TmuxBackend {
         let (id, server) = out.trim().split_once(' ')?;
         (id == pane && same_server(pane_ref, server)).then_some(pane)
     }
+
+    /// The pane of the run session's window named `window`, live or dead, with the
+    /// process tmux started in it (one `list-panes` call); `None` when there is no such
+    /// window or the server does not answer.
+    fn window_pane(&self, window: &str) -> Option<Spawned> {
+        let out = self
+            .client
+            .run(
+                Tmux::new().add_command(
+                    ListPanes::new()
+                        .session()
+                        .target(self.target_session())
+                        .format(format!(
+                            "{}\t#{{pane_pid}}\t#{{window_name}}",
+                            panes::PANE_REF_FORMAT
+                        ))
+                        .build(),
+                ),
+            )
+            .ok()?;
+        out.lines().find_map(|line| {
+            let mut f = line.splitn(3, '\t');
+            let (pane, pid, name) = (f.next()?, f.next()?, f.next()?);
+            (name == window).then(|| Spawned {
+                pane_id: Some(pane.to_string()),
+                pid: pid.parse().ok(),
+            })
+        })
+    }
 }
 
 impl Multiplexer for TmuxBackend {
@@ -176,5 +205,9 @@ impl Multiplexer for TmuxBackend {
 
     fn forget_screen(&mut self) {
         self.last_sig.clear();
+    }
+
+    fn find_window(&mut self, window: &str) -> Option<Spawned> {
+        self.window_pane(window)
     }
 }

@@ -24,6 +24,7 @@ mod support;
 #[path = "../../benches/scale_lib.rs"]
 mod scale_lib;
 
+mod adopt_window;
 mod auth_sources;
 mod bench_smoke;
 mod cancel_grace;
