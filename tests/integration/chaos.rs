@@ -1,14 +1,17 @@
-//! The chaos test: runs of sim and command workers on tmux while panes, the driver
-//! (SIGKILL, then `attach --headless` again) and the whole tmux server are killed at random,
-//! and at the end of each run: the run finished (resumed when its driver was killed), every
-//! worker is in a final status, every recorded exit code equals its `exit.json`, no event
-//! was written twice, no process of any attempt is alive (a `/proc` scan for its
-//! `CREWMUX_ATTEMPT_NONCE`, a `setsid` child included), and `state.json` reads and
-//! `status` accepts it.
+//! The chaos test: runs of sim and command workers on tmux, in worktrees of a git
+//! repository, while panes, the driver (SIGKILL, then `attach --headless` again) and the
+//! whole tmux server are killed at random and workers are retried and added (`crewmux
+//! steer`), and at the end of each run: the run finished (resumed when its driver was
+//! killed or a steer reopened it), every worker is in a final status, every recorded exit
+//! code equals its `exit.json`, no event was written twice, no process of any attempt is
+//! alive (a `/proc` scan for its `CREWMUX_ATTEMPT_NONCE`, a `setsid` child included),
+//! `state.json` reads and `status` accepts it, and the integration branch holds the last
+//! completed attempt of every worker (each completed worker's branch is in it, and
+//! `ok.txt` names `ok`'s last completed attempt).
 //!
 //! CI runs it for [`DEFAULT_SECS`] seconds; `CREWMUX_CHAOS_SECS=600` runs it longer and
 //! `CREWMUX_CHAOS_SEED=N` repeats a sequence. It prints its figures (runs, workers, kills
-//! of each kind, violations) and fails on any violation.
+//! of each kind, retries and added workers, violations) and fails on any violation.
 
 use std::path::Path;
 use std::process::Child;
@@ -44,7 +47,7 @@ id = "ok"
 role = "backend-engineer"
 provider = "command"
 max_attempts = 3
-command = ["sh", "-c", "sleep 1; echo all good"]
+command = ["sh", "-c", "echo \"attempt $CREWMUX_ATTEMPT\" > ok.txt; sleep 1; echo all good"]
 
 [[worker]]
 id = "exits3"
@@ -73,6 +76,8 @@ struct Figures {
     pane_kills: usize,
     driver_kills: usize,
     server_kills: usize,
+    retries: usize,
+    added: usize,
     violations: Vec<String>,
 }
 
@@ -97,12 +102,14 @@ fn runs_survive_killed_panes_drivers_and_servers_and_leave_nothing_behind() {
         one_run(&mut dice, &mut f, end);
     }
     println!(
-        "chaos (seed {seed}, {secs} s): {} runs, {} workers, kills: {} panes, {} drivers, {} servers; {} violations",
+        "chaos (seed {seed}, {secs} s): {} runs, {} workers, kills: {} panes, {} drivers, {} servers; steered: {} retries, {} added; {} violations",
         f.runs,
         f.workers,
         f.pane_kills,
         f.driver_kills,
         f.server_kills,
+        f.retries,
+        f.added,
         f.violations.len()
     );
     assert!(f.runs > 0, "no run was made");
@@ -123,7 +130,7 @@ fn worker_panes(server: &TmuxServer) -> Vec<String> {
 /// the checks.
 fn one_run(dice: &mut Dice, f: &mut Figures, end: Instant) {
     let server = TmuxServer::new("chaos");
-    let t = TeamProject::new(TEAM);
+    let t = TeamProject::in_repo(&[("README", "chaos\n")], TEAM);
     let mut driver = t.run("Chaos problem").tmux(&server).spawn();
     let state = wait_state(t.path(), "a run", Duration::from_secs(60), |s| {
         s["run_id"].is_string()
@@ -132,14 +139,14 @@ fn one_run(dice: &mut Dice, f: &mut Figures, end: Instant) {
     let attach = |socket: &str| -> Child {
         spawn_crewmux(t.path(), socket, &["attach", "--headless", &run_id])
     };
-    // The kinds take turns from a random one, so a run of three kills or more has each.
-    let first = dice.below(3);
+    // The kinds take turns from a random one, so a run of four steps or more has each.
+    let first = dice.below(4);
     for step in 0.. {
         std::thread::sleep(Duration::from_millis(300 + dice.below(900)));
         if Instant::now() >= end || driver.try_wait().unwrap().is_some() {
             break;
         }
-        match (first + step) % 3 {
+        match (first + step) % 4 {
             0 => {
                 // After a server kill the driver starts the workers again: wait for a pane.
                 let mut panes: Vec<String> = vec![];
@@ -163,21 +170,137 @@ fn one_run(dice: &mut Dice, f: &mut Figures, end: Instant) {
                 f.driver_kills += 1;
                 driver = attach(&server.socket);
             }
-            _ => {
+            2 => {
                 server.kill();
                 f.server_kills += 1;
             }
+            _ => steer(t.path(), &server.socket, &run_id, dice, f),
         }
     }
     let out = wait_limited(driver, &["chaos run", &run_id]);
-    let out = if out.status.code().is_none() || out.stdout.is_empty() {
-        // Killed at the very end, or it stopped without a summary: resume it.
-        run_crewmux(t.path(), &server.socket, &["attach", "--headless", &run_id])
-    } else {
-        out
-    };
+    let out =
+        if out.status.code().is_none() || out.stdout.is_empty() || !finished(t.path(), &run_id) {
+            // Killed at the very end, stopped without a summary, or reopened by a steer that
+            // came as the driver left: resume it.
+            run_crewmux(t.path(), &server.socket, &["attach", "--headless", &run_id])
+        } else {
+            out
+        };
     f.runs += 1;
     check_run(t.path(), &server.socket, &run_id, &out, f);
+}
+
+/// Retry `ok`, `sim1` or `sim2` (one that has ended when there is one) or add a sim worker, through
+/// `crewmux steer` as a person would (the events are checked once the run has ended, not
+/// while it writes them).
+fn steer(project: &Path, socket: &str, run_id: &str, dice: &mut Dice, f: &mut Figures) {
+    let steer = |args: &[&str]| wait_limited(spawn_crewmux(project, socket, args), args);
+    let out = if dice.below(2) == 0 {
+        // A worker that has ended, when one has (a live one is refused).
+        let state: serde_json::Value = std::fs::read_to_string(
+            project
+                .join(".crewmux/runs")
+                .join(run_id)
+                .join("state.json"),
+        )
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+        let ended = |id: &&&str| {
+            matches!(
+                state_worker(&state, id)["status"].as_str(),
+                Some("completed" | "failed" | "crashed" | "timeout")
+            )
+        };
+        let mut pick = ["ok", "sim1", "sim2"];
+        pick.rotate_left(dice.below(3) as usize);
+        let who = pick.iter().find(ended).copied().unwrap_or(pick[0]);
+        let out = steer(&["steer", run_id, "retry", who]);
+        f.retries += usize::from(out.status.success());
+        out
+    } else {
+        let task = "Added during the chaos\nsim: lines=4\nsim: delay-ms=100";
+        let out = steer(&["steer", run_id, "add", task]);
+        f.added += usize::from(out.status.success());
+        out
+    };
+    // A refusal is one line and exit 2 (a worker still running, a run that ended).
+    if !out.status.success() && out.status.code() != Some(2) {
+        f.violations.push(format!(
+            "run {run_id}: steer failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+}
+
+/// True when the run's state says it ended.
+fn finished(project: &Path, run_id: &str) -> bool {
+    let path = project
+        .join(".crewmux/runs")
+        .join(run_id)
+        .join("state.json");
+    let state: serde_json::Value = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    serde_json::from_value::<crewmux::domain::RunStatus>(state["status"].clone())
+        .is_ok_and(|s| s.is_final())
+}
+
+/// The integration branch holds the last completed attempt of every worker: each completed
+/// worker's branch is merged into it, and `ok.txt` there is what `ok`'s last completed
+/// attempt wrote (a later attempt that failed is not taken).
+fn check_integration(
+    project: &Path,
+    state: &serde_json::Value,
+    events: &[crewmux::domain::RunEvent],
+    bad: &mut impl FnMut(String),
+) {
+    let Some(integration) = state["workspace"]["integration"]["branch"].as_str() else {
+        return;
+    };
+    let completed = |w: &&serde_json::Value| w["status"] == "completed" && w["kind"] == "worker";
+    for w in state["workers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(completed)
+    {
+        let id = w["id"].as_str().unwrap_or_default();
+        let Some(branch) = state["workspace"]["workers"][id]["branch"].as_str() else {
+            continue;
+        };
+        if !git_ok(
+            project,
+            &["merge-base", "--is-ancestor", branch, integration],
+        ) {
+            bad(format!(
+                "{integration} lacks {id}'s last attempt ({branch})"
+            ));
+        }
+    }
+    let last_ok = events
+        .iter()
+        .filter(|e| {
+            e.kind == crewmux::domain::EventKind::WorkerCompleted
+                && e.worker.as_deref() == Some("ok")
+        })
+        .filter_map(|e| e.attempt)
+        .max();
+    let Some(n) = last_ok else { return };
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(project)
+        .args(["show", &format!("{integration}:ok.txt")])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    if text.trim() != format!("attempt {n}") {
+        bad(format!(
+            "{integration}:ok.txt reads {:?}, ok's last completed attempt is {n}",
+            text.trim()
+        ));
+    }
 }
 
 /// The checks of one finished run (see the module doc); each failure is a violation.
@@ -259,4 +382,5 @@ fn check_run(
     for v in crewmux::driver::once::violations(&events) {
         bad(format!("events: {v}"));
     }
+    check_integration(project, &state, &events, &mut bad);
 }
