@@ -53,8 +53,9 @@ pub enum Command {
     Dispatch(DispatchArgs),
     /// Print a shell completion script (e.g. `crewmux completions bash > ~/.local/share/bash-completion/completions/crewmux`).
     Completions(CompletionsArgs),
-    /// Print the man page in roff (e.g. `crewmux man > ~/.local/share/man/man1/crewmux.1`).
-    Man,
+    /// Print the man page in roff (e.g. `crewmux man > ~/.local/share/man/man1/crewmux.1`), or
+    /// write it and a page per command into a folder (`--dir`).
+    Man(ManArgs),
     /// Manage the encrypted credential store.
     #[command(subcommand)]
     Creds(CredsCommand),
@@ -468,6 +469,15 @@ impl From<ModeArg> for crate::team::Mode {
             ModeArg::Solo => Self::Solo,
         }
     }
+}
+
+/// `crewmux man [--dir DIR]`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write `crewmux.1` and one page per command (`crewmux-run.1`, …) into this folder
+    /// (e.g. `~/.local/share/man/man1`) instead of printing the main page.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
 }
 
 /// `crewmux completions SHELL`.

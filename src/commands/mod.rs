@@ -120,6 +120,6 @@ pub fn execute(cli: Cli) -> Result<i32> {
         Command::Doctor(args) => doctor::run(args),
         Command::Dispatch(args) => dispatch::run(args),
         Command::Completions(args) => shell::completions(args.shell),
-        Command::Man => shell::man(),
+        Command::Man(args) => shell::man(&args),
     }
 }

@@ -18,15 +18,142 @@ pub fn completions(shell: clap_complete::Shell) -> Result<i32> {
     Ok(0)
 }
 
-/// `crewmux man`: the man page (section 1, roff) on stdout.
+/// `crewmux man`: the main page (section 1, roff) on stdout; with `--dir`, that page as
+/// `crewmux.1` and one page per command (`crewmux-run.1`, `crewmux-creds-add.1`, …, by
+/// clap_mangen) written into the folder. The main page lists the commands by name (their
+/// pages exist once `--dir` wrote them), the dashboard's keys (the help overlay's rows,
+/// default bindings), team files, the exit status and the files a run keeps.
 ///
 /// # Errors
-/// The page cannot be rendered (an I/O error of the in-memory buffer).
-pub fn man() -> Result<i32> {
-    let mut out = Vec::new();
-    clap_mangen::Man::new(Cli::command())
-        .render(&mut out)
-        .map_err(|e| Error::Other(format!("rendering the man page: {e}")))?;
-    crate::out!("{}", String::from_utf8_lossy(&out));
+/// The folder cannot be written ([`Error::System`] naming it), or a page cannot be rendered.
+pub fn man(args: &crate::cli::ManArgs) -> Result<i32> {
+    let page = main_page().map_err(|e| Error::Other(format!("rendering the man page: {e}")))?;
+    let Some(dir) = &args.dir else {
+        crate::out!("{page}");
+        return Ok(0);
+    };
+    let failed = |e: std::io::Error| {
+        Error::Usage(format!(
+            "--dir {}: cannot write the man pages there: {e}",
+            dir.display()
+        ))
+    };
+    std::fs::create_dir_all(dir).map_err(failed)?;
+    clap_mangen::generate_to(Cli::command(), dir).map_err(failed)?;
+    std::fs::write(dir.join("crewmux.1"), page).map_err(failed)?;
+    crate::outln!("wrote the crewmux man pages to {}", dir.display());
     Ok(0)
+}
+
+/// The main page: clap's title, name, synopsis, description and options, then the
+/// sections clap knows nothing of.
+fn main_page() -> std::io::Result<String> {
+    let cmd = Cli::command();
+    let man = clap_mangen::Man::new(cmd.clone());
+    let mut out = Vec::new();
+    man.render_title(&mut out)?;
+    man.render_name_section(&mut out)?;
+    man.render_synopsis_section(&mut out)?;
+    man.render_description_section(&mut out)?;
+    man.render_options_section(&mut out)?;
+    let mut page = String::from_utf8_lossy(&out).into_owned();
+    page.push_str(".SH COMMANDS\n");
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = sub.get_name();
+        page.push_str(&format!(
+            ".TP\n\\fBcrewmux {}\\fR\n{}\n",
+            roff(name),
+            roff(&sub.get_about().map(ToString::to_string).unwrap_or_default())
+        ));
+    }
+    page.push_str(&format!(
+        ".PP\n{}\n",
+        roff(
+            "Each command's options: crewmux COMMAND --help, or its own page (crewmux-run(1), …) \
+             once crewmux man --dir DIR has written them."
+        )
+    ));
+    page.push_str(".SH DASHBOARD KEYS\n");
+    page.push_str(&roff_paragraph(
+        "The default keys (config.toml [keys] can rebind them); ? shows them in the dashboard.",
+    ));
+    for (heading, rows) in
+        crate::tui::panels::overlay::help_rows(&crate::tui::keys::Keys::default())
+    {
+        page.push_str(&format!(".SS {}\n", roff(heading)));
+        for (keys, said) in rows {
+            page.push_str(&format!(".TP\n\\fB{}\\fR\n{}\n", roff(&keys), roff(said)));
+        }
+    }
+    for (heading, paragraphs) in PROSE {
+        page.push_str(&format!(".SH {heading}\n"));
+        for p in *paragraphs {
+            page.push_str(&roff_paragraph(p));
+        }
+    }
+    page.push_str(".SH SEE ALSO\n");
+    let pages: Vec<String> = cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set())
+        .map(|s| format!("crewmux\\-{}(1)", roff(s.get_name())))
+        .collect();
+    page.push_str(&format!(
+        "{}\n.PP\n{}\n",
+        pages.join(", "),
+        roff("(written by crewmux man --dir DIR); tmux(1), git-worktree(1).")
+    ));
+    Ok(page)
+}
+
+/// The page's sections of prose: heading and paragraphs (docs/design.md says the same at
+/// length).
+const PROSE: &[(&str, &[&str])] = &[
+    (
+        "TEAM FILES",
+        &[
+            "crewmux run --team FILE takes a TOML team: optional name, parallel (workers at once, \
+             default 5), max_fix_rounds (default 1) and clarify; one [[worker]] table per worker \
+             (id, unique, of a-z, 0-9 and -; role; provider or target; model or role_model; \
+             prompt or prompt_file; timeout_s, idle_timeout_s, stall_after_s, max_attempts, \
+             artifacts, cwd, after, workspace, host; command = [argv...] with provider = \
+             \"command\"), [[check]] tables (id and command: exit 0 is pass) and [[critic]] \
+             tables. Unknown fields are errors, reported as FILE:LINE:COL. The README and the \
+             examples folder of the source have whole teams.",
+        ],
+    ),
+    (
+        "EXIT STATUS",
+        &[
+            "0: the run is done and its council is ok or attention.",
+            "1: the run is blocked (its council failed) or failed.",
+            "2: bad input: a flag, a value, a team file, a missing program; nothing was created.",
+            "3: the run is halted at a clarification question (answer it with crewmux answer, \
+             then crewmux resume).",
+        ],
+    ),
+    (
+        "FILES",
+        &[
+            "PROJECT/.crewmux/runs/RUN/: a run's manifest.json, state.json, events.jsonl, \
+             report.md and workers/ID/attempt-N/{prompt.md,launch.sh,output.log,exit.json,result.md}.",
+            "PROJECT/.crewmux/worktrees/RUN/: the workers' git worktrees (branches crewmux/RUN/ID).",
+            "~/.config/crewmux/config.toml, providers.toml, hosts.toml (CREWMUX_CONFIG_DIR moves \
+             them); the project's .crewmux/providers.toml and hosts.toml override them.",
+        ],
+    ),
+];
+
+/// `text` as roff running text: backslashes and dashes escaped, a leading `.` or `'`
+/// guarded (roff(7)).
+fn roff(text: &str) -> String {
+    let escaped = text.replace('\\', "\\e").replace('-', "\\-");
+    if escaped.starts_with(['.', '\'']) {
+        format!("\\&{escaped}")
+    } else {
+        escaped
+    }
+}
+
+fn roff_paragraph(text: &str) -> String {
+    format!(".PP\n{}\n", roff(text))
 }

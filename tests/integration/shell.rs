@@ -52,3 +52,50 @@ fn the_man_page_is_roff_for_section_1() {
         "{text}"
     );
 }
+
+#[test]
+fn every_page_the_man_page_names_exists_and_it_covers_keys_teams_and_exit_codes() {
+    let out = crewmux().arg("man").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    for section in [
+        ".SH DASHBOARD KEYS",
+        ".SH TEAM FILES",
+        ".SH EXIT STATUS",
+        ".SH FILES",
+    ] {
+        assert!(text.contains(section), "{section}: {text}");
+    }
+    // The answer key, as the help overlay lists it.
+    assert!(text.contains(".TP\n\\fBa\\fR\nanswer"), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let wrote = crewmux()
+        .args(["man", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        wrote.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&wrote.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("crewmux.1")).unwrap(),
+        text,
+        "the folder's main page is the printed one"
+    );
+    // Each `crewmux-NAME(1)` the page names is a page of the folder.
+    let named: Vec<&str> = text
+        .split("crewmux\\-")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("(1)").map(|(name, _)| name))
+        .filter(|name| !name.contains(char::is_whitespace))
+        .collect();
+    assert!(named.len() >= 10, "{named:?}");
+    for name in named {
+        let page = dir
+            .path()
+            .join(format!("crewmux-{}.1", name.replace("\\-", "-")));
+        assert!(page.is_file(), "{} is named but missing", page.display());
+    }
+}

@@ -53,8 +53,9 @@ fn paired(a: Action) -> Action {
     }
 }
 
-/// One line per action: `keys  description`.
-fn section_lines(heading: &'static str, bindings: &[Binding], width: usize) -> Vec<Line<'static>> {
+/// The help's rows of one section: per action its keys (`PgUp/PgDn`; only the first key of
+/// each action when all do not fit the key column) and what it does.
+fn section_rows(bindings: &[Binding]) -> Vec<(String, &'static str)> {
     // Per row: every key, the first key of each action in it (used when every key does not
     // fit the key column), and the row's action.
     let mut rows: Vec<(String, String, Action)> = Vec::new();
@@ -86,39 +87,50 @@ fn section_lines(heading: &'static str, bindings: &[Binding], width: usize) -> V
             None => rows.push((b.label.to_string(), b.label.to_string(), action)),
         }
     }
-    let rows: Vec<(String, Action)> = rows
-        .into_iter()
+    rows.into_iter()
         .map(|(keys, short, a)| {
-            if keys.chars().count() > KEY_WIDTH && !short.is_empty() {
-                (short, a)
+            let keys = if keys.chars().count() > KEY_WIDTH && !short.is_empty() {
+                short
             } else {
-                (keys, a)
-            }
+                keys
+            };
+            let said = match a {
+                Action::SelectTab(_) => "show tab n of the tab strip",
+                Action::PageUp => "scroll a page up / down",
+                Action::NextTab => "next / previous tab",
+                Action::DeleteBack => "delete back / forward",
+                Action::CursorLeft => "cursor left / right",
+                Action::CursorHome => "cursor to the start / end",
+                Action::NextFile => "next / previous diff file",
+                a => a.description(),
+            };
+            (keys, said)
         })
-        .collect();
+        .collect()
+}
+
+/// The help's sections as text, heading and `(keys, what they do)` rows, with the
+/// person's own key bindings: what the help overlay shows, for the man page.
+pub fn help_rows(keys: &Keys) -> Vec<(&'static str, Vec<(String, &'static str)>)> {
+    sections(keys)
+        .into_iter()
+        .map(|(heading, bindings)| (heading, section_rows(&bindings)))
+        .collect()
+}
+
+/// One line per action: `keys  description`.
+fn section_lines(heading: &'static str, bindings: &[Binding], width: usize) -> Vec<Line<'static>> {
     let mut lines = vec![Line::from(Span::styled(
         heading,
         Style::default().fg(Color::Yellow).bold(),
     ))];
-    for (keys, action) in rows {
+    for (keys, said) in section_rows(bindings) {
         lines.push(Line::from(vec![
             Span::styled(
                 format!(" {keys:<KEY_WIDTH$}"),
                 Style::default().fg(Color::Cyan).bold(),
             ),
-            Span::raw(truncate(
-                match action {
-                    Action::SelectTab(_) => "show tab n of the tab strip",
-                    Action::PageUp => "scroll a page up / down",
-                    Action::NextTab => "next / previous tab",
-                    Action::DeleteBack => "delete back / forward",
-                    Action::CursorLeft => "cursor left / right",
-                    Action::CursorHome => "cursor to the start / end",
-                    Action::NextFile => "next / previous diff file",
-                    a => a.description(),
-                },
-                width.saturating_sub(KEY_WIDTH + 1),
-            )),
+            Span::raw(truncate(said, width.saturating_sub(KEY_WIDTH + 1))),
         ]));
     }
     lines
