@@ -253,6 +253,7 @@ pub fn create_run_with(
         workspace: workspace.clone(),
         routing: crate::team::routing::run_routing(team),
         hosts_not_answering: Default::default(),
+        inbox_read: Some(0),
         clarification: ClarificationState::default(),
         clarify: clarify && team.clarify,
         checks: team.checks.clone(),

@@ -72,12 +72,15 @@ pub enum EventKind {
     /// `state.json` changed under the driver into a file it cannot read: the file is kept
     /// and the run's state is saved next to it (`state.json.crewmux-saved`) instead.
     StateSavedAside,
+    /// A request another process put in the run's inbox that the driver could not carry
+    /// out (the message says which and why), so that nothing asked is dropped in silence.
+    RequestRefused,
     /// A name this build does not know.
     Other(String),
 }
 
 /// Every known kind, for parsing.
-const KNOWN: [EventKind; 44] = [
+const KNOWN: [EventKind; 45] = [
     EventKind::WorkerStarted,
     EventKind::WorkerRelaunched,
     EventKind::WorkerResumed,
@@ -122,6 +125,7 @@ const KNOWN: [EventKind; 44] = [
     EventKind::ResultTaken,
     EventKind::WorkerMoved,
     EventKind::StateSavedAside,
+    EventKind::RequestRefused,
 ];
 
 impl EventKind {
@@ -172,6 +176,7 @@ impl EventKind {
             EventKind::ResultTaken => "result-taken",
             EventKind::WorkerMoved => "worker-moved",
             EventKind::StateSavedAside => "state-saved-aside",
+            EventKind::RequestRefused => "request-refused",
             EventKind::Other(name) => name,
         }
     }

@@ -132,6 +132,13 @@ pub struct RunState {
     /// (docs/hosts.md). Absent (empty) in files an older driver wrote.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub hosts_not_answering: std::collections::BTreeMap<String, DateTime<Utc>>,
+    /// Bytes of the run's `inbox.jsonl` its drivers have read and carried out (or refused),
+    /// saved with the state those requests changed: a request that was sent while no
+    /// process drove the run, or that the driver left before reading, is carried out by
+    /// the next one. Absent in files an older driver wrote: a driver then starts at the
+    /// inbox's end, as those did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inbox_read: Option<u64>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }

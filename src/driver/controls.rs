@@ -5,6 +5,7 @@
 
 use super::{Control, Driver, Update, Wake};
 use crate::domain::WorkerStatus;
+use crate::engine::steer::Steer;
 use crate::engine::Input;
 use crate::store::InboxCommand;
 
@@ -59,12 +60,18 @@ impl Driver {
         }
     }
 
+    /// The engine inputs of the requests other processes appended to the inbox since the
+    /// last read. A request that does not apply is refused with a `request-refused` event
+    /// (in `events.jsonl`, so every dashboard and `status` read it), never dropped; the
+    /// offset read is saved with the state.
     pub(super) fn read_inbox(&mut self, emit: &mut impl FnMut(Update)) -> Vec<Input> {
         let mut inputs = vec![];
         match self.store.read_commands(self.inbox_offset) {
             Ok((cmds, off)) => {
                 self.inbox_offset = off;
+                self.state.inbox_read = Some(off);
                 for cmd in cmds {
+                    let what = request_words(&cmd);
                     let c = match cmd {
                         InboxCommand::AnswerRun { text } => Control::Answer { worker: None, text },
                         InboxCommand::AnswerWorker { worker, text } => Control::Answer {
@@ -78,12 +85,65 @@ impl Driver {
                         }
                         InboxCommand::Steer(s) => Control::Steer(s),
                     };
-                    inputs.extend(self.control_inputs(c, emit));
+                    let mut refused = vec![];
+                    let got = match self.ended_refusal(&c) {
+                        Some(why) => {
+                            refused.push(why);
+                            vec![]
+                        }
+                        None => self.control_inputs(c, &mut |u| match u {
+                            Update::Notice(n) => refused.push(n),
+                            other => emit(other),
+                        }),
+                    };
+                    for why in refused {
+                        let e = crate::domain::RunEvent {
+                            ts: chrono::Utc::now(),
+                            kind: crate::domain::EventKind::RequestRefused,
+                            worker: None,
+                            attempt: None,
+                            source: "user".into(),
+                            message: format!("{what} not carried out: {why}"),
+                        };
+                        self.record_event(e, emit);
+                    }
+                    inputs.extend(got);
                 }
             }
             Err(e) => emit(Update::Notice(format!("inbox: {e}"))),
         }
         inputs
+    }
+
+    /// Why a cancel or an answer cannot be carried out in a run that has ended (the engine
+    /// would leave it without a word).
+    fn ended_refusal(&self, c: &Control) -> Option<String> {
+        if !self.state.status.is_final() {
+            return None;
+        }
+        matches!(c, Control::Cancel { .. } | Control::Answer { .. }).then(|| {
+            format!(
+                "run {} is already {}",
+                self.state.run_id,
+                self.state.status.as_str()
+            )
+        })
+    }
+}
+
+/// A request in words, for the line that says it was refused: `cancel of the run`,
+/// `answer to asker`, `retry of backend`.
+fn request_words(cmd: &InboxCommand) -> String {
+    match cmd {
+        InboxCommand::AnswerRun { .. } => "the answer to the run's question".into(),
+        InboxCommand::AnswerWorker { worker, .. } => format!("the answer to {worker}"),
+        InboxCommand::Cancel { worker: None } => "the cancel of the run".into(),
+        InboxCommand::Cancel {
+            worker: Some(worker),
+        } => format!("the cancel of {worker}"),
+        InboxCommand::Steer(Steer::AddWorker { id, .. }) => format!("adding worker {id}"),
+        InboxCommand::Steer(Steer::Retry { worker, .. }) => format!("the retry of {worker}"),
+        InboxCommand::Steer(Steer::SendText { worker, .. }) => format!("the text for {worker}"),
     }
 }
 

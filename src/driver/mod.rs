@@ -50,6 +50,8 @@ mod work_back;
 #[cfg(test)]
 mod fake;
 #[cfg(test)]
+mod inbox_tests;
+#[cfg(test)]
 mod off_loop_tests;
 #[cfg(test)]
 mod tests;
@@ -312,6 +314,9 @@ impl Driver {
         let mut first = std::mem::take(&mut self.startup);
         first.push(Input::Start);
         self.apply(first, &mut emit);
+        // Requests sent while no process drove the run, or left unread by the last driver.
+        let waiting = self.read_inbox(&mut emit);
+        self.apply(waiting, &mut emit);
         // A run that ended before this driver took it (the engine ignores inputs then).
         self.finished |= self.state.status.is_final();
         self.save(&mut emit);

@@ -26,7 +26,8 @@ impl Driver {
         backend: Box<dyn Multiplexer>,
         opts: DriverOptions,
     ) -> Self {
-        let inbox_offset = store.inbox_len();
+        // Requests no driver has read yet are carried out (or refused) by this one.
+        let inbox_offset = state.inbox_read.unwrap_or_else(|| store.inbox_len());
         let mut state = state;
         // What a driver before this one found: this one looks at the hosts afresh.
         state.hosts_not_answering.clear();

@@ -111,6 +111,7 @@ pub(super) fn scripted(tmp: &std::path::Path) -> (RunStore, RunState, FakeWorld)
         workspace: None,
         routing: Default::default(),
         hosts_not_answering: Default::default(),
+        inbox_read: None,
         created_at: now,
         updated_at: now,
     };
@@ -130,7 +131,7 @@ fn opts() -> DriverOptions {
 
 /// How one driver's run ended.
 #[derive(Debug)]
-enum End {
+pub(super) enum End {
     Finished(Box<RunState>),
     Crashed,
 }
@@ -138,7 +139,11 @@ enum End {
 /// Drive the saved run with a new driver on `world` (stopping after `crash_after.0` applied
 /// inputs when given, saving the state first with `crash_after.1`), answering every question it shows; returns how it ended and how
 /// many inputs it applied. A driver that polls past `REATTACH_BOUND` fails the test.
-fn drive(store: &RunStore, world: &FakeWorld, crash_after: Option<(usize, bool)>) -> End {
+pub(super) fn drive(
+    store: &RunStore,
+    world: &FakeWorld,
+    crash_after: Option<(usize, bool)>,
+) -> End {
     quiet_panics();
     let state = store.load_state().unwrap();
     let mut driver = Driver::new(store.clone(), state, world.mux(), opts());

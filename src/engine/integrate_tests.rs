@@ -69,6 +69,7 @@ pub(super) fn run(fixer: bool) -> RunState {
         workspace: Some(ws),
         routing: Default::default(),
         hosts_not_answering: Default::default(),
+        inbox_read: None,
         clarification: ClarificationState::default(),
         clarify: false,
         checks: vec![CheckSpec {

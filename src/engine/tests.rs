@@ -51,6 +51,7 @@ pub(crate) fn run(workers: usize, parallel: usize) -> RunState {
         workspace: None,
         routing: Default::default(),
         hosts_not_answering: Default::default(),
+        inbox_read: None,
         clarification: ClarificationState::default(),
         clarify: false,
         checks: vec![],

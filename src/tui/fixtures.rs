@@ -138,6 +138,7 @@ pub fn crazy_run() -> RunState {
         workspace: None,
         routing: Default::default(),
         hosts_not_answering: Default::default(),
+        inbox_read: None,
         council: Council::from_verdicts(vec![
             verdict(
                 "skeptic",
