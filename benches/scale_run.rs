@@ -42,6 +42,8 @@ pub fn plan(project: &Path, socket: &str, team: &Path, parallel: usize) -> (RunS
         backend: Some(BackendArg::Tmux),
         parallel: Some(parallel),
         headless: true,
+        detach: false,
+        json: false,
         max_fix_rounds: Some(0),
         max_attempts: Some(1),
         quiet: true,

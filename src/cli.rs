@@ -71,6 +71,25 @@ pub enum Command {
     /// The filter that makes a CLI's JSON events readable in its pane (launch wrappers).
     #[command(hide = true)]
     PaneText(crate::commands::pane_text::PaneTextArgs),
+    /// The run's lead: drives one run, detached from every terminal, until it ends
+    /// (`run`, `demo`, `attach` and `resume` start it; its log is `<run dir>/lead.log`).
+    #[command(hide = true)]
+    Lead(LeadArgs),
+}
+
+/// Options of the hidden `crewmux lead` (docs/design.md "The lead and its dashboards").
+#[derive(Debug, Args)]
+pub struct LeadArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Run id.
+    pub run: String,
+    /// No bell or desktop notification.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Cap on a packaged prompt, characters.
+    #[arg(long, default_value_t = 4000)]
+    pub prompt_max_chars: usize,
 }
 
 /// Options shared by every command that touches runs.
@@ -126,6 +145,13 @@ pub struct RunOptions {
     /// Print events on stderr and the summary JSON on stdout instead of the dashboard.
     #[arg(long)]
     pub headless: bool,
+    /// Start the run with its own lead and print its id at once, without the dashboard
+    /// (`crewmux attach <run>` opens it later).
+    #[arg(long, conflicts_with = "headless")]
+    pub detach: bool,
+    /// With --detach: print the run's id and directory as JSON.
+    #[arg(long, requires = "detach")]
+    pub json: bool,
     /// Fix rounds after a blocked council, 0-10.
     #[arg(long, allow_negative_numbers = true, value_parser = crate::cli_values::whole_in::<u32>(0, 10))]
     pub max_fix_rounds: Option<u32>,

@@ -150,14 +150,22 @@ pub fn driving_backend_for(state: &RunState, store: &RunStore) -> Result<Box<dyn
     )
 }
 
-/// What the run session's first window shows: the run's events as they come.
+/// What the run session's first window shows: the log of the run's lead (everything it
+/// did and said, docs/design.md "The lead and its dashboards") for a run that has one,
+/// else the run's events as they come.
 fn home_argv(store: &RunStore) -> Vec<String> {
+    let lead_log = store.dir().join(super::lead::LOG_FILE);
+    let shown = if lead_log.exists() {
+        lead_log
+    } else {
+        store.events_path()
+    };
     vec![
         "tail".to_string(),
         "-n".into(),
         "+1".into(),
         "-F".into(),
-        store.events_path().display().to_string(),
+        shown.display().to_string(),
     ]
 }
 
@@ -173,6 +181,20 @@ fn hhmmss() -> String {
 /// As [`backend_for`]; the credential store cannot be opened (a wrong passphrase, a file with
 /// loose permissions); the driver thread cannot start or the run's state cannot be saved.
 pub fn drive_headless(store: RunStore, state: RunState, opts: DriverOptions) -> Result<i32> {
+    drive_printing(store, state, opts, true)
+}
+
+/// As [`drive_headless`]; `quit_at_halt` false keeps driving a run halted at a question
+/// (the run's lead: an answer from a dashboard continues it), true stops there (exit 3).
+///
+/// # Errors
+/// As [`drive_headless`].
+pub fn drive_printing(
+    store: RunStore,
+    state: RunState,
+    opts: DriverOptions,
+    quit_at_halt: bool,
+) -> Result<i32> {
     crate::logging::init(&state.project_dir, false);
     let opts = DriverOptions {
         notify: crate::config::load()?.notify,
@@ -217,7 +239,7 @@ pub fn drive_headless(store: RunStore, state: RunState, opts: DriverOptions) -> 
                 crate::errln!("[{}] crewmux: {n}", hhmmss());
             }
             Update::Snapshot { state, .. } => {
-                if state.status == RunStatus::Halted && !halted_reported {
+                if quit_at_halt && state.status == RunStatus::Halted && !halted_reported {
                     halted_reported = true;
                     crate::errln!(
                         "[{}] answer with: crewmux answer {run_id} \"<text>\", then crewmux resume {run_id}",

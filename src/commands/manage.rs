@@ -190,13 +190,16 @@ pub fn cancel(args: CancelArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// `crewmux attach [<run>]` and `crewmux resume [<run>]`: continue driving a run, with the
-/// dashboard on a terminal, headless otherwise. `attach` on a terminal opens the dashboard
-/// on a run another process drives too; its keys send that process requests.
+/// `crewmux attach [<run>]` and `crewmux resume [<run>]`: continue a run. On a terminal
+/// a run nobody drives gets a new lead ([`super::lead`]), which reconciles the saved state
+/// with what the workers did meanwhile, and the dashboard follows it; a run a lead drives
+/// already is only followed (`attach`: a second dashboard is a viewer). Headless (or with
+/// no terminal) this process drives the run to its end.
 ///
 /// # Errors
 /// [`Error::Usage`]: an unknown run, one another process drives (headless, or `resume`), or
-/// (for `resume`) one that cannot continue; the errors of driving the run.
+/// (for `resume`) one that cannot continue; the errors of starting its lead or of driving
+/// the run.
 #[allow(
     clippy::needless_pass_by_value,
     reason = "a command handler owns the flags clap parsed for it"
@@ -206,14 +209,14 @@ pub fn attach(args: AttachArgs, resume: bool) -> Result<i32> {
     let project = project_dir(args.common.project.as_deref())?;
     let store = RunStore::open(&project, args.run.as_deref())?;
     let state = store.load_state()?;
-    let on_terminal = !args.headless && !resume && std::io::stdout().is_terminal();
+    let on_terminal = !args.headless && std::io::stdout().is_terminal();
     if store.is_driven()? {
-        if on_terminal {
+        if on_terminal && !resume {
             return super::dashboard::follow_dashboard(store, state);
         }
         return Err(Error::Usage(format!(
-            "run {} is already being driven by another crewmux process; `crewmux status {}` shows it, `crewmux steer` and `crewmux answer` send it requests",
-            state.run_id, state.run_id
+            "run {} is already being driven by another crewmux process; `crewmux status {}` shows it, `crewmux attach {}` follows it, `crewmux steer` and `crewmux answer` send it requests",
+            state.run_id, state.run_id, state.run_id
         )));
     }
     if resume && state.clarification.pending {
@@ -222,11 +225,7 @@ pub fn attach(args: AttachArgs, resume: bool) -> Result<i32> {
             state.run_id, state.run_id
         )));
     }
-    let opts = DriverOptions {
-        exit_when_finished: args.headless || resume || !std::io::stdout().is_terminal(),
-        ..DriverOptions::default()
-    };
-    if state.status.is_final() && (resume || args.headless || !std::io::stdout().is_terminal()) {
+    if state.status.is_final() && (resume || !on_terminal) {
         crate::errln!(
             "crewmux: run {} is already {}; nothing to continue",
             state.run_id,
@@ -241,11 +240,15 @@ pub fn attach(args: AttachArgs, resume: bool) -> Result<i32> {
         );
         return Ok(super::summary::exit_code(&state));
     }
-    if args.headless || !std::io::stdout().is_terminal() {
-        super::drive::drive_headless(store, state, opts)
-    } else {
-        super::dashboard::drive_dashboard(store, state, opts)
+    if !on_terminal {
+        return super::drive::drive_headless(store, state, DriverOptions::default());
     }
+    // A finished run is only shown: a retry or an added worker from the dashboard gets
+    // it a lead then (see `follow_dashboard`).
+    if !state.status.is_final() {
+        super::lead::start(&store, &state, super::lead::LeadOptions::default())?;
+    }
+    super::dashboard::follow_dashboard(store, state)
 }
 
 /// Why `clean` keeps a run that has not ended, and what ends it: a run some crewmux process

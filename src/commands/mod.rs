@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod doctor_hosts;
 pub mod drive;
 pub mod home;
+pub mod lead;
 pub mod manage;
 pub mod pane_text;
 pub mod plan;
@@ -108,6 +109,7 @@ pub fn execute(cli: Cli) -> Result<i32> {
         Command::Demo(args) => run::demo(args),
         Command::SimAgent(args) => crate::sim::run(&args),
         Command::PaneText(args) => pane_text::run(&args),
+        Command::Lead(args) => lead::run(args),
         Command::Status(args) => status::status(args),
         Command::Answer(args) => manage::answer(args),
         Command::Cancel(args) => manage::cancel(args),

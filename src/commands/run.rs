@@ -146,7 +146,9 @@ pub fn demo(args: DemoArgs) -> Result<i32> {
     ran.inspect_err(|e| super::planning::not_started(&store, e))
 }
 
-/// Drive a freshly planned run: the dashboard on a terminal, headless otherwise.
+/// Drive a freshly planned run: headless in this process (`--headless`, or no terminal);
+/// otherwise by a lead of its own ([`super::lead`]), followed by the dashboard on this
+/// terminal, or (`--detach`) with its id printed at once.
 fn start(
     store: RunStore,
     state: RunState,
@@ -158,7 +160,7 @@ fn start(
         prompt_max_chars,
         ..DriverOptions::default()
     };
-    if opts.headless || !std::io::stdout().is_terminal() {
+    if opts.headless || (!opts.detach && !std::io::stdout().is_terminal()) {
         crate::errln!(
             "crewmux: run {} in {} ({} backend)",
             state.run_id,
@@ -169,8 +171,26 @@ fn start(
         for n in super::plan::plan_notices(&store)? {
             crate::errln!("crewmux: {n}");
         }
-        super::drive::drive_headless(store, state, dopts)
-    } else {
-        super::dashboard::drive_dashboard(store, state, dopts)
+        return super::drive::drive_headless(store, state, dopts);
     }
+    let lead = super::lead::LeadOptions {
+        quiet: opts.quiet,
+        prompt_max_chars,
+    };
+    super::lead::start(&store, &state, lead)?;
+    if opts.detach {
+        if opts.json {
+            crate::outln!(
+                "{}",
+                serde_json::json!({
+                    "run_id": state.run_id,
+                    "run_dir": state.run_dir,
+                })
+            );
+        } else {
+            crate::outln!("{}", state.run_id);
+        }
+        return Ok(0);
+    }
+    super::dashboard::follow_dashboard(store, state)
 }

@@ -60,8 +60,16 @@ fn hosts_down(state: &RunState, driven: bool, found: BTreeSet<String>) -> BTreeS
 fn driver_lines(state: &RunState, driven: bool) -> String {
     let mut s = String::new();
     if !driven && matches!(state.status, RunStatus::Detached | RunStatus::Running) {
+        let who = match super::lead::record(&state.run_dir) {
+            Some(l) => format!(
+                "its lead (pid {}, started {}) is gone",
+                l.pid,
+                l.started_at.format("%Y-%m-%d %H:%M:%S UTC")
+            ),
+            None => "no crewmux process drives this run".into(),
+        };
         s.push_str(&format!(
-            "no crewmux process drives this run: continue it with crewmux attach {} (or resume for headless)\n",
+            "{who}: crewmux attach {} starts a new one (or resume --headless drives it here)\n",
             state.run_id
         ));
     }

@@ -17,6 +17,9 @@
 //! notify-send = false
 //! tmux = true       # display-message inside your own tmux
 //!
+//! [lead]
+//! linger-s = 300    # seconds a finished run's tmux session and helpers stay (0: none)
+//!
 //! [defaults]
 //! mode = "solo"     # crazy, ccg or solo, when neither --mode nor --team is given
 //! provider = "codex" # when --provider is not given
@@ -54,6 +57,8 @@ pub struct Config {
     pub keys: Keys,
     pub theme: Theme,
     pub notify: NotifyWays,
+    /// What the run's lead does once the run has ended.
+    pub lead: LeadConfig,
     /// `crazy`, `ccg` or `solo`.
     pub mode: Option<String>,
     pub provider: Option<String>,
@@ -69,7 +74,36 @@ struct File {
     #[serde(default)]
     notify: NotifyFile,
     #[serde(default)]
+    lead: LeadFile,
+    #[serde(default)]
     defaults: DefaultsFile,
+}
+
+/// What the run's lead does once its run has ended (`[lead]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeadConfig {
+    /// How long a finished run's lead stays for late requests (a retry from a dashboard
+    /// reopens the run) before it ends the run's tmux session and the helper processes
+    /// (`tail -F`, `pipe-pane`); the run's files and worktrees stay. `linger-s`, seconds.
+    pub linger: std::time::Duration,
+}
+
+/// Default of [`LeadConfig::linger`]: five minutes, long enough to read the last panes of
+/// a run that just ended, short enough that an hour of runs leaves no pile of sessions.
+pub const DEFAULT_LINGER: std::time::Duration = std::time::Duration::from_secs(300);
+
+impl Default for LeadConfig {
+    fn default() -> Self {
+        LeadConfig {
+            linger: DEFAULT_LINGER,
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct LeadFile {
+    linger_s: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -181,6 +215,9 @@ pub fn parse(path: &Path, text: &str, registry: &crate::providers::Registry) -> 
         notify_send: n.notify_send.unwrap_or(true),
         tmux: n.tmux.unwrap_or(true),
     };
+    if let Some(s) = file.lead.linger_s {
+        config.lead.linger = std::time::Duration::from_secs(s);
+    }
     if let Some(mode) = &file.defaults.mode {
         if !MODES.contains(&mode.get_ref().as_str()) {
             return Err(at(

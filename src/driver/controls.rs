@@ -137,9 +137,10 @@ fn request_words(cmd: &InboxCommand) -> String {
     match cmd {
         InboxCommand::AnswerRun { .. } => "the answer to the run's question".into(),
         InboxCommand::AnswerWorker { worker, .. } => format!("the answer to {worker}"),
-        InboxCommand::Cancel { worker: None } => "the cancel of the run".into(),
+        InboxCommand::Cancel { worker: None, .. } => "the cancel of the run".into(),
         InboxCommand::Cancel {
             worker: Some(worker),
+            ..
         } => format!("the cancel of {worker}"),
         InboxCommand::Steer(Steer::AddWorker { id, .. }) => format!("adding worker {id}"),
         InboxCommand::Steer(Steer::Retry { worker, .. }) => format!("the retry of {worker}"),

@@ -35,26 +35,45 @@ pub struct Follower {
     driver_gone: bool,
     /// The hosts not answering last handed over.
     hosts_down: std::collections::BTreeSet<String>,
+    /// Starts a lead for the run when a request finds none driving it (its pid, or why
+    /// not); `None`: requests wait in the inbox for the next process that drives the run.
+    start_lead: Option<StartLead>,
 }
+
+/// Starts a process that drives the followed run; returns its pid or why it could not.
+pub type StartLead = Box<dyn FnMut(&RunState) -> std::result::Result<u32, String> + Send>;
 
 impl Follower {
     /// Follow `state` (as just loaded from `store`); `backend` only captures the focused
-    /// worker's pane.
-    pub fn new(store: RunStore, state: RunState, backend: Box<dyn Multiplexer>) -> Follower {
-        let events_seen = store.read_events().map(|e| e.len()).unwrap_or(0);
-        let events_len = file_len(&store.events_path());
-        let state_stamp = stamp(&store.state_path());
+    /// worker's pane. The first look reads `state.json` again (the dashboard shows `state`
+    /// until then, and the run may have moved on since it was loaded); events after the
+    /// first `events_seen` of `events.jsonl` are handed over (those before were replayed).
+    pub fn new(
+        store: RunStore,
+        state: RunState,
+        backend: Box<dyn Multiplexer>,
+        events_seen: usize,
+    ) -> Follower {
         Follower {
             store,
             state,
             backend,
             focus: None,
-            state_stamp,
+            state_stamp: None,
             events_seen,
-            events_len,
+            // Read at the first look.
+            events_len: u64::MAX,
             driver_gone: false,
             hosts_down: Default::default(),
+            start_lead: None,
         }
+    }
+
+    /// Start a lead with `start` when a request finds no process driving the run (a retry
+    /// in a finished run's dashboard, a request after the lead was killed).
+    pub fn with_lead_starter(mut self, start: StartLead) -> Self {
+        self.start_lead = Some(start);
+        self
     }
 
     /// The run as last read.
@@ -66,10 +85,12 @@ impl Follower {
     /// run as last read. An unreadable state file is said once as a notice and the last
     /// good state is kept.
     pub fn run(mut self, control: &Receiver<Control>, mut emit: impl FnMut(Update)) -> RunState {
-        emit(Update::Notice(format!(
-            "another crewmux process drives run {}: your keys send it requests",
-            self.state.run_id
-        )));
+        if self.store.is_driven().unwrap_or(true) {
+            emit(Update::Notice(format!(
+                "another crewmux process drives run {} (its lead): your keys send it requests; q leaves it running",
+                self.state.run_id
+            )));
+        }
         let mut next_driven_check = Instant::now() + DRIVEN_CHECK;
         let mut state_error: Option<String> = None;
         loop {
@@ -115,6 +136,13 @@ impl Follower {
                 return;
             }
             Control::Quit => return,
+            Control::Cancel { .. } | Control::Answer { .. } if self.state.status.is_final() => {
+                return emit(Update::Notice(format!(
+                    "run {} is already {}: nothing to cancel or answer",
+                    self.state.run_id,
+                    self.state.status.as_str()
+                )));
+            }
             Control::Answer { worker: None, text } => InboxCommand::AnswerRun { text },
             Control::Answer {
                 worker: Some(worker),
@@ -129,9 +157,23 @@ impl Follower {
                 Err(why) => return emit(Update::Notice(why)),
             },
         };
-        emit(Update::Notice(match self.store.send_command(&cmd) {
-            Ok(()) => format!("sent to the process driving run {}", self.state.run_id),
-            Err(e) => format!("the request was not sent: {e}"),
+        if let Err(e) = self.store.send_command(&cmd) {
+            return emit(Update::Notice(format!("the request was not sent: {e}")));
+        }
+        let id = self.state.run_id.clone();
+        if self.store.is_driven().unwrap_or(true) {
+            return emit(Update::Notice(format!("sent to the lead of run {id}")));
+        }
+        // Nobody drives the run: the request waits in its inbox for the next lead.
+        let started = match self.start_lead.as_mut() {
+            Some(start) => start(&self.state),
+            None => Err(format!("crewmux attach {id} starts one")),
+        };
+        emit(Update::Notice(match started {
+            Ok(pid) => format!("run {id} had no lead: started one (pid {pid}), which carries out the request"),
+            Err(why) => format!(
+                "no process drives run {id}: the request waits in its inbox for the next one ({why})"
+            ),
         }));
     }
 
@@ -164,10 +206,11 @@ impl Follower {
         if len == self.events_len {
             return;
         }
-        self.events_len = len;
+        // Read again at the next look when it fails (a line being appended).
         let Ok(events) = self.store.read_events() else {
             return;
         };
+        self.events_len = len;
         for e in events.into_iter().skip(self.events_seen) {
             self.events_seen += 1;
             // The log panel shows it as the driving process logged it (its own log file
@@ -204,7 +247,7 @@ impl Follower {
         let driven = self.store.is_driven().unwrap_or(true);
         if !driven && !self.driver_gone && !self.state.status.is_final() {
             emit(Update::Notice(format!(
-                "no crewmux process drives run {id} any more: q, then crewmux attach {id} drives it here",
+                "the lead of run {id} is gone: q, then crewmux attach {id} starts a new one",
                 id = self.state.run_id
             )));
         }

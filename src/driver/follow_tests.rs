@@ -26,6 +26,7 @@ fn the_hosts_the_driving_process_finds_not_answering_reach_the_followers_roster(
         store.clone(),
         state.clone(),
         crate::driver::fake::FakeWorld::default().mux(),
+        0,
     );
     let (ctl_tx, ctl_rx) = std::sync::mpsc::channel();
     let (up_tx, up_rx) = std::sync::mpsc::channel();
@@ -46,6 +47,44 @@ fn the_hosts_the_driving_process_finds_not_answering_reach_the_followers_roster(
     state.hosts_not_answering.clear();
     store.save_state(&state).unwrap();
     assert!(next_of(&up_rx, hosts_down).is_empty());
+    ctl_tx.send(Control::Quit).unwrap();
+    t.join().unwrap();
+}
+
+#[test]
+fn a_follower_started_from_an_older_state_shows_the_saved_one_at_its_first_look() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = RunStore::create(tmp.path(), "r1").unwrap();
+    let mut state = crate::engine::tests::run(2, 2);
+    state.run_dir = store.dir().to_path_buf();
+    let loaded = state.clone();
+    // The run moved on (its lead started a worker) between the dashboard's load of the
+    // state and the follower's start; nothing changes after that.
+    state.stage = crate::domain::Stage::TeamExec;
+    state.workers[0].status = crate::domain::WorkerStatus::Running;
+    store.save_state(&state).unwrap();
+    let follower = Follower::new(
+        store.clone(),
+        loaded,
+        crate::driver::fake::FakeWorld::default().mux(),
+        0,
+    );
+    let (ctl_tx, ctl_rx) = std::sync::mpsc::channel();
+    let (up_tx, up_rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || {
+        follower.run(&ctl_rx, |u| {
+            let _ = up_tx.send(u);
+        })
+    });
+    let shown = next_of(&up_rx, |u| match u {
+        Update::Snapshot { state, .. } => Some(state),
+        _ => None,
+    });
+    assert_eq!(shown.stage, crate::domain::Stage::TeamExec);
+    assert_eq!(
+        shown.workers[0].status,
+        crate::domain::WorkerStatus::Running
+    );
     ctl_tx.send(Control::Quit).unwrap();
     t.join().unwrap();
 }

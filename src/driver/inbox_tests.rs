@@ -21,7 +21,10 @@ fn a_cancel_sent_while_no_process_drove_the_run_is_carried_out_by_the_next_drive
     state.inbox_read = Some(0);
     store.save_state(&state).unwrap();
     store
-        .send_command(&InboxCommand::Cancel { worker: None })
+        .send_command(&InboxCommand::Cancel {
+            worker: None,
+            grace_s: None,
+        })
         .unwrap();
     let end = finished(drive(&store, &world, None));
     assert_eq!(end.status, RunStatus::Cancelled, "{:?}", end.reason);
@@ -43,7 +46,10 @@ fn a_request_that_no_longer_applies_is_refused_with_an_event_not_dropped() {
     assert_eq!(end.status, RunStatus::Done, "{:?}", end.reason);
     // Sent after the run ended, to a run nobody drives: the next driver says no.
     store
-        .send_command(&InboxCommand::Cancel { worker: None })
+        .send_command(&InboxCommand::Cancel {
+            worker: None,
+            grace_s: None,
+        })
         .unwrap();
     store
         .send_command(&InboxCommand::AnswerWorker {

@@ -29,7 +29,8 @@ pub enum Action {
     FocusNext,
     FocusPrev,
     ToggleHelp,
-    /// Leave the dashboard; workers keep running (`crewmux attach <run>` comes back).
+    /// Leave the dashboard; the run goes on, driven by its lead (`crewmux attach <run>`
+    /// comes back).
     Quit,
     /// Open the answer input for the pending question.
     Answer,
@@ -37,7 +38,8 @@ pub enum Action {
     NextWaiting,
     /// Cancel the selected worker.
     CancelWorker,
-    /// Ask to cancel every worker of the run (confirmed with `y`).
+    /// Ask to cancel the run, every worker of it (confirmed with `y`): the one key that
+    /// ends a run, since `q` never does.
     CancelAll,
     /// `y` in a confirm dialog.
     Confirm,
@@ -98,11 +100,11 @@ impl Action {
             Action::FocusNext => "focus the next panel",
             Action::FocusPrev => "focus the previous panel",
             Action::ToggleHelp => "show or hide this help",
-            Action::Quit => "quit; workers keep running",
+            Action::Quit => "leave; the run goes on",
             Action::Answer => "answer the pending question",
             Action::NextWaiting => "jump to next waiting worker",
             Action::CancelWorker => "cancel the selected worker",
-            Action::CancelAll => "cancel every worker (asks)",
+            Action::CancelAll => "cancel the run (asks)",
             Action::Confirm => "yes, do it",
             Action::Back => "close / leave input / back",
             Action::InsertChar(_) => "type into the answer",
@@ -144,7 +146,7 @@ impl Action {
             Action::Answer => "answer",
             Action::NextWaiting => "next waiting",
             Action::CancelWorker => "cancel",
-            Action::CancelAll => "cancel all",
+            Action::CancelAll => "cancel run",
             Action::Confirm => "yes",
             Action::Back => "back",
             Action::InsertChar(_) => "type",

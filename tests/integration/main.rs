@@ -70,6 +70,7 @@ mod hosts_sshd;
 mod hosts_start;
 mod launch_start;
 mod layers;
+mod lead;
 mod lifecycle;
 mod locale;
 mod pane_identity;

@@ -100,7 +100,9 @@ fn plus_adds_a_worker_r_retries_and_e_retries_with_the_edited_task() {
     let prompt2 = std::fs::read_to_string(run.join("workers/first/attempt-2/prompt.md")).unwrap();
     assert!(prompt2.contains("Plan: Plan the badge"), "{prompt2}");
 
-    // `e`: the editor script appends a line; attempt 3 is told the edited task.
+    // `e`: the editor script appends a line; attempt 3 is told the edited task. The
+    // dashboard follows the run's lead: it shows the retry ended a moment after the file.
+    viewer.wait_screen("Workers 2 · 2 done", Duration::from_secs(30));
     viewer.keys(&["e"]);
     let s = done_with(project, "the edited retry completes", |s| {
         worker_is(s, "first", 3, "completed")
@@ -181,7 +183,8 @@ fn s_types_a_line_into_a_running_worker_that_asked_nothing() {
     wait_state(project, "both running", Duration::from_secs(180), |s| {
         count_status(s, "running") == 2
     });
-    viewer.wait_screen("Workers 2", Duration::from_secs(60));
+    // The dashboard follows the run's lead: its roster says so a moment after the file.
+    viewer.wait_screen("Workers 2 · 2 running", Duration::from_secs(60));
 
     // `s` on the selected (first) worker opens the line; Enter types it into its pane.
     viewer.keys(&["s"]);
@@ -197,6 +200,7 @@ fn s_types_a_line_into_a_running_worker_that_asked_nothing() {
     assert_eq!(count_events(&run, "text-sent"), 1);
 
     // `s` on a worker that has ended says why on the screen and types nothing.
+    viewer.wait_screen("Workers 2 · 1 running · 1 done", Duration::from_secs(30));
     viewer.keys(&["s"]);
     viewer.wait_screen(
         "text goes only to a running worker",

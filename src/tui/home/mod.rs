@@ -29,6 +29,9 @@ pub struct RunRow {
     pub total: usize,
     pub created_at: Option<DateTime<Utc>>,
     pub error: Option<String>,
+    /// The run has not ended and no process drives it: its lead was killed (or the
+    /// machine restarted). Opening it starts a new lead.
+    pub lead_gone: bool,
 }
 
 impl RunRow {
@@ -44,6 +47,7 @@ impl RunRow {
             total: s.workers.len(),
             created_at: Some(s.created_at),
             error: None,
+            lead_gone: false,
         }
     }
 
@@ -68,7 +72,11 @@ pub fn load_rows(projects: &[PathBuf]) -> Vec<RunRow> {
         for id in list_run_ids(project).unwrap_or_default() {
             let store = RunStore::at(runs_root(project).join(&id));
             rows.push(match store.load_state() {
-                Ok(s) => RunRow::from_state(&s),
+                Ok(s) => RunRow {
+                    lead_gone: matches!(s.status, RunStatus::Running | RunStatus::Detached)
+                        && !store.is_driven().unwrap_or(true),
+                    ..RunRow::from_state(&s)
+                },
                 Err(e) => RunRow {
                     id: id.clone(),
                     project: project.clone(),
@@ -79,6 +87,7 @@ pub fn load_rows(projects: &[PathBuf]) -> Vec<RunRow> {
                     total: 0,
                     created_at: created_from_id(&id),
                     error: Some(e.to_string()),
+                    lead_gone: false,
                 },
             });
         }

@@ -30,6 +30,7 @@ fn rows() -> Vec<RunRow> {
         total: 0,
         created_at: None,
         error: Some("state.json: expected value at line 1 column 1".into()),
+        lead_gone: false,
     };
     vec![live, done, broken]
 }

@@ -18,7 +18,11 @@ pub fn draw(frame: &mut Frame, home: &Home, now: DateTime<Utc>) {
         return;
     }
     // Wrapped, not cut: a refused start's message ends with its fix.
-    let notice_text = home.notice.as_ref().map(|n| format!(" ● {n}"));
+    let notice_text = home
+        .notice
+        .as_ref()
+        .map(|n| format!(" ● {n}"))
+        .or_else(|| lead_gone_line(home));
     let notice_lines: Vec<Line> = notice_text
         .as_deref()
         .map(|n| textwrap::wrap(n, usize::from(area.width.max(1))))
@@ -91,6 +95,15 @@ pub fn age(t: Option<DateTime<Utc>>, now: DateTime<Utc>) -> String {
     }
 }
 
+/// The one line that says the selected run's lead is gone, and what brings one back.
+fn lead_gone_line(home: &Home) -> Option<String> {
+    let r = home.rows.get(home.selected).filter(|r| r.lead_gone)?;
+    Some(format!(
+        " ● run {} has not ended and its lead is gone: Enter starts a new one (crewmux attach {})",
+        r.id, r.id
+    ))
+}
+
 fn table(frame: &mut Frame, area: Rect, home: &Home, now: DateTime<Utc>) {
     let block = panel(" Runs (newest first) ", true);
     if home.rows.is_empty() {
@@ -131,7 +144,11 @@ fn table(frame: &mut Frame, area: Rect, home: &Home, now: DateTime<Utc>) {
                     &r.problem.replace('\n', " "),
                     problem_w,
                 )));
-                cells.push(Line::styled(s.as_str(), run_status_style(s)));
+                if r.lead_gone {
+                    cells.push(Line::from("no lead").red());
+                } else {
+                    cells.push(Line::styled(s.as_str(), run_status_style(s)));
+                }
                 cells.push(Line::from(council_badge(c)));
                 cells.push(Line::from(format!("{}/{}", r.done, r.total)));
             }

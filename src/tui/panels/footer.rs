@@ -208,8 +208,8 @@ fn quit_hint(run_id: &str, width: usize) -> Line<'static> {
     let dim = Style::default().fg(Color::DarkGray);
     let command = format!("crewmux attach {run_id}");
     let lead = [
-        " q quits the dashboard; workers keep running · come back with ",
-        " q: workers keep running · back with ",
+        " q leaves the dashboard; the run goes on · come back with ",
+        " q: the run goes on · back with ",
         " back: ",
     ]
     .into_iter()
@@ -263,7 +263,7 @@ mod tests {
         for gone in [
             "answer",
             "next waiting",
-            "cancel all",
+            "cancel run",
             "cancel",
             "send text",
         ] {
@@ -324,6 +324,6 @@ mod tests {
         let mut terminal =
             ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, HEIGHT)).unwrap();
         terminal.draw(|f| render(f, f.area(), &view)).unwrap();
-        assert!(format!("{}", terminal.backend()).contains("q quits the dashboard"));
+        assert!(format!("{}", terminal.backend()).contains("q leaves the dashboard"));
     }
 }

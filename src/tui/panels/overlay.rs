@@ -1,5 +1,5 @@
 //! Overlays drawn over the dashboard: the help (every action of every keymap, generated from
-//! the `Action` tables) and the confirm dialog (cancel all).
+//! the `Action` tables) and the confirm dialog (cancel the run).
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style, Stylize};
@@ -257,7 +257,7 @@ pub fn render_confirm(frame: &mut Frame, area: Rect, view: &View) {
             Span::raw(live.join(", ")).bold(),
         ]),
         Line::from(Span::styled(
-            "Each gets SIGTERM, then SIGKILL after a grace period; the run is marked cancelled.",
+            "Each gets SIGTERM, then SIGKILL after a grace period; the run ends cancelled (q only leaves the dashboard).",
             Style::default().fg(Color::Gray),
         )),
         Line::raw(""),
@@ -275,7 +275,7 @@ pub fn render_confirm(frame: &mut Frame, area: Rect, view: &View) {
     let block = Block::bordered()
         .border_type(BorderType::Double)
         .border_style(Style::default().fg(Color::Red))
-        .title(Line::from(" Cancel all workers? ").bold().red());
+        .title(Line::from(" Cancel the run? ").bold().red());
     frame.render_widget(Clear, popup);
     frame.render_widget(
         Paragraph::new(text)
