@@ -21,6 +21,7 @@ pub mod error;
 pub mod hosts;
 pub mod launch;
 pub mod logging;
+pub mod mcp;
 pub mod process;
 pub mod providers;
 pub mod sim;

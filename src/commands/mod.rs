@@ -11,6 +11,7 @@ pub mod drive;
 pub mod home;
 pub mod lead;
 pub mod manage;
+pub mod mcp_serve;
 pub mod pane_text;
 pub mod plan;
 pub mod planning;
@@ -110,6 +111,7 @@ pub fn execute(cli: Cli) -> Result<i32> {
         Command::SimAgent(args) => crate::sim::run(&args),
         Command::PaneText(args) => pane_text::run(&args),
         Command::Lead(args) => lead::run(args),
+        Command::McpServe(args) => mcp_serve::run(args),
         Command::Status(args) => status::status(args),
         Command::Answer(args) => manage::answer(args),
         Command::Cancel(args) => manage::cancel(args),

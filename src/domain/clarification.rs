@@ -1,5 +1,6 @@
 //! Clarification: the run-level gate's decision and the pending question saved in the state.
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 /// The line prefix of the explicit question protocol: a line `__CREWMUX_ASK__:<question>`
@@ -43,3 +44,57 @@ pub struct WorkerAnswer {
     pub question: String,
     pub answer: String,
 }
+
+/// What crewmux knows of a waiting worker's question besides its text (`WorkerState::question`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct PendingQuestion {
+    /// The id of the MCP tool call that asked (`ask`, or `approve` for an approval); `None`:
+    /// the question was read from the worker's screen or log, and an answer is pasted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call: Option<String>,
+    /// The answers the agent offered (`ask`'s `choices`), in its order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<String>,
+    /// The answer the agent takes when nobody answers before `deadline`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+    /// When the question stops waiting (asked + the worker's `question_timeout_s`); `None`:
+    /// it waits until another limit ends the attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<DateTime<Utc>>,
+    /// For an approval: what the agent asks to do (the CLI's tool and its input, in one
+    /// line); `y` allows it once, `n` denies it, `A` allows this tool for the rest of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Approval>,
+}
+
+/// An action an agent CLI asks the person to allow (Claude Code's `--permission-prompt-tool`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Approval {
+    /// The CLI's tool name, e.g. `Bash`, `Write`, `mcp__github__create_issue`.
+    pub tool: String,
+    /// The tool's input, as one line of JSON (cut to 400 characters for the screen).
+    pub input: String,
+}
+
+/// How a worker's MCP `ask` or `approve` call ended (the lead writes it as the call's
+/// `reply-<id>.json`, see `mcp::exchange`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ToolReply {
+    /// The person answered; `text` byte for byte as given.
+    Answer { text: String },
+    /// Nobody answered within `after_s` seconds; the ask's default (if any) applies.
+    TimedOut {
+        after_s: u64,
+        default: Option<String>,
+    },
+    /// The question is not taken (wrong nonce, the run is cancelled, the worker is being
+    /// ended): `why` is said to the agent as a tool error.
+    Refused { why: String },
+    /// An approval: allowed (once, or for the rest of the run with `always`).
+    Allow { always: bool },
+    /// An approval: denied, with the person's reason when given.
+    Deny { reason: Option<String> },
+}
+

@@ -75,12 +75,19 @@ pub enum EventKind {
     /// A request another process put in the run's inbox that the driver could not carry
     /// out (the message says which and why), so that nothing asked is dropped in silence.
     RequestRefused,
+    /// A line the agent sent through its MCP server's `progress` tool.
+    WorkerProgress,
+    /// Something an attempt's MCP server wrote that does not belong to that attempt (another
+    /// run's, worker's or attempt's nonce), refused.
+    McpRefused,
+    /// An attempt's MCP server ended without saying so (killed, crashed); the worker goes on.
+    McpServerDied,
     /// A name this build does not know.
     Other(String),
 }
 
 /// Every known kind, for parsing.
-const KNOWN: [EventKind; 45] = [
+const KNOWN: [EventKind; 48] = [
     EventKind::WorkerStarted,
     EventKind::WorkerRelaunched,
     EventKind::WorkerResumed,
@@ -126,6 +133,9 @@ const KNOWN: [EventKind; 45] = [
     EventKind::WorkerMoved,
     EventKind::StateSavedAside,
     EventKind::RequestRefused,
+    EventKind::WorkerProgress,
+    EventKind::McpRefused,
+    EventKind::McpServerDied,
 ];
 
 impl EventKind {
@@ -177,6 +187,9 @@ impl EventKind {
             EventKind::WorkerMoved => "worker-moved",
             EventKind::StateSavedAside => "state-saved-aside",
             EventKind::RequestRefused => "request-refused",
+            EventKind::WorkerProgress => "worker-progress",
+            EventKind::McpRefused => "mcp-refused",
+            EventKind::McpServerDied => "mcp-server-died",
             EventKind::Other(name) => name,
         }
     }

@@ -39,6 +39,12 @@ pub struct FlowState {
     /// ended `failed` with reason `stalled: <line>`; `None` turns detection off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stall_after_s: Option<u64>,
+    /// Seconds a question (an MCP `ask`, an approval, or a question seen on the screen) waits
+    /// for the person before it stops waiting: an `ask` returns its default, an approval is
+    /// denied, a screen question ends the attempt `failed`. `None`: no limit (the wall timeout
+    /// still applies). Default `team::limits::DEFAULT_QUESTION_TIMEOUT_S`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question_timeout_s: Option<u64>,
     /// A pending retry starts no earlier than this (back-off after a stall or rate limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_at: Option<DateTime<Utc>>,

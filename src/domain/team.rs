@@ -29,6 +29,10 @@ pub struct TeamSpec {
     /// Wall timeout of every check and `command` worker, seconds (0: none).
     #[serde(default)]
     pub check_timeout_s: Option<u64>,
+    /// How long every worker's question waits for the person, seconds (0: no limit); a
+    /// worker's own wins. Default `team::limits::DEFAULT_QUESTION_TIMEOUT_S`.
+    #[serde(default)]
+    pub question_timeout_s: Option<u64>,
     #[serde(default, rename = "worker")]
     pub workers: Vec<WorkerSpec>,
     #[serde(default, rename = "check")]
@@ -143,6 +147,9 @@ pub struct WorkerSpec {
     /// Idle timeout, seconds.
     #[serde(default)]
     pub idle_timeout_s: Option<u64>,
+    /// How long this worker's question waits for the person, seconds (0: no limit).
+    #[serde(default)]
+    pub question_timeout_s: Option<u64>,
     /// Seconds of only stall lines before the attempt is ended; 0: off.
     #[serde(default)]
     pub stall_after_s: Option<u64>,

@@ -141,6 +141,13 @@ pub struct WorkerState {
     /// A worker-level question while `waiting`.
     #[serde(default)]
     pub question: Option<String>,
+    /// What else is known of `question` (its tool call, choices, default, deadline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<super::clarification::PendingQuestion>,
+    /// The last line the agent sent through its MCP server's `progress` tool (shown, never
+    /// read as a status).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<String>,
     /// Wall timeout, seconds.
     #[serde(default)]
     pub timeout_s: Option<u64>,

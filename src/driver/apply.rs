@@ -132,6 +132,15 @@ impl Driver {
                 }
                 None
             }
+            Effect::Reply {
+                worker,
+                attempt,
+                call,
+                reply,
+            } => {
+                self.reply_to_call(&worker, attempt, &call, &reply, emit);
+                None
+            }
             Effect::EvaluateGate => Some(Input::Gate(crate::clarification::gate::evaluate(
                 &self.state.problem,
                 &self.state.clarification.answers,

@@ -26,6 +26,7 @@ mod launch_remote;
 mod launch_thread;
 mod lines;
 mod log_screen;
+mod mcp;
 mod notify;
 mod observe;
 mod observe_attempt;

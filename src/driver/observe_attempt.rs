@@ -46,6 +46,7 @@ impl Driver {
                     .get(provider.as_deref().unwrap_or_default()),
             ),
         );
+        inputs.extend(self.observe_mcp(t, &mut watch, emit));
         if let Some(q) = news.question {
             inputs.push(Input::Asked {
                 worker: t.worker.clone(),

@@ -122,6 +122,28 @@ pub fn prepare(
         r => r.and_then(|r| r.helper.as_deref()),
     };
     let self_exe = helper.unwrap_or(self_exe);
+    let nonce = new_nonce();
+    // This machine's attempts get an MCP server (the lead reads its files here).
+    let mcp = match &remote {
+        None => {
+            let caller = crate::mcp::exchange::Caller {
+                worker: w.id.clone(),
+                attempt: w.attempt,
+                nonce: nonce.clone(),
+            };
+            let m = crate::mcp::config::McpLaunch::new(
+                self_exe,
+                &paths.dir,
+                &caller,
+                w.flow.question_timeout_s,
+            );
+            // A folder left by an earlier launch of this attempt number holds its calls.
+            let _ = std::fs::remove_dir_all(&m.dir);
+            m.write_files()?;
+            Some(m)
+        }
+        Some(_) => None,
+    };
     let launch = registry.build_launch(
         &w.provider,
         &LaunchRequest {
@@ -131,6 +153,7 @@ pub fn prepare(
             command: w.command.as_deref(),
             attempt: w.attempt,
             self_exe,
+            mcp: mcp.as_ref(),
         },
     )?;
     let (argv, cwd) = match &remote {
@@ -149,7 +172,6 @@ pub fn prepare(
             local_cwd(state, w),
         ),
     };
-    let nonce = new_nonce();
     let is_tmux = state.backend == crate::domain::BackendKind::Tmux || remote.is_some();
     write_wrapper(
         &there,

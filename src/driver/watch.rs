@@ -86,6 +86,8 @@ pub struct Watch {
     /// `exit.json` was looked for after the marker was found: the wrapper writes the file
     /// before it prints the marker, so a marker read once sends one look for the file.
     looked_after_marker: bool,
+    /// The attempt's MCP exchange (`<attempt>/mcp/`), read each turn.
+    pub mcp: crate::mcp::watch::McpWatch,
 }
 
 /// What one read of a log found.
@@ -128,6 +130,7 @@ impl Watch {
             exit_seen: false,
             exit_looked: None,
             looked_after_marker: false,
+            mcp: crate::mcp::watch::McpWatch::new(dir),
         }
     }
 

@@ -145,6 +145,13 @@ fn killed_status(reason: KillReason, w: &WorkerState) -> (WorkerStatus, String) 
             WorkerStatus::Failed,
             w.reason.clone().unwrap_or_else(|| "stalled".into()),
         ),
+        KillReason::QuestionTimeout => (
+            WorkerStatus::Failed,
+            format!(
+                "no answer to its question within {}s (question_timeout_s)",
+                w.flow.question_timeout_s.unwrap_or(0)
+            ),
+        ),
         KillReason::Rejudge => (
             WorkerStatus::Cancelled,
             "stopped: the work it judged has changed".to_string(),
@@ -268,6 +275,7 @@ pub(super) fn finish(state: &mut RunState, mem: &mut RunMemory, end: Ending, fx:
     w.exit_code = exit.map(|e| e.0);
     w.ended_at = Some(now);
     w.question = None;
+    w.pending = None;
     w.reason = (!reason.is_empty()).then(|| reason.clone());
     if status == WorkerStatus::Completed {
         w.result = result;

@@ -97,6 +97,21 @@ pub(super) fn on_worker_input(
             question,
         } => on_asked(state, mem, &worker, attempt, question, fx),
         Input::AnswerWorker { worker, text } => on_answer(state, mem, worker, text, fx),
+        Input::ToolAsked {
+            worker,
+            attempt,
+            question,
+        } => super::questions::on_tool_asked(state, mem, &worker, attempt, question, fx),
+        Input::ToolCallGone {
+            worker,
+            attempt,
+            call,
+        } => super::questions::on_call_gone(state, mem, &worker, attempt, &call, fx),
+        Input::Progress {
+            worker,
+            attempt,
+            text,
+        } => super::questions::on_progress(state, &worker, attempt, text, fx),
         _ => {}
     }
 }
@@ -241,6 +256,7 @@ fn on_output(
     if w.status == WorkerStatus::Waiting && mem.answered.remove(worker).is_some() {
         w.status = WorkerStatus::Running;
         w.question = None;
+        w.pending = None;
         fx.event(
             EventKind::WorkerResumed,
             Some((worker, attempt)),
@@ -273,6 +289,10 @@ fn on_asked(
     let notice = format!("{worker} asks: {question}");
     w.status = WorkerStatus::Waiting;
     w.question = Some(question.clone());
+    w.pending = Some(super::questions::screen_question(
+        w.flow.question_timeout_s,
+        fx,
+    ));
     mem.answered.remove(worker);
     fx.event(
         EventKind::WorkerWaiting,
@@ -291,6 +311,12 @@ fn on_answer(
     text: String,
     fx: &mut Effects,
 ) {
+    let waiting = state
+        .worker(&worker)
+        .is_some_and(|w| w.status == WorkerStatus::Waiting);
+    if waiting && super::questions::answer_tool_call(state, mem, &worker, text.clone(), fx) {
+        return;
+    }
     let Some(w) = state.worker_mut(&worker) else {
         return;
     };

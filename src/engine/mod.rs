@@ -17,6 +17,7 @@ mod kills;
 mod late_result;
 mod lifecycle;
 mod panes;
+pub mod questions;
 mod stages;
 pub mod stall;
 #[cfg(test)]
@@ -55,6 +56,8 @@ pub enum KillReason {
     Cancel,
     /// Output has been only the provider's stall lines for `stall_after_s`.
     Stalled,
+    /// A question (seen on the worker's screen) waited past its `question_timeout_s`.
+    QuestionTimeout,
     /// A check or critic was still judging work that a steer has since changed (a worker
     /// added or retried): it ends, then judges the new work as a new attempt.
     Rejudge,
@@ -70,6 +73,7 @@ impl KillReason {
             KillReason::Cancel => "cancel",
             KillReason::Stalled => "stalled",
             KillReason::Rejudge => "rejudge",
+            KillReason::QuestionTimeout => "question timeout",
         }
     }
 }
@@ -147,6 +151,24 @@ pub enum Input {
         attempt: u32,
         question: String,
     },
+    /// The attempt asked through its MCP server (`ask`, or `approve` with `approval`).
+    ToolAsked {
+        worker: String,
+        attempt: u32,
+        question: questions::ToolQuestion,
+    },
+    /// The attempt's MCP server ended while the tool call `call` waited.
+    ToolCallGone {
+        worker: String,
+        attempt: u32,
+        call: String,
+    },
+    /// A line the attempt sent through its MCP server's `progress` tool.
+    Progress {
+        worker: String,
+        attempt: u32,
+        text: String,
+    },
     /// The user answered a waiting worker.
     AnswerWorker { worker: String, text: String },
     /// The user answered the run-level question.
@@ -210,6 +232,13 @@ pub enum Effect {
     },
     /// Paste `text` into the worker (bracketed paste, then Enter).
     Paste { worker: String, text: String },
+    /// Write `reply` for the MCP tool call `call` of the attempt (its `reply-<call>.json`).
+    Reply {
+        worker: String,
+        attempt: u32,
+        call: String,
+        reply: crate::domain::clarification::ToolReply,
+    },
     /// Run the gate over the problem and answers, then feed `Input::Gate`.
     EvaluateGate,
     /// Run the critics over the workers' results, then feed `Input::CouncilReady`.
@@ -262,6 +291,8 @@ pub struct RunMemory {
     /// No process drives the run (`status`, `cancel`, `answer` on a detached run): inputs
     /// are recorded, nothing new is launched and the gate is left for the next `resume`.
     pub offline: bool,
+    /// Tools the person allowed for the rest of the run (`A` on an approval).
+    pub always_allowed: std::collections::HashSet<String>,
 }
 
 /// Apply one input to the run; returns the effects to carry out, in order.
@@ -307,6 +338,7 @@ pub fn update(
         Input::Start => stages::start(state, mem, &mut fx),
         Input::Tick => {
             kills::check_timeouts(state, mem, &mut fx);
+            questions::check_deadlines(state, mem, &mut fx);
             stall::check_stalls(state, mem, &mut fx);
             stages::advance(state, mem, &mut fx);
         }

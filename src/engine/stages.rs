@@ -332,6 +332,8 @@ pub fn blank_worker(
         pid: None,
         result: None,
         question: None,
+            pending: None,
+            progress: None,
         timeout_s: None,
         idle_timeout_s: None,
         artifacts: vec![],

@@ -49,6 +49,22 @@ fn build(name: &str, spec: &ProviderSpec, req: &LaunchRequest<'_>) -> Result<Lau
     for (k, v) in &spec.env {
         env.push((k.clone(), expand(v, req)));
     }
+    let mcp_args: Vec<String> = match req.mcp {
+        Some(m) => {
+            env.push((
+                crate::mcp::config::CONFIG_ENV.to_string(),
+                m.config_path().display().to_string(),
+            ));
+            for (k, v) in &spec.mcp_env {
+                env.push((k.clone(), m.expand(&expand(v, req))));
+            }
+            spec.mcp_args
+                .iter()
+                .map(|a| m.expand(&expand(a, req)))
+                .collect()
+        }
+        None => Vec::new(),
+    };
     let model_args: Vec<String> = match req.model {
         Some(m) if !m.is_empty() => spec
             .model_args
@@ -67,14 +83,20 @@ fn build(name: &str, spec: &ProviderSpec, req: &LaunchRequest<'_>) -> Result<Lau
         cmd.iter().map(|a| expand(a, req)).collect()
     } else {
         let mut argv = vec![expand(&spec.binary, req)];
-        let mut placed = false;
+        let (mut placed, mut mcp_placed) = (false, false);
         for a in &spec.args {
             if a == "{model_args}" {
                 argv.extend(model_args.iter().cloned());
                 placed = true;
+            } else if a == "{mcp_args}" {
+                argv.extend(mcp_args.iter().cloned());
+                mcp_placed = true;
             } else {
                 argv.push(expand(a, req));
             }
+        }
+        if !mcp_placed {
+            argv.extend(mcp_args);
         }
         if !placed {
             argv.extend(model_args);
@@ -116,6 +138,7 @@ mod tests {
             command,
             attempt: 2,
             self_exe: Path::new("/bin/crewmux"),
+            mcp: None,
         }
     }
 

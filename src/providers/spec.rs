@@ -98,6 +98,14 @@ pub struct ProviderSpec {
     pub install_hint: String,
     /// Environment set for every attempt.
     pub env: BTreeMap<String, String>,
+    /// Arguments that make the CLI start the attempt's MCP server (`mcp::config`), placed
+    /// where `{mcp_args}` stands in `args` (or at the end); placeholders `{mcp_config}`,
+    /// `{mcp_settings}`, `{mcp_opencode}`, `{mcp_command_toml}`, `{mcp_args_toml}`,
+    /// `{mcp_tool_timeout_s}`. Empty (with `mcp_env`): the CLI is not wired, and only
+    /// `CREWMUX_MCP_CONFIG` tells it of the server.
+    pub mcp_args: Vec<String>,
+    /// Variables (same placeholders) that make the CLI start the attempt's MCP server.
+    pub mcp_env: BTreeMap<String, String>,
     /// The variable the CLI reads its API key from.
     pub api_key_env: Option<String>,
     /// Model role → model.

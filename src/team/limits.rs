@@ -13,6 +13,11 @@ pub const DEFAULT_TIMEOUT_S: u64 = 45 * 60;
 pub const DEFAULT_IDLE_TIMEOUT_S: u64 = 10 * 60;
 /// Seconds of output made only of stall lines before an attempt is ended: 2 min.
 pub const DEFAULT_STALL_AFTER_S: u64 = 120;
+/// How long a worker's question (MCP `ask`, an approval, a question on its screen) waits
+/// for the person, seconds: 10 min, as long as the idle timeout, so a question nobody
+/// answers ends (with the ask's default, a denied approval, or the attempt `failed`)
+/// well before the wall timeout.
+pub const DEFAULT_QUESTION_TIMEOUT_S: u64 = 10 * 60;
 /// Wall timeout of a check or a `command` worker, seconds: 20 min (no idle timeout: a
 /// build may stay quiet for long).
 pub const DEFAULT_CHECK_TIMEOUT_S: u64 = 20 * 60;
@@ -24,6 +29,7 @@ pub struct LimitFlags {
     pub idle_timeout_s: Option<u64>,
     pub stall_after_s: Option<u64>,
     pub check_timeout_s: Option<u64>,
+    pub question_timeout_s: Option<u64>,
 }
 
 /// The limits of one worker, seconds; `None`: no such limit.
@@ -32,6 +38,7 @@ pub struct Limits {
     pub timeout_s: Option<u64>,
     pub idle_timeout_s: Option<u64>,
     pub stall_after_s: Option<u64>,
+    pub question_timeout_s: Option<u64>,
 }
 
 /// The first given value of `levels` (most specific first), else `default`; 0 is off.
@@ -74,6 +81,7 @@ impl LimitSources {
                 ],
                 DEFAULT_STALL_AFTER_S,
             ),
+            question_timeout_s: self.question_timeout(own),
         }
     }
 
@@ -91,7 +99,21 @@ impl LimitSources {
             ),
             idle_timeout_s: own.idle_timeout_s.filter(|s| *s > 0),
             stall_after_s: None,
+            question_timeout_s: self.question_timeout(own),
         }
+    }
+
+    /// How long a question of a worker with its own values `own` waits, for every kind of
+    /// worker (a `command` worker may ask through `CREWMUX_MCP_CONFIG` too).
+    fn question_timeout(&self, own: Limits) -> Option<u64> {
+        pick(
+            &[
+                own.question_timeout_s,
+                self.flags.question_timeout_s,
+                self.team.question_timeout_s,
+            ],
+            DEFAULT_QUESTION_TIMEOUT_S,
+        )
     }
 }
 
@@ -119,20 +141,23 @@ mod tests {
             Limits {
                 timeout_s: Some(60),
                 idle_timeout_s: None,
-                stall_after_s: Some(30)
+                stall_after_s: Some(30),
+                question_timeout_s: Some(DEFAULT_QUESTION_TIMEOUT_S)
             }
         );
         let own = Limits {
             timeout_s: Some(5),
             idle_timeout_s: Some(7),
             stall_after_s: Some(0),
+            question_timeout_s: Some(0),
         };
         assert_eq!(
             src.agent(own, None),
             Limits {
                 timeout_s: Some(5),
                 idle_timeout_s: Some(7),
-                stall_after_s: None
+                stall_after_s: None,
+                question_timeout_s: None
             }
         );
         let defaults = LimitSources::default().agent(none, None);
@@ -141,7 +166,8 @@ mod tests {
             Limits {
                 timeout_s: Some(DEFAULT_TIMEOUT_S),
                 idle_timeout_s: Some(DEFAULT_IDLE_TIMEOUT_S),
-                stall_after_s: Some(DEFAULT_STALL_AFTER_S)
+                stall_after_s: Some(DEFAULT_STALL_AFTER_S),
+                question_timeout_s: Some(DEFAULT_QUESTION_TIMEOUT_S)
             }
         );
         assert_eq!(

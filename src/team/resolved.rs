@@ -27,6 +27,8 @@ pub struct ResolvedWorker {
     pub idle_timeout_s: Option<u64>,
     /// Seconds of only stall lines before an attempt is ended; `None`: off.
     pub stall_after_s: Option<u64>,
+    /// How long its question waits for the person, seconds; `None`: no limit.
+    pub question_timeout_s: Option<u64>,
     pub max_attempts: u32,
     pub artifacts: Vec<String>,
     pub cwd: Option<PathBuf>,
@@ -77,6 +79,8 @@ impl ResolvedWorker {
             pid: None,
             result: None,
             question: None,
+            pending: None,
+            progress: None,
             timeout_s: self.timeout_s,
             idle_timeout_s: self.idle_timeout_s,
             artifacts: self.artifacts.clone(),
@@ -90,6 +94,7 @@ impl ResolvedWorker {
                 after: self.after.clone(),
                 on_upstream_failure: self.on_upstream_failure,
                 stall_after_s: self.stall_after_s,
+                question_timeout_s: self.question_timeout_s,
                 ..Default::default()
             },
         }
@@ -188,6 +193,7 @@ impl ResolvedTeam {
                 command: worker.command.as_deref(),
                 attempt,
                 self_exe,
+                mcp: None,
             },
         )
     }

@@ -58,6 +58,7 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
             idle_timeout_s: spec.idle_timeout_s,
             stall_after_s: spec.stall_after_s,
             check_timeout_s: spec.check_timeout_s,
+            question_timeout_s: spec.question_timeout_s,
         },
     };
     let ctx = RouteCtx {
@@ -219,6 +220,7 @@ fn route_worker(
             timeout_s: w.timeout_s,
             idle_timeout_s: w.idle_timeout_s,
             stall_after_s: w.stall_after_s,
+            question_timeout_s: w.question_timeout_s,
         },
     );
     Ok(Some(ResolvedWorker {
@@ -232,6 +234,7 @@ fn route_worker(
         timeout_s: limits.timeout_s,
         idle_timeout_s: limits.idle_timeout_s,
         stall_after_s: limits.stall_after_s,
+        question_timeout_s: limits.question_timeout_s,
         max_attempts: w
             .max_attempts
             .or(opts.max_attempts)
@@ -391,6 +394,7 @@ fn council_limits(
                 timeout_s: c.timeout_s,
                 idle_timeout_s: c.idle_timeout_s,
                 stall_after_s: c.stall_after_s,
+                ..Limits::default()
             };
             let l = limits_of(registry, sources, provider, own);
             (c.timeout_s, c.idle_timeout_s, c.stall_after_s) =
@@ -404,6 +408,7 @@ fn council_limits(
         timeout_s: fixer.timeout_s,
         idle_timeout_s: fixer.idle_timeout_s,
         stall_after_s: fixer.stall_after_s,
+        ..Limits::default()
     };
     let l = limits_of(registry, sources, &provider, own);
     (fixer.timeout_s, fixer.idle_timeout_s, fixer.stall_after_s) =

@@ -48,6 +48,8 @@ pub fn worker(id: &str, role: &str, status: WorkerStatus) -> WorkerState {
         pid: None,
         result: None,
         question: None,
+            pending: None,
+            progress: None,
         timeout_s: Some(900),
         idle_timeout_s: Some(300),
         artifacts: vec!["result.md".into()],

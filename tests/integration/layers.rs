@@ -52,6 +52,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("logging", 2),
     ("workspace", 2),
     ("hosts", 2),
+    ("mcp", 2),
     ("driver", 3),
     ("cli", 4),
     ("cli_error", 4),

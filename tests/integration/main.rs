@@ -73,6 +73,7 @@ mod layers;
 mod lead;
 mod lifecycle;
 mod locale;
+mod mcp;
 mod pane_identity;
 mod planning;
 mod providers_standins;

@@ -1,0 +1,95 @@
+//! The lead's side of each attempt's MCP exchange: what the watch found becomes engine
+//! inputs (questions, progress) or events (refused writes, a server that died), and the
+//! engine's replies are written back for the server to hand to the agent.
+
+use super::{Driver, Update, Watch};
+use crate::backend::Target;
+use crate::domain::clarification::ToolReply;
+use crate::domain::{EventKind, RunEvent};
+use crate::engine::questions::ToolQuestion;
+use crate::engine::Input;
+use crate::mcp::exchange;
+use crate::mcp::watch::{pid_alive, McpNews};
+
+impl Driver {
+    /// What the attempt's MCP exchange holds that is new (this machine's attempts only:
+    /// a worker on an SSH host gets no server).
+    pub(super) fn observe_mcp(
+        &mut self,
+        t: &Target,
+        watch: &mut Watch,
+        emit: &mut impl FnMut(Update),
+    ) -> Vec<Input> {
+        let mut inputs = vec![];
+        for news in watch.mcp.look(&watch.nonce, pid_alive) {
+            match news {
+                McpNews::Asked(ask) => inputs.push(Input::ToolAsked {
+                    worker: t.worker.clone(),
+                    attempt: t.attempt,
+                    question: ToolQuestion {
+                        call: ask.id,
+                        question: ask.question,
+                        choices: ask.choices,
+                        default: ask.default,
+                        approval: ask.approval,
+                    },
+                }),
+                McpNews::Progress(text) => inputs.push(Input::Progress {
+                    worker: t.worker.clone(),
+                    attempt: t.attempt,
+                    text,
+                }),
+                McpNews::Refused(what) => {
+                    self.mcp_event(t, EventKind::McpRefused, what, emit);
+                }
+                McpNews::ServerDied { pid, open_asks } => {
+                    let msg = format!(
+                        "its MCP server (pid {pid}) ended without its agent; the agent's crewmux tools fail until the agent starts it again, the worker goes on"
+                    );
+                    self.mcp_event(t, EventKind::McpServerDied, msg, emit);
+                    inputs.extend(open_asks.into_iter().map(|call| Input::ToolCallGone {
+                        worker: t.worker.clone(),
+                        attempt: t.attempt,
+                        call,
+                    }));
+                }
+            }
+        }
+        inputs
+    }
+
+    fn mcp_event(
+        &mut self,
+        t: &Target,
+        kind: EventKind,
+        message: String,
+        emit: &mut impl FnMut(Update),
+    ) {
+        let e = RunEvent {
+            ts: chrono::Utc::now(),
+            kind,
+            worker: Some(t.worker.clone()),
+            attempt: Some(t.attempt),
+            source: "mcp".into(),
+            message,
+        };
+        self.record_event(e, emit);
+    }
+
+    /// Write the engine's reply to the tool call `call` of `worker`'s attempt.
+    pub(super) fn reply_to_call(
+        &mut self,
+        worker: &str,
+        attempt: u32,
+        call: &str,
+        reply: &ToolReply,
+        emit: &mut impl FnMut(Update),
+    ) {
+        let dir = exchange::dir(&self.store.attempt_dir(worker, attempt));
+        if let Err(e) = exchange::write_json(&exchange::reply_path(&dir, call), reply) {
+            emit(Update::Notice(format!(
+                "could not answer {worker}'s MCP call {call}: {e}"
+            )));
+        }
+    }
+}
