@@ -109,6 +109,17 @@ pub fn answer(args: AnswerArgs) -> Result<i32> {
         }
         Some(w) => {
             let ws = state.worker(w).map(|x| (x.pane_id.is_some(), x.status));
+            // A question asked through the worker's MCP server is answered by a file its
+            // server reads, whoever drives the run (or nobody).
+            let by_tool = state
+                .worker(w)
+                .and_then(|x| x.pending.as_ref())
+                .is_some_and(|p| p.tool_call.is_some());
+            if by_tool {
+                offline_driver(&store, state)?.answer_now(Some(w.clone()), args.text.clone())?;
+                crate::errln!("crewmux: answer sent to {w}'s ask");
+                return Ok(0);
+            }
             if state.backend != BackendKind::Tmux || ws.is_none_or(|(pane, _)| !pane) {
                 return Err(Error::Usage(format!(
                     "worker `{w}` runs as a child of a crewmux process that is gone; its stdin cannot be reached"

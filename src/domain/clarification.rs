@@ -97,4 +97,3 @@ pub enum ToolReply {
     /// An approval: denied, with the person's reason when given.
     Deny { reason: Option<String> },
 }
-

@@ -117,19 +117,7 @@ impl Driver {
                 None
             }
             Effect::Paste { worker, text } => {
-                let target = self.state.worker(&worker).map(|w| Target {
-                    worker: w.id.clone(),
-                    attempt: w.attempt,
-                    pane_id: w.pane_id.clone(),
-                    pid: w.pid,
-                    log: self.store.attempt_dir(&w.id, w.attempt).join("output.log"),
-                    watch_screen: false,
-                });
-                if let Some(t) = target {
-                    if let Err(e) = self.backend.get().send_text(&t, &text) {
-                        emit(Update::Notice(format!("could not answer {worker}: {e}")));
-                    }
-                }
+                self.paste(&worker, &text, emit);
                 None
             }
             Effect::Reply {
@@ -180,6 +168,23 @@ impl Driver {
             Effect::Finished => {
                 self.finished = true;
                 None
+            }
+        }
+    }
+
+    /// Paste `text` into `worker`'s pane (a notice when it cannot be).
+    fn paste(&mut self, worker: &str, text: &str, emit: &mut impl FnMut(Update)) {
+        let target = self.state.worker(worker).map(|w| Target {
+            worker: w.id.clone(),
+            attempt: w.attempt,
+            pane_id: w.pane_id.clone(),
+            pid: w.pid,
+            log: self.store.attempt_dir(&w.id, w.attempt).join("output.log"),
+            watch_screen: false,
+        });
+        if let Some(t) = target {
+            if let Err(e) = self.backend.get().send_text(&t, text) {
+                emit(Update::Notice(format!("could not answer {worker}: {e}")));
             }
         }
     }

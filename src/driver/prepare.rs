@@ -123,27 +123,7 @@ pub fn prepare(
     };
     let self_exe = helper.unwrap_or(self_exe);
     let nonce = new_nonce();
-    // This machine's attempts get an MCP server (the lead reads its files here).
-    let mcp = match &remote {
-        None => {
-            let caller = crate::mcp::exchange::Caller {
-                worker: w.id.clone(),
-                attempt: w.attempt,
-                nonce: nonce.clone(),
-            };
-            let m = crate::mcp::config::McpLaunch::new(
-                self_exe,
-                &paths.dir,
-                &caller,
-                w.flow.question_timeout_s,
-            );
-            // A folder left by an earlier launch of this attempt number holds its calls.
-            let _ = std::fs::remove_dir_all(&m.dir);
-            m.write_files()?;
-            Some(m)
-        }
-        Some(_) => None,
-    };
+    let mcp = mcp_launch(w, self_exe, &paths.dir, &nonce, remote.is_none())?;
     let launch = registry.build_launch(
         &w.provider,
         &LaunchRequest {
@@ -214,6 +194,38 @@ pub fn prepare(
         paths,
         nonce,
     })
+}
+
+/// The attempt's MCP server launch, its files written into a fresh `<attempt>/mcp/`; only
+/// this machine's attempts (`local`) get one: the lead reads the exchange here.
+///
+/// # Errors
+/// I/O.
+fn mcp_launch(
+    w: &WorkerState,
+    self_exe: &Path,
+    attempt_dir: &Path,
+    nonce: &str,
+    local: bool,
+) -> Result<Option<crate::mcp::config::McpLaunch>> {
+    if !local {
+        return Ok(None);
+    }
+    let caller = crate::mcp::exchange::Caller {
+        worker: w.id.clone(),
+        attempt: w.attempt,
+        nonce: nonce.to_string(),
+    };
+    let m = crate::mcp::config::McpLaunch::new(
+        self_exe,
+        attempt_dir,
+        &caller,
+        w.flow.question_timeout_s,
+    );
+    // A folder left by an earlier launch of this attempt number holds its calls.
+    let _ = std::fs::remove_dir_all(&m.dir);
+    m.write_files()?;
+    Ok(Some(m))
 }
 
 /// A remote worker whose provider runs crewmux itself (a fallback to `sim`, a run planned

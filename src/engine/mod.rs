@@ -18,6 +18,8 @@ mod late_result;
 mod lifecycle;
 mod panes;
 pub mod questions;
+#[cfg(test)]
+mod questions_tests;
 mod stages;
 pub mod stall;
 #[cfg(test)]

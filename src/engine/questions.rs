@@ -55,10 +55,7 @@ pub(super) fn on_tool_asked(
     q: ToolQuestion,
     fx: &mut Effects,
 ) {
-    let Some(w) = state
-        .worker_mut(worker)
-        .filter(|w| w.attempt == attempt)
-    else {
+    let Some(w) = state.worker_mut(worker).filter(|w| w.attempt == attempt) else {
         let why = "refused: this attempt is not the worker's current one".to_string();
         reply(fx, worker, attempt, q.call, ToolReply::Refused { why });
         return;
@@ -91,14 +88,24 @@ pub(super) fn on_tool_asked(
         reply(fx, worker, attempt, q.call, ToolReply::Refused { why });
         return;
     }
-    if let Some(a) = q.approval.as_ref().filter(|a| mem.always_allowed.contains(&a.tool)) {
+    if let Some(a) = q
+        .approval
+        .as_ref()
+        .filter(|a| mem.always_allowed.contains(&a.tool))
+    {
         fx.event(
             EventKind::WorkerAnswered,
             Some((worker, attempt)),
             "user",
             format!("{} allowed for the rest of the run: {}", a.tool, a.input),
         );
-        reply(fx, worker, attempt, q.call, ToolReply::Allow { always: true });
+        reply(
+            fx,
+            worker,
+            attempt,
+            q.call,
+            ToolReply::Allow { always: true },
+        );
         return;
     }
     let notice = match &q.approval {
@@ -164,7 +171,12 @@ pub(super) fn answer_tool_call(
         question,
         answer: text,
     });
-    fx.event(EventKind::WorkerAnswered, Some((worker, attempt)), "user", said);
+    fx.event(
+        EventKind::WorkerAnswered,
+        Some((worker, attempt)),
+        "user",
+        said,
+    );
     reply(fx, worker, attempt, call, r);
     true
 }
@@ -193,10 +205,7 @@ fn approval_reply(
         }
         "n" | "N" | "no" | "deny" => {
             let reason = (!rest.trim().is_empty()).then(|| rest.trim().to_string());
-            (
-                ToolReply::Deny { reason },
-                format!("denied {}", a.tool),
-            )
+            (ToolReply::Deny { reason }, format!("denied {}", a.tool))
         }
         _ => (
             ToolReply::Deny {
@@ -244,11 +253,22 @@ pub(super) fn on_call_gone(
         question: question.clone(),
         answer: "(not answered: the worker's MCP server ended while it waited)".into(),
     });
-    fx.event(EventKind::WorkerUnanswered, Some((worker, attempt)), "mcp", question);
+    fx.event(
+        EventKind::WorkerUnanswered,
+        Some((worker, attempt)),
+        "mcp",
+        question,
+    );
 }
 
 /// A `progress` line: shown, never read as a status.
-pub(super) fn on_progress(state: &mut RunState, worker: &str, attempt: u32, text: String, fx: &mut Effects) {
+pub(super) fn on_progress(
+    state: &mut RunState,
+    worker: &str,
+    attempt: u32,
+    text: String,
+    fx: &mut Effects,
+) {
     let Some(w) = state.worker_mut(worker).filter(|w| w.attempt == attempt) else {
         return;
     };
@@ -256,7 +276,12 @@ pub(super) fn on_progress(state: &mut RunState, worker: &str, attempt: u32, text
         return;
     }
     w.progress = Some(text.clone());
-    fx.event(EventKind::WorkerProgress, Some((worker, attempt)), "mcp", text);
+    fx.event(
+        EventKind::WorkerProgress,
+        Some((worker, attempt)),
+        "mcp",
+        text,
+    );
 }
 
 /// Every waiting worker whose question's deadline has passed: a tool call gets the
@@ -284,7 +309,8 @@ pub(super) fn check_deadlines(state: &mut RunState, mem: &mut RunMemory, fx: &mu
         let pending = w.pending.clone().unwrap_or_default();
         let question = w.question.clone().unwrap_or_default();
         let Some(call) = pending.tool_call else {
-            mem.kills.insert(id.clone(), (KillReason::QuestionTimeout, now));
+            mem.kills
+                .insert(id.clone(), (KillReason::QuestionTimeout, now));
             fx.event(
                 EventKind::WorkerTimeout,
                 Some((&id, attempt)),

@@ -135,8 +135,14 @@ impl McpLaunch {
             return arg.to_string();
         }
         arg.replace("{mcp_config}", &self.config_path().display().to_string())
-            .replace("{mcp_settings}", &self.settings_path().display().to_string())
-            .replace("{mcp_opencode}", &self.opencode_path().display().to_string())
+            .replace(
+                "{mcp_settings}",
+                &self.settings_path().display().to_string(),
+            )
+            .replace(
+                "{mcp_opencode}",
+                &self.opencode_path().display().to_string(),
+            )
             .replace(
                 "{mcp_command_toml}",
                 &toml_value(&toml::Value::String(self.command.display().to_string())),

@@ -7,3 +7,6 @@ pub mod config;
 pub mod exchange;
 pub mod server;
 pub mod watch;
+
+#[cfg(test)]
+mod tests;

@@ -157,10 +157,7 @@ pub fn ask_result(reply: &Reply) -> (String, bool) {
         ),
         Reply::Refused { why } => (why.clone(), true),
         Reply::Allow { .. } => ("allowed".into(), false),
-        Reply::Deny { reason } => (
-            reason.clone().unwrap_or_else(|| "denied".into()),
-            false,
-        ),
+        Reply::Deny { reason } => (reason.clone().unwrap_or_else(|| "denied".into()), false),
     }
 }
 

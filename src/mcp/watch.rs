@@ -56,7 +56,10 @@ impl McpWatch {
         let mut servers = vec![];
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if let Some(id) = name.strip_prefix("ask-").and_then(|n| n.strip_suffix(".json")) {
+            if let Some(id) = name
+                .strip_prefix("ask-")
+                .and_then(|n| n.strip_suffix(".json"))
+            {
                 if !self.seen.contains(id) {
                     asks.push(id.to_string());
                 }

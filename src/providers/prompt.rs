@@ -19,6 +19,14 @@ pub const MAX_FAILURES: usize = 5;
 const CONSTRAINTS: &str = "Constraints: Follow the project's existing patterns. No hard-coded secrets. \
 Verify your changes (build, tests) and say what you verified. Ask a question only when you cannot go on without an answer.";
 
+/// What the attempt's MCP server offers (`crate::mcp`), said to every agent.
+const TOOLS: &str =
+    "Tools: the MCP server `crewmux` gives you `ask` (a question for the person who runs \
+this team, with optional `choices` and a `default`; it waits for their answer and returns it) and \
+`progress` (one line shown beside your name in their dashboard). Use `ask` only when you cannot go \
+on without the person; otherwise decide, go on, and say in your result what you assumed. Do not \
+end your answer with a question: nobody reads it until you have finished.";
+
 /// Options of [`package`].
 #[derive(Debug, Clone)]
 pub struct PackageOptions {
@@ -192,6 +200,11 @@ fn sections(
         name: "constraints",
         keep: 4,
         text: CONSTRAINTS.to_string(),
+    });
+    sections.push(Section {
+        name: "tools",
+        keep: 4,
+        text: TOOLS.to_string(),
     });
     sections
 }

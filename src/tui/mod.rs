@@ -56,6 +56,8 @@ pub(crate) mod fixtures;
 #[cfg(test)]
 mod flow_snapshot_tests;
 #[cfg(test)]
+mod mcp_snapshot_tests;
+#[cfg(test)]
 mod snapshot_tests;
 #[cfg(test)]
 mod steer_tests;

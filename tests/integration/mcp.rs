@@ -72,14 +72,20 @@ fn an_ask_answered_with_crewmux_answer_reaches_the_agent_byte_for_byte() {
     assert!(w["pending"]["deadline"].is_string(), "{w}");
     let id = run_id(tmp);
     let answer = hostile_answer();
-    let ans = run_crewmux(tmp, &server.socket, &["answer", &id, "--worker", "asker", &answer]);
+    let ans = run_crewmux(
+        tmp,
+        &server.socket,
+        &["answer", &id, "--worker", "asker", &answer],
+    );
     assert_eq!(ans.status.code(), Some(0), "{}", stderr(&ans));
     let out = wait_limited(child, &["run"]);
     assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
     let result = result_of(tmp);
     assert!(result.contains("tools approve ask progress"), "{result}");
     assert!(result.contains("progress error=False\nshown"), "{result}");
-    let (_, asked) = result.split_once("ask error=False\n").expect("the ask returned");
+    let (_, asked) = result
+        .split_once("ask error=False\n")
+        .expect("the ask returned");
     assert_eq!(asked, answer, "the answer reached the agent byte for byte");
     assert!(!std::path::Path::new("/tmp/never").exists());
     let run = only_run_dir(tmp);
@@ -135,7 +141,10 @@ fn a_call_with_another_attempts_nonce_is_refused_and_logged() {
             r#"{"question": "Forged?"}"#,
         ],
     )
-    .replace("mcp_client.py\", ", "mcp_client.py\", \"--nonce\", \"0000forged000000\", ");
+    .replace(
+        "mcp_client.py\", ",
+        "mcp_client.py\", \"--nonce\", \"0000forged000000\", ",
+    );
     let t = TeamProject::new(&team);
     let out = t.run("forge").on(&backend).output();
     assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
@@ -143,6 +152,10 @@ fn a_call_with_another_attempts_nonce_is_refused_and_logged() {
     assert!(result.contains("ask error=True\nrefused: "), "{result}");
     let run = only_run_dir(t.path());
     assert_eq!(count_events(&run, "worker-waiting"), 0);
-    assert_eq!(count_events(&run, "worker-progress"), 0, "a forged progress is not shown");
+    assert_eq!(
+        count_events(&run, "worker-progress"),
+        0,
+        "a forged progress is not shown"
+    );
     assert_eq!(count_events(&run, "mcp-refused"), 2);
 }

@@ -39,6 +39,9 @@ fn body(view: &View, q: &PendingQuestion, width: usize) -> Vec<Line<'static>> {
             last.push_span(Span::raw("…"));
         }
     }
+    if let Some(p) = q.worker.and_then(|w| w.pending.as_ref()) {
+        wrapped.extend(pending_lines(p, view.now));
+    }
     if q.worker.is_none() {
         if let Some(gate) = &view.run.clarification.gate {
             if !gate.missing_slots.is_empty() {
@@ -54,6 +57,58 @@ fn body(view: &View, q: &PendingQuestion, width: usize) -> Vec<Line<'static>> {
         }
     }
     wrapped
+}
+
+/// What a worker's question offers besides its text: the choices, the default and the time
+/// left before `question_timeout_s` ends the wait (and what happens then), and for an
+/// approval the keys that answer it.
+fn pending_lines(
+    p: &crate::domain::clarification::PendingQuestion,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Vec<Line<'static>> {
+    let dim = Style::default().fg(Color::DarkGray);
+    let key = Style::default().fg(Color::Cyan).bold();
+    let mut out = vec![];
+    if !p.choices.is_empty() {
+        let mut spans = vec![Span::styled("choices ", dim)];
+        for (i, c) in p.choices.iter().enumerate() {
+            if i > 0 {
+                spans.push(Span::styled(" · ", dim));
+            }
+            spans.push(Span::raw(c.clone()));
+        }
+        out.push(Line::from(spans));
+    }
+    if let Some(a) = &p.approval {
+        out.push(Line::from(vec![
+            Span::styled("y", key),
+            Span::styled(" allow once · ", dim),
+            Span::styled("n", key),
+            Span::styled(" deny (a reason may follow) · ", dim),
+            Span::styled("A", key),
+            Span::styled(format!(" allow {} for the rest of the run", a.tool), dim),
+        ]));
+    }
+    let left = p.deadline.map(|d| {
+        let s = (d - now).num_seconds().max(0);
+        format!("{}:{:02}", s / 60, s % 60)
+    });
+    let then = match (&p.tool_call, &p.approval, &p.default) {
+        (Some(_), Some(_), _) => "then it is denied".to_string(),
+        (Some(_), None, Some(d)) => format!("then the default applies: {d}"),
+        (Some(_), None, None) => "then the agent decides alone (no default)".to_string(),
+        (None, _, _) => "then the attempt ends unanswered".to_string(),
+    };
+    let line = match (left, &p.default) {
+        (Some(left), _) => format!("{left} left · {then}"),
+        (None, Some(d)) => format!("default {d} · no time limit"),
+        (None, None) => "no time limit".to_string(),
+    };
+    out.push(Line::from(Span::styled(
+        line,
+        Style::default().fg(Color::Gray),
+    )));
+    out
 }
 
 /// Draw the pending question and the input line in `area` (nothing when none is pending).

@@ -229,7 +229,8 @@ fn row<'a>(
                 .map(|q| q.split_whitespace().collect::<Vec<_>>().join(" ")),
             s if s.is_terminal() => w.reason.clone(),
             _ if unknown_on.is_some() => unknown_on.map(|h| format!("host {h} not answering")),
-            _ => flow_note(view.run, w, view.now),
+            // The agent's own `progress` line (MCP) when the flow has nothing to say.
+            _ => flow_note(view.run, w, view.now).or_else(|| w.progress.clone()),
         };
         cells.push(Cell::from(Span::styled(
             note.unwrap_or_default(),
