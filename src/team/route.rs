@@ -53,13 +53,7 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
     };
     let sources = LimitSources {
         flags: opts.limits,
-        team: LimitFlags {
-            timeout_s: spec.timeout_s,
-            idle_timeout_s: spec.idle_timeout_s,
-            stall_after_s: spec.stall_after_s,
-            check_timeout_s: spec.check_timeout_s,
-            question_timeout_s: spec.question_timeout_s,
-        },
+        team: team_limits(spec),
     };
     let ctx = RouteCtx {
         opts,
@@ -338,6 +332,17 @@ fn target_use(
         (false, false) => "unused: every worker names its provider".into(),
     };
     (used, reason)
+}
+
+/// The team file's top-level limits.
+fn team_limits(spec: &crate::domain::TeamSpec) -> LimitFlags {
+    LimitFlags {
+        timeout_s: spec.timeout_s,
+        idle_timeout_s: spec.idle_timeout_s,
+        stall_after_s: spec.stall_after_s,
+        check_timeout_s: spec.check_timeout_s,
+        question_timeout_s: spec.question_timeout_s,
+    }
 }
 
 /// The limits of a worker on `provider` with its own values `own`: a `command` worker's or
