@@ -185,11 +185,6 @@ pub struct LimitArgs {
     /// Wall timeout of each check and `command` worker, seconds [default: 1200 = 20 min]
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = crate::cli_values::limit_seconds)]
     pub check_timeout: Option<u64>,
-    /// How long a worker's question waits for the person, seconds (0: no limit): then an
-    /// MCP `ask` gets its default, an approval is denied, a question on the screen ends the
-    /// attempt [default: 600 = 10 min]
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = crate::cli_values::limit_seconds)]
-    pub question_timeout: Option<u64>,
 }
 
 impl From<LimitArgs> for crate::team::limits::LimitFlags {
@@ -199,7 +194,8 @@ impl From<LimitArgs> for crate::team::limits::LimitFlags {
             idle_timeout_s: a.idle_timeout,
             stall_after_s: a.stall_after,
             check_timeout_s: a.check_timeout,
-            question_timeout_s: a.question_timeout,
+            // Team and worker field only: `demo` has a `--question-timeout` of its own.
+            question_timeout_s: None,
         }
     }
 }
