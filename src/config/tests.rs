@@ -79,7 +79,7 @@ fn mistakes_are_one_line_at_their_place_with_the_fix() {
     let cases: &[(&str, &str)] = &[
         (
             "[colours]\naccent = \"red\"\n",
-            "config.toml:1:2: unknown field `colours`, expected one of `keys`, `theme`, `notify`, `defaults`",
+            "config.toml:1:2: unknown field `colours`, expected one of `keys`, `theme`, `notify`, `lead`, `defaults`",
         ),
         ("[keys]\nretyr = \"R\"\n", "config.toml:2:1: unknown action `retyr`: use one of"),
         ("[keys]\nretry = \"Ctrl+R\"\n", "config.toml:2:9: `Ctrl+R` is not a key"),
