@@ -115,6 +115,16 @@ impl Driver {
         inputs
     }
 
+    /// Carry out the requests of the inbox no driver has read yet, when there are some: an
+    /// empty apply would hand the launch thread what is left of the first launch batch on
+    /// its own, so the batch would start as two.
+    pub(super) fn apply_waiting_requests(&mut self, emit: &mut impl FnMut(Update)) {
+        let waiting = self.read_inbox(emit);
+        if !waiting.is_empty() {
+            self.apply(waiting, emit);
+        }
+    }
+
     /// Why a cancel or an answer cannot be carried out in a run that has ended (the engine
     /// would leave it without a word).
     fn ended_refusal(&self, c: &Control) -> Option<String> {

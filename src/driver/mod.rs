@@ -316,12 +316,7 @@ impl Driver {
         first.push(Input::Start);
         self.apply(first, &mut emit);
         // Requests sent while no process drove the run, or left unread by the last driver.
-        // Applied only when there are some: an empty apply would hand the launch thread
-        // what is left of the first batch on its own, splitting the batch in two.
-        let waiting = self.read_inbox(&mut emit);
-        if !waiting.is_empty() {
-            self.apply(waiting, &mut emit);
-        }
+        self.apply_waiting_requests(&mut emit);
         // A run that ended before this driver took it (the engine ignores inputs then).
         self.finished |= self.state.status.is_final();
         self.save(&mut emit);
