@@ -47,6 +47,10 @@ mod scale_remote;
 #[path = "scale_attach.rs"]
 mod scale_attach;
 
+// A dashboard following the run's lead against one that drives its run (`lead`).
+#[path = "scale_lead.rs"]
+mod scale_lead;
+
 // Many workers started through the binary (`many`).
 #[path = "scale_many.rs"]
 mod scale_many;
@@ -325,6 +329,10 @@ pub fn run_all(cfg: &Config) -> Vec<Figure> {
     if wanted("remote") {
         eprintln!("scenario: workers on an SSH host");
         scale_remote::remote_scenario(cfg, &mut figs);
+    }
+    if wanted("lead") {
+        eprintln!("scenario: a dashboard following the lead");
+        scale_lead::lead_scenario(cfg, &mut figs);
     }
     if wanted("paste") {
         eprintln!("scenario: paste");

@@ -116,3 +116,31 @@ pub fn rss_kb(pid: u32) -> Option<f64> {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
 }
+
+/// The live children of `pid` (all its threads'), from `/proc/<pid>/task/*/children`.
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|task| {
+            std::fs::read_to_string(task.path().join("children"))
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// CPU of `pid` and of every live descendant, each with its reaped children, seconds: a
+/// dashboard, the lead it started and the tmux clients they keep.
+pub fn proc_tree_cpu(pid: u32) -> f64 {
+    let (own, reaped) = proc_cpu(pid);
+    own + reaped + children(pid).into_iter().map(proc_tree_cpu).sum::<f64>()
+}
+
+/// Whether `pid` is `root` or one of its live descendants.
+pub fn in_tree(root: u32, pid: u32) -> bool {
+    root == pid || children(root).into_iter().any(|c| in_tree(c, pid))
+}

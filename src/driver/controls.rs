@@ -3,7 +3,7 @@
 //! other processes, both checked against the run and turned into engine inputs. Apart from
 //! `observe`: these are what people ask for, not what the panes and files show.
 
-use super::{Control, Driver, Update, Wake};
+use super::{Control, Driver, Update};
 use crate::domain::WorkerStatus;
 use crate::engine::steer::Steer;
 use crate::engine::Input;
@@ -158,27 +158,28 @@ fn request_words(cmd: &InboxCommand) -> String {
     }
 }
 
-/// Hand every control message to the loop's queue, on a thread of its own; `Quit` when the
-/// sender is gone.
+/// Hand every control message to the loop's queue, each wrapped by `wrap`, on a thread of
+/// its own; `Quit` when the sender is gone.
 ///
 /// # Errors
 /// The thread cannot start.
-pub(super) fn forward_controls(
+pub(super) fn forward_controls<T: Send + 'static>(
     control: std::sync::mpsc::Receiver<Control>,
-    wake: std::sync::mpsc::Sender<Wake>,
+    wake: std::sync::mpsc::Sender<T>,
+    wrap: fn(Control) -> T,
 ) -> crate::error::Result<()> {
     use crate::error::IoContext;
     std::thread::Builder::new()
         .name("crewmux-control".into())
         .spawn(move || {
             for c in control {
-                if wake.send(Wake::Control(c)).is_err() {
+                if wake.send(wrap(c)).is_err() {
                     return;
                 }
             }
             // The sender is gone: whoever showed the run quit. A failed send means the
             // loop ended first, which is what Quit asks for anyway.
-            let _ = wake.send(Wake::Control(Control::Quit));
+            let _ = wake.send(wrap(Control::Quit));
         })
         .on("cannot start the control thread")?;
     Ok(())

@@ -20,6 +20,13 @@ pub const FOLLOW_TICK: Duration = Duration::from_millis(250);
 /// How often the follower checks that some process still drives the run.
 const DRIVEN_CHECK: Duration = Duration::from_secs(2);
 
+/// What wakes the follower's loop before its tick.
+enum Wake {
+    Control(Control),
+    /// The lead saved `state.json` or appended to `events.jsonl`.
+    RunFiles,
+}
+
 /// Shows a run without driving it.
 pub struct Follower {
     store: RunStore,
@@ -84,20 +91,34 @@ impl Follower {
     /// Follow until `control` says [`Control::Quit`] (or its sender is gone); returns the
     /// run as last read. An unreadable state file is said once as a notice and the last
     /// good state is kept.
-    pub fn run(mut self, control: &Receiver<Control>, mut emit: impl FnMut(Update)) -> RunState {
+    ///
+    /// The person's requests and the lead's saves (`state.json`, `events.jsonl`, watched
+    /// by [`super::follow_watch`]) wake the loop at once; the focused pane is looked at
+    /// every [`FOLLOW_TICK`], and so are the files when they cannot be watched.
+    pub fn run(mut self, control: Receiver<Control>, mut emit: impl FnMut(Update)) -> RunState {
         if self.store.is_driven().unwrap_or(true) {
             emit(Update::Notice(format!(
                 "another crewmux process drives run {} (its lead): your keys send it requests; q leaves it running",
                 self.state.run_id
             )));
         }
+        let (wake_tx, wake) = std::sync::mpsc::channel::<Wake>();
+        if let Err(e) = super::controls::forward_controls(control, wake_tx.clone(), Wake::Control) {
+            emit(Update::Notice(format!(
+                "the dashboard cannot take keys: {e}"
+            )));
+            return self.state;
+        }
+        let _watcher = super::follow_watch::watch(self.store.dir(), wake_tx, || Wake::RunFiles);
         let mut next_driven_check = Instant::now() + DRIVEN_CHECK;
         let mut state_error: Option<String> = None;
         loop {
-            match control.recv_timeout(FOLLOW_TICK) {
-                Ok(Control::Quit) | Err(RecvTimeoutError::Disconnected) => return self.state,
-                Ok(c) => self.forward(c, &mut emit),
-                Err(RecvTimeoutError::Timeout) => {}
+            match wake.recv_timeout(FOLLOW_TICK) {
+                Ok(Wake::Control(Control::Quit)) | Err(RecvTimeoutError::Disconnected) => {
+                    return self.state
+                }
+                Ok(Wake::Control(c)) => self.forward(c, &mut emit),
+                Ok(Wake::RunFiles) | Err(RecvTimeoutError::Timeout) => {}
             }
             let changed = match self.reload_state() {
                 Ok(changed) => changed,

@@ -31,7 +31,7 @@ fn the_hosts_the_driving_process_finds_not_answering_reach_the_followers_roster(
     let (ctl_tx, ctl_rx) = std::sync::mpsc::channel();
     let (up_tx, up_rx) = std::sync::mpsc::channel();
     let t = std::thread::spawn(move || {
-        follower.run(&ctl_rx, |u| {
+        follower.run(ctl_rx, |u| {
             let _ = up_tx.send(u);
         })
     });
@@ -72,7 +72,7 @@ fn a_follower_started_from_an_older_state_shows_the_saved_one_at_its_first_look(
     let (ctl_tx, ctl_rx) = std::sync::mpsc::channel();
     let (up_tx, up_rx) = std::sync::mpsc::channel();
     let t = std::thread::spawn(move || {
-        follower.run(&ctl_rx, |u| {
+        follower.run(ctl_rx, |u| {
             let _ = up_tx.send(u);
         })
     });

@@ -19,6 +19,7 @@ mod exit_input;
 mod exit_watch;
 mod failures;
 pub mod follow;
+mod follow_watch;
 mod host_wait;
 mod hosts;
 mod launch;
@@ -325,7 +326,7 @@ impl Driver {
         // and a wake-up whenever an attempt's `exit.json` appears (inotify, see
         // `exit_watch`), so an exit is seen in milliseconds instead of at the next tick.
         let (wake_tx, wake) = std::sync::mpsc::channel::<Wake>();
-        controls::forward_controls(control, wake_tx.clone())?;
+        controls::forward_controls(control, wake_tx.clone(), Wake::Control)?;
         // After the first batch: an SSH host's launcher is made once its link is up.
         self.start_helpers(&wake_tx)?;
         // Attempts a lost host was left running (saved by an earlier driver too).

@@ -66,7 +66,7 @@ impl Source {
     ) -> Result<RunState> {
         match self {
             Source::Drive(d) => (*d).run(control, emit),
-            Source::Follow(f) => Ok(f.run(&control, emit)),
+            Source::Follow(f) => Ok(f.run(control, emit)),
         }
     }
 }

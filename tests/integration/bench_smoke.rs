@@ -12,7 +12,7 @@ fn every_benchmark_scenario_runs_at_small_size() {
     let names: Vec<&str> = figs.iter().map(|f| f.name.as_str()).collect();
     // The remote case runs where sshd is (CI requires it); it skips loudly elsewhere.
     let remote = crate::support::sshd::sshd_ready("every_benchmark_scenario_runs_at_small_size");
-    assert_eq!(figs.len(), if remote { 34 } else { 31 }, "{names:?}");
+    assert_eq!(figs.len(), if remote { 39 } else { 36 }, "{names:?}");
     for f in &figs {
         assert!(f.value.is_finite(), "{} measured nothing", f.name);
     }
