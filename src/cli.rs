@@ -93,6 +93,10 @@ pub struct LeadArgs {
     /// Cap on a packaged prompt, characters.
     #[arg(long, default_value_t = 4000)]
     pub prompt_max_chars: usize,
+    /// The socket of the person's own tmux server (the `$TMUX` the run was started
+    /// from): its clients are shown the run's notifications.
+    #[arg(long)]
+    pub user_tmux: Option<std::path::PathBuf>,
 }
 
 /// Options shared by every command that touches runs.

@@ -22,6 +22,7 @@ pub mod hosts;
 pub mod launch;
 pub mod logging;
 pub mod mcp;
+pub mod notify;
 pub mod process;
 pub mod providers;
 pub mod sim;

@@ -9,13 +9,15 @@ use crate::tui::app::{Source, Start};
 /// Show `state` with the dashboard while the run's lead (or any other crewmux process)
 /// drives it: its keys send requests through the run's inbox, and a request that finds no
 /// process driving the run starts a lead for it. Quitting (`q`, a signal, the terminal
-/// closing) leaves the run going. Returns the run's exit code once it has ended
+/// closing) leaves the run going. The lead's notifications ring this terminal (the bell
+/// and the OSC sequence `[notify]` allows), unless `quiet`. Returns the run's exit code once it has ended
 /// (docs/design.md "Exit codes and the summary"), 0 when the person left it running.
 ///
 /// # Errors
 /// As [`super::drive::backend_for`] and loading the config; the terminal cannot be set up.
-pub fn follow_dashboard(store: RunStore, state: RunState) -> Result<i32> {
+pub fn follow_dashboard(store: RunStore, state: RunState, quiet: bool) -> Result<i32> {
     let config = crate::config::load()?;
+    let ways = config.notify.clone();
     crate::logging::init(&state.project_dir, true);
     let run_id = state.run_id.clone();
     let viewer = super::drive::backend_for(&state, &store)?;
@@ -35,6 +37,11 @@ pub fn follow_dashboard(store: RunStore, state: RunState) -> Result<i32> {
         .with_lead_starter(Box::new(move |state| {
             let opts = super::lead::LeadOptions::default();
             super::lead::start_asking(&lead_store, state, opts, false).map_err(|e| e.to_string())
+        }))
+        .with_notifications(Box::new(move |n| {
+            if !quiet {
+                crate::notify::terminal::ring_stderr(&n.message, &ways);
+            }
         }));
         Ok((Source::Follow(Box::new(follower)), providers))
     });

@@ -110,6 +110,13 @@ pub fn start_asking(
     if opts.quiet {
         cmd.arg("--quiet");
     }
+    // The person's own tmux, named explicitly: the lead leaves it (its own tmux commands
+    // go to the run's server only) but shows its notifications on every client there.
+    let tmux_env = std::env::var("TMUX").ok();
+    if let Some(s) = crate::notify::tmux::user_socket(tmux_env.as_deref(), &state.tmux_socket) {
+        cmd.arg("--user-tmux").arg(s);
+    }
+    cmd.env_remove("TMUX").env_remove("TMUX_PANE");
     if let Some(p) = passphrase {
         use secrecy::ExposeSecret;
         cmd.env(crate::creds::PASSPHRASE_ENV, p.expose_secret());
@@ -212,6 +219,7 @@ pub fn run(args: LeadArgs) -> Result<i32> {
     let dopts = DriverOptions {
         quiet: args.quiet,
         prompt_max_chars: args.prompt_max_chars,
+        user_tmux: args.user_tmux.clone(),
         ..DriverOptions::default()
     };
     let mut code = 0;

@@ -223,7 +223,7 @@ pub fn attach(args: AttachArgs, resume: bool) -> Result<i32> {
     let on_terminal = !args.headless && std::io::stdout().is_terminal();
     if store.is_driven()? {
         if on_terminal && !resume {
-            return super::dashboard::follow_dashboard(store, state);
+            return super::dashboard::follow_dashboard(store, state, false);
         }
         return Err(Error::Usage(format!(
             "run {} is already being driven by another crewmux process; `crewmux status {}` shows it, `crewmux attach {}` follows it, `crewmux steer` and `crewmux answer` send it requests",
@@ -259,7 +259,7 @@ pub fn attach(args: AttachArgs, resume: bool) -> Result<i32> {
     if !state.status.is_final() {
         super::lead::start(&store, &state, super::lead::LeadOptions::default())?;
     }
-    super::dashboard::follow_dashboard(store, state)
+    super::dashboard::follow_dashboard(store, state, false)
 }
 
 /// Why `clean` keeps a run that has not ended, and what ends it: a run some crewmux process

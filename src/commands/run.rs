@@ -192,5 +192,5 @@ fn start(
         }
         return Ok(0);
     }
-    super::dashboard::follow_dashboard(store, state)
+    super::dashboard::follow_dashboard(store, state, opts.quiet)
 }

@@ -15,7 +15,9 @@
 //! bell = true
 //! osc = true        # OSC 9 / OSC 777 desktop notifications
 //! notify-send = false
-//! tmux = true       # display-message inside your own tmux
+//! tmux = true       # display-message on every client of your own tmux
+//! command = ["ntfy", "publish", "my-runs"] # argv, no shell; the event as JSON on stdin
+//! command-timeout-s = 10 # then the command is killed (1-3600)
 //!
 //! [lead]
 //! linger-s = 300    # seconds a finished run's tmux session and helpers stay (0: none)
@@ -120,7 +122,12 @@ struct NotifyFile {
     osc: Option<bool>,
     notify_send: Option<bool>,
     tmux: Option<bool>,
+    command: Option<Spanned<Vec<String>>>,
+    command_timeout_s: Option<Spanned<u64>>,
 }
+
+/// Longest `[notify] command-timeout-s`: an hour (a command that long is hung).
+pub const MAX_COMMAND_TIMEOUT_S: u64 = 3600;
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -155,6 +162,14 @@ pub fn load() -> Result<Config> {
 const HINTS: &[(&str, &str)] = &[
     ("mode", "use one of crazy, ccg, solo, quoted"),
     ("provider", "use a provider's name, quoted, e.g. \"codex\""),
+    (
+        "command",
+        "use the program and its arguments as a list of strings, e.g. [\"ntfy\", \"publish\", \"my-runs\"]",
+    ),
+    (
+        "command-timeout-s",
+        "use a whole number of seconds from 1 to 3600",
+    ),
 ];
 
 /// Check `text`, the config file at `path`; `registry` knows the providers.
@@ -208,13 +223,7 @@ pub fn parse(path: &Path, text: &str, registry: &crate::providers::Registry) -> 
             .set(role.get_ref(), c)
             .map_err(|m| at(role.span(), m))?;
     }
-    let n = &file.notify;
-    config.notify = NotifyWays {
-        bell: n.bell.unwrap_or(true),
-        osc: n.osc.unwrap_or(true),
-        notify_send: n.notify_send.unwrap_or(true),
-        tmux: n.tmux.unwrap_or(true),
-    };
+    config.notify = notify_ways(&file.notify, &at)?;
     if let Some(s) = file.lead.linger_s {
         config.lead.linger = std::time::Duration::from_secs(s);
     }
@@ -246,6 +255,43 @@ pub fn parse(path: &Path, text: &str, registry: &crate::providers::Registry) -> 
         config.provider = Some(p.get_ref().clone());
     }
     Ok(config)
+}
+
+/// The `[notify]` table, checked: a command names a program, its timeout is 1-3600 s.
+///
+/// # Errors
+/// One line at the value (through `at`) saying what to write.
+fn notify_ways(
+    n: &NotifyFile,
+    at: &impl Fn(std::ops::Range<usize>, String) -> Error,
+) -> Result<NotifyWays> {
+    let mut ways = NotifyWays {
+        bell: n.bell.unwrap_or(true),
+        osc: n.osc.unwrap_or(true),
+        notify_send: n.notify_send.unwrap_or(true),
+        tmux: n.tmux.unwrap_or(true),
+        ..NotifyWays::default()
+    };
+    if let Some(c) = &n.command {
+        if c.get_ref().first().is_none_or(|p| p.trim().is_empty()) {
+            return Err(at(
+                c.span(),
+                "`command` names no program: give it and its arguments, e.g. [\"ntfy\", \"publish\", \"my-runs\"], or leave the key out".into(),
+            ));
+        }
+        ways.command = Some(c.get_ref().clone());
+    }
+    if let Some(t) = &n.command_timeout_s {
+        let s = *t.get_ref();
+        if !(1..=MAX_COMMAND_TIMEOUT_S).contains(&s) {
+            return Err(at(
+                t.span(),
+                format!("command-timeout-s {s} is out of range: use 1 to {MAX_COMMAND_TIMEOUT_S} seconds"),
+            ));
+        }
+        ways.command_timeout = std::time::Duration::from_secs(s);
+    }
+    Ok(ways)
 }
 
 /// Fill what the command line left open with the config's defaults: the mode when neither

@@ -42,6 +42,8 @@ error = "#ff5f5f"
 [notify]
 notify-send = false
 tmux = false
+command = ["ntfy", "publish", "my runs"]
+command-timeout-s = 30
 
 [defaults]
 mode = "solo"
@@ -67,7 +69,9 @@ provider = "sim"
             bell: true,
             osc: true,
             notify_send: false,
-            tmux: false
+            tmux: false,
+            command: Some(vec!["ntfy".into(), "publish".into(), "my runs".into()]),
+            command_timeout: std::time::Duration::from_secs(30),
         }
     );
     assert_eq!(c.mode.as_deref(), Some("solo"));
@@ -88,6 +92,13 @@ fn mistakes_are_one_line_at_their_place_with_the_fix() {
         ("[theme]\nerrors = \"red\"\n", "config.toml:2:1: unknown theme colour `errors`: use one of accent"),
         ("[notify]\nbell = \"yes\"\n", "config.toml:2:8: bell: use true or false (not \"yes\")"),
         ("[notify]\nsound = true\n", "config.toml:2:1: unknown field `sound`"),
+        ("[notify]\ncomand = [\"ntfy\"]\n", "config.toml:2:1: unknown field `comand`: did you mean `command`?"),
+        ("[notify]\ncommand = \"ntfy publish x\"\n", "config.toml:2:11: command: use the program and its arguments as a list of strings, e.g. [\"ntfy\", \"publish\", \"my-runs\"] (not \"ntfy publish x\")"),
+        ("[notify]\ncommand = []\n", "config.toml:2:11: `command` names no program: give it and its arguments"),
+        ("[notify]\ncommand = [\"\", \"x\"]\n", "config.toml:2:11: `command` names no program"),
+        ("[notify]\ncommand-timeout-s = 0\n", "config.toml:2:21: command-timeout-s 0 is out of range: use 1 to 3600 seconds"),
+        ("[notify]\ncommand-timeout-s = 5000\n", "config.toml:2:21: command-timeout-s 5000 is out of range"),
+        ("[notify]\ncommand-timeout-s = \"10\"\n", "config.toml:2:21: command-timeout-s: use a whole number of seconds from 1 to 3600 (not \"10\")"),
         ("[defaults]\nmode = \"wild\"\n", "config.toml:2:8: unknown mode `wild`: use one of crazy, ccg, solo"),
         ("[defaults]\nprovider = \"gpt\"\n", "config.toml:2:12: unknown provider `gpt`: use one of"),
     ];

@@ -82,12 +82,15 @@ pub enum EventKind {
     McpRefused,
     /// An attempt's MCP server ended without saying so (killed, crashed); the worker goes on.
     McpServerDied,
+    /// `[notify] command` could not be started, failed or ran past its timeout (the
+    /// message says which); the run goes on.
+    NotifyFailed,
     /// A name this build does not know.
     Other(String),
 }
 
 /// Every known kind, for parsing.
-const KNOWN: [EventKind; 48] = [
+const KNOWN: [EventKind; 49] = [
     EventKind::WorkerStarted,
     EventKind::WorkerRelaunched,
     EventKind::WorkerResumed,
@@ -136,6 +139,7 @@ const KNOWN: [EventKind; 48] = [
     EventKind::WorkerProgress,
     EventKind::McpRefused,
     EventKind::McpServerDied,
+    EventKind::NotifyFailed,
 ];
 
 impl EventKind {
@@ -190,6 +194,7 @@ impl EventKind {
             EventKind::WorkerProgress => "worker-progress",
             EventKind::McpRefused => "mcp-refused",
             EventKind::McpServerDied => "mcp-server-died",
+            EventKind::NotifyFailed => "notify-failed",
             EventKind::Other(name) => name,
         }
     }

@@ -159,12 +159,6 @@ impl Driver {
                 self.record_event(e, emit);
                 None
             }
-            Effect::Notify(msg) => {
-                if !self.opts.quiet {
-                    notify(&msg, self.opts.notify);
-                }
-                None
-            }
             Effect::Finished => {
                 self.finished = true;
                 None
@@ -189,10 +183,11 @@ impl Driver {
         }
     }
 
-    /// Append an event to `events.jsonl`, log it and hand it to whoever shows the run.
-    /// A transition already in the log (observed again after a reattach) is left out; a
-    /// second start of one attempt (a launch a stopped driver never recorded, ended and
-    /// made again) is told as `worker-relaunched`.
+    /// Append an event to `events.jsonl`, log it, hand it to whoever shows the run and
+    /// tell the person when it calls for it (`crate::notify`). A transition already in
+    /// the log (observed again after a reattach) is left out, and so notifies nobody
+    /// again; a second start of one attempt (a launch a stopped driver never recorded,
+    /// ended and made again) is told as `worker-relaunched`.
     pub(super) fn record_event(
         &mut self,
         mut e: crate::domain::RunEvent,
@@ -221,13 +216,39 @@ impl Driver {
                 | "run-failed"
                 | "fix-skipped"
                 | "state-saved-aside"
+                | "notify-failed"
         );
         if bad {
             tracing::warn!(target: "crewmux::run", "{who}{} {}", e.kind, e.message);
         } else {
             tracing::info!(target: "crewmux::run", "{who}{} {}", e.kind, e.message);
         }
+        if let Some(n) = crate::notify::Notification::of_event(&self.state.run_id, &e) {
+            self.notifier.send(&n);
+        }
         emit(Update::Event(e));
+    }
+
+    /// Record what went wrong with `[notify] command` since the last look
+    /// (`notify-failed`); with `finish`, after waiting for the commands still running (a
+    /// run that ends has its last notification delivered before its driver leaves).
+    pub(super) fn notify_failures(&mut self, finish: bool, emit: &mut impl FnMut(Update)) {
+        let failures = if finish {
+            self.notifier.finish()
+        } else {
+            self.notifier.failures()
+        };
+        for why in failures {
+            let e = crate::domain::RunEvent {
+                ts: Utc::now(),
+                kind: crate::domain::EventKind::NotifyFailed,
+                worker: None,
+                attempt: None,
+                source: "notify".into(),
+                message: why,
+            };
+            self.record_event(e, emit);
+        }
     }
 
     /// The time between SIGTERM and SIGKILL of a kill for `reason`: the grace a `crewmux
@@ -303,9 +324,4 @@ impl Driver {
             }
         }
     }
-}
-
-/// Tell the person: the bell, the terminal's desktop notification, `notify-send`, tmux.
-fn notify(msg: &str, ways: super::NotifyWays) {
-    super::notify::notify(msg, ways);
 }

@@ -4,7 +4,10 @@
 //! sends; the person's requests (answers, cancels, steering) go to the driving process
 //! through the run's inbox, checked first with the engine's own rules. Nothing is launched,
 //! killed or saved here. The SSH hosts the driving process finds not answering come from
-//! the saved state (`hosts_not_answering`), so the roster's `?` is the same on both.
+//! the saved state (`hosts_not_answering`), so the roster's `?` is the same on both. A
+//! new event that notifies (a question, a blocking council, the run's end; see
+//! `crate::notify`) is handed to [`Follower::with_notifications`]'s function, which rings
+//! the dashboard's terminal: the lead has none.
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant, SystemTime};
@@ -45,7 +48,12 @@ pub struct Follower {
     /// Starts a lead for the run when a request finds none driving it (its pid, or why
     /// not); `None`: requests wait in the inbox for the next process that drives the run.
     start_lead: Option<StartLead>,
+    /// Called for each new event that notifies (not for those replayed).
+    on_notification: Option<OnNotification>,
 }
+
+/// Tells the person of a notification of the followed run (rings the terminal).
+pub type OnNotification = Box<dyn FnMut(&crate::notify::Notification) + Send>;
 
 /// Starts a process that drives the followed run; returns its pid or why it could not.
 pub type StartLead = Box<dyn FnMut(&RunState) -> std::result::Result<u32, String> + Send>;
@@ -73,7 +81,14 @@ impl Follower {
             driver_gone: false,
             hosts_down: Default::default(),
             start_lead: None,
+            on_notification: None,
         }
+    }
+
+    /// Call `f` for every event that notifies among those appended from now on.
+    pub fn with_notifications(mut self, f: OnNotification) -> Self {
+        self.on_notification = Some(f);
+        self
     }
 
     /// Start a lead with `start` when a request finds no process driving the run (a retry
@@ -241,6 +256,11 @@ impl Follower {
                 "{}",
                 crate::logging::history_line(&e)
             );
+            if let Some(f) = self.on_notification.as_mut() {
+                if let Some(n) = crate::notify::Notification::of_event(&self.state.run_id, &e) {
+                    f(&n);
+                }
+            }
             emit(Update::Event(e));
         }
     }

@@ -88,3 +88,69 @@ fn a_follower_started_from_an_older_state_shows_the_saved_one_at_its_first_look(
     ctl_tx.send(Control::Quit).unwrap();
     t.join().unwrap();
 }
+
+#[test]
+fn a_follower_tells_of_each_new_event_that_notifies_once_and_never_of_those_replayed() {
+    use crate::domain::{EventKind, RunEvent};
+    let tmp = tempfile::tempdir().unwrap();
+    let store = RunStore::create(tmp.path(), "r1").unwrap();
+    let mut state = crate::engine::tests::run(2, 2);
+    state.run_dir = store.dir().to_path_buf();
+    store.save_state(&state).unwrap();
+    let event = |kind: EventKind, worker: Option<&str>, message: &str| RunEvent {
+        ts: chrono::Utc::now(),
+        kind,
+        worker: worker.map(str::to_string),
+        attempt: worker.map(|_| 1),
+        source: "engine".into(),
+        message: message.into(),
+    };
+    // Before the dashboard opened: replayed into its log, not rung again.
+    store
+        .append_event(&event(
+            EventKind::WorkerWaiting,
+            Some("w1"),
+            "old question?",
+        ))
+        .unwrap();
+    let told = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = told.clone();
+    let follower = Follower::new(
+        store.clone(),
+        state.clone(),
+        crate::driver::fake::FakeWorld::default().mux(),
+        1,
+    )
+    .with_notifications(Box::new(move |n| {
+        sink.lock()
+            .unwrap()
+            .push(format!("{} {}", n.kind, n.message));
+    }));
+    let (ctl_tx, ctl_rx) = std::sync::mpsc::channel();
+    let (up_tx, up_rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || {
+        follower.run(ctl_rx, |u| {
+            let _ = up_tx.send(u);
+        })
+    });
+    for e in [
+        event(EventKind::WorkerStarted, Some("w2"), "started"),
+        event(EventKind::WorkerWaiting, Some("w2"), "Which colour?"),
+        event(EventKind::RunDone, None, "council ok"),
+    ] {
+        store.append_event(&e).unwrap();
+    }
+    next_of(&up_rx, |u| match u {
+        Update::Event(e) if e.kind == EventKind::RunDone => Some(()),
+        _ => None,
+    });
+    ctl_tx.send(Control::Quit).unwrap();
+    t.join().unwrap();
+    assert_eq!(
+        *told.lock().unwrap(),
+        [
+            "question w2 asks: Which colour?",
+            "run-ended run done: council ok"
+        ]
+    );
+}

@@ -28,7 +28,6 @@ mod launch_thread;
 mod lines;
 mod log_screen;
 mod mcp;
-mod notify;
 mod observe;
 mod observe_attempt;
 mod offline;
@@ -66,8 +65,8 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use crate::notify::NotifyWays;
 pub use council::{run_council, write_report};
-pub use notify::NotifyWays;
 pub use prepare::{prepare, prompt_text, Prepared};
 pub use result::RESULT_FROM_LOG_LINES;
 pub use watch::{Watch, OUTPUT_RING_LINES};
@@ -89,6 +88,9 @@ pub struct DriverOptions {
     pub quiet: bool,
     /// Which notifications fire when not `quiet` (the config file's `[notify]`).
     pub notify: NotifyWays,
+    /// The socket of the person's own tmux server, for its clients' `display-message`
+    /// (the lead is told it when it starts); `None`: the one `$TMUX` names, if any.
+    pub user_tmux: Option<PathBuf>,
     /// The crewmux binary (the sim agent is `crewmux sim-agent`).
     pub self_exe: PathBuf,
     /// Cap on packaged prompts, characters.
@@ -104,6 +106,7 @@ impl Default for DriverOptions {
             tick: Duration::from_millis(200),
             quiet: false,
             notify: NotifyWays::default(),
+            user_tmux: None,
             self_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("crewmux")),
             prompt_max_chars: 4000,
             exit_when_finished: true,
@@ -240,6 +243,8 @@ pub struct Driver {
     startup: Vec<Input>,
     /// Transitions already in `events.jsonl` (see `once`).
     recorded: once::Recorded,
+    /// Tells the person of the events that call for it, once each (see `crate::notify`).
+    notifier: crate::notify::Notifier,
     /// Inputs applied that changed something (tests stop the driver after a given count).
     applied: usize,
     /// Where `state.json` is written: in place, or on the saver thread while the loop runs.
@@ -438,6 +443,7 @@ impl Driver {
             // The run is over: nothing of its attempts may be left.
             self.reap_due(true, emit);
         }
+        self.notify_failures(true, emit);
         if unsaved {
             self.save(emit);
         }

@@ -32,6 +32,11 @@ impl Driver {
         // What a driver before this one found: this one looks at the hosts afresh.
         state.hosts_not_answering.clear();
         let saves = saver::Saves::here(store.clone());
+        let user_tmux = opts.user_tmux.clone().or_else(|| {
+            let env = std::env::var("TMUX").ok();
+            crate::notify::tmux::user_socket(env.as_deref(), &state.tmux_socket)
+        });
+        let notifier = crate::notify::Notifier::new(opts.notify.clone(), opts.quiet, user_tmux);
         let mut d = Driver {
             store,
             state,
@@ -67,6 +72,7 @@ impl Driver {
             live_diff: Default::default(),
             startup: vec![],
             recorded: once::Recorded::default(),
+            notifier,
             applied: 0,
             saves,
             state_aside: None,

@@ -67,6 +67,7 @@ impl Driver {
         self.give_up_late_batch(emit);
         self.hard_kills();
         self.reap_due(false, emit);
+        self.notify_failures(false, emit);
         let said = self.saves.told();
         self.tell_saves(said, emit);
         turns.unsaved |= changed;

@@ -286,7 +286,6 @@ fn on_asked(
         // recorded and announced once already.
         return;
     }
-    let notice = format!("{worker} asks: {question}");
     w.status = WorkerStatus::Waiting;
     w.question = Some(question.clone());
     w.pending = Some(super::questions::screen_question(
@@ -300,7 +299,6 @@ fn on_asked(
         "engine",
         question,
     );
-    fx.push(Effect::Notify(notice));
 }
 
 /// The person answered a waiting worker: record the answer and paste it, once.

@@ -256,8 +256,6 @@ pub enum Effect {
     MergeUpstreams { worker: String, fixer: bool },
     /// Append to `events.jsonl` (and log it).
     Event(RunEvent),
-    /// Tell the person (bell / desktop notification): a question, the end of the run.
-    Notify(String),
     /// The run reached a final status.
     Finished,
 }

@@ -108,10 +108,6 @@ pub(super) fn on_tool_asked(
         );
         return;
     }
-    let notice = match &q.approval {
-        Some(a) => format!("{worker} asks to run {}: {}", a.tool, a.input),
-        None => format!("{worker} asks: {}", q.question),
-    };
     w.status = WorkerStatus::Waiting;
     w.question = Some(q.question.clone());
     w.pending = Some(PendingQuestion {
@@ -128,7 +124,6 @@ pub(super) fn on_tool_asked(
         "mcp",
         q.question,
     );
-    fx.push(Effect::Notify(notice));
 }
 
 /// The deadline a question read from the screen or the log gets when it is first seen.

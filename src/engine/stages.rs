@@ -44,7 +44,6 @@ fn halt(state: &mut RunState, fx: &mut Effects) {
         "engine",
         format!("clarification needed: {prompt}"),
     );
-    fx.push(Effect::Notify(format!("clarification needed: {prompt}")));
 }
 
 /// The gate decided: halt with the question, or go on to `team-exec`.
@@ -499,10 +498,5 @@ pub(super) fn on_report(state: &mut RunState, path: PathBuf, bytes: u64, fx: &mu
             reason.map(|r| format!("; {r}")).unwrap_or_default()
         ),
     );
-    fx.push(Effect::Notify(format!(
-        "run {} (council {})",
-        status.as_str(),
-        state.council.status.as_str()
-    )));
     fx.push(Effect::Finished);
 }

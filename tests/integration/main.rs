@@ -74,6 +74,7 @@ mod lead;
 mod lifecycle;
 mod locale;
 mod mcp;
+mod notify;
 mod pane_identity;
 mod planning;
 mod providers_standins;
