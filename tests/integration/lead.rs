@@ -108,6 +108,11 @@ fn lead_pid(run: &Path) -> u32 {
     v["pid"].as_u64().unwrap() as u32
 }
 
+/// The saved state of the run in `run`.
+fn read_state(run: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(run.join("state.json")).unwrap()).unwrap()
+}
+
 /// Wait until the run under `project` is `done` with its council sat and its report written.
 fn wait_done(project: &Path, limit: Duration) -> serde_json::Value {
     let s = wait_state(project, "run done", limit, |s| s["status"] == "done");
@@ -121,15 +126,22 @@ fn wait_done(project: &Path, limit: Duration) -> serde_json::Value {
     s
 }
 
-#[test]
-fn quitting_the_dashboard_a_second_after_start_leaves_the_run_to_its_end() {
-    if !tmux_ready("quitting_the_dashboard_a_second_after_start_leaves_the_run_to_its_end") {
-        return;
-    }
-    let workers = TmuxServer::new("lead-q-workers");
-    let t = TeamProject::new(WALKAWAY_TEAM);
-    let cmd = dashboard_cmd(t.path(), &workers, "", t.team(), PROBLEM, "");
-    let viewer = Viewer::start("lead-q-viewer", (140, 42), &cmd);
+/// The dashboard of a new run of the team in `t` on the process backend, as a shell
+/// command for a viewer's pane (the dashboard still needs a terminal; its workers do not
+/// use tmux).
+fn process_dashboard_cmd(t: &TeamProject) -> String {
+    format!(
+        "cd {} && CREWMUX_TMUX_SOCKET=unused {} run --team {} --no-clarify --backend process '{PROBLEM}'; echo EXITED $?; sleep 60",
+        t.path().display(),
+        env!("CARGO_BIN_EXE_crewmux"),
+        t.team().display()
+    )
+}
+
+/// `q` a second after the dashboard `cmd` of the run in `t` shows its workers: the
+/// dashboard ends, and the lead alone finishes the run.
+fn quit_a_second_after_start(t: &TeamProject, tag: &str, cmd: &str) {
+    let viewer = Viewer::start(tag, (140, 42), cmd);
     viewer.wait_screen("Workers", Duration::from_secs(60));
     std::thread::sleep(Duration::from_secs(1));
     viewer.keys(&["q"]);
@@ -140,6 +152,40 @@ fn quitting_the_dashboard_a_second_after_start_leaves_the_run_to_its_end() {
     assert_eq!(state_worker(&s, "builder")["status"], "completed", "{s}");
 }
 
+/// The dashboard `cmd`'s window killed while the run in `t` has its planner running: the
+/// lead alone finishes the run.
+fn kill_the_window_mid_run(t: &TeamProject, tag: &str, cmd: &str) {
+    let viewer = Viewer::start(tag, (140, 42), cmd);
+    wait_state(t.path(), "planner running", Duration::from_secs(60), |s| {
+        state_worker(s, "planner")["status"] == "running"
+    });
+    // The dashboard's terminal goes away with its window (SIGHUP to everything in it).
+    viewer.server.tmux(&["kill-window", "-t", "v"]);
+    let s = wait_done(t.path(), Duration::from_secs(120));
+    assert_eq!(state_worker(&s, "builder")["status"], "completed", "{s}");
+}
+
+#[test]
+fn quitting_the_dashboard_a_second_after_start_leaves_the_run_to_its_end() {
+    if !tmux_ready("quitting_the_dashboard_a_second_after_start_leaves_the_run_to_its_end") {
+        return;
+    }
+    let workers = TmuxServer::new("lead-q-workers");
+    let t = TeamProject::new(WALKAWAY_TEAM);
+    let cmd = dashboard_cmd(t.path(), &workers, "", t.team(), PROBLEM, "");
+    quit_a_second_after_start(&t, "lead-q-viewer", &cmd);
+}
+
+#[test]
+fn on_the_process_backend_quitting_the_dashboard_leaves_the_run_to_its_end() {
+    if !tmux_ready("on_the_process_backend_quitting_the_dashboard_leaves_the_run_to_its_end") {
+        return;
+    }
+    let t = TeamProject::new(WALKAWAY_TEAM);
+    quit_a_second_after_start(&t, "lead-qp-viewer", &process_dashboard_cmd(&t));
+    assert_eq!(read_state(&only_run_dir(t.path()))["backend"], "process");
+}
+
 #[test]
 fn killing_the_dashboards_window_mid_run_leaves_the_run_to_its_end() {
     if !tmux_ready("killing_the_dashboards_window_mid_run_leaves_the_run_to_its_end") {
@@ -148,14 +194,18 @@ fn killing_the_dashboards_window_mid_run_leaves_the_run_to_its_end() {
     let workers = TmuxServer::new("lead-kw-workers");
     let t = TeamProject::new(WALKAWAY_TEAM);
     let cmd = dashboard_cmd(t.path(), &workers, "", t.team(), PROBLEM, "");
-    let viewer = Viewer::start("lead-kw-viewer", (140, 42), &cmd);
-    wait_state(t.path(), "planner running", Duration::from_secs(60), |s| {
-        state_worker(s, "planner")["status"] == "running"
-    });
-    // The dashboard's terminal goes away with its window (SIGHUP to everything in it).
-    viewer.server.tmux(&["kill-window", "-t", "v"]);
-    let s = wait_done(t.path(), Duration::from_secs(120));
-    assert_eq!(state_worker(&s, "builder")["status"], "completed", "{s}");
+    kill_the_window_mid_run(&t, "lead-kw-viewer", &cmd);
+}
+
+#[test]
+fn on_the_process_backend_killing_the_dashboards_window_leaves_the_run_to_its_end() {
+    if !tmux_ready("on_the_process_backend_killing_the_dashboards_window_leaves_the_run_to_its_end")
+    {
+        return;
+    }
+    let t = TeamProject::new(WALKAWAY_TEAM);
+    kill_the_window_mid_run(&t, "lead-kwp-viewer", &process_dashboard_cmd(&t));
+    assert_eq!(read_state(&only_run_dir(t.path()))["backend"], "process");
 }
 
 #[test]
