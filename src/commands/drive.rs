@@ -169,6 +169,24 @@ fn home_argv(store: &RunStore) -> Vec<String> {
     ]
 }
 
+/// The options of a driver a command makes for a run no process drives (`status`,
+/// `answer`, `cancel`, `steer`): the defaults with the config's `[notify]`, so what it
+/// records (a question seen, the run cancelled) notifies as the lead's would; the default
+/// ways when config.toml cannot be read (the command goes on, as the run would).
+pub fn offline_options() -> DriverOptions {
+    let notify = match crate::config::load() {
+        Ok(c) => c.notify,
+        Err(e) => {
+            tracing::warn!("{e}; notifying in the default ways");
+            crate::driver::NotifyWays::default()
+        }
+    };
+    DriverOptions {
+        notify,
+        ..DriverOptions::default()
+    }
+}
+
 fn hhmmss() -> String {
     chrono::Local::now().format("%H:%M:%S").to_string()
 }

@@ -38,7 +38,12 @@ pub fn reconcile(store: &RunStore) -> Result<(RunState, std::collections::BTreeS
     if state.status == RunStatus::Running {
         state.status = RunStatus::Detached;
     }
-    let driver = Driver::new(store.clone(), state, backend, DriverOptions::default());
+    let driver = Driver::new(
+        store.clone(),
+        state,
+        backend,
+        super::drive::offline_options(),
+    );
     driver.observe_only(Duration::from_millis(700), &mut |n| {
         crate::errln!("crewmux: {n}");
     })
@@ -139,7 +144,7 @@ fn offline_driver(store: &RunStore, state: RunState) -> Result<Driver> {
         store.clone(),
         state,
         backend,
-        DriverOptions::default(),
+        super::drive::offline_options(),
     ))
 }
 
@@ -185,7 +190,7 @@ pub fn cancel(args: CancelArgs) -> Result<i32> {
     let backend = super::drive::backend_for(&state, &store)?;
     let opts = DriverOptions {
         grace: Duration::from_secs(args.grace),
-        ..DriverOptions::default()
+        ..super::drive::offline_options()
     };
     let driver = Driver::new(store.clone(), state, backend, opts);
     let end = driver.cancel_now(args.worker.clone(), &mut |n| crate::errln!("crewmux: {n}"))?;

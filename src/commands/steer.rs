@@ -45,7 +45,7 @@ pub fn run(args: SteerArgs) -> Result<i32> {
         store.clone(),
         state,
         backend,
-        crate::driver::DriverOptions::default(),
+        super::drive::offline_options(),
     );
     let typed = match &steer {
         Steer::SendText { worker, text } => {

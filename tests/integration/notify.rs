@@ -405,3 +405,40 @@ fn an_open_dashboard_rings_its_terminal_once_for_the_leads_question() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn a_run_cancelled_while_no_lead_drives_it_notifies_its_end_from_the_cancel() {
+    let backend = Backend::process();
+    let t = TeamProject::new(ASKING_TEAM);
+    let got = t.path().join("notified.txt");
+    let config = config_dir(&t, &format!("{QUIET_WAYS}{}", recorder(&t, &got)));
+    let id = detach(&t, &backend, &config, None);
+    let run = only_run_dir(t.path());
+    assert!(
+        wait_for(|| !notified(&got).is_empty(), Duration::from_secs(90)),
+        "nothing notified\nlead.log:\n{}",
+        lead_log(t.path())
+    );
+    let pid = lead_pid(&run);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(wait_for(|| !procs::alive(pid), Duration::from_secs(10)));
+    let out = run_with_config(&t, &backend, &config, &["cancel", &id, "--grace", "1"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_state(t.path(), "run cancelled", Duration::from_secs(30), |s| {
+        s["status"] == "cancelled"
+    });
+    let all = notified(&got);
+    let events: Vec<&str> = all
+        .iter()
+        .map(|(v, _)| v["event"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(events, ["worker-waiting", "run-cancelled"], "{all:?}");
+}
