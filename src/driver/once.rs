@@ -19,11 +19,13 @@ const ONCE_PER_ATTEMPT: &[EventKind] = &[
     EventKind::WorkerCancelRequested,
 ];
 
-/// What is known of the log so far: the once-keys and each worker's count of answers.
+/// What is known of the log so far: the once-keys, each worker's count of answers, and
+/// how many times the run entered `team-verify` (each entry is one council round).
 #[derive(Debug, Default)]
 pub struct Recorded {
     keys: HashSet<String>,
     answers: HashMap<String, usize>,
+    verify_rounds: usize,
 }
 
 impl Recorded {
@@ -68,7 +70,20 @@ impl Recorded {
                         .retain(|k| !k.starts_with("run-") && !k.starts_with("stage-changed"));
                     return true;
                 }
-                EventKind::StageChanged => format!("{} {}", e.kind, e.message),
+                EventKind::StageChanged => {
+                    let key = format!("{} {}", e.kind, e.message);
+                    let first = self.keys.insert(key);
+                    if first && e.message.contains("→ team-verify") {
+                        self.verify_rounds += 1;
+                    }
+                    return first;
+                }
+                // One verdict per council round: a council sat again by a driver that took
+                // over before the first one's verdict was saved does not notify twice (a
+                // different verdict is a new transition).
+                EventKind::Council => {
+                    format!("{} {} {}", e.kind, self.verify_rounds, e.message)
+                }
                 _ => return true,
             }
         };
@@ -148,4 +163,47 @@ pub fn violations(events: &[RunEvent]) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(kind: EventKind, message: &str) -> RunEvent {
+        RunEvent {
+            ts: chrono::Utc::now(),
+            kind,
+            worker: None,
+            attempt: None,
+            source: "engine".into(),
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn a_council_verdict_is_once_per_round_and_a_new_round_or_verdict_is_new() {
+        let mut r = Recorded::default();
+        let verify = event(EventKind::StageChanged, "team-exec → team-verify");
+        assert!(r.first_time(&verify));
+        assert!(r.first_time(&event(EventKind::Council, "blocked")));
+        // The same round's council again (a second driver sat it again): left out.
+        assert!(!r.first_time(&verify));
+        assert!(!r.first_time(&event(EventKind::Council, "blocked")));
+        // A different verdict of that round is a transition of its own.
+        assert!(r.first_time(&event(EventKind::Council, "ok")));
+        // The fix round's council is a new one, even with the same verdict.
+        assert!(r.first_time(&event(
+            EventKind::StageChanged,
+            "team-verify → team-fix (fix round 1)"
+        )));
+        assert!(r.first_time(&event(
+            EventKind::StageChanged,
+            "team-fix → team-verify (fix round 1)"
+        )));
+        assert!(r.first_time(&event(EventKind::Council, "blocked")));
+        // A reopened run goes through its stages again: its council is new too.
+        assert!(r.first_time(&event(EventKind::RunReopened, "worker added")));
+        assert!(r.first_time(&verify));
+        assert!(r.first_time(&event(EventKind::Council, "blocked")));
+    }
 }
