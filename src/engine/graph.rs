@@ -65,8 +65,8 @@ pub fn readiness(state: &RunState, w: &WorkerState, now: DateTime<Utc>) -> Readi
 }
 
 /// The upstreams a pending worker still waits for, and the merge-fixer resolving a conflict
-/// between their branches (empty when it waits for none): what the roster shows as
-/// `blocked on <ids>`.
+/// between their branches (empty when it waits for none): what the roster shows as a
+/// `queued` worker with `after <ids>` in its note.
 pub fn blocked_on(state: &RunState, w: &WorkerState) -> Vec<String> {
     if w.status != WorkerStatus::Pending {
         return Vec::new();

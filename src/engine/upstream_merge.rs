@@ -4,7 +4,7 @@
 //!
 //! A conflict between upstreams goes to a merge-fixer first, as at integration: a fixer
 //! worker (role `fixer`, the same agent as the integration's) works in the downstream's
-//! worktree on the conflicted merge, and the downstream waits for it (`blocked on
+//! worktree on the conflicted merge, and the downstream waits for it (`queued`, `after
 //! merge-fixer-…`). Once the fixer has ended, the merge pass runs again: a resolved merge is
 //! committed and the other upstreams follow; one still unresolved (the fixer failed or left
 //! conflict markers), or one with no agent to fix it, is aborted and left out. A downstream

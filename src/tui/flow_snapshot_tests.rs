@@ -1,4 +1,4 @@
-//! Snapshot of the roster's flow notes: a worker blocked on its upstreams, one skipped
+//! Snapshot of the roster's flow notes: a worker queued after its upstreams, one skipped
 //! because an upstream failed, one waiting out a retry back-off and one rate-limited.
 
 use chrono::Duration;
@@ -11,7 +11,7 @@ use super::UiState;
 use crate::domain::{UpstreamPolicy, WorkerStatus};
 
 #[test]
-fn roster_shows_blocked_skipped_backoff_and_rate_limited_workers() {
+fn roster_shows_queued_skipped_backoff_and_rate_limited_workers() {
     let mut run = fixtures::crazy_run();
     let mut plan = worker("plan", "architect", WorkerStatus::Running);
     plan.flow.rate_limited = Some("429 Too Many Requests".into());

@@ -198,14 +198,7 @@ fn row<'a>(
                 style,
             ),
             Span::raw(" "),
-            Span::styled(
-                if blocked {
-                    "blocked"
-                } else {
-                    w.status.as_str()
-                },
-                style,
-            ),
+            Span::styled(if blocked { "queued" } else { w.status.as_str() }, style),
         ])),
         Cell::from(Span::styled(
             attempt,
@@ -240,7 +233,8 @@ fn row<'a>(
     cells
 }
 
-/// What a pending or live worker's note says about its flow: `blocked on a, b`, `retry in
+/// What a pending or live worker's note says about its flow: `after a, b` (the `after`
+/// upstreams it still waits for; `blocked` is the council's word only), `retry in
 /// 42s` (a back-off), `rate-limited` (the last rate-limit line of the attempt).
 fn flow_note(
     run: &RunState,
@@ -249,7 +243,7 @@ fn flow_note(
 ) -> Option<String> {
     let blocked = crate::engine::graph::blocked_on(run, w);
     if !blocked.is_empty() {
-        return Some(format!("blocked on {}", blocked.join(", ")));
+        return Some(format!("after {}", blocked.join(", ")));
     }
     if let Some(at) = w
         .flow
@@ -270,7 +264,8 @@ fn flow_note(
 /// count (failed holds timeouts and crashes; skipped holds not-run).
 fn title(run: &RunState) -> Line<'static> {
     let count = |f: fn(WorkerStatus) -> bool| run.workers.iter().filter(|w| f(w.status)).count();
-    // A pending worker that waits for others reads `blocked` in its row: counted so too.
+    // A pending worker that waits for its `after` upstreams reads `queued` in its row:
+    // counted so too.
     let blocked = run
         .workers
         .iter()
@@ -312,7 +307,7 @@ fn title(run: &RunState) -> Line<'static> {
             "skipped",
             Color::DarkGray,
         ),
-        (blocked, "blocked", Color::DarkGray),
+        (blocked, "queued", Color::DarkGray),
         (
             count(|s| s == WorkerStatus::Pending) - blocked,
             "pending",
@@ -361,7 +356,7 @@ mod title_tests {
     }
 
     #[test]
-    fn a_pending_worker_that_waits_for_others_counts_as_blocked_as_its_row_reads() {
+    fn a_pending_worker_that_waits_for_others_counts_as_queued_as_its_row_reads() {
         let mut run = crate::engine::tests::run(3, 3);
         run.workers[0].status = WorkerStatus::Running;
         run.workers[1].status = WorkerStatus::Pending;
@@ -372,6 +367,6 @@ mod title_tests {
             .iter()
             .map(|s| s.content.as_ref())
             .collect();
-        assert_eq!(text, " Workers 3 · 1 running · 1 blocked · 1 pending ");
+        assert_eq!(text, " Workers 3 · 1 running · 1 queued · 1 pending ");
     }
 }
