@@ -242,14 +242,16 @@ pub const ROSTER: &[Binding] = &[
     key(K::Char('G'), "G", A::Bottom, false),
     key(K::Enter, "Enter", A::Attach, true),
     key(K::Char('c'), "c", A::CancelWorker, true),
-    key(K::Char('d'), "d", A::ShowDiff, false),
 ];
 
-/// Steering the selected worker (roster and output panel).
+/// Acting on the selected worker: in every focus but the input line (the roster keeps its
+/// selection while another panel has focus), so `d` shows its diff from the council too.
 pub const WORKER: &[Binding] = &[
     key(K::Char('r'), "r", A::Retry, true),
     key(K::Char('e'), "e", A::EditRetry, false),
     key(K::Char('s'), "s", A::SendText, true),
+    key(K::Char('c'), "c", A::CancelWorker, false),
+    key(K::Char('d'), "d", A::ShowDiff, false),
 ];
 
 /// The selected worker's output, the council and the log: scrolling.
@@ -327,12 +329,28 @@ pub const FORM: &[Binding] = &[
     key(K::Esc, "Esc", A::Back, true),
 ];
 
+/// The send-text line (`s`): one line, so Enter sends it (as `C-s` does); read by the form
+/// itself (see `tui::steer`), this table gives the footer and help their hints.
+pub const SEND_FORM: &[Binding] = &[
+    key(K::Enter, "Enter", A::Submit, true),
+    Binding {
+        code: K::Char('s'),
+        mods: KeyModifiers::CONTROL,
+        label: Cow::Borrowed("C-s"),
+        action: A::Submit,
+        hint: false,
+    },
+    key(K::Esc, "Esc", A::Back, true),
+];
+
 /// The default keymaps active for the current UI state, most specific first (the steering
 /// keys last: the footer shows hints in this order while they fit). Overlays
 /// replace everything; the input line replaces the global keys so `q` and `a` can be typed.
 pub fn default_keymaps(ui: &UiState) -> Vec<&'static [Binding]> {
-    if ui.form.is_some() {
-        return vec![FORM];
+    match ui.form {
+        Some(super::steer::SteerForm::Send(_)) => return vec![SEND_FORM],
+        Some(_) => return vec![FORM],
+        None => {}
     }
     if ui.confirm.is_some() {
         return vec![CONFIRM];
@@ -343,7 +361,7 @@ pub fn default_keymaps(ui: &UiState) -> Vec<&'static [Binding]> {
     match ui.focus {
         Focus::Roster => vec![ROSTER, GLOBAL, WORKER],
         Focus::Output if ui.tab == Tab::Council && ui.file.is_none() => {
-            vec![COUNCIL_VIEW, SCROLL, GLOBAL]
+            vec![COUNCIL_VIEW, SCROLL, GLOBAL, WORKER]
         }
         Focus::Output if ui.tab == Tab::Diff && ui.file.is_none() => {
             vec![DIFF_VIEW, SCROLL, GLOBAL, WORKER]
@@ -352,7 +370,7 @@ pub fn default_keymaps(ui: &UiState) -> Vec<&'static [Binding]> {
             vec![OUTPUT, SCROLL, GLOBAL, WORKER]
         }
         Focus::Output => vec![SCROLL, GLOBAL, WORKER],
-        Focus::Council | Focus::Log => vec![SCROLL, GLOBAL],
+        Focus::Council | Focus::Log => vec![SCROLL, GLOBAL, WORKER],
         Focus::Clarification => vec![INPUT],
     }
 }

@@ -144,3 +144,34 @@ fn actions_serialise_in_kebab_case() {
     let typed: Action = serde_json::from_str("{\"insert-char\":\"x\"}").unwrap();
     assert_eq!(typed, A::InsertChar('x'));
 }
+
+#[test]
+fn the_selected_workers_keys_work_from_every_focus_but_the_input_line() {
+    for tab in [Tab::Output, Tab::Diff, Tab::Council, Tab::Report] {
+        for focus in [Focus::Roster, Focus::Output, Focus::Council, Focus::Log] {
+            let ui = UiState {
+                focus,
+                tab,
+                ..UiState::default()
+            };
+            for (c, action) in [
+                ('d', A::ShowDiff),
+                ('c', A::CancelWorker),
+                ('r', A::Retry),
+                ('e', A::EditRetry),
+                ('s', A::SendText),
+            ] {
+                assert_eq!(
+                    map_key(&ui, press(K::Char(c))),
+                    Some(action),
+                    "{c} in {focus:?} on {tab:?}"
+                );
+            }
+        }
+    }
+    let typing = ui_in(Focus::Clarification);
+    assert_eq!(
+        map_key(&typing, press(K::Char('d'))),
+        Some(A::InsertChar('d'))
+    );
+}

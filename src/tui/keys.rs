@@ -9,7 +9,7 @@ use crossterm::event::{KeyCode, KeyModifiers};
 
 use super::action::{
     Action, Binding, CONFIRM, COUNCIL_VIEW, DIFF_VIEW, FORM, GLOBAL, HELP, INPUT, OUTPUT, ROSTER,
-    SCROLL, WORKER,
+    SCROLL, SEND_FORM, WORKER,
 };
 
 /// One key as the config names it, e.g. `r`, `+`, `C-r`, `M-x`, `Enter`, `F5`, `S-Tab`.
@@ -31,15 +31,15 @@ pub struct Keys {
 /// may mean one action only within each.
 const STACKS: &[&[&[Binding]]] = &[
     &[ROSTER, WORKER, GLOBAL],
-    &[COUNCIL_VIEW, SCROLL, GLOBAL],
+    &[COUNCIL_VIEW, SCROLL, GLOBAL, WORKER],
     &[OUTPUT, WORKER, SCROLL, GLOBAL],
     &[DIFF_VIEW, WORKER, SCROLL, GLOBAL],
     &[WORKER, SCROLL, GLOBAL],
-    &[SCROLL, GLOBAL],
     &[INPUT],
     &[HELP],
     &[CONFIRM],
     &[FORM],
+    &[SEND_FORM],
 ];
 
 /// The names of the actions a config may bind (kebab case), with each one's action.
