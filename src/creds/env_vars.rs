@@ -1,15 +1,23 @@
 //! Which environment variable carries a provider's API key into a worker: the provider's
-//! own `api_key_env` (assets/providers.toml, merged with the user's providers.toml), so that
-//! `creds add` names the variable the launch sets and the CLI reads. The variables and their
-//! sources are in README's provider table.
+//! own `api_key_env` (assets/providers.toml, merged with the user's and the project's
+//! providers.toml), so that `creds add` names the variable the launch sets and the CLI reads.
+//! The `creds` commands read the project file of the current directory, as `doctor` does;
+//! a run's launch reads its own project's (`Store::select_for_launch_in`). The variables
+//! and their sources are in README's provider table.
 
 use crate::error::{Error, Result};
 use crate::providers::{EnvSnapshot, Registry};
 
-/// The providers as the user configured them (built-ins when the user's file is broken: the
-/// command that reads it reports that itself).
-fn registry() -> Registry {
-    Registry::load(None, &EnvSnapshot::current()).unwrap_or_else(|_| Registry::builtin())
+/// The providers as the user configured them for the current directory: the built-ins, the
+/// user's providers.toml and `<current dir>/.crewmux/providers.toml` (without the project
+/// file when it is broken, built-ins alone when the user's is: the command that reads it
+/// reports that itself).
+pub(crate) fn registry() -> Registry {
+    let env = EnvSnapshot::current();
+    let project = std::env::current_dir().ok();
+    Registry::load(project.as_deref(), &env)
+        .or_else(|_| Registry::load(None, &env))
+        .unwrap_or_else(|_| Registry::builtin())
 }
 
 /// `api_key_env` of `provider` in `registry`, when it names one.

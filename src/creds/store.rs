@@ -12,7 +12,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use secrecy::SecretString;
 use zeroize::Zeroizing;
 
-use super::env_vars::{key_var, require_key_var};
+use super::env_vars::require_key_var;
 use super::file;
 use super::model::{KeyRecord, StoreData, Strategy};
 use super::passphrase::passphrase_from_env_or_prompt;
@@ -397,7 +397,22 @@ impl Store {
         provider: &str,
         session_id: Option<&str>,
     ) -> Result<Option<SelectedKey>> {
-        let Some(env_var) = key_var(provider) else {
+        self.select_for_launch_in(&super::env_vars::registry(), provider, session_id)
+    }
+
+    /// As [`select_for_launch`](Self::select_for_launch), with the provider's variable
+    /// (`api_key_env`) as `registry` says: a run passes its own, which has its project's
+    /// providers.toml (the current directory need not be the project).
+    ///
+    /// # Errors
+    /// As [`select_for_launch`](Self::select_for_launch).
+    pub fn select_for_launch_in(
+        &mut self,
+        registry: &crate::providers::Registry,
+        provider: &str,
+        session_id: Option<&str>,
+    ) -> Result<Option<SelectedKey>> {
+        let Some(env_var) = super::env_vars::key_var_in(registry, provider) else {
             return Ok(None);
         };
         if !self.path.exists() {

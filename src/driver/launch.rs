@@ -174,15 +174,16 @@ impl Driver {
         .map_err(|e| e.to_string())?;
         let mut credential_label = None;
         if let Some(store) = self.creds.as_mut() {
+            // The variable this run's providers.toml files name (the project's too).
             if let Some(key) = store
-                .select_for_launch(&w.provider, None)
+                .select_for_launch_in(&self.registry, &w.provider, None)
                 .map_err(|e| e.to_string())?
             {
-                // The variable the project's providers.toml names, as the launch does.
                 let (var, value) = key.env_pair();
-                let var = crate::creds::key_var_in(&self.registry, &w.provider)
-                    .unwrap_or_else(|| var.to_string());
-                prepared.spawn.secret_env.push((var, value.to_string()));
+                prepared
+                    .spawn
+                    .secret_env
+                    .push((var.to_string(), value.to_string()));
                 self.credential_labels
                     .insert(worker.to_string(), key.label.clone());
                 credential_label = Some(key.label);

@@ -5,8 +5,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::error::Result;
-
 pub mod agents;
 pub mod auth;
 pub mod exit_output;
@@ -59,16 +57,6 @@ pub struct LaunchCommand {
     /// to be readable in the pane (`crewmux pane-text --format F`; the wrapper adds
     /// `--raw <attempt>/cli-events.jsonl`).
     pub render: Option<Vec<String>>,
-}
-
-/// Build the launch command of `provider` for one attempt from the built-in providers and
-/// the user's `providers.toml` (see [`Registry::load`]); a run with a project should prefer
-/// `ResolvedTeam::registry.build_launch`, which also has the project's overrides.
-///
-/// # Errors
-/// An unknown provider, `command` without an argv, a broken user `providers.toml`.
-pub fn build_launch(provider: &str, req: &LaunchRequest<'_>) -> Result<LaunchCommand> {
-    Registry::load(None, &EnvSnapshot::current())?.build_launch(provider, req)
 }
 
 /// A copy of the environment variables that health checks and routing read (PATH, HOME,

@@ -87,3 +87,53 @@ fn the_variable_creds_names_is_the_one_each_launch_sets() {
         "every built-in agent with a key variable"
     );
 }
+
+/// `api_key_env` set in a project's `.crewmux/providers.toml` is the variable `creds add`
+/// (run in the project) accepts and names, and the one the run's launch sets: for a built-in
+/// provider that has none (opencode) and one whose variable the file changes (codex).
+#[test]
+fn a_projects_api_key_env_is_the_variable_creds_names_and_the_launch_sets() {
+    let _g = serial();
+    for (name, var) in [
+        ("opencode", "OPENCODE_PROJECT_KEY"),
+        ("codex", "CODEX_PROJECT_KEY"),
+    ] {
+        let bin = Bin::new();
+        stand_in(&bin, name);
+        let project = crate::support::project();
+        let dir = project.path().join(".crewmux");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("providers.toml"),
+            format!("[providers.{name}]\napi_key_env = \"{var}\"\n"),
+        )
+        .unwrap();
+        let key = format!("sk-{name}-ProjectKEY-0123456789");
+        let out = crewmux(&bin, project.path())
+            .args(["creds", "add", "--provider", name])
+            .write_stdin(key.clone())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}: {out:?}");
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            said.contains(&format!("(reaches workers as {var})")),
+            "{name}: {said}"
+        );
+        let out = crewmux(&bin, project.path())
+            .args(["run", "--provider", name, "--no-clarify", "--headless"])
+            .args(["--backend", "process", "Add a health endpoint"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let env = bin.recorded_env(name);
+        assert!(
+            env.lines().any(|l| l == format!("{var}={key}")),
+            "{name}: ${var} not set to the stored key"
+        );
+    }
+}
