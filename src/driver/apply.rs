@@ -177,7 +177,16 @@ impl Driver {
             watch_screen: false,
         });
         if let Some(t) = target {
+            // What the pane will echo of the text, expected before it is typed.
+            let question = self.state.worker(worker).and_then(|w| w.question.clone());
+            if let Some(w) = self.watches.get_mut(worker) {
+                let prompt = w.partial_line();
+                w.echo = super::echo::Echo::new(text, &prompt, question.as_deref());
+            }
             if let Err(e) = self.backend.get().send_text(&t, text) {
+                if let Some(w) = self.watches.get_mut(worker) {
+                    w.echo = None;
+                }
                 emit(Update::Notice(format!("could not answer {worker}: {e}")));
             }
         }

@@ -15,6 +15,7 @@ mod apply;
 mod controls;
 mod council;
 mod creds;
+mod echo;
 mod exit_input;
 mod exit_watch;
 mod failures;

@@ -26,7 +26,9 @@ impl Driver {
         let Some(mut watch) = self.watches.remove(&t.worker) else {
             return inputs;
         };
-        let news = watch.read_log();
+        let mut news = watch.read_log();
+        // The echo of crewmux's own paste is not the worker's activity.
+        watch.without_echo(&mut news);
         if news.grew {
             let focused = self.focus.as_deref() == Some(t.worker.as_str());
             self.pace.grew(&t.worker, focused, Instant::now());

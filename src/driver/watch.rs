@@ -88,6 +88,8 @@ pub struct Watch {
     looked_after_marker: bool,
     /// The attempt's MCP exchange (`<attempt>/mcp/`), read each turn.
     pub mcp: crate::mcp::watch::McpWatch,
+    /// The echo still to come of text pasted into the pane (left out of its activity).
+    pub echo: Option<super::echo::Echo>,
 }
 
 /// What one read of a log found.
@@ -131,6 +133,7 @@ impl Watch {
             exit_looked: None,
             looked_after_marker: false,
             mcp: crate::mcp::watch::McpWatch::new(dir),
+            echo: None,
         }
     }
 
@@ -269,6 +272,29 @@ impl Watch {
             lines.push(partial);
         }
         lines.join("\n")
+    }
+
+    /// The log's unfinished last line (a prompt waiting on it), ANSI kept.
+    pub fn partial_line(&self) -> String {
+        self.scanner.partial()
+    }
+
+    /// The echo of a paste taken out of `news`: its lines are dropped, and a read that
+    /// was nothing but the echo did not grow (see `echo`).
+    pub fn without_echo(&mut self, news: &mut LogNews) {
+        if !news.grew {
+            return;
+        }
+        let partial = self.partial_line();
+        let Some(echo) = self.echo.as_mut() else {
+            return;
+        };
+        let sorted = echo.sort(std::mem::take(&mut news.lines), &partial);
+        news.lines = sorted.kept;
+        news.grew = !sorted.only_echo;
+        if sorted.over {
+            self.echo = None;
+        }
     }
 
     /// The marker code alone (to log disagreement with exit.json).

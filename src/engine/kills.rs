@@ -19,9 +19,12 @@ pub(super) fn check_timeouts(state: &mut RunState, mem: &mut RunMemory, fx: &mut
             .timeout_s
             .zip(w.started_at)
             .filter(|(t, started)| (fx.now - *started).num_milliseconds() >= (*t as i64) * 1000);
+        // A waiting worker's idle clock stands still until it is answered, and runs from
+        // the answer on (its own output after it makes it running again).
+        let answered = w.status == WorkerStatus::Waiting && mem.answered.contains_key(&w.id);
         let idle = w
             .idle_timeout_s
-            .filter(|_| w.status == WorkerStatus::Running)
+            .filter(|_| w.status == WorkerStatus::Running || answered)
             .zip(mem.last_output.get(&w.id))
             .filter(|(t, last)| (fx.now - **last).num_milliseconds() >= (*t as i64) * 1000);
         let reason = if wall.is_some() {

@@ -240,8 +240,27 @@ fn failed_before_agent(
     ending::finish(state, mem, end, fx);
 }
 
-/// New output: restart the idle clock; a waiting worker that was answered is running again.
+/// New output (never the echo of a paste: the driver leaves that out, `driver::echo`):
+/// restart the idle clock; a waiting worker that was answered is running again.
 fn on_output(
+    state: &mut RunState,
+    mem: &mut RunMemory,
+    worker: &str,
+    attempt: u32,
+    fx: &mut Effects,
+) {
+    if current(state, worker, attempt).is_none() {
+        return;
+    }
+    mem.last_output.insert(worker.to_string(), fx.now);
+    mem.last_output_moved = true;
+    moved_after_answer(state, mem, worker, attempt, fx);
+}
+
+/// The worker printed something of its own (output, a stall line): if it was answered and
+/// waits no more, it is running again (`worker-resumed`). Not once it is being ended: what
+/// a killed attempt prints on its way out (its wrapper's last lines) is no resumption.
+pub(super) fn moved_after_answer(
     state: &mut RunState,
     mem: &mut RunMemory,
     worker: &str,
@@ -251,9 +270,10 @@ fn on_output(
     let Some(w) = current(state, worker, attempt) else {
         return;
     };
-    mem.last_output.insert(worker.to_string(), fx.now);
-    mem.last_output_moved = true;
-    if w.status == WorkerStatus::Waiting && mem.answered.remove(worker).is_some() {
+    if w.status == WorkerStatus::Waiting
+        && !mem.kills.contains_key(worker)
+        && mem.answered.remove(worker).is_some()
+    {
         w.status = WorkerStatus::Running;
         w.question = None;
         w.pending = None;
@@ -343,6 +363,9 @@ fn on_answer(
             answer: text.clone(),
         });
     mem.answered.insert(worker.clone(), fx.now);
+    // The person's turn is over: the idle clock runs from the answer (the echo of the
+    // paste is not output), and the question's deadline no longer applies.
+    mem.last_output.insert(worker.clone(), fx.now);
     fx.event(
         EventKind::WorkerAnswered,
         Some((&worker, attempt)),

@@ -346,7 +346,10 @@ pub fn update(
             worker,
             attempt,
             line,
-        } => stall::on_stall_line(state, &worker, attempt, line, &mut fx),
+        } => {
+            lifecycle::moved_after_answer(state, mem, &worker, attempt, &mut fx);
+            stall::on_stall_line(state, &worker, attempt, line, &mut fx);
+        }
         Input::RateLimited {
             worker,
             attempt,

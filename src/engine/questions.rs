@@ -286,7 +286,12 @@ pub(super) fn check_deadlines(state: &mut RunState, mem: &mut RunMemory, fx: &mu
     let due: Vec<String> = state
         .workers
         .iter()
-        .filter(|w| w.status == WorkerStatus::Waiting && !mem.kills.contains_key(&w.id))
+        // An answered question has no deadline: the worker's idle clock runs instead.
+        .filter(|w| {
+            w.status == WorkerStatus::Waiting
+                && !mem.kills.contains_key(&w.id)
+                && !mem.answered.contains_key(&w.id)
+        })
         .filter(|w| {
             w.pending
                 .as_ref()

@@ -152,6 +152,69 @@ fn a_screen_question_past_its_timeout_ends_the_attempt_failed() {
     );
 }
 
+/// A screen question answered (pasted): the worker waits until output of its own comes
+/// (the driver leaves the paste's echo out), its question's deadline is over, and its idle
+/// clock runs from the answer.
+#[test]
+fn an_answered_screen_question_runs_the_idle_clock_from_the_answer() {
+    let (mut s, mut mem) = started(Some(60));
+    let asked = Input::Asked {
+        worker: "w0".into(),
+        attempt: 1,
+        question: "Proceed? (y/n)".into(),
+    };
+    update(&mut s, &mut mem, t0(), asked);
+    let answer = Input::AnswerWorker {
+        worker: "w0".into(),
+        text: "y".into(),
+    };
+    let at = t0() + Duration::seconds(50);
+    let fx = update(&mut s, &mut mem, at, answer);
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::Paste { .. })),
+        "{fx:?}"
+    );
+    // Past the question's deadline (60 s) but within the idle limit (30 s) of the answer:
+    // nothing ends, and it still waits (nothing of its own came).
+    let fx = update(&mut s, &mut mem, at + Duration::seconds(20), Input::Tick);
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::Kill { .. })),
+        "{fx:?}"
+    );
+    assert_eq!(s.worker("w0").unwrap().status, WorkerStatus::Waiting);
+    let fx = update(&mut s, &mut mem, at + Duration::seconds(31), Input::Tick);
+    assert!(
+        fx.contains(&Effect::Kill {
+            worker: "w0".into(),
+            attempt: 1,
+            reason: KillReason::IdleTimeout
+        }),
+        "{fx:?}"
+    );
+    // A stall line is the worker's own: it runs again.
+    let (mut s, mut mem) = started(Some(60));
+    let asked = Input::Asked {
+        worker: "w0".into(),
+        attempt: 1,
+        question: "Proceed? (y/n)".into(),
+    };
+    update(&mut s, &mut mem, t0(), asked);
+    let answer = Input::AnswerWorker {
+        worker: "w0".into(),
+        text: "y".into(),
+    };
+    update(&mut s, &mut mem, t0(), answer);
+    let stall = Input::StallLine {
+        worker: "w0".into(),
+        attempt: 1,
+        line: "Reconnecting... 1/5".into(),
+    };
+    update(&mut s, &mut mem, t0() + Duration::seconds(1), stall);
+    let w = s.worker("w0").unwrap();
+    assert_eq!(w.status, WorkerStatus::Running);
+    assert!(w.flow.stall.is_some());
+}
+
 #[test]
 fn an_ask_is_refused_while_the_run_is_cancelled_or_another_question_waits() {
     let (mut s, mut mem) = started(None);

@@ -219,3 +219,127 @@ command = ["sh", "-c", "printf 'ready for orders, captain> '; read reply; echo \
         }
     }
 }
+
+/// `silent` types nothing back itself: the terminal's echo is off and it prints the answer
+/// (the echo of the paste, as a CLI that redraws its input does) 12 s after reading it,
+/// then nothing. `goes-on` gets the terminal's own echo, then prints a line of its own 6 s
+/// later.
+const ECHOES: &str = r#"
+parallel = 2
+max_fix_rounds = 0
+
+[[worker]]
+id = "silent"
+role = "backend-engineer"
+provider = "command"
+max_attempts = 1
+idle_timeout_s = 15
+command = ["sh", "-c", "printf 'Do you trust the files in this folder? (y/n) '; stty -echo; read reply; sleep 12; echo \"$reply\"; sleep 600"]
+
+[[worker]]
+id = "goes-on"
+role = "testing-engineer"
+provider = "command"
+max_attempts = 1
+command = ["sh", "-c", "printf 'Shall I go on with the tests? (y/n) '; read reply; sleep 6; echo \"going on: $reply\"; sleep 1"]
+"#;
+
+/// The time of the first event of `kind` for `worker`.
+fn event_at(
+    run: &std::path::Path,
+    kind: &str,
+    worker: &str,
+) -> Option<chrono::DateTime<chrono::Utc>> {
+    events(run)
+        .iter()
+        .find(|e| e["kind"] == kind && e["worker"] == worker)
+        .and_then(|e| e["ts"].as_str()?.parse().ok())
+}
+
+/// The echo of a pasted answer in the pane is not the worker's output: it is not
+/// `worker-resumed`, and the idle clock runs from the answer, not from the echo; a line
+/// the worker prints of its own after the echo resumes it.
+#[test]
+fn the_echo_of_a_pasted_answer_does_not_resume_the_worker() {
+    if !tmux_ready("the_echo_of_a_pasted_answer_does_not_resume_the_worker") {
+        return;
+    }
+    let server = TmuxServer::new("echo");
+    let tmp = TeamProject::new(ECHOES);
+    let child = tmp.run("echo of an answer").tmux(&server).spawn();
+    wait_state(
+        tmp.path(),
+        "both workers wait",
+        Duration::from_secs(90),
+        |s| count_status(s, "waiting") == 2,
+    );
+    let id = run_id(tmp.path());
+    let run = only_run_dir(tmp.path());
+    for w in ["silent", "goes-on"] {
+        let ans = run_crewmux(
+            tmp.path(),
+            &server.socket,
+            &["answer", &id, "--worker", w, "y"],
+        );
+        assert_eq!(ans.status.code(), Some(0), "{w}: {ans:?}");
+    }
+    let log = |w: &str| {
+        std::fs::read_to_string(run.join(format!("workers/{w}/attempt-1/output.log")))
+            .unwrap_or_default()
+    };
+    // goes-on: the terminal's echo of the answer is in its log, and it still waits.
+    assert!(
+        wait_for(
+            || log("goes-on").contains("(y/n) y"),
+            Duration::from_secs(60)
+        ),
+        "no echo in goes-on's log: {:?}",
+        log("goes-on")
+    );
+    // (The state is read before the log: a log without goes-on's own line then means the
+    // state was saved before that line.)
+    let s = wait_state(tmp.path(), "a state", Duration::from_secs(10), |_| true);
+    if !log("goes-on").contains("going on: y") {
+        assert_eq!(state_worker(&s, "goes-on")["status"], "waiting", "{s}");
+    }
+    // silent: its echo of the answer comes 12 s after it, on the prompt's line.
+    assert!(
+        wait_for(
+            || log("silent").contains("(y/n) y"),
+            Duration::from_secs(90)
+        ),
+        "no echo in silent's log: {:?}",
+        log("silent")
+    );
+    let out = wait_limited(child, &["run"]);
+    let s = summary(&out);
+    let events_text = || format!("{:#?}", events(&run));
+    // goes-on resumed on its own line, 6 s after the answer, not on the echo at once.
+    assert_eq!(worker(&s, "goes-on")["status"], "completed", "{s}");
+    let answered = event_at(&run, "worker-answered", "goes-on").expect("goes-on answered");
+    let resumed = event_at(&run, "worker-resumed", "goes-on")
+        .unwrap_or_else(|| panic!("goes-on never resumed:\n{}", events_text()));
+    assert!(
+        (resumed - answered).num_milliseconds() >= 4_000,
+        "goes-on resumed {} ms after its answer (the echo came at once):\n{}",
+        (resumed - answered).num_milliseconds(),
+        events_text()
+    );
+    // silent never resumed: it ended by its idle limit, counted from the answer (15 s),
+    // not from its echo 12 s later (27 s).
+    assert_eq!(worker(&s, "silent")["status"], "timeout", "{s}");
+    assert_eq!(
+        event_at(&run, "worker-resumed", "silent"),
+        None,
+        "the echo resumed silent:\n{}",
+        events_text()
+    );
+    let answered = event_at(&run, "worker-answered", "silent").expect("silent answered");
+    let ended = event_at(&run, "worker-timeout", "silent").expect("silent timed out");
+    let after = (ended - answered).num_milliseconds();
+    assert!(
+        (14_000..24_000).contains(&after),
+        "silent's idle limit ended it {after} ms after its answer:\n{}",
+        events_text()
+    );
+}
