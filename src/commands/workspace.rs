@@ -55,10 +55,12 @@ pub fn merge(args: MergeArgs) -> Result<i32> {
 
 /// `crewmux diff`: the change of the integration branch against the run's base (or one
 /// worker's against its own base, `RunWorkspace::own_base`); coloured on a terminal, plain when piped. Without an integration branch, each
-/// worker's change in turn.
+/// worker's change in turn. A branch `crewmux clean` removed is said in one line with what
+/// is left ([`crate::workspace::gone`]): the merge commit, whose change is shown instead.
 ///
 /// # Errors
-/// [`Error::Usage`]: no such run or worker, a run without worktrees; a git call that fails.
+/// [`Error::Usage`]: no such run or worker, a run without worktrees, a cleaned run that was
+/// never merged; a git call that fails.
 #[allow(
     clippy::needless_pass_by_value,
     reason = "a command handler owns the flags clap parsed for it"
@@ -85,12 +87,30 @@ pub fn diff(args: DiffArgs) -> Result<i32> {
         "--color=never"
     };
     let git = Git::new(&ws.repo);
+    let run_dir = crate::store::runs_root(&state.project_dir).join(&state.run_id);
     for (from, b) in branches {
         let mut a = vec!["diff", colour];
         if args.stat {
             a.push("--stat");
         }
-        let range = format!("{from}..{b}");
+        let range = if crate::workspace::gone::is_gone(&ws.repo, &b)? {
+            // Cleaned: say so, and show the merge commit that still holds the change.
+            let kept = crate::workspace::gone::kept_merge(&ws.repo, &run_dir, &b)?;
+            let line = crate::workspace::gone::cleaned_line(&state.run_id, &b, kept.as_ref());
+            match kept {
+                Some(k) if args.worker.is_none() => {
+                    crate::outln!("{line}");
+                    format!("{}^..{}", k.commit, k.commit)
+                }
+                Some(_) => {
+                    crate::outln!("{line}");
+                    continue;
+                }
+                None => return Err(Error::Usage(line)),
+            }
+        } else {
+            format!("{from}..{b}")
+        };
         a.push(&range);
         let text = git.run(&a)?;
         if text.is_empty() {

@@ -35,6 +35,7 @@ pub fn load(run: &RunState, w: &WorkerState) -> Doc {
                 )
             })],
         ),
+        Some((ws, ww)) if !ww.path.exists() => (ww.path.clone(), vec![cleaned(run, ws, ww)]),
         Some((ws, ww)) => {
             let mut lines = diff_lines(&Git::new(&ww.path), ws.own_base(&w.id));
             // A worker on an SSH host writes its worktree there; this one has its branch as
@@ -64,6 +65,27 @@ pub fn load(run: &RunState, w: &WorkerState) -> Doc {
         lines,
         diff_of: Some(key(w)),
     }
+}
+
+/// The line for a worker whose worktree is gone: `crewmux clean` removed it (and what is
+/// left, [`crate::workspace::gone`]), or it was deleted by hand while its branch stays.
+fn cleaned(
+    run: &RunState,
+    ws: &crate::domain::RunWorkspace,
+    ww: &crate::domain::WorkerWorkspace,
+) -> Line<'static> {
+    use crate::workspace::gone;
+    if !gone::is_gone(&ws.repo, &ww.branch).unwrap_or(true) {
+        return Line::from(format!(
+            "the worktree {} was deleted; its branch {} stays: `crewmux diff {} --worker …` shows its change",
+            ww.path.display(),
+            ww.branch,
+            run.run_id
+        ));
+    }
+    let run_dir = crate::store::runs_root(&run.project_dir).join(&run.run_id);
+    let kept = gone::kept_merge(&ws.repo, &run_dir, &ww.branch).unwrap_or(None);
+    Line::from(gone::cleaned_line(&run.run_id, &ww.branch, kept.as_ref()))
 }
 
 /// Why a run has no worktrees, said as the one of the two it is: the project is not in a

@@ -13,6 +13,7 @@ pub mod clean;
 pub mod commit;
 pub mod create;
 pub mod git;
+pub mod gone;
 pub mod guard;
 pub mod integrate;
 pub mod judge;

@@ -25,6 +25,7 @@ mod support;
 mod scale_lib;
 
 mod adopt_window;
+mod after_run;
 mod auth_sources;
 mod bench_smoke;
 mod cancel_grace;

@@ -1,0 +1,72 @@
+//! After a run: `crewmux diff` of a cleaned run says so and shows what is left.
+
+use crate::support::*;
+
+/// The problem every run here is given.
+const PROBLEM: &str = "change the files";
+
+/// The run ids under the project.
+fn runs(d: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(d.join(".crewmux/runs"))
+        .map(|r| {
+            r.filter_map(|e| e.ok())
+                .filter(|e| e.path().join("state.json").exists())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Run the team to `done`; the new run's id.
+fn done_run(t: &TeamProject) -> String {
+    let before = runs(t.path());
+    let out = t.run(PROBLEM).process().output();
+    assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
+    runs(t.path())
+        .into_iter()
+        .find(|r| !before.contains(r))
+        .expect("a new run")
+}
+
+#[test]
+fn diff_of_a_cleaned_run_names_its_merge_commit_or_says_nothing_is_left() {
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n")],
+        &command_worker("one", "echo A >> a.txt", "Changed a.txt."),
+    );
+    let d = t.path();
+    let id = done_run(&t);
+    let merged = run_crewmux(d, "unused", &["merge", &id]);
+    assert!(merged.status.success(), "{}", stderr(&merged));
+    let head = git(d, &["rev-parse", "--short=12", "HEAD"]);
+    let clean = run_crewmux(d, "unused", &["clean", "--run", &id]);
+    assert!(clean.status.success(), "{}", stderr(&clean));
+
+    let diff = run_crewmux(d, "unused", &["diff", &id, "--stat"]);
+    let said = String::from_utf8_lossy(&diff.stdout).to_string();
+    assert!(diff.status.success(), "{said}{}", stderr(&diff));
+    assert!(!stderr(&diff).contains("fatal"), "{}", stderr(&diff));
+    assert!(
+        said.contains(&format!("run {id} was cleaned"))
+            && said.contains(&format!("merge commit {head}")),
+        "{said}"
+    );
+    assert!(
+        said.contains("a.txt | 1 +"),
+        "the merge commit's change: {said}"
+    );
+
+    // A run cleaned with --force and never merged: one line, exit 2, no git error.
+    let id2 = done_run(&t);
+    let forced = run_crewmux(d, "unused", &["clean", "--run", &id2, "--force"]);
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    let diff = run_crewmux(d, "unused", &["diff", &id2]);
+    assert_eq!(diff.status.code(), Some(2), "{}", stderr(&diff));
+    let err = stderr(&diff);
+    assert!(
+        err.contains(&format!("run {id2} was cleaned"))
+            && err.contains("never merged")
+            && !err.contains("fatal"),
+        "{err}"
+    );
+}
