@@ -269,7 +269,9 @@ fn target_branch(
 /// line naming what to run) unless the run's starting branch is checked out and the tree
 /// has no uncommitted changes to tracked files; the integration branch is also refused
 /// (dry run included) when the council blocked or a completed worker is not merged into
-/// it, unless `force` (see [`super::guard`]).
+/// it, unless `force` (see [`super::guard`]). A branch already in `HEAD`'s history, or
+/// taken by a recorded squash merge still there, is [`TakeOutcome::AlreadyMerged`], dry
+/// run or not.
 ///
 /// # Errors
 /// A refusal above; a conflict with what the user's branch gained since the base (nothing
@@ -308,15 +310,18 @@ pub fn take_with(
         Some(super::merge_lock::lock(&git, waiting)?)
     };
     let into = target_branch(&git, state, ws, opts)?;
-    let stat = git.run(&["diff", "--stat", &format!("HEAD...{branch}")])?;
-    if opts.dry_run {
-        return Ok(TakeOutcome::WouldMerge { branch, into, stat });
-    }
+    // Asked before the dry run's answer, so `--dry-run` says what the merge would do; a
+    // recorded squash merge counts (git sees no ancestor there).
     if git
         .output(&["merge-base", "--is-ancestor", &branch, "HEAD"])?
         .ok()
+        || taken_by_record(&git, &branch, &records(run_dir)?)?
     {
         return Ok(TakeOutcome::AlreadyMerged { branch, into });
+    }
+    let stat = git.run(&["diff", "--stat", &format!("HEAD...{branch}")])?;
+    if opts.dry_run {
+        return Ok(TakeOutcome::WouldMerge { branch, into, stat });
     }
     merge_into(&git, state, &branch, &into, opts)?;
     let taken = Taken {

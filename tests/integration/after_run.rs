@@ -1,4 +1,5 @@
-//! After a run: `crewmux diff` of a cleaned run says so and shows what is left.
+//! After a run: `crewmux diff` of a cleaned run says so and shows what is left, and
+//! `crewmux merge --dry-run` agrees with `crewmux merge` once the run was taken.
 
 use crate::support::*;
 
@@ -69,4 +70,32 @@ fn diff_of_a_cleaned_run_names_its_merge_commit_or_says_nothing_is_left() {
             && !err.contains("fatal"),
         "{err}"
     );
+}
+
+#[test]
+fn a_dry_run_after_a_merge_says_already_merged_as_the_merge_does() {
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n")],
+        &command_worker("one", "echo A >> a.txt", "Changed a.txt."),
+    );
+    let d = t.path();
+    for squash in [false, true] {
+        let id = done_run(&t);
+        let mut args = vec!["merge", id.as_str()];
+        if squash {
+            args.push("--squash");
+        }
+        let merged = run_crewmux(d, "unused", &args);
+        assert!(merged.status.success(), "{}", stderr(&merged));
+        let want = format!("crewmux/{id}/integration is already merged into main");
+        for extra in [None, Some("--dry-run")] {
+            let mut a = vec!["merge", id.as_str()];
+            a.extend(extra);
+            let again = run_crewmux(d, "unused", &a);
+            let said = String::from_utf8_lossy(&again.stdout).to_string();
+            assert!(again.status.success(), "{a:?}: {}", stderr(&again));
+            assert!(said.contains(&want), "squash {squash}, {a:?}: {said}");
+            assert!(!said.contains("would merge"), "{a:?}: {said}");
+        }
+    }
 }
