@@ -109,6 +109,8 @@ fn open(common: &CommonArgs, id: &str) -> Result<String> {
     Ok(format!("back from run {id}"))
 }
 
+/// The home screen's `x`: exactly `crewmux clean --run ID --purge` (one rule for both:
+/// the run folder goes once nothing of the run is kept), as the confirmation says.
 fn clean(common: &CommonArgs, id: &str) -> Result<String> {
     let code = super::manage::clean(CleanArgs {
         common: common.clone(),
@@ -124,7 +126,7 @@ fn clean(common: &CommonArgs, id: &str) -> Result<String> {
     } else {
         // `clean` keeps what is not safe to remove (unmerged or uncommitted work, a run
         // still driven, an unreadable state file) and says why on the command line.
-        format!("kept run {id}: `crewmux clean --run {id}` says why")
+        format!("kept run {id}: `crewmux clean --run {id} --purge` (what x runs) says why")
     })
 }
 

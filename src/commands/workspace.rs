@@ -138,7 +138,8 @@ pub fn clean_worktrees(
     };
     let run_dir = crate::store::runs_root(&state.project_dir).join(&state.run_id);
     let taken = crate::workspace::take::records(&run_dir)?;
-    let report = crate::workspace::clean::clean_run(ws, &state.run_id, &taken, force)?;
+    let hint = crate::workspace::take::integration_hint(state, ws);
+    let report = crate::workspace::clean::clean_run(ws, &state.run_id, &taken, force, &hint)?;
     let workers: Vec<String> = report
         .removed_workers
         .iter()

@@ -103,7 +103,9 @@ fn prune_deleted(git: &Git, ws: &RunWorkspace, report: &mut CleanReport) -> Resu
     Ok(())
 }
 
-/// Clean the worktrees of run `run_id`; `taken` are the run's recorded merges.
+/// Clean the worktrees of run `run_id`; `taken` are the run's recorded merges;
+/// `integration_take` says how a kept integration branch is taken, as `crewmux merge`
+/// accepts it ([`super::take::integration_hint`]).
 ///
 /// # Errors
 /// A git call fails (what was removed before stays removed and is reported).
@@ -112,6 +114,7 @@ pub fn clean_run(
     run_id: &str,
     taken: &[super::take::Taken],
     force: bool,
+    integration_take: &str,
 ) -> Result<CleanReport> {
     let git = Git::new(&ws.repo);
     let mut report = CleanReport::default();
@@ -150,12 +153,12 @@ pub fn clean_run(
             report.kept += 1;
             let commits = super::commit::commit_count(&ws.repo, &ws.base, &branch).unwrap_or(0);
             let take = if name == "integration" {
-                format!("crewmux merge {run_id}")
+                integration_take.to_string()
             } else {
-                format!("crewmux merge {run_id} --worker {name}")
+                format!("`crewmux merge {run_id} --worker {name}` takes it")
             };
             report.lines.push(format!(
-                "kept branch {branch} ({commits} commit{}, not merged): `{take}` takes it, `crewmux clean --run {run_id} --force` drops it",
+                "kept branch {branch} ({commits} commit{}, not merged): {take}, `crewmux clean --run {run_id} --force` drops it",
                 if commits == 1 { "" } else { "s" }
             ));
             continue;

@@ -118,7 +118,7 @@ fn clean_removes_worktrees_the_state_does_not_name() {
     );
     ws.pending.push("late".into());
 
-    let report = crate::workspace::clean::clean_run(ws, &run_id, &[], true).unwrap();
+    let report = crate::workspace::clean::clean_run(ws, &run_id, &[], true, "").unwrap();
     assert!(!stale.exists() && !pending.exists(), "{:?}", report.lines);
     let branches = sh_git(d, &["branch", "--list", &format!("crewmux/{run_id}/*")]);
     assert!(branches.trim().is_empty(), "{branches}");

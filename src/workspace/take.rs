@@ -210,6 +210,22 @@ fn check_whole(
     )))
 }
 
+/// How `crewmux clean` says the integration branch of `state` is taken, in the words
+/// `crewmux merge` would accept: `` `crewmux merge ID` takes it``, or, when the merge
+/// refuses it without `--force` (see [`check_whole`]), the reason and the `--force` way.
+pub fn integration_hint(state: &RunState, ws: &RunWorkspace) -> String {
+    let short = super::guard::shortfall(state, ws);
+    if short.is_empty() {
+        format!("`crewmux merge {}` takes it", state.run_id)
+    } else {
+        format!(
+            "{}: `crewmux merge {} --force` takes it anyway",
+            short.reason(),
+            state.run_id
+        )
+    }
+}
+
 /// The command that takes the same thing again, for a refusal's "then run …".
 fn again(state: &RunState, opts: &TakeOptions) -> String {
     let mut cmd = format!("crewmux merge {}", state.run_id);

@@ -215,6 +215,17 @@ fn a_conflict_without_an_agent_blocks_the_council_with_the_finding() {
     assert!(std::fs::read_to_string(d.join("lib.rs"))
         .unwrap()
         .contains("    0"));
+    // clean keeps the branch and names the merge that takes it: the one merge accepts.
+    let kept = stderr(&run_crewmux(d, "unused", &["clean", "--run", &id]));
+    let line = kept
+        .lines()
+        .find(|l| l.contains(&format!("kept branch crewmux/{id}/integration")))
+        .unwrap_or_else(|| panic!("{kept}"));
+    assert!(
+        line.contains(&format!("`crewmux merge {id} --force` takes it anyway"))
+            && line.contains("council is blocked"),
+        "{line}"
+    );
     let forced = run_crewmux(d, "unused", &["merge", &id, "--force"]);
     assert!(forced.status.success(), "{}", stderr(&forced));
     let said = String::from_utf8_lossy(&forced.stdout).to_string();

@@ -333,3 +333,19 @@ fn an_unreadable_run_is_listed_by_the_date_its_id_gives() {
     );
     assert!(rows[1].error.is_some());
 }
+
+/// `x` asks with the very command it runs (`crewmux clean --run ID --purge`), so the home
+/// screen and the command line are one rule, said the same way.
+#[test]
+fn the_clean_confirmation_names_the_command_it_runs() {
+    let mut h = home();
+    h.key(key(KeyCode::Down));
+    h.key(key(KeyCode::Char('x')));
+    assert!(h.confirm_clean);
+    let shown = format!("{:?}", screen(&h, 80, 24));
+    assert!(
+        shown.contains("crewmux clean --run 20261130-0600-7f3a --purge"),
+        "{shown}"
+    );
+    insta::assert_snapshot!("home_clean_confirm_80x24", screen(&h, 80, 24));
+}

@@ -200,12 +200,17 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
 }
 
 fn confirm(frame: &mut Frame, area: Rect, r: &RunRow) {
-    let a = centered(area, 64, 7);
+    let a = centered(area, 68, 7);
     frame.render_widget(Clear, a);
     let p = Paragraph::new(vec![
         Line::from(format!("Clean run {}?", r.id)).bold(),
-        Line::from("Its tmux session, its directory and its merged worktrees go;"),
-        Line::from("worktrees with unmerged or uncommitted work are kept."),
+        Line::from(vec![
+            Span::raw("y runs "),
+            Span::raw(format!("crewmux clean --run {} --purge", r.id)).cyan(),
+            Span::raw(":"),
+        ]),
+        Line::from("its session, merged worktrees and run folder go; a worktree with"),
+        Line::from("unmerged or uncommitted work keeps the run and says how to take it."),
         Line::from(vec![
             Span::raw("y").cyan(),
             Span::raw(" clean   "),
@@ -321,7 +326,7 @@ fn help(frame: &mut Frame, area: Rect) {
         Line::from("Enter     open the run's dashboard (a detached run is driven again)"),
         Line::from("          q or Esc in the dashboard comes back here"),
         Line::from("n         start a new run here"),
-        Line::from("x         clean a finished run (asks first)"),
+        Line::from("x         clean a finished run: crewmux clean --run ID --purge (asks)"),
         Line::from("q / Esc   quit"),
         Line::from(""),
         Line::from("crewmux --all lists the runs of every project crewmux has run in."),
