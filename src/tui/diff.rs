@@ -64,6 +64,7 @@ pub fn load(run: &RunState, w: &WorkerState) -> Doc {
         stamp: None,
         lines,
         diff_of: Some(key(w)),
+        markdown: None,
     }
 }
 

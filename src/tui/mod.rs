@@ -38,6 +38,7 @@ pub mod diff;
 pub mod editor;
 pub mod home;
 pub mod keys;
+pub mod md_table;
 pub mod merge;
 pub mod model;
 pub mod mouse;

@@ -156,7 +156,16 @@ impl Model {
     }
 
     fn show_doc(&mut self, doc: Doc) {
-        self.ui.doc_len = doc.lines.len();
+        // A table laid out as records ([`super::md_table`]) may be longer than drawn as a
+        // table: scrolling reaches the end of the longer one.
+        self.ui.doc_len = doc.lines.len().max(
+            doc.markdown
+                .as_deref()
+                .filter(|md| super::md_table::has_wide_table(md, 0))
+                .map_or(0, |md| {
+                    super::md_table::fit(md, 0, &super::tabs::markdown_lines).len()
+                }),
+        );
         self.ui.doc_files = if doc.diff_of.is_some() {
             diff::file_starts(&doc.lines)
         } else {

@@ -89,6 +89,9 @@ pub struct Doc {
     /// For a diff: the worker, attempt and status it was taken at (a new one is taken when
     /// they change, and every few seconds while the worker runs).
     pub diff_of: Option<String>,
+    /// For a markdown file: its text, so the panel can lay out a table wider than itself
+    /// as records ([`super::md_table`]); `lines` is the text as `tui-markdown` draws it.
+    pub markdown: Option<String>,
 }
 
 /// Which file the main area shows: the jumped-to file if one is open, else the tab's
@@ -132,6 +135,7 @@ pub fn stamp(path: &Path) -> Option<(u64, SystemTime)> {
 pub fn load(path: &Path) -> Doc {
     use std::io::Read;
     let stamp = stamp(path);
+    let mut markdown = None;
     let lines = match std::fs::File::open(path) {
         Ok(f) => {
             let mut bytes = Vec::new();
@@ -146,7 +150,8 @@ pub fn load(path: &Path) -> Doc {
                 text = crate::sim::without_directives(&text);
             }
             let cut = stamp.is_some_and(|(len, _)| len > MAX_DOC_BYTES);
-            let mut lines = if path.extension().is_some_and(|e| e == "md") {
+            let is_md = path.extension().is_some_and(|e| e == "md");
+            let mut lines = if is_md {
                 markdown_lines(&text)
             } else {
                 text.lines().map(|l| Line::from(l.to_string())).collect()
@@ -158,6 +163,9 @@ pub fn load(path: &Path) -> Doc {
                     path.display()
                 )));
             }
+            if is_md && !cut {
+                markdown = Some(text);
+            }
             lines
         }
         Err(_) => vec![Line::from(format!("{} does not exist yet", path.display()))],
@@ -167,6 +175,7 @@ pub fn load(path: &Path) -> Doc {
         stamp,
         lines,
         diff_of: None,
+        markdown,
     }
 }
 

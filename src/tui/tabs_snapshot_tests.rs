@@ -46,6 +46,7 @@ fn with_doc(m: &mut Model, text: &str) {
         stamp: None,
         lines,
         diff_of: None,
+        markdown: Some(text.to_string()),
     });
 }
 
@@ -164,6 +165,7 @@ fn tab_screens(tab: char, name: &str) {
                 stamp: None,
                 lines,
                 diff_of: None,
+                markdown: None,
             });
         } else if m.ui.tab.is_document() {
             let text = match m.ui.tab {
@@ -223,6 +225,7 @@ fn a_diff_scrolled_to_its_end_shows_its_last_page_not_only_the_last_new_file() {
         stamp: None,
         lines,
         diff_of: Some("backend#1#running".into()),
+        markdown: None,
     });
     // End (as on the Output tab, where it follows the newest line).
     m.handle(key(KeyCode::End));
@@ -317,4 +320,28 @@ fn a_long_output_line_wraps_so_its_end_is_visible_and_w_cuts_it() {
     assert!(!shown.contains("ERROR: disk full"));
     m.handle(key(KeyCode::Char('w')));
     assert!(!m.ui.nowrap);
+}
+
+/// A report's table wider than the panel at 88 columns is one record per row, never a row
+/// the wrap breaks mid-cell; the table that fits at 200 columns stays a table.
+#[test]
+fn a_wide_report_table_stays_readable_at_88_columns() {
+    const REPORT: &str = "# Report of run 20261130-0600-7f3a\n\n## Workers\n\n\
+| worker | status | attempts | summary |\n|---|---|---|---|\n\
+| backend | completed | 1 | token bucket per API key in src/limit.rs, 429 with Retry-After |\n\
+| frontend | completed | 2 | the settings page shows each client's limit and what is left |\n\n\
+Merge with `crewmux merge 20261130-0600-7f3a`.\n";
+    for (w, h) in [(88, 30), (200, 40)] {
+        let mut m = model();
+        m.handle(key(KeyCode::Char('5')));
+        with_doc(&mut m, REPORT);
+        let shown = format!("{:?}", screen(&m, w, h));
+        if w == 88 {
+            assert!(shown.contains("▸ worker: backend"), "{shown}");
+            assert!(!shown.contains("┌"), "no table to break: {shown}");
+        } else {
+            assert!(shown.contains("┌"), "a table that fits stays one: {shown}");
+        }
+        insta::assert_snapshot!(format!("tab_report_wide_table_{w}x{h}"), screen(&m, w, h));
+    }
 }

@@ -84,22 +84,28 @@ fn document(frame: &mut Frame, area: Rect, view: &View) {
     // Scrolled to (or past) the end, the last page is shown full: a scroll position kept
     // from before (End, `}` to the last file, a longer document) never leaves the panel
     // showing only the last line, e.g. a diff's last new file without the changes above it.
-    let rows = block.inner(area).height as usize;
+    let inner = block.inner(area);
+    let rows = inner.height as usize;
+    // A markdown table wider than the panel: one record per row, not rows the wrap breaks.
+    let fitted = doc
+        .markdown
+        .as_deref()
+        .filter(|md| crate::tui::md_table::has_wide_table(md, inner.width as usize))
+        .map(|md| {
+            crate::tui::md_table::fit(md, inner.width as usize, &crate::tui::tabs::markdown_lines)
+        });
+    let lines = fitted.as_ref().unwrap_or(&doc.lines);
     let scroll = view
         .ui
         .doc_scroll
-        .min(doc.lines.len().saturating_sub(rows.max(1)));
+        .min(lines.len().saturating_sub(rows.max(1)));
     if scroll > 0 {
         block = block.title_bottom(
-            Line::from(format!(
-                " line {} of {} · g top ",
-                scroll + 1,
-                doc.lines.len()
-            ))
-            .style(Style::default().fg(Color::Yellow)),
+            Line::from(format!(" line {} of {} · g top ", scroll + 1, lines.len()))
+                .style(Style::default().fg(Color::Yellow)),
         );
     }
-    let p = Paragraph::new(doc.lines.clone())
+    let p = Paragraph::new(lines.clone())
         .block(block)
         .wrap(Wrap { trim: false })
         .scroll((scroll.min(u16::MAX as usize) as u16, 0));
