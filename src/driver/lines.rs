@@ -1,6 +1,9 @@
 //! Sorting an attempt's new output lines into engine inputs: ordinary output (activity),
 //! stall lines (the provider's `stall_patterns`) and rate-limit lines (the `rate-limited`
-//! mark). See `engine::stall` for what the engine does with them.
+//! mark). A line the provider's `noise_patterns` name (a runtime's warning such as Node's
+//! `(node:PID) DeprecationWarning: …`, a terminal notice) is neither: it is not activity,
+//! so it does not restart the idle clock or end a stall window, and it does not end the
+//! stall message it interrupts. See `engine::stall` for what the engine does with them.
 
 use std::collections::HashMap;
 
@@ -15,6 +18,7 @@ use crate::providers::Registry;
 #[derive(Default)]
 pub struct LineSorter {
     stall: HashMap<String, Vec<Regex>>,
+    noise: HashMap<String, Vec<Regex>>,
     in_stall: HashMap<(String, u32), bool>,
 }
 
@@ -27,6 +31,9 @@ enum Kind {
     /// line: the rest of that message. A CLI that logs an error object after its retry
     /// warning (gemini-cli's `console.warn(message, error)`) prints its stack this way.
     Continues,
+    /// A line the provider's `noise_patterns` name: no activity, and the stall message it
+    /// interrupts goes on after it.
+    Noise,
     Ordinary,
 }
 
@@ -38,7 +45,8 @@ fn continues(raw: &str) -> bool {
 
 impl LineSorter {
     /// The inputs for one read of `worker`'s log: `Output` when the log grew with anything
-    /// but stall lines and their continuations (a partial line counts as output), then
+    /// but stall lines, their continuations and noise lines (a partial line counts as
+    /// output), then
     /// `StallLine` with the last of the stall lines that end the read (those after its last
     /// ordinary line), and `RateLimited` with the last rate-limit line.
     ///
@@ -60,6 +68,12 @@ impl LineSorter {
                 .map(|s| s.stall_regexes())
                 .unwrap_or_default()
         });
+        let noise = self.noise.entry(provider.to_string()).or_insert_with(|| {
+            registry
+                .get(provider)
+                .map(|s| s.noise_regexes())
+                .unwrap_or_default()
+        });
         let raw: Vec<String> = lines
             .iter()
             .map(|l| crate::launch::strip_ansi(l).trim_end().to_string())
@@ -79,10 +93,12 @@ impl LineSorter {
                     Kind::Stall
                 } else if *in_stall && continues(r) {
                     Kind::Continues
+                } else if noise.iter().any(|re| re.is_match(c)) {
+                    Kind::Noise
                 } else {
                     Kind::Ordinary
                 };
-                if k != Kind::Blank {
+                if !matches!(k, Kind::Blank | Kind::Noise) {
                     *in_stall = k != Kind::Ordinary;
                 }
                 k
@@ -93,12 +109,12 @@ impl LineSorter {
             .rev()
             .find(|&i| kinds[i] == Kind::Stall)
             .map(|i| &clean[i]);
-        let only_stall_lines = last_ordinary.is_none()
+        let no_activity = last_ordinary.is_none()
             && kinds
                 .iter()
-                .any(|k| matches!(k, Kind::Stall | Kind::Continues));
+                .any(|k| matches!(k, Kind::Stall | Kind::Continues | Kind::Noise));
         let mut out = Vec::new();
-        if grew && !only_stall_lines && !(catch_up && trailing_stall.is_some()) {
+        if grew && !no_activity && !(catch_up && trailing_stall.is_some()) {
             out.push(Input::Output {
                 worker: worker.to_string(),
                 attempt,
@@ -268,6 +284,54 @@ mod tests {
         // After a stall message, indentation alone is what continues it; an ordinary
         // line before breaks the chain.
         let out = sort_as("gemini", &[&["edited src/a.rs"], reads[2]]);
+        assert_eq!(
+            out[1],
+            vec![Input::Output {
+                worker: "w".into(),
+                attempt: 1
+            }]
+        );
+    }
+
+    /// Node's warnings (Node 20's own format) and gemini-cli 0.61.0's terminal notice in
+    /// the middle of its retries are no activity: the stall window stays open, and the
+    /// stack after them still continues the stall message.
+    #[test]
+    fn node_warnings_between_stall_lines_neither_close_the_window_nor_count_as_output() {
+        let warn = "Attempt 2 failed. Retrying with backoff... Error: exception TypeError: fetch failed sending request";
+        let reads: [&[&str]; 4] = [
+            &[warn],
+            &["(node:4242) [DEP0040] DeprecationWarning: The `punycode` module is deprecated. Please use a userland alternative instead."],
+            &[
+                "(Use `node --trace-deprecation ...` to show where the warning was created)",
+                "    at async retryWithBackoff (file:///g/chunk.js:308039:23)",
+            ],
+            &[
+                "(node:4242) MaxListenersExceededWarning: Possible EventEmitter memory leak detected.",
+                "Warning: True color (24-bit) support not detected. Using a terminal with true color enabled will result in a better visual experience.",
+                warn,
+            ],
+        ];
+        // qwen-code (a gemini-cli fork) prints the same Node warnings.
+        assert_eq!(
+            sort_as("qwen", &[reads[1], &reads[2][..1]]),
+            vec![vec![], vec![]]
+        );
+        {
+            let provider = "gemini";
+            let out = sort_as(provider, &reads);
+            let open = vec![Input::StallLine {
+                worker: "w".into(),
+                attempt: 1,
+                line: warn.into(),
+            }];
+            assert_eq!(out[0], open, "{provider}");
+            assert_eq!(out[1], vec![], "{provider}: a warning is not output");
+            assert_eq!(out[2], vec![], "{provider}: nor is its hint, nor the stack after it");
+            assert_eq!(out[3], open, "{provider}: the window goes on");
+        }
+        // Any other line is still activity.
+        let out = sort_as("gemini", &[&[warn], &["edited src/a.rs"]]);
         assert_eq!(
             out[1],
             vec![Input::Output {
