@@ -124,6 +124,41 @@ pub struct RunRouting {
     pub fallbacks: BTreeMap<String, Vec<Fallback>>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub failed: BTreeMap<String, String>,
+    /// Providers whose latest attempts in this run all ended `stalled` (the CLI stuck
+    /// reconnecting to its endpoint), with how many and the last stall line; an attempt
+    /// on the provider that ends any other way (except cancelled) takes it off. A fix
+    /// round does not go to such a provider (`engine::exits::fixer_route`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stalled: BTreeMap<String, StalledProvider>,
+}
+
+/// A provider whose latest attempts all stalled on its connection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StalledProvider {
+    /// Attempts in a row, at least 1.
+    pub attempts: u32,
+    /// The last one's reason (`stalled: <line>`).
+    pub reason: String,
+}
+
+impl StalledProvider {
+    /// `codex: endpoint unreachable (its last 2 attempts stalled: "…"): check …`.
+    pub fn reason(&self, provider: &str) -> String {
+        let n = self.attempts;
+        let line = self
+            .reason
+            .strip_prefix("stalled: ")
+            .unwrap_or(&self.reason);
+        let what = if n == 1 {
+            "its last attempt stalled".to_string()
+        } else {
+            format!("its last {n} attempts stalled")
+        };
+        format!(
+            "{provider}: endpoint unreachable ({what}: {line:?}): check the provider's base URL, \
+             network and proxy, or choose another provider"
+        )
+    }
 }
 
 /// A provider a worker may move to, with the model routing chose for it there.
@@ -138,5 +173,14 @@ impl RunRouting {
     /// The declared meaning of `provider`'s exit `code`.
     pub fn meaning(&self, provider: &str, code: i32) -> Option<&ExitMeaning> {
         self.exit_codes.get(provider)?.get(&code)
+    }
+
+    /// Why a new worker (a fixer) should not go to `provider`: it failed with a declared
+    /// meaning in this run, or its latest attempts all stalled; `None` when neither.
+    pub fn unusable(&self, provider: &str) -> Option<String> {
+        self.failed
+            .get(provider)
+            .cloned()
+            .or_else(|| self.stalled.get(provider).map(|s| s.reason(provider)))
     }
 }

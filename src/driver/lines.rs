@@ -327,7 +327,11 @@ mod tests {
             }];
             assert_eq!(out[0], open, "{provider}");
             assert_eq!(out[1], vec![], "{provider}: a warning is not output");
-            assert_eq!(out[2], vec![], "{provider}: nor is its hint, nor the stack after it");
+            assert_eq!(
+                out[2],
+                vec![],
+                "{provider}: nor is its hint, nor the stack after it"
+            );
             assert_eq!(out[3], open, "{provider}: the window goes on");
         }
         // Any other line is still activity.

@@ -280,6 +280,7 @@ pub(super) fn finish(state: &mut RunState, mem: &mut RunMemory, end: Ending, fx:
     if status == WorkerStatus::Completed {
         w.result = result;
     }
+    let provider = w.provider.clone();
     let max = w.max_attempts;
     let retry = matches!(
         status,
@@ -290,6 +291,7 @@ pub(super) fn finish(state: &mut RunState, mem: &mut RunMemory, end: Ending, fx:
     let code_note = exit
         .map(|(c, _)| format!(" (exit {c})"))
         .unwrap_or_default();
+    super::stall::note_provider_end(&mut state.routing, &provider, status, &reason);
     update_dispatch(state, id, attempt, status, exit, &reason, now);
     fx.event(
         EventKind::worker_ended(status),

@@ -86,16 +86,19 @@ fn switch(state: &mut RunState, id: &str, to: &Fallback, why: &str, fx: &mut Eff
 /// Where a fixer goes when it would go to `preferred`.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum FixerRoute {
-    /// `preferred` did not fail with a declared exit code in this run.
+    /// `preferred` did not fail with a declared exit code in this run, nor stall.
     Keep,
-    /// It did: the first fallback of any worker (in worker order) that has not failed.
+    /// It did: the first fallback of any worker (in worker order) that is usable.
     Move(Fallback),
     /// It did and nothing else is left: the reason it failed.
     Nowhere(String),
 }
 
+/// A provider that failed with a declared exit code, or whose latest attempts all stalled
+/// on its connection (`RunRouting::unusable`), gets no fixer: a fix round there would try
+/// the same dead endpoint again.
 pub(super) fn fixer_route(state: &RunState, preferred: &str) -> FixerRoute {
-    let Some(why) = state.routing.failed.get(preferred) else {
+    let Some(why) = state.routing.unusable(preferred) else {
         return FixerRoute::Keep;
     };
     state
@@ -103,7 +106,7 @@ pub(super) fn fixer_route(state: &RunState, preferred: &str) -> FixerRoute {
         .iter()
         .filter_map(|w| state.routing.fallbacks.get(&w.id))
         .flatten()
-        .find(|f| !state.routing.failed.contains_key(&f.provider))
+        .find(|f| state.routing.unusable(&f.provider).is_none())
         .cloned()
-        .map_or_else(|| FixerRoute::Nowhere(why.clone()), FixerRoute::Move)
+        .map_or_else(|| FixerRoute::Nowhere(why), FixerRoute::Move)
 }

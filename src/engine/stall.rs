@@ -9,6 +9,10 @@
 //! is saved in the worker's state (`flow.stall`, opened with a `worker-stalling` event), so
 //! a run attached again ends the attempt on time rather than a full window later.
 //!
+//! Each ended attempt keeps its provider's stall streak (`RunRouting::stalled`): a stall adds
+//! one, any other ending but a cancel clears it; a fix round skips a provider with a streak
+//! (`exits::fixer_route`), whose endpoint its attempts could not reach.
+//!
 //! A retry after a stall or a rate limit waits: 30 s after the first attempt, doubling per
 //! attempt up to 5 min, minus up to a fifth of that as jitter (so workers that hit the same
 //! wall do not come back together). The jitter is derived from the worker, the attempt and
@@ -138,6 +142,29 @@ pub(super) fn reason_with_rate_limit(
         (_, WorkerStatus::Completed) | (None, _) => reason,
         (Some(line), _) if reason.is_empty() => format!("rate-limited: {line}"),
         (Some(line), _) => format!("{reason} (rate-limited: {line})"),
+    }
+}
+
+/// Keep the provider's stall streak (`RunRouting::stalled`) when one of its attempts ended
+/// with `status` and `reason`: a stall adds one, any other ending but a cancel ends it.
+pub(super) fn note_provider_end(
+    routing: &mut crate::domain::RunRouting,
+    provider: &str,
+    status: WorkerStatus,
+    reason: &str,
+) {
+    if status == WorkerStatus::Failed && reason.starts_with("stalled: ") {
+        let s = routing
+            .stalled
+            .entry(provider.to_string())
+            .or_insert_with(|| crate::domain::StalledProvider {
+                attempts: 0,
+                reason: String::new(),
+            });
+        s.attempts += 1;
+        s.reason = reason.to_string();
+    } else if status != WorkerStatus::Cancelled {
+        routing.stalled.remove(provider);
     }
 }
 

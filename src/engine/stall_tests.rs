@@ -213,3 +213,106 @@ fn opening_a_stall_window_is_an_event_so_the_state_is_saved() {
     );
     assert!(fx.is_empty(), "{fx:?}");
 }
+
+/// `w0`'s attempt `n` ends stalled at `t` seconds (its stall window opened at `t - 10`).
+fn stalls(s: &mut RunState, mem: &mut RunMemory, n: u32, t: i64) -> Vec<Effect> {
+    if n > 1 {
+        let at_retry = s.workers[0].flow.retry_at.expect("a back-off");
+        update(s, mem, at_retry, Input::Tick);
+        launched(s, mem, "w0", n, at_retry);
+    }
+    stall_line(s, mem, t - 10);
+    update(s, mem, at(t), Input::Tick);
+    update(
+        s,
+        mem,
+        at(t),
+        Input::Exited {
+            worker: "w0".into(),
+            attempt: n,
+            code: 143,
+            source: ExitSource::ExitFile,
+            missing_artifacts: vec![],
+            result: None,
+            said: None,
+            ended_at: None,
+        },
+    )
+}
+
+fn council_fails(s: &mut RunState, mem: &mut RunMemory) -> Vec<Effect> {
+    update(
+        s,
+        mem,
+        at(900),
+        Input::CouncilReady(vec![super::tests::verdict(Verdict::Fail)]),
+    )
+}
+
+fn fix_skipped(fx: &[Effect]) -> Option<String> {
+    fx.iter().find_map(|e| match e {
+        Effect::Event(ev) if ev.kind == EventKind::FixSkipped => Some(ev.message.clone()),
+        _ => None,
+    })
+}
+
+/// A fix round sent to a provider whose attempts all stalled would wait on the same dead
+/// endpoint again (codex: 576 s for a run whose stall limit is 2 min): the fix round says
+/// why it is skipped instead.
+#[test]
+fn no_fixer_goes_to_a_provider_whose_last_attempts_all_stalled() {
+    let (mut s, mut mem) = one_worker(10);
+    stalls(&mut s, &mut mem, 1, 20);
+    stalls(&mut s, &mut mem, 2, 100);
+    assert_eq!(s.workers[0].status, WorkerStatus::Failed);
+    assert_eq!(s.routing.stalled["sim"].attempts, 2);
+    let fx = council_fails(&mut s, &mut mem);
+    assert!(launches(&fx).is_empty(), "{fx:?}");
+    assert!(s.worker("fixer-r1").is_none());
+    let why = fix_skipped(&fx).expect("a fix-skipped event");
+    assert!(
+        why.contains("sim: endpoint unreachable (its last 2 attempts stalled: \"Reconnecting"),
+        "{why}"
+    );
+    assert!(fx.contains(&Effect::WriteReport), "{fx:?}");
+    // The routing survives a reattach.
+    let saved: RunState = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+    assert_eq!(saved.routing.stalled, s.routing.stalled);
+}
+
+#[test]
+fn a_fixer_moves_off_a_stalled_provider_to_a_usable_fallback() {
+    let (mut s, mut mem) = one_worker(10);
+    s.routing.fallbacks.insert(
+        "w0".into(),
+        vec![
+            Fallback {
+                provider: "sim".into(),
+                model: None,
+            },
+            Fallback {
+                provider: "codex".into(),
+                model: Some("gpt-5".into()),
+            },
+        ],
+    );
+    s.workers[0].max_attempts = 1;
+    stalls(&mut s, &mut mem, 1, 20);
+    let fx = council_fails(&mut s, &mut mem);
+    assert_eq!(launches(&fx), vec![("fixer-r1".into(), 1)]);
+    assert_eq!(s.worker("fixer-r1").unwrap().provider, "codex");
+}
+
+#[test]
+fn an_attempt_that_ends_otherwise_ends_the_providers_stall_streak() {
+    let (mut s, mut mem) = one_worker(10);
+    stalls(&mut s, &mut mem, 1, 20);
+    assert_eq!(s.routing.stalled["sim"].attempts, 1);
+    let at_retry = s.workers[0].flow.retry_at.unwrap();
+    update(&mut s, &mut mem, at_retry, Input::Tick);
+    launched(&mut s, &mut mem, "w0", 2, at_retry);
+    exited(&mut s, &mut mem, "w0", 2, 1);
+    assert!(s.routing.stalled.is_empty(), "{:?}", s.routing.stalled);
+    let fx = council_fails(&mut s, &mut mem);
+    assert_eq!(launches(&fx), vec![("fixer-r1".into(), 1)]);
+}

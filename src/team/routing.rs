@@ -263,6 +263,7 @@ pub fn run_routing(team: &crate::team::ResolvedTeam) -> crate::domain::RunRoutin
         exit_codes,
         fallbacks,
         failed: Default::default(),
+        stalled: Default::default(),
     }
 }
 
