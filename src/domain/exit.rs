@@ -30,6 +30,13 @@ pub enum ExitKind {
     /// The program was found but could not be run: not executable, or a folder (a
     /// shell's 126, same source).
     NotExecutable,
+    /// The CLI could not reach its API endpoint (connection refused, DNS, TLS, timeout)
+    /// after its own retries, e.g. Claude Code's "Unable to connect to API
+    /// (ConnectionRefused)". The same endpoint is not tried again in the run.
+    Unreachable,
+    /// The account behind the key is out of quota, credits or its plan's usage (not a
+    /// short rate limit, which the CLIs retry and crewmux backs off from).
+    Quota,
 }
 
 impl ExitKind {
@@ -45,6 +52,8 @@ impl ExitKind {
             ExitKind::TurnLimit => "turn limit reached",
             ExitKind::NotFound => "command not found",
             ExitKind::NotExecutable => "command cannot be run",
+            ExitKind::Unreachable => "endpoint unreachable",
+            ExitKind::Quota => "out of quota",
         }
     }
 
@@ -60,6 +69,8 @@ impl ExitKind {
             ExitKind::TurnLimit => "turn-limit",
             ExitKind::NotFound => "not-found",
             ExitKind::NotExecutable => "not-executable",
+            ExitKind::Unreachable => "unreachable",
+            ExitKind::Quota => "quota",
         }
     }
 }

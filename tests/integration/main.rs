@@ -44,6 +44,7 @@ mod creds_run;
 mod dashboard;
 mod dashboard_merge;
 mod descendants;
+mod exit_failures;
 mod exit_meanings;
 mod flow;
 mod flow_limits;
