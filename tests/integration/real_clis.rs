@@ -12,7 +12,10 @@
 //! For each installed CLI (`CREWMUX_REAL_CLI_ONLY=codex,gemini` picks some): a run with a
 //! key the server takes must exit 0 with the scripted answer as the worker's result and
 //! the scripted tokens (and claude's cost) in the summary; a run with a key the server
-//! refuses must end after one attempt with a `not authenticated` reason. Each CLI is pointed
+//! refuses must end after one attempt with a `not authenticated` reason; a run against a
+//! loopback port with nothing listening must end with a reason that names the dead
+//! endpoint (`endpoint unreachable`, or `stalled: …` for a CLI that reconnects until it is
+//! ended) and send no fixer there. Each CLI is pointed
 //! at the server the way its own docs allow: `[providers.NAME.env]` in the project's
 //! providers.toml (base URL and key variables), and for codex, which reads no base-URL
 //! variable, a model provider in `~/.codex/config.toml`.
@@ -153,8 +156,20 @@ struct Ran {
     _dirs: (crate::support::Project, crate::support::Project),
 }
 
-/// One `crewmux run --provider` of `case` with `key`.
+/// One `crewmux run --provider` of `case` with `key` (two attempts).
 fn run(case: &Case, url: &str, key: &str, path: &str, tmux: Option<&TmuxServer>) -> Ran {
+    run_with(case, url, key, path, tmux, &["--max-attempts", "2"])
+}
+
+/// [`run`] with `limits` instead of its attempt count.
+fn run_with(
+    case: &Case,
+    url: &str,
+    key: &str,
+    path: &str,
+    tmux: Option<&TmuxServer>,
+    limits: &[&str],
+) -> Ran {
     let (project, home) = setup(case, url, key);
     let mut c = crewmux();
     c.current_dir(project.path())
@@ -166,7 +181,8 @@ fn run(case: &Case, url: &str, key: &str, path: &str, tmux: Option<&TmuxServer>)
         .env("LANG", "C.UTF-8")
         .env("CREWMUX_CONFIG_DIR", home.path().join(".config/crewmux"))
         .args(["run", "--no-clarify", "--headless"])
-        .args(["--provider", case.provider, "--max-attempts", "2"]);
+        .args(["--provider", case.provider])
+        .args(limits);
     match tmux {
         Some(t) => c.env("CREWMUX_TMUX_SOCKET", &t.socket),
         None => c.args(["--backend", "process"]),
@@ -213,6 +229,34 @@ fn check_good(case: &Case, ran: &Ran) -> String {
     let cost = u["cost_usd"].as_f64();
     if case.cost != cost.is_some_and(|c| c > 0.0) {
         bad.push(format!("cost {cost:?}"));
+    }
+    bad.join("; ")
+}
+
+/// A port on loopback with nothing listening: every connection is refused.
+const REFUSED_URL: &str = "http://127.0.0.1:1";
+
+/// Against [`REFUSED_URL`]: the worker's reason names the dead endpoint (the CLI's own
+/// words, or its stall lines for a CLI that keeps reconnecting), and no fixer goes there.
+fn check_refused(s: &serde_json::Value) -> String {
+    let w = worker(s, "solo");
+    let reason = w["reason"].as_str().unwrap_or_default();
+    let mut bad = Vec::new();
+    if w["status"] != "failed"
+        || !(reason.contains("endpoint unreachable") || reason.starts_with("stalled: "))
+    {
+        bad.push(format!("status {}, reason {reason:?}", w["status"]));
+    }
+    let fixers = s["workers"]
+        .as_array()
+        .map(|ws| {
+            ws.iter()
+                .filter(|w| w["id"] == "fixer-r1" && w["attempts"].as_u64().unwrap_or(0) > 0)
+                .count()
+        })
+        .unwrap_or(0);
+    if fixers > 0 {
+        bad.push("a fixer was sent to the dead endpoint".into());
     }
     bad.join("; ")
 }
@@ -270,20 +314,28 @@ fn real_clis() {
         }
         let ran = run(case, &server.url(), REJECTED_KEY, &path, tmux.as_ref());
         let rejected = check_rejected(&ran.summary);
-        failed |= !good.is_empty() || !rejected.is_empty();
+        // One attempt, a 30 s stall limit: within the command's limit for a CLI that
+        // reconnects for good (codex).
+        let started = std::time::Instant::now();
+        let limits = ["--max-attempts", "1", "--stall-after", "30"];
+        let ran = run_with(case, REFUSED_URL, GOOD_KEY, &path, tmux.as_ref(), &limits);
+        let refused = check_refused(&ran.summary);
+        let took = started.elapsed().as_secs();
+        let why = worker(&ran.summary, "solo")["reason"].clone();
+        failed |= !good.is_empty() || !rejected.is_empty() || !refused.is_empty();
+        let verdict = |bad: &str| {
+            if bad.is_empty() {
+                "pass".to_string()
+            } else {
+                format!("FAIL: {bad}")
+            }
+        };
         report.push(format!(
-            "{} ({v}): answer {}; refused key {}",
+            "{} ({v}): answer {}; refused key {}; refused port {} ({took} s, {why})",
             case.provider,
-            if good.is_empty() {
-                "pass".into()
-            } else {
-                format!("FAIL: {good}")
-            },
-            if rejected.is_empty() {
-                "pass".into()
-            } else {
-                format!("FAIL: {rejected}")
-            },
+            verdict(&good),
+            verdict(&rejected),
+            verdict(&refused),
         ));
     }
     let seen = server.seen();
