@@ -43,6 +43,9 @@ pub enum Action {
     CancelAll,
     /// `y` in a confirm dialog.
     Confirm,
+    /// `s` in the merge dialog: take the result as one squashed commit
+    /// (`crewmux merge --squash`).
+    ConfirmSquash,
     /// Esc: close the dialog or help, leave the input line, return focus to the roster.
     Back,
     InsertChar(char),
@@ -106,6 +109,7 @@ impl Action {
             Action::CancelWorker => "cancel the selected worker",
             Action::CancelAll => "cancel the run (asks)",
             Action::Confirm => "yes, do it",
+            Action::ConfirmSquash => "merge as one commit",
             Action::Back => "close / leave input / back",
             Action::InsertChar(_) => "type into the answer",
             Action::DeleteBack => "delete before the cursor",
@@ -148,6 +152,7 @@ impl Action {
             Action::CancelWorker => "cancel",
             Action::CancelAll => "cancel run",
             Action::Confirm => "yes",
+            Action::ConfirmSquash => "squash",
             Action::Back => "back",
             Action::InsertChar(_) => "type",
             Action::DeleteBack | Action::DeleteForward => "delete",
@@ -316,6 +321,16 @@ pub const CONFIRM: &[Binding] = &[
     ctrl('c', "C-c", A::Back),
 ];
 
+/// The merge dialog: `y` merges (`--no-ff`, the run's commits kept), `s` squashes them
+/// into one commit (`crewmux merge --squash`), `n`, Esc or Ctrl-C declines.
+pub const MERGE_CONFIRM: &[Binding] = &[
+    key(K::Char('y'), "y", A::Confirm, true),
+    key(K::Char('s'), "s", A::ConfirmSquash, true),
+    key(K::Char('n'), "n", A::Back, true),
+    key(K::Esc, "Esc", A::Back, false),
+    ctrl('c', "C-c", A::Back),
+];
+
 /// The steering forms (`+` add a worker, `s` send text): their keys are read by the form
 /// itself (see `tui::steer`); this table gives the footer and help their hints.
 pub const FORM: &[Binding] = &[
@@ -351,6 +366,9 @@ pub fn default_keymaps(ui: &UiState) -> Vec<&'static [Binding]> {
         Some(super::steer::SteerForm::Send(_)) => return vec![SEND_FORM],
         Some(_) => return vec![FORM],
         None => {}
+    }
+    if ui.confirm == Some(super::state::Confirm::Merge) {
+        return vec![MERGE_CONFIRM];
     }
     if ui.confirm.is_some() {
         return vec![CONFIRM];

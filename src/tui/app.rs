@@ -255,7 +255,7 @@ async fn event_loop(
                     }
                     continue;
                 }
-                if matches!(effect, UiEffect::OfferMerge | UiEffect::Merge) {
+                if matches!(effect, UiEffect::OfferMerge | UiEffect::Merge { .. }) {
                     model.carry_out_merge(&effect);
                     dirty = true;
                 }
@@ -308,7 +308,7 @@ fn carry_out(ctl_tx: &std_mpsc::Sender<Control>, effect: UiEffect) {
         UiEffect::EditRetry { .. } => {}
         UiEffect::Quit => send(ctl_tx, Control::Quit),
         // Carried out by the model itself (git, not the driver).
-        UiEffect::OfferMerge | UiEffect::Merge => {}
+        UiEffect::OfferMerge | UiEffect::Merge { .. } => {}
     }
 }
 

@@ -8,8 +8,8 @@ use std::borrow::Cow;
 use crossterm::event::{KeyCode, KeyModifiers};
 
 use super::action::{
-    Action, Binding, CONFIRM, COUNCIL_VIEW, DIFF_VIEW, FORM, GLOBAL, HELP, INPUT, OUTPUT, ROSTER,
-    SCROLL, SEND_FORM, WORKER,
+    Action, Binding, CONFIRM, COUNCIL_VIEW, DIFF_VIEW, FORM, GLOBAL, HELP, INPUT, MERGE_CONFIRM,
+    OUTPUT, ROSTER, SCROLL, SEND_FORM, WORKER,
 };
 
 /// One key as the config names it, e.g. `r`, `+`, `C-r`, `M-x`, `Enter`, `F5`, `S-Tab`.
@@ -38,6 +38,7 @@ const STACKS: &[&[&[Binding]]] = &[
     &[INPUT],
     &[HELP],
     &[CONFIRM],
+    &[MERGE_CONFIRM],
     &[FORM],
     &[SEND_FORM],
 ];

@@ -1,6 +1,7 @@
 //! The dashboard's `m`: take the run's result into the user's branch with the same code as
 //! `crewmux merge` ([`crate::workspace::take`]), after a confirmation that shows the target
-//! branch and the diffstat. Offered once the council is `ok` or `attention`; a refusal is
+//! branch and the diffstat, with `y` to merge keeping the run's commits or `s` to squash
+//! them into one (`crewmux merge --squash`). Offered once the council is `ok` or `attention`; a refusal is
 //! the same one line `crewmux merge` prints, shown as the notice.
 
 use ratatui::layout::Rect;
@@ -24,6 +25,8 @@ pub struct MergeOffer {
     pub branch: String,
     pub into: String,
     pub stat: Vec<String>,
+    /// Commits on `branch` that `into` lacks (what `y` keeps and `s` squashes into one).
+    pub commits: u32,
 }
 
 /// Whether `m` may offer a merge now (pure): the run has worktrees and its council is `ok`
@@ -54,20 +57,27 @@ impl Model {
     pub fn carry_out_merge(&mut self, effect: &UiEffect) {
         match effect {
             UiEffect::OfferMerge => self.offer_merge(),
-            UiEffect::Merge => {
+            UiEffect::Merge { squash } => {
                 self.ui.merge_offer = None;
-                self.ui.notice = Some(
-                    match take(&self.run, &self.run_dir, &TakeOptions::default()) {
-                        Ok(TakeOutcome::Merged {
-                            branch, into, stat, ..
-                        }) => format!(
-                            "merged {branch} into {into}: {}",
-                            stat.lines().last().unwrap_or("no change").trim()
-                        ),
-                        Ok(other) => other.lines().join("; "),
-                        Err(e) => e.to_string(),
-                    },
-                );
+                let opts = TakeOptions {
+                    squash: *squash,
+                    ..TakeOptions::default()
+                };
+                self.ui.notice = Some(match take(&self.run, &self.run_dir, &opts) {
+                    Ok(TakeOutcome::Merged {
+                        branch, into, stat, ..
+                    }) => format!(
+                        "merged {branch} into {into}{}: {}",
+                        if *squash {
+                            " as one squashed commit"
+                        } else {
+                            ""
+                        },
+                        stat.lines().last().unwrap_or("no change").trim()
+                    ),
+                    Ok(other) => other.lines().join("; "),
+                    Err(e) => e.to_string(),
+                });
             }
             _ => {}
         }
@@ -85,10 +95,19 @@ impl Model {
                 ));
             }
             Ok(TakeOutcome::WouldMerge { branch, into, stat }) => {
+                let commits = self
+                    .run
+                    .workspace
+                    .as_ref()
+                    .and_then(|ws| {
+                        crate::workspace::commit::commit_count(&ws.repo, &into, &branch).ok()
+                    })
+                    .unwrap_or(0);
                 self.ui.merge_offer = Some(MergeOffer {
                     branch,
                     into,
                     stat: stat.lines().map(str::to_string).collect(),
+                    commits,
                 });
                 self.ui.confirm = Some(Confirm::Merge);
             }
@@ -136,14 +155,25 @@ pub fn render_confirm(frame: &mut Frame, area: Rect, view: &View) {
         text.extend(shown.iter().map(|l| Line::raw((*l).clone())));
     }
     text.push(Line::raw(""));
+    let commits = match offer.commits {
+        1 => "its 1 commit".to_string(),
+        n => format!("its {n} commits"),
+    };
     text.push(
         Line::from(vec![
             key("y"),
-            Span::raw(" merge      "),
+            Span::raw(format!(" merge, keeping {commits}    ")),
+            key("s"),
+            Span::raw(" squash into one commit"),
+        ])
+        .centered(),
+    );
+    text.push(
+        Line::from(vec![
             key("n"),
             Span::raw("/"),
             key("Esc"),
-            Span::raw(" not now (crewmux merge does it later)"),
+            Span::raw(" not now (crewmux merge [--squash] does it later)"),
         ])
         .centered(),
     );
@@ -212,6 +242,7 @@ mod tests {
                     " src/api.rs   | 9 +++++++++".into(),
                     " 2 files changed, 11 insertions(+), 1 deletion(-)".into(),
                 ],
+                commits: 7,
             }),
             ..Default::default()
         };

@@ -39,8 +39,9 @@ pub enum UiEffect {
     /// Work out what `m` would merge (a dry run) and open the confirmation, or say why not
     /// (the app loop runs git: [`crate::tui::merge`]).
     OfferMerge,
-    /// Merge the run's result into the user's branch (confirmed).
-    Merge,
+    /// Merge the run's result into the user's branch (confirmed); `squash`: as one
+    /// commit (`crewmux merge --squash`).
+    Merge { squash: bool },
 }
 
 /// Apply `action` to `ui` given the current `run`; pure. Sets `ui.notice` to say why an
@@ -90,7 +91,7 @@ fn apply(ui: &mut UiState, run: &RunState, action: Action) -> Vec<UiEffect> {
                 ui.notice = Some("every worker has already ended".into());
             }
         }
-        Action::Confirm => {}
+        Action::Confirm | Action::ConfirmSquash => {}
         Action::Back
             if ui.esc_leaves
                 && !ui.help
@@ -199,9 +200,11 @@ fn confirm(ui: &mut UiState, run: &RunState, action: Action) -> Vec<UiEffect> {
             ui.notice = Some(format!("cancelling {} workers", live.count()));
             vec![UiEffect::Cancel { worker_id: None }]
         }
-        (Some(Confirm::Merge), Action::Confirm) => {
+        (Some(Confirm::Merge), Action::Confirm | Action::ConfirmSquash) => {
             ui.confirm = None;
-            vec![UiEffect::Merge]
+            vec![UiEffect::Merge {
+                squash: action == Action::ConfirmSquash,
+            }]
         }
         (Some(Confirm::Merge), Action::Back | Action::Quit) => {
             ui.confirm = None;

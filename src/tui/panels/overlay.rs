@@ -9,7 +9,8 @@ use ratatui::Frame;
 
 use super::truncate;
 use crate::tui::action::{
-    Action, Binding, CONFIRM, DIFF_VIEW, GLOBAL, INPUT, OUTPUT, ROSTER, SCROLL, WORKER,
+    Action, Binding, CONFIRM, DIFF_VIEW, GLOBAL, INPUT, MERGE_CONFIRM, OUTPUT, ROSTER, SCROLL,
+    WORKER,
 };
 use crate::tui::keys::Keys;
 use crate::tui::state::{Confirm, View};
@@ -31,12 +32,20 @@ fn sections(keys: &Keys) -> [(&'static str, Vec<Binding>); 5] {
         .into_iter()
         .filter(|b| !matches!(b.action, Action::FocusNext | Action::FocusPrev))
         .collect();
+    // The merge dialog's own key (squash) after the keys every dialog has.
+    let mut dialogs = keys.apply(CONFIRM);
+    let extra: Vec<Binding> = keys
+        .apply(MERGE_CONFIRM)
+        .into_iter()
+        .filter(|b| !dialogs.iter().any(|d| d.action == b.action))
+        .collect();
+    dialogs.extend(extra);
     [
         ("Everywhere", keys.apply(GLOBAL)),
         ("Move and scroll", movement),
         ("Selected worker", workers),
         ("Answer input", input),
-        ("Dialogs", keys.apply(CONFIRM)),
+        ("Dialogs", dialogs),
     ]
 }
 
