@@ -292,8 +292,21 @@ pub struct AnswerArgs {
     /// Answer this waiting worker instead of the run-level question.
     #[arg(long)]
     pub worker: Option<String>,
-    /// The answer.
-    pub text: String,
+    /// The worker's approval request: allow it once (needs --worker).
+    #[arg(long, requires = "worker", conflicts_with_all = ["text", "deny", "allow_always"])]
+    pub allow: bool,
+    /// The worker's approval request: allow it and every later request of its kind (tool
+    /// name) for the rest of the run (needs --worker).
+    #[arg(long, requires = "worker", conflicts_with_all = ["text", "deny"])]
+    pub allow_always: bool,
+    /// The worker's approval request: deny it, with REASON told to the agent when given
+    /// (needs --worker; put the run id before it).
+    #[arg(long, value_name = "REASON", num_args = 0..=1, default_missing_value = "",
+          requires = "worker", conflicts_with = "text")]
+    pub deny: Option<String>,
+    /// The answer (not with --allow, --allow-always or --deny).
+    #[arg(required_unless_present_any = ["allow", "allow_always", "deny"])]
+    pub text: Option<String>,
 }
 
 #[derive(Debug, Args)]

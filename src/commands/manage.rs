@@ -49,7 +49,8 @@ pub fn reconcile(store: &RunStore) -> Result<(RunState, std::collections::BTreeS
     })
 }
 
-/// `crewmux answer <run> [--worker ID] "<text>"`.
+/// `crewmux answer <run> [--worker ID] "<text>"`, or for a worker's approval request
+/// `--allow`, `--allow-always` or `--deny [REASON]` instead of the text.
 ///
 /// # Errors
 /// [`Error::Usage`]: an unknown run, nothing waiting for an answer, an unknown or not waiting
@@ -62,11 +63,7 @@ pub fn answer(args: AnswerArgs) -> Result<i32> {
     let project = project_dir(args.common.project.as_deref())?;
     let store = RunStore::open(&project, Some(&args.run))?;
     let state = store.load_state()?;
-    if args.text.trim().is_empty() {
-        return Err(Error::Usage(
-            "the answer is empty: give the text to send".into(),
-        ));
-    }
+    let text = answer_text(&args, &state)?;
     match &args.worker {
         None if !state.clarification.pending => Err(Error::Usage(format!(
             "run {} has no pending question; to answer a worker add --worker ID",
@@ -90,12 +87,10 @@ pub fn answer(args: AnswerArgs) -> Result<i32> {
         }
         _ if store.is_driven()? => {
             store.send_command(&match &args.worker {
-                None => InboxCommand::AnswerRun {
-                    text: args.text.clone(),
-                },
+                None => InboxCommand::AnswerRun { text: text.clone() },
                 Some(w) => InboxCommand::AnswerWorker {
                     worker: w.clone(),
-                    text: args.text.clone(),
+                    text: text.clone(),
                 },
             })?;
             crate::errln!(
@@ -105,7 +100,7 @@ pub fn answer(args: AnswerArgs) -> Result<i32> {
             Ok(0)
         }
         None => {
-            offline_driver(&store, state)?.answer_now(None, args.text.clone())?;
+            offline_driver(&store, state)?.answer_now(None, text.clone())?;
             crate::errln!(
                 "crewmux: answer saved; continue with: crewmux resume {run}",
                 run = args.run
@@ -121,7 +116,7 @@ pub fn answer(args: AnswerArgs) -> Result<i32> {
                 .and_then(|x| x.pending.as_ref())
                 .is_some_and(|p| p.tool_call.is_some());
             if by_tool {
-                offline_driver(&store, state)?.answer_now(Some(w.clone()), args.text.clone())?;
+                offline_driver(&store, state)?.answer_now(Some(w.clone()), text.clone())?;
                 crate::errln!("crewmux: answer sent to {w}'s ask");
                 return Ok(0);
             }
@@ -130,11 +125,52 @@ pub fn answer(args: AnswerArgs) -> Result<i32> {
                     "worker `{w}` runs as a child of a crewmux process that is gone; its stdin cannot be reached"
                 )));
             }
-            offline_driver(&store, state)?.answer_now(Some(w.clone()), args.text.clone())?;
+            offline_driver(&store, state)?.answer_now(Some(w.clone()), text.clone())?;
             crate::errln!("crewmux: answer pasted into {w}'s pane");
             Ok(0)
         }
     }
+}
+
+/// The text an answer sends: `--allow` is `y`, `--allow-always` `A`, `--deny [REASON]` `n`
+/// and the reason (the engine reads them, `engine::approvals::reply_to`), else the text as
+/// given.
+///
+/// # Errors
+/// [`Error::Usage`]: an empty text; an approval flag for a worker that is not waiting on
+/// an approval.
+fn answer_text(args: &AnswerArgs, state: &RunState) -> Result<String> {
+    let flag = if args.allow {
+        Some(("--allow", "y".to_string()))
+    } else if args.allow_always {
+        Some(("--allow-always", "A".to_string()))
+    } else {
+        args.deny.as_deref().map(|r| match r.trim() {
+            "" => ("--deny", "n".to_string()),
+            r => ("--deny", format!("n {r}")),
+        })
+    };
+    let Some((flag, text)) = flag else {
+        let text = args.text.clone().unwrap_or_default();
+        if text.trim().is_empty() {
+            return Err(Error::Usage(
+                "the answer is empty: give the text to send".into(),
+            ));
+        }
+        return Ok(text);
+    };
+    let id = args.worker.as_deref().unwrap_or_default();
+    let approval = state
+        .worker(id)
+        .filter(|w| w.status == WorkerStatus::Waiting)
+        .and_then(|w| w.pending.as_ref())
+        .and_then(|p| p.approval.as_ref());
+    if state.worker(id).is_some() && approval.is_none() {
+        return Err(Error::Usage(format!(
+            "worker `{id}` is not waiting on an approval: {flag} answers one; give the answer as text instead"
+        )));
+    }
+    Ok(text)
 }
 
 /// A driver for an offline command on a run no process drives (nothing is launched).

@@ -115,10 +115,25 @@ const PROSE: &[(&str, &[&str])] = &[
              default 5), max_fix_rounds (default 1) and clarify; one [[worker]] table per worker \
              (id, unique, of a-z, 0-9 and -; role; provider or target; model or role_model; \
              prompt or prompt_file; timeout_s, idle_timeout_s, stall_after_s, max_attempts, \
-             artifacts, cwd, after, workspace, host; command = [argv...] with provider = \
-             \"command\"), [[check]] tables (id and command: exit 0 is pass) and [[critic]] \
+             artifacts, cwd, after, workspace, host, approvals; command = [argv...] with provider = \
+             \"command\"), an [approvals] table (policy = \"ask\", \"auto\" or \"deny\"), [[check]] tables (id and command: exit 0 is pass) and [[critic]] \
              tables. Unknown fields are errors, reported as FILE:LINE:COL. The README and the \
              examples folder of the source have whole teams.",
+        ],
+    ),
+    (
+        "APPROVALS",
+        &[
+            "An agent CLI that hands its permission decisions to crewmux (Claude Code, through \
+             --permission-prompt-tool) makes its worker waiting with the tool and the command or \
+             path it asks for. In the dashboard y allows it once, n denies it (type a reason, or \
+             press Enter for none) and A allows that tool for the rest of the run (kept in \
+             state.json). From a shell: crewmux answer RUN --worker ID --allow, --allow-always \
+             or --deny [REASON] (the run id first).",
+            "policy = \"ask\" (the default) asks for every request; \"auto\" allows a request \
+             whose every path is inside the worker's own worktree and asks for the rest (a shell \
+             command's target cannot be told: it asks); \"deny\" denies every request without \
+             asking. A question nobody answers within question_timeout_s is denied.",
         ],
     ),
     (

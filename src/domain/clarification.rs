@@ -35,6 +35,11 @@ pub struct ClarificationState {
     /// Answers given to waiting workers, in order.
     #[serde(default)]
     pub worker_answers: Vec<WorkerAnswer>,
+    /// Tool names (an approval's kind, e.g. `Bash`) the person allowed for the rest of the
+    /// run (`A` in the dashboard, `crewmux answer --allow-always`): later approvals of that
+    /// kind are allowed without asking. Saved, so a lead that takes the run over keeps it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub always_allowed: Vec<String>,
 }
 
 /// One answer pasted into a waiting worker.
@@ -75,6 +80,52 @@ pub struct Approval {
     pub tool: String,
     /// The tool's input, as one line of JSON (cut to 400 characters for the screen).
     pub input: String,
+    /// The paths the action reads or writes, as the tool's input gives them (absolute, or
+    /// relative to the agent's working directory); `None`: its target cannot be told (a
+    /// shell command, a tool crewmux does not know). `policy = "auto"` reads them
+    /// (`mcp::targets`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub targets: Option<Vec<String>>,
+}
+
+/// A worker's approval policy (a team's `[approvals]` table or a worker's `approvals`):
+/// what happens to an action its agent CLI asks permission for (docs/mcp.md "Approvals").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalPolicy {
+    /// Every request reaches the person (the default).
+    #[default]
+    Ask,
+    /// A request whose every path lies inside the worker's own worktree (the project
+    /// directory for a worker that shares it) is allowed; anything outside it, and an
+    /// action whose target cannot be told (a shell command), reaches the person.
+    Auto,
+    /// Every request is denied without asking.
+    Deny,
+}
+
+impl ApprovalPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalPolicy::Ask => "ask",
+            ApprovalPolicy::Auto => "auto",
+            ApprovalPolicy::Deny => "deny",
+        }
+    }
+
+    /// Whether this is the default (`ask`), for `skip_serializing_if`.
+    pub fn is_ask(&self) -> bool {
+        *self == ApprovalPolicy::Ask
+    }
+}
+
+/// A team's `[approvals]` table, or a worker's `approvals = { policy = "…" }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsSpec {
+    /// `ask` (default), `auto` or `deny`.
+    #[serde(default)]
+    pub policy: Option<ApprovalPolicy>,
 }
 
 /// How a worker's MCP `ask` or `approve` call ended (the lead writes it as the call's

@@ -45,6 +45,12 @@ pub struct FlowState {
     /// still applies). Default `team::limits::DEFAULT_QUESTION_TIMEOUT_S`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub question_timeout_s: Option<u64>,
+    /// What happens to an action its agent CLI asks permission for (`approve`).
+    #[serde(
+        default,
+        skip_serializing_if = "super::clarification::ApprovalPolicy::is_ask"
+    )]
+    pub approvals: super::clarification::ApprovalPolicy,
     /// A pending retry starts no earlier than this (back-off after a stall or rate limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_at: Option<DateTime<Utc>>,

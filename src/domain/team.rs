@@ -55,6 +55,10 @@ pub struct TeamSpec {
     /// vague one cannot hold it up); `--no-clarify` turns it off in any case.
     #[serde(default)]
     pub clarify: Option<bool>,
+    /// `[approvals]`: what happens to an action a worker's agent asks permission for
+    /// (`policy = "ask"`, the default; `"auto"`; `"deny"`); a worker's own wins.
+    #[serde(default)]
+    pub approvals: Option<super::clarification::ApprovalsSpec>,
 }
 
 /// One `[[critic]]`: an agent that reviews the team's results; its verdict is the last
@@ -171,6 +175,9 @@ pub struct WorkerSpec {
     /// The host this worker runs on (a `hosts.toml` name or `local`); default: the team's.
     #[serde(default)]
     pub host: Option<String>,
+    /// `approvals = { policy = "…" }`: this worker's approval policy; default: the team's.
+    #[serde(default)]
+    pub approvals: Option<super::clarification::ApprovalsSpec>,
 }
 
 /// One `[[check]]`: a council check command; exit 0 → pass, else fail.

@@ -4,11 +4,12 @@
 
 use super::{Driver, Update, Watch};
 use crate::backend::Target;
-use crate::domain::clarification::ToolReply;
+use crate::domain::clarification::{Approval, ToolReply};
 use crate::domain::{EventKind, RunEvent};
 use crate::engine::questions::ToolQuestion;
 use crate::engine::Input;
 use crate::mcp::exchange;
+use crate::mcp::targets::{self, Reach};
 use crate::mcp::watch::{pid_alive, McpNews};
 
 impl Driver {
@@ -23,17 +24,24 @@ impl Driver {
         let mut inputs = vec![];
         for news in watch.mcp.look(&watch.nonce, pid_alive) {
             match news {
-                McpNews::Asked(ask) => inputs.push(Input::ToolAsked {
-                    worker: t.worker.clone(),
-                    attempt: t.attempt,
-                    question: ToolQuestion {
-                        call: ask.id,
-                        question: ask.question,
-                        choices: ask.choices,
-                        default: ask.default,
-                        approval: ask.approval,
-                    },
-                }),
+                McpNews::Asked(ask) => {
+                    let reach = match &ask.approval {
+                        Some(a) => self.reach_of(&t.worker, a),
+                        None => Reach::Unknown,
+                    };
+                    inputs.push(Input::ToolAsked {
+                        worker: t.worker.clone(),
+                        attempt: t.attempt,
+                        question: ToolQuestion {
+                            call: ask.id,
+                            question: ask.question,
+                            choices: ask.choices,
+                            default: ask.default,
+                            approval: ask.approval,
+                            reach,
+                        },
+                    });
+                }
                 McpNews::Progress(text) => inputs.push(Input::Progress {
                     worker: t.worker.clone(),
                     attempt: t.attempt,
@@ -56,6 +64,25 @@ impl Driver {
             }
         }
         inputs
+    }
+
+    /// Where approval `a` of `worker` acts: against its own worktree (the project directory
+    /// for a worker that shares it), a relative path read from its working directory.
+    fn reach_of(&self, worker: &str, a: &Approval) -> Reach {
+        let state = &self.state;
+        let root = state
+            .workspace
+            .as_ref()
+            .and_then(|ws| ws.workers.get(worker))
+            .map_or_else(|| state.project_dir.clone(), |w| w.path.clone());
+        let cwd = state.worker(worker).map_or_else(
+            || root.clone(),
+            |w| {
+                crate::workspace::cwd_for(state, w)
+                    .unwrap_or_else(|| w.cwd.as_ref().map_or(root.clone(), |c| root.join(c)))
+            },
+        );
+        targets::reach(a.targets.as_deref(), &root, &cwd)
     }
 
     fn mcp_event(

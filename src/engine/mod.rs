@@ -2,6 +2,7 @@
 //! No tokio, tmux, clock or filesystem here: the driver feeds inputs (observed exits,
 //! output activity, user answers, timer ticks) and carries out the effects.
 
+pub mod approvals;
 mod ending;
 mod exits;
 #[cfg(test)]
@@ -291,8 +292,6 @@ pub struct RunMemory {
     /// No process drives the run (`status`, `cancel`, `answer` on a detached run): inputs
     /// are recorded, nothing new is launched and the gate is left for the next `resume`.
     pub offline: bool,
-    /// Tools the person allowed for the rest of the run (`A` on an approval).
-    pub always_allowed: std::collections::HashSet<String>,
 }
 
 /// Apply one input to the run; returns the effects to carry out, in order.

@@ -7,6 +7,7 @@
 
 use chrono::Duration;
 
+use super::approvals::Decision;
 use super::{Effect, Effects, KillReason, RunMemory};
 use crate::domain::clarification::{Approval, PendingQuestion, ToolReply, WorkerAnswer};
 use crate::domain::{EventKind, RunState, WorkerStatus};
@@ -20,6 +21,9 @@ pub struct ToolQuestion {
     pub choices: Vec<String>,
     pub default: Option<String>,
     pub approval: Option<Approval>,
+    /// For an approval: where its paths lie against the worker's worktree (the driver
+    /// resolves them, `mcp::targets::reach`); read by `policy = "auto"`.
+    pub reach: crate::mcp::targets::Reach,
 }
 
 /// The record `report.md` keeps of a question whose timeout ran out.
@@ -55,6 +59,15 @@ pub(super) fn on_tool_asked(
     q: ToolQuestion,
     fx: &mut Effects,
 ) {
+    let decision = match (&q.approval, state.worker(worker)) {
+        (Some(a), Some(w)) => super::approvals::decide(
+            w.flow.approvals,
+            &state.clarification.always_allowed,
+            a,
+            &q.reach,
+        ),
+        _ => Decision::Ask,
+    };
     let Some(w) = state.worker_mut(worker).filter(|w| w.attempt == attempt) else {
         let why = "refused: this attempt is not the worker's current one".to_string();
         reply(fx, worker, attempt, q.call, ToolReply::Refused { why });
@@ -88,24 +101,14 @@ pub(super) fn on_tool_asked(
         reply(fx, worker, attempt, q.call, ToolReply::Refused { why });
         return;
     }
-    if let Some(a) = q
-        .approval
-        .as_ref()
-        .filter(|a| mem.always_allowed.contains(&a.tool))
-    {
+    if let Decision::Decided { reply: r, said } = decision {
         fx.event(
             EventKind::WorkerAnswered,
             Some((worker, attempt)),
-            "user",
-            format!("{} allowed for the rest of the run: {}", a.tool, a.input),
+            "policy",
+            said,
         );
-        reply(
-            fx,
-            worker,
-            attempt,
-            q.call,
-            ToolReply::Allow { always: true },
-        );
+        reply(fx, worker, attempt, q.call, r);
         return;
     }
     w.status = WorkerStatus::Waiting;
@@ -144,7 +147,7 @@ pub(super) fn answer_tool_call(
     text: String,
     fx: &mut Effects,
 ) -> bool {
-    let Some(w) = state.worker_mut(worker) else {
+    let Some(w) = state.worker(worker) else {
         return false;
     };
     let Some(call) = w.pending.as_ref().and_then(|p| p.tool_call.clone()) else {
@@ -154,11 +157,14 @@ pub(super) fn answer_tool_call(
     let approval = w.pending.as_ref().and_then(|p| p.approval.clone());
     let question = w.question.clone().unwrap_or_default();
     let (r, said) = match approval {
-        Some(a) => approval_reply(&text, &a, &mut mem.always_allowed),
+        Some(a) => super::approvals::reply_to(&text, &a, &mut state.clarification.always_allowed),
         None => (
             ToolReply::Answer { text: text.clone() },
             format!("answer of {} bytes sent to its ask", text.len()),
         ),
+    };
+    let Some(w) = state.worker_mut(worker) else {
+        return false;
     };
     resume(w, mem, fx.now);
     state.clarification.worker_answers.push(WorkerAnswer {
@@ -174,41 +180,6 @@ pub(super) fn answer_tool_call(
     );
     reply(fx, worker, attempt, call, r);
     true
-}
-
-/// The reply an approval gets from the person's answer: `y` (or `yes`, `allow`) allows
-/// once, `A` (or `always`) allows this tool for the rest of the run, `n [reason]` (or
-/// anything else) denies with the reason.
-fn approval_reply(
-    text: &str,
-    a: &Approval,
-    always: &mut std::collections::HashSet<String>,
-) -> (ToolReply, String) {
-    let t = text.trim();
-    let (word, rest) = t.split_once(char::is_whitespace).unwrap_or((t, ""));
-    match word {
-        "y" | "Y" | "yes" | "allow" => (
-            ToolReply::Allow { always: false },
-            format!("allowed {} once", a.tool),
-        ),
-        "A" | "always" => {
-            always.insert(a.tool.clone());
-            (
-                ToolReply::Allow { always: true },
-                format!("allowed {} for the rest of the run", a.tool),
-            )
-        }
-        "n" | "N" | "no" | "deny" => {
-            let reason = (!rest.trim().is_empty()).then(|| rest.trim().to_string());
-            (ToolReply::Deny { reason }, format!("denied {}", a.tool))
-        }
-        _ => (
-            ToolReply::Deny {
-                reason: Some(t.to_string()),
-            },
-            format!("denied {} with a reason", a.tool),
-        ),
-    }
 }
 
 /// A waiting worker runs again: question gone, idle clock and stall window start anew.

@@ -5,8 +5,9 @@ use chrono::Duration;
 use super::questions::ToolQuestion;
 use super::tests::{launched, run, t0};
 use super::{update, Effect, Input, KillReason, RunMemory};
-use crate::domain::clarification::{Approval, ToolReply};
+use crate::domain::clarification::{Approval, ApprovalPolicy, ToolReply};
 use crate::domain::{RunState, WorkerStatus};
+use crate::mcp::targets::Reach;
 
 fn asked(call: &str, default: Option<&str>) -> Input {
     Input::ToolAsked {
@@ -18,6 +19,7 @@ fn asked(call: &str, default: Option<&str>) -> Input {
             choices: vec!["sqlite".into(), "postgres".into()],
             default: default.map(String::from),
             approval: None,
+            reach: Reach::Unknown,
         },
     }
 }
@@ -270,7 +272,9 @@ fn an_approval_answered_n_is_denied_with_the_reason_and_a_allows_the_tool_for_th
             approval: Some(Approval {
                 tool: "Bash".into(),
                 input: "{}".into(),
+                targets: None,
             }),
+            reach: Reach::Unknown,
         },
     };
     let answer = |text: &str| Input::AnswerWorker {
@@ -294,7 +298,10 @@ fn an_approval_answered_n_is_denied_with_the_reason_and_a_allows_the_tool_for_th
         replies(&fx),
         [("1-2".to_string(), ToolReply::Allow { always: true })]
     );
-    // The same tool again: allowed without asking.
+    assert_eq!(s.clarification.always_allowed, vec!["Bash".to_string()]);
+    // The same tool again, asked of a lead that took the run over (its memory is new):
+    // allowed without asking, since the state keeps the kind.
+    let mut mem = RunMemory::default();
     let fx = update(&mut s, &mut mem, t0(), approval("1-3"));
     assert_eq!(
         replies(&fx),
@@ -319,4 +326,54 @@ fn an_approval_answered_n_is_denied_with_the_reason_and_a_allows_the_tool_for_th
             }
         )]
     );
+}
+
+#[test]
+fn auto_allows_a_write_inside_the_worktree_and_makes_the_worker_wait_for_one_outside() {
+    let (mut s, mut mem) = started(Some(60));
+    s.worker_mut("w0").unwrap().flow.approvals = ApprovalPolicy::Auto;
+    let write = |call: &str, reach: Reach| Input::ToolAsked {
+        worker: "w0".into(),
+        attempt: 1,
+        question: ToolQuestion {
+            call: call.into(),
+            question: "allow Write".into(),
+            choices: vec![],
+            default: None,
+            approval: Some(Approval {
+                tool: "Write".into(),
+                input: "{}".into(),
+                targets: Some(vec!["x".into()]),
+            }),
+            reach,
+        },
+    };
+    let fx = update(&mut s, &mut mem, t0(), write("1-1", Reach::Inside));
+    assert_eq!(
+        replies(&fx),
+        [("1-1".to_string(), ToolReply::Allow { always: false })]
+    );
+    assert_eq!(s.worker("w0").unwrap().status, WorkerStatus::Running);
+    let fx = update(
+        &mut s,
+        &mut mem,
+        t0(),
+        write("1-2", Reach::Outside("/etc/x".into())),
+    );
+    assert!(replies(&fx).is_empty(), "{fx:?}");
+    let w = s.worker("w0").unwrap();
+    assert_eq!(w.status, WorkerStatus::Waiting);
+    assert_eq!(
+        w.pending.as_ref().unwrap().tool_call.as_deref(),
+        Some("1-2")
+    );
+    // `deny`: answered at once, the worker never waits.
+    let (mut s, mut mem) = started(Some(60));
+    s.worker_mut("w0").unwrap().flow.approvals = ApprovalPolicy::Deny;
+    let fx = update(&mut s, &mut mem, t0(), write("1-3", Reach::Inside));
+    assert!(
+        matches!(&replies(&fx)[..], [(c, ToolReply::Deny { reason: Some(_) })] if c == "1-3"),
+        "{fx:?}"
+    );
+    assert_eq!(s.worker("w0").unwrap().status, WorkerStatus::Running);
 }

@@ -189,6 +189,7 @@ fn add(
         w.idle_timeout_s = like.idle_timeout_s;
         w.flow.stall_after_s = like.flow.stall_after_s;
         w.flow.question_timeout_s = like.flow.question_timeout_s;
+        w.flow.approvals = like.flow.approvals;
         w.max_attempts = like.max_attempts;
     }
     w.order = state.workers.iter().map(|x| x.order).max().unwrap_or(0) + 1;

@@ -261,8 +261,9 @@ impl Tools {
         let approval = Approval {
             tool: args.tool_name.clone(),
             input: one_line(&args.input),
+            targets: super::targets::of(&args.tool_name, &args.input),
         };
-        let question = format!("allow {}: {}", approval.tool, approval.input);
+        let question = super::targets::describe(&args.tool_name, &args.input, 400);
         let reply = match self.exchange(question, vec![], None, Some(approval)).await {
             Ok(r) => r,
             Err(e) => Reply::Refused { why: e },

@@ -54,6 +54,7 @@ pub(crate) fn toml_error_with(
         });
     let said = named
         .or_else(|| unknown_field(&message))
+        .or_else(|| unknown_variant(&message, text, e.span()?.start))
         .or_else(|| {
             let at = e.span()?.start;
             one_table_for_many(&message, text, at)
@@ -72,6 +73,25 @@ fn unknown_field(message: &str) -> Option<String> {
     let known = expected.split('`').skip(1).step_by(2);
     let meant = crate::text::closest(field, known)?;
     Some(format!("unknown field `{field}`: did you mean `{meant}`?"))
+}
+
+/// serde's `unknown variant `aut`, expected one of `ask`, `auto`, `deny`` as `policy =
+/// "aut": did you mean `auto`? (use ask, auto or deny)`: the key is read before the value
+/// at `at`; the nearest word is asked for only when it is close ([`crate::text::closest`]).
+fn unknown_variant(message: &str, text: &str, at: usize) -> Option<String> {
+    let rest = message.strip_prefix("unknown variant `")?;
+    let (value, expected) = rest.split_once('`')?;
+    let known: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    let key = key_before(text, at).map_or(String::new(), |k| format!("{k} = "));
+    let list = match known.split_last() {
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => return None,
+    };
+    Some(match crate::text::closest(value, known.iter().copied()) {
+        Some(meant) => format!("{key}\"{value}\": did you mean `{meant}`? (use {list})"),
+        None => format!("{key}\"{value}\": unknown value (use {list})"),
+    })
 }
 
 /// A table header `[name]` where the file needs a list of tables (serde: `invalid type:

@@ -21,4 +21,6 @@ pub use routing::{choose, infer_target, Choice, TargetChoice};
 #[cfg(test)]
 mod after_tests;
 #[cfg(test)]
+mod approvals_tests;
+#[cfg(test)]
 mod probe_tests;

@@ -50,6 +50,9 @@ pub struct ResolvedWorker {
     pub after: Vec<String>,
     /// What happens when one of `after` does not complete.
     pub on_upstream_failure: crate::domain::UpstreamPolicy,
+    /// What happens to an action its agent asks permission for (worker's, else team's).
+    #[serde(skip_serializing_if = "crate::domain::clarification::ApprovalPolicy::is_ask")]
+    pub approvals: crate::domain::clarification::ApprovalPolicy,
 }
 
 /// A worker's host for JSON: its name, or `local`.
@@ -95,6 +98,7 @@ impl ResolvedWorker {
                 on_upstream_failure: self.on_upstream_failure,
                 stall_after_s: self.stall_after_s,
                 question_timeout_s: self.question_timeout_s,
+                approvals: self.approvals,
                 ..Default::default()
             },
         }

@@ -66,6 +66,7 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
         single: spec.workers.len() == 1,
         sources: &sources,
         team_host: spec.host.as_deref(),
+        team_approvals: spec.approvals.and_then(|a| a.policy).unwrap_or_default(),
     };
     let mut workers = Vec::new();
     let mut unroutable: Vec<String> = Vec::new();
@@ -150,6 +151,8 @@ struct RouteCtx<'a> {
     single: bool,
     sources: &'a LimitSources,
     team_host: Option<&'a str>,
+    /// The team's `[approvals] policy` (default `ask`).
+    team_approvals: crate::domain::clarification::ApprovalPolicy,
 }
 
 impl RouteCtx<'_> {
@@ -243,6 +246,10 @@ fn route_worker(
         fallbacks,
         after: w.after.clone(),
         on_upstream_failure: w.on_upstream_failure.unwrap_or_default(),
+        approvals: w
+            .approvals
+            .and_then(|a| a.policy)
+            .unwrap_or(ctx.team_approvals),
     }))
 }
 

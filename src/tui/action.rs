@@ -87,6 +87,13 @@ pub enum Action {
     PrevFile,
     /// Merge the run's result into your branch (asks, with the diffstat).
     Merge,
+    /// An approval is shown: allow it once (`y`).
+    AllowOnce,
+    /// An approval is shown: deny it, with an optional reason typed next (`n`).
+    DenyApproval,
+    /// An approval is shown: allow it and every later request of its kind (tool name)
+    /// for the rest of the run (`A`).
+    AllowAlways,
 }
 
 impl Action {
@@ -134,6 +141,9 @@ impl Action {
             Action::NextFile => "next file of the diff",
             Action::PrevFile => "previous file of the diff",
             Action::Merge => "merge the result (asks)",
+            Action::AllowOnce => "approval: allow once",
+            Action::DenyApproval => "approval: deny (reason next)",
+            Action::AllowAlways => "approval: allow kind for run",
         }
     }
 
@@ -172,6 +182,9 @@ impl Action {
             Action::ShowDiff => "diff",
             Action::NextFile | Action::PrevFile => "files",
             Action::Merge => "merge",
+            Action::AllowOnce => "allow",
+            Action::DenyApproval => "deny",
+            Action::AllowAlways => "allow always",
         }
     }
 }

@@ -185,6 +185,7 @@ pub fn crazy_run() -> RunState {
             answers: vec![],
             questions: vec![],
             worker_answers: vec![],
+            always_allowed: vec![],
         },
         clarify: true,
         checks: vec![],

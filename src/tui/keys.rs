@@ -41,6 +41,7 @@ const STACKS: &[&[&[Binding]]] = &[
     &[MERGE_CONFIRM],
     &[FORM],
     &[SEND_FORM],
+    &[super::approval::APPROVAL],
 ];
 
 /// The names of the actions a config may bind (kebab case), with each one's action.

@@ -17,13 +17,14 @@ fn asked(approval: bool) -> RunState {
     let mut run = fixtures::crazy_run_worker_question();
     let w = run.worker_mut("frontend").unwrap();
     w.pending = Some(if approval {
-        w.question = Some("allow Bash: {\"command\":\"npm install react-datepicker\"}".into());
+        w.question = Some("Bash wants to run: npm install react-datepicker".into());
         PendingQuestion {
             tool_call: Some("4242-2".into()),
             deadline: Some(fixtures::now() + Duration::seconds(272)),
             approval: Some(Approval {
                 tool: "Bash".into(),
                 input: "{\"command\":\"npm install react-datepicker\"}".into(),
+                targets: None,
             }),
             ..PendingQuestion::default()
         }
@@ -65,6 +66,25 @@ fn clarification_panel_approval_with_its_keys() {
 }
 
 #[test]
+fn clarification_panel_asks_the_reason_after_n_on_an_approval() {
+    let run = asked(true);
+    let mut ui = UiState {
+        selected: 2,
+        focus: Focus::Roster,
+        ..UiState::default()
+    };
+    super::approval::open_deny(&mut ui, &run);
+    assert!(ui.denying);
+    let v = fixtures::view(&run, &ui, &[]);
+    let h = clarification::wanted_height(&v, 90);
+    let mut terminal = Terminal::new(TestBackend::new(90, h)).unwrap();
+    terminal
+        .draw(|f| clarification::render(f, f.area(), &v))
+        .unwrap();
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
 fn the_countdown_runs_and_a_screen_question_says_it_ends_the_attempt() {
     let mut run = asked(false);
     let w = run.worker_mut("frontend").unwrap();
@@ -101,4 +121,56 @@ fn roster_shows_a_running_workers_progress_line() {
     let mut terminal = Terminal::new(TestBackend::new(120, 12)).unwrap();
     terminal.draw(|f| roster::render(f, f.area(), &v)).unwrap();
     insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
+fn y_n_and_a_answer_the_shown_approval_and_n_is_next_waiting_otherwise() {
+    use super::update::{update, UiEffect};
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let press = |c: char| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+    let run = asked(true);
+    let fresh = || UiState {
+        selected: 2,
+        ..UiState::default()
+    };
+    let keys = |ui: &mut UiState, typed: &str| -> Vec<UiEffect> {
+        let mut out = vec![];
+        for c in typed.chars() {
+            let key = if c == '\n' {
+                KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)
+            } else {
+                press(c)
+            };
+            let a = super::approval::map_key(ui, &run, key)
+                .or_else(|| super::action::map_key(ui, key))
+                .unwrap();
+            out.extend(update(ui, &run, a));
+        }
+        out
+    };
+    let sent = |fx: Vec<UiEffect>| -> Vec<String> {
+        fx.into_iter()
+            .filter_map(|e| match e {
+                UiEffect::Answer { worker_id, text } => {
+                    assert_eq!(worker_id.as_deref(), Some("frontend"));
+                    Some(text)
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(sent(keys(&mut fresh(), "y")), ["y"]);
+    assert_eq!(sent(keys(&mut fresh(), "A")), ["A"]);
+    assert_eq!(sent(keys(&mut fresh(), "n\n")), ["n"]);
+    let mut ui = fresh();
+    assert_eq!(sent(keys(&mut ui, "nnot on main\n")), ["n not on main"]);
+    assert!(!ui.denying && ui.answering.is_none());
+    // A plain question: `n` jumps to the next waiting worker, `y` means nothing.
+    let run = asked(false);
+    let ui = fresh();
+    assert_eq!(super::approval::map_key(&ui, &run, press('n')), None);
+    assert_eq!(
+        super::action::map_key(&ui, press('n')),
+        Some(super::action::Action::NextWaiting)
+    );
 }

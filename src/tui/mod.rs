@@ -33,6 +33,7 @@
 
 pub mod action;
 pub mod app;
+pub mod approval;
 pub mod attention;
 pub mod diff;
 pub mod editor;

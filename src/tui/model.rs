@@ -291,7 +291,9 @@ impl Model {
                 super::steer::form_key(&mut self.ui, &self.run, key)
             }
             Event::Key(key) if key.kind == KeyEventKind::Press => {
-                let Some(action) = map_key(&self.ui, key) else {
+                let Some(action) = super::approval::map_key(&self.ui, &self.run, key)
+                    .or_else(|| map_key(&self.ui, key))
+                else {
                     return Step::default();
                 };
                 update(&mut self.ui, &self.run, action)

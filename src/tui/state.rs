@@ -194,6 +194,9 @@ pub struct UiState {
     /// The question the input line answers, fixed when the input was opened so that a
     /// selection change cannot redirect a half-typed answer.
     pub answering: Option<AnswerTarget>,
+    /// The input line holds the reason for denying the shown approval (`n`): Enter sends
+    /// it, empty or not.
+    pub denying: bool,
     pub help: bool,
     pub confirm: Option<Confirm>,
     /// One line shown in the footer until the next key (e.g. "answer sent to backend").
@@ -261,6 +264,7 @@ impl Default for UiState {
             council_scroll: 0,
             input: InputLine::default(),
             answering: None,
+            denying: false,
             help: false,
             confirm: None,
             notice: None,

@@ -134,6 +134,9 @@ fn apply(ui: &mut UiState, run: &RunState, action: Action) -> Vec<UiEffect> {
         Action::ShowDiff => show_tab(ui, Tab::Diff),
         Action::NextFile => super::diff::jump_file(ui, true),
         Action::PrevFile => super::diff::jump_file(ui, false),
+        Action::AllowOnce => return super::approval::allow(ui, run, false),
+        Action::AllowAlways => return super::approval::allow(ui, run, true),
+        Action::DenyApproval => super::approval::open_deny(ui, run),
         Action::Merge => match super::merge::can_offer(run) {
             Ok(()) => return vec![UiEffect::OfferMerge],
             Err(why) => ui.notice = Some(why),
@@ -166,6 +169,7 @@ pub fn reconcile(ui: &mut UiState, run: &RunState) {
                 AnswerTarget::Worker(id) => id.clone(),
             };
             ui.answering = None;
+            ui.denying = false;
             if ui.focus == Focus::Clarification {
                 ui.focus = Focus::Roster;
             }
@@ -361,6 +365,7 @@ fn open_answer(ui: &mut UiState, run: &RunState) {
     match ui.pending_question(run) {
         Some(q) => {
             ui.answering = Some(q.target());
+            ui.denying = false;
             ui.focus = Focus::Clarification;
         }
         None => ui.notice = Some("no question is pending".into()),
@@ -428,11 +433,15 @@ fn leave_input(ui: &mut UiState) {
 fn leave_input_to(ui: &mut UiState, focus: Focus) {
     if ui.input.is_empty() {
         ui.answering = None;
+        ui.denying = false;
     }
     ui.focus = focus;
 }
 
 fn submit(ui: &mut UiState, run: &RunState) -> Vec<UiEffect> {
+    if ui.denying {
+        return submit_denial(ui, run);
+    }
     let text = ui.input.text().trim();
     if text.is_empty() {
         ui.notice = Some("type an answer first (Esc leaves the input)".into());
@@ -470,6 +479,30 @@ fn submit(ui: &mut UiState, run: &RunState) -> Vec<UiEffect> {
         None => "answer sent; the clarification gate runs again".into(),
     });
     vec![UiEffect::Answer { worker_id, text }]
+}
+
+/// Enter while the input holds the reason for denying the shown approval: `n` (with the
+/// reason when one was typed) goes to the worker the input was opened for.
+fn submit_denial(ui: &mut UiState, run: &RunState) -> Vec<UiEffect> {
+    let target = ui.answering.clone();
+    ui.denying = false;
+    ui.answering = None;
+    ui.focus = Focus::Roster;
+    let waiting = target
+        .as_ref()
+        .and_then(|t| question_for(run, t))
+        .and_then(|q| q.worker)
+        .filter(|w| w.pending.as_ref().is_some_and(|p| p.approval.is_some()));
+    let Some(w) = waiting else {
+        ui.notice = Some("that approval is no longer waiting; nothing was sent".into());
+        return Vec::new();
+    };
+    let text = super::approval::deny_text(&ui.input.take());
+    ui.notice = Some(format!("denied for {}", w.id));
+    vec![UiEffect::Answer {
+        worker_id: Some(w.id.clone()),
+        text,
+    }]
 }
 
 #[cfg(test)]

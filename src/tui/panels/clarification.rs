@@ -122,7 +122,13 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
         Some(w) => vec![
             Span::raw(" ? "),
             Span::raw(w.id.clone()).bold(),
-            Span::raw(" is waiting for your answer "),
+            Span::raw(
+                if w.pending.as_ref().is_some_and(|p| p.approval.is_some()) {
+                    " asks for your approval "
+                } else {
+                    " is waiting for your answer "
+                },
+            ),
         ],
         None if view.run.stage == Stage::TeamPlan => {
             vec![Span::raw(" ? Clarification needed before the team starts ")]
@@ -183,14 +189,39 @@ fn render_input(frame: &mut Frame, area: Rect, view: &View, focused: bool) {
             .fg(Color::Yellow)
             .add_modifier(Modifier::BOLD),
     );
+    let dim = Style::default().fg(Color::DarkGray);
+    let key = Style::default().fg(Color::Cyan).bold();
     if input.is_empty() && !focused {
+        let hint = match crate::tui::approval::shown(view.ui, view.run) {
+            Some(_) => Line::from(vec![
+                prompt,
+                Span::styled("press ", dim),
+                Span::styled("y", key),
+                Span::styled(", ", dim),
+                Span::styled("n", key),
+                Span::styled(" or ", dim),
+                Span::styled("A", key),
+            ]),
+            None => Line::from(vec![
+                prompt,
+                Span::styled("press ", dim),
+                Span::styled("a", key),
+                Span::styled(" to answer", dim),
+            ]),
+        };
+        frame.render_widget(Paragraph::new(hint), area);
+        return;
+    }
+    if input.is_empty() && view.ui.denying {
         let hint = Line::from(vec![
-            prompt,
-            Span::styled("press ", Style::default().fg(Color::DarkGray)),
-            Span::styled("a", Style::default().fg(Color::Cyan).bold()),
-            Span::styled(" to answer", Style::default().fg(Color::DarkGray)),
+            prompt.clone(),
+            Span::styled("reason for denying (Enter with none: no reason)", dim),
         ]);
         frame.render_widget(Paragraph::new(hint), area);
+        if area.width > 0 {
+            let x = area.x + (PROMPT.width() as u16).min(area.width - 1);
+            frame.set_cursor_position(Position { x, y: area.y });
+        }
         return;
     }
     let room = (area.width as usize).saturating_sub(PROMPT.width() + 1);

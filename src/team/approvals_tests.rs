@@ -1,0 +1,60 @@
+//! Team-file tests for `[approvals]` and a worker's `approvals`: the policy each worker
+//! gets, and one-line errors naming the place and the fix.
+
+use std::path::Path;
+
+use super::parse_and_validate;
+use crate::domain::clarification::ApprovalPolicy;
+use crate::providers::Registry;
+
+fn parse(text: &str) -> crate::error::Result<crate::domain::TeamSpec> {
+    parse_and_validate(Path::new("t.toml"), text, &Registry::builtin())
+}
+
+const WORKERS: &str = "[[worker]]\nid = \"a\"\nrole = \"architect\"\n\n\
+                       [[worker]]\nid = \"b\"\nrole = \"architect\"\napprovals = { policy = \"deny\" }\n";
+
+#[test]
+fn the_teams_policy_and_a_workers_own_are_read() {
+    let spec = parse(&format!("[approvals]\npolicy = \"auto\"\n\n{WORKERS}")).unwrap();
+    assert_eq!(
+        spec.approvals.and_then(|a| a.policy),
+        Some(ApprovalPolicy::Auto)
+    );
+    assert_eq!(spec.workers[0].approvals, None);
+    assert_eq!(
+        spec.workers[1].approvals.and_then(|a| a.policy),
+        Some(ApprovalPolicy::Deny)
+    );
+    assert!(
+        parse(WORKERS).unwrap().approvals.is_none(),
+        "the default is ask"
+    );
+}
+
+#[test]
+fn a_bad_policy_or_field_is_one_line_naming_it_and_the_fix() {
+    let e = parse(&format!("[approvals]\npolicy = \"aut\"\n\n{WORKERS}"))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "t.toml:2:10: policy = \"aut\": did you mean `auto`? (use ask, auto or deny)"
+    );
+    let e = parse(&format!("[approvals]\npolicy = \"never\"\n\n{WORKERS}"))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "t.toml:2:10: policy = \"never\": unknown value (use ask, auto or deny)"
+    );
+    let e = parse(&format!("[approvals]\npolcy = \"ask\"\n\n{WORKERS}"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("t.toml:2:1: ")
+            && e.contains("unknown field `polcy`: did you mean `policy`?"),
+        "{e}"
+    );
+    assert!(!e.contains('\n'), "{e}");
+}
