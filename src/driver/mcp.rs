@@ -25,6 +25,7 @@ impl Driver {
         for news in watch.mcp.look(&watch.nonce, pid_alive) {
             match news {
                 McpNews::Asked(ask) => {
+                    let ask = *ask;
                     let reach = match &ask.approval {
                         Some(a) => self.reach_of(&t.worker, a),
                         None => Reach::Unknown,

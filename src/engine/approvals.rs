@@ -35,7 +35,7 @@ pub fn decide(policy: ApprovalPolicy, always: &[String], a: &Approval, reach: &R
             ),
         };
     }
-    if always.iter().any(|k| *k == a.tool) {
+    if always.contains(&a.tool) {
         return Decision::Decided {
             reply: ToolReply::Allow { always: true },
             said: format!("{} allowed for the rest of the run: {}", a.tool, a.input),

@@ -12,7 +12,7 @@ use super::exchange::{self, Ask, Progress, Reply, ServerFile};
 #[derive(Debug, Clone, PartialEq)]
 pub enum McpNews {
     /// A question (or an approval request) of this attempt, not yet replied to.
-    Asked(Ask),
+    Asked(Box<Ask>),
     /// A progress line of this attempt.
     Progress(String),
     /// Something written with another run's, worker's or attempt's nonce: refused.
@@ -83,7 +83,9 @@ impl McpWatch {
                 continue;
             }
             match exchange::read_json::<Ask>(&exchange::ask_path(&self.dir, &id)) {
-                Ok(Some(ask)) if ask.caller.nonce == nonce => news.push(McpNews::Asked(ask)),
+                Ok(Some(ask)) if ask.caller.nonce == nonce => {
+                    news.push(McpNews::Asked(Box::new(ask)))
+                }
                 Ok(Some(ask)) => {
                     let why = format!(
                         "refused: this question names worker {} attempt {} with a nonce that is not this attempt's",
