@@ -60,9 +60,9 @@ fn d_opens_the_diff_and_m_merges_the_result_into_the_users_branch() {
         ""
     );
 
-    // Asked again, it says there is nothing left to take.
+    // Asked again, it says the run is already merged, as `crewmux merge` does.
     viewer.keys(&["m"]);
-    viewer.wait_screen("nothing to merge", Duration::from_secs(15));
+    viewer.wait_screen("is already merged into main", Duration::from_secs(15));
     viewer.keys(&["q"]);
     viewer.wait_screen("EXITED 0", Duration::from_secs(20));
 }
