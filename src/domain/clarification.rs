@@ -148,3 +148,16 @@ pub enum ToolReply {
     /// An approval: denied, with the person's reason when given.
     Deny { reason: Option<String> },
 }
+
+/// Where an approval's targets lie (found by `mcp::targets::reach`; read by the
+/// engine's `policy = "auto"`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Reach {
+    /// Every path is inside the worker's worktree.
+    Inside,
+    /// This path (the first found) is outside it.
+    Outside(String),
+    /// The target cannot be told (no paths known).
+    #[default]
+    Unknown,
+}

@@ -128,12 +128,23 @@ impl Follower {
         let mut next_driven_check = Instant::now() + DRIVEN_CHECK;
         let mut state_error: Option<String> = None;
         loop {
-            match wake.recv_timeout(FOLLOW_TICK) {
-                Ok(Wake::Control(Control::Quit)) | Err(RecvTimeoutError::Disconnected) => {
-                    return self.state
+            // Everything queued is taken before the one look that follows: a look can wait
+            // seconds for a host that does not answer, and wakes for saves queued meanwhile
+            // must not each cost one before a Quit behind them is seen.
+            let mut next = wake.recv_timeout(FOLLOW_TICK);
+            loop {
+                match next {
+                    Ok(Wake::Control(Control::Quit)) | Err(RecvTimeoutError::Disconnected) => {
+                        return self.state
+                    }
+                    Ok(Wake::Control(c)) => self.forward(c, &mut emit),
+                    Ok(Wake::RunFiles) | Err(RecvTimeoutError::Timeout) => {}
                 }
-                Ok(Wake::Control(c)) => self.forward(c, &mut emit),
-                Ok(Wake::RunFiles) | Err(RecvTimeoutError::Timeout) => {}
+                match wake.try_recv() {
+                    Ok(w) => next = Ok(w),
+                    Err(std::sync::mpsc::TryRecvError::Empty) => break,
+                    Err(std::sync::mpsc::TryRecvError::Disconnected) => return self.state,
+                }
             }
             let changed = match self.reload_state() {
                 Ok(changed) => changed,

@@ -5,8 +5,8 @@
 //! person allowed for the rest of the run (`A`) is allowed; `auto` allows a request whose
 //! every path is inside the worker's worktree; everything else asks the person.
 
+use crate::domain::clarification::Reach;
 use crate::domain::clarification::{Approval, ApprovalPolicy, ToolReply};
-use crate::mcp::targets::Reach;
 
 /// What becomes of one approval request before the person sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -23,7 +23,7 @@ pub struct ToolQuestion {
     pub approval: Option<Approval>,
     /// For an approval: where its paths lie against the worker's worktree (the driver
     /// resolves them, `mcp::targets::reach`); read by `policy = "auto"`.
-    pub reach: crate::mcp::targets::Reach,
+    pub reach: crate::domain::clarification::Reach,
 }
 
 /// The record `report.md` keeps of a question whose timeout ran out.

@@ -5,9 +5,9 @@ use chrono::Duration;
 use super::questions::ToolQuestion;
 use super::tests::{launched, run, t0};
 use super::{update, Effect, Input, KillReason, RunMemory};
+use crate::domain::clarification::Reach;
 use crate::domain::clarification::{Approval, ApprovalPolicy, ToolReply};
 use crate::domain::{RunState, WorkerStatus};
-use crate::mcp::targets::Reach;
 
 fn asked(call: &str, default: Option<&str>) -> Input {
     Input::ToolAsked {

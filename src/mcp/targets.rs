@@ -51,17 +51,7 @@ pub fn describe(tool: &str, input: &serde_json::Value, max: usize) -> String {
     super::server::cut_chars(&one_line, max)
 }
 
-/// Where an approval's targets lie.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Reach {
-    /// Every path is inside the worker's worktree.
-    Inside,
-    /// This path (the first found) is outside it.
-    Outside(String),
-    /// The target cannot be told (no paths known).
-    #[default]
-    Unknown,
-}
+pub use crate::domain::clarification::Reach;
 
 /// Where `targets` lie against `root` (the worker's worktree), a relative path read from
 /// `cwd` (the agent's working directory). A path is inside when, with `.` and `..` taken

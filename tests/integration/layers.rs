@@ -53,6 +53,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("workspace", 2),
     ("hosts", 2),
     ("mcp", 2),
+    ("notify", 2),
     ("driver", 3),
     ("cli", 4),
     ("cli_error", 4),
