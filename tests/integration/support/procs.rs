@@ -106,12 +106,23 @@ pub fn holding(path: &Path) -> Vec<u32> {
         .collect()
 }
 
-/// Whether process `pid` is alive (a zombie counts as gone).
+/// Whether process `pid` is alive: some thread of it has not ended. A zombie whose threads
+/// have all ended counts as gone. After SIGKILL the thread-group leader turns zombie at
+/// once while its other threads may still be exiting and holding the process's files
+/// (its run's driver lock among them): proc(5), /proc/PID/task.
 pub fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit_once(") ")
+    let not_zombie = |stat: &str| {
+        stat.rsplit_once(") ")
             .is_some_and(|(_, rest)| !rest.starts_with('Z'))
-    })
+    };
+    match std::fs::read_dir(format!("/proc/{pid}/task")) {
+        Ok(tasks) => tasks
+            .flatten()
+            .any(|t| std::fs::read_to_string(t.path().join("stat")).is_ok_and(|s| not_zombie(&s))),
+        Err(_) => {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| not_zombie(&s))
+        }
+    }
 }
 
 /// Send `sig` to each of `pids`; the pids it could not be sent to (ended meanwhile).
