@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crewmux::domain::RunState;
-use crewmux::driver::{Control, Driver, DriverOptions, Update};
+use crewmux::lead::{Control, Driver, DriverOptions, Update};
 use crewmux::store::RunStore;
 use crewmux::tmux::{TmuxBackend, TmuxClient};
 

@@ -249,7 +249,7 @@ pub trait Multiplexer: Send {
 
     /// The pane of this machine's window named `window` (`<worker>-<attempt>`), live or
     /// dead, with its process: what a driver that stopped before recording a launch left
-    /// (`crate::driver`'s adoption of it). Default: `None` (the backend has no windows).
+    /// (`crate::lead`'s adoption of it). Default: `None` (the backend has no windows).
     fn find_window(&mut self, window: &str) -> Option<Spawned> {
         let _ = window;
         None

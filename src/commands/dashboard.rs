@@ -28,7 +28,7 @@ pub fn follow_dashboard(store: RunStore, state: RunState, quiet: bool) -> Result
         let capture = super::drive::backend_for(&followed_state, &followed_store)?;
         let providers = agent_providers(&followed_state.project_dir);
         let lead_store = followed_store.clone();
-        let follower = crate::driver::follow::Follower::new(
+        let follower = crate::dashboard::follow::Follower::new(
             followed_store,
             followed_state,
             capture,

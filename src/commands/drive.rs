@@ -5,8 +5,8 @@ use std::sync::mpsc;
 
 use crate::backend::Multiplexer;
 use crate::domain::{BackendKind, RunState, RunStatus};
-use crate::driver::{Driver, DriverOptions, Update};
 use crate::error::{Error, IoContext, Result};
+use crate::lead::{Driver, DriverOptions, Update};
 use crate::process::ProcessBackend;
 use crate::store::RunStore;
 use crate::tmux::TmuxBackend;
@@ -178,7 +178,7 @@ pub fn offline_options() -> DriverOptions {
         Ok(c) => c.notify,
         Err(e) => {
             tracing::warn!("{e}; notifying in the default ways");
-            crate::driver::NotifyWays::default()
+            crate::lead::NotifyWays::default()
         }
     };
     DriverOptions {
@@ -264,7 +264,7 @@ pub fn drive_printing(
                         hhmmss()
                     );
                     // Err: the driver has stopped already, which is what Quit asks for.
-                    let _ = ctl_tx.send(crate::driver::Control::Quit);
+                    let _ = ctl_tx.send(crate::lead::Control::Quit);
                 }
             }
             Update::Stopped { .. } => break,

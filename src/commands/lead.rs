@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use crate::cli::LeadArgs;
 use crate::domain::RunState;
-use crate::driver::DriverOptions;
 use crate::error::{Error, IoContext, Result};
+use crate::lead::DriverOptions;
 use crate::store::RunStore;
 
 /// Everything the lead prints, in the run directory.

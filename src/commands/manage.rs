@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use crate::cli::{AnswerArgs, AttachArgs, CancelArgs, CleanArgs};
 use crate::domain::{BackendKind, RunState, RunStatus, WorkerStatus};
-use crate::driver::{Driver, DriverOptions};
 use crate::error::{Error, IoContext, Result};
+use crate::lead::{Driver, DriverOptions};
 use crate::store::{list_run_ids, InboxCommand, RunStore};
 
 use super::plan::project_dir;

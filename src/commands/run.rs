@@ -8,8 +8,8 @@ use std::io::IsTerminal;
 
 use crate::cli::{DemoArgs, RunArgs, RunOptions};
 use crate::domain::RunState;
-use crate::driver::DriverOptions;
 use crate::error::{Error, Result};
+use crate::lead::DriverOptions;
 use crate::store::RunStore;
 use crate::team::{check, resolve, route, Mode, ResolveOptions};
 

@@ -41,7 +41,7 @@ pub fn run(args: SteerArgs) -> Result<i32> {
     }
     let run_id = state.run_id.clone();
     let backend = super::drive::backend_for(&state, &store)?;
-    let driver = crate::driver::Driver::new(
+    let driver = crate::lead::Driver::new(
         store.clone(),
         state,
         backend,

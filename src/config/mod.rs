@@ -36,8 +36,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::driver::NotifyWays;
 use crate::error::{Error, Result};
+use crate::lead::NotifyWays;
 use crate::providers::spec::line_col;
 use crate::providers::toml_hint::toml_error_with;
 use crate::providers::user_config_dir;

@@ -240,7 +240,7 @@ fn failed_before_agent(
     ending::finish(state, mem, end, fx);
 }
 
-/// New output (never the echo of a paste: the driver leaves that out, `driver::echo`):
+/// New output (never the echo of a paste: the driver leaves that out, `lead::echo`):
 /// restart the idle clock; a waiting worker that was answered is running again.
 fn on_output(
     state: &mut RunState,

@@ -3,7 +3,7 @@
 //! own terminal (docs/design.md "Notifications").
 //!
 //! Which events notify, once each (the event's once-check in `events.jsonl`, see
-//! `driver::once`, so a second lead after `attach` does not notify again): a worker that
+//! `lead::once`, so a second lead after `attach` does not notify again): a worker that
 //! asks (`worker-waiting`), a run halted at a clarification (`run-halted`), a council that
 //! blocks (`council` with `blocked`), a run that ends (`run-done`, `run-failed`,
 //! `run-cancelled`). Each becomes a [`Notification`], sent in every way the config's

@@ -17,8 +17,8 @@ use super::terminal::TerminalGuard;
 use super::update::UiEffect;
 use crate::backend::{Multiplexer, Target};
 use crate::domain::{BackendKind, RunState};
-use crate::driver::{Control, Driver};
 use crate::error::{Error, IoContext, Result};
+use crate::lead::{Control, Driver};
 use crate::store::RunStore;
 
 /// Events of `events.jsonl` replayed into the log panel when the dashboard opens.
@@ -49,7 +49,7 @@ pub enum Source {
     /// This process drives the run.
     Drive(Box<Driver>),
     /// Another process drives it; requests go to its inbox.
-    Follow(Box<crate::driver::follow::Follower>),
+    Follow(Box<crate::dashboard::follow::Follower>),
 }
 
 /// Builds the [`Source`] and the agent providers the add-worker form offers. It runs on
@@ -62,7 +62,7 @@ impl Source {
     fn run(
         self,
         control: std_mpsc::Receiver<Control>,
-        emit: impl FnMut(crate::driver::Update),
+        emit: impl FnMut(crate::lead::Update),
     ) -> Result<RunState> {
         match self {
             Source::Drive(d) => (*d).run(control, emit),
@@ -120,7 +120,7 @@ async fn run_async(
                 Ok(built) => built,
                 Err(e) => {
                     // Err: the dashboard has left already; nothing is left to tell.
-                    let _ = dtx.send(Msg::Driver(crate::driver::Update::Stopped {
+                    let _ = dtx.send(Msg::Driver(crate::lead::Update::Stopped {
                         finished: false,
                     }));
                     return Err(e);

@@ -21,7 +21,7 @@ use super::tabs::{findings, load, stamp, wanted_doc, Doc, Tab};
 pub const DIFF_REFRESH: Duration = Duration::from_secs(3);
 use super::update::{paste, reconcile, update, UiEffect};
 use crate::domain::RunState;
-use crate::driver::Update;
+use crate::lead::Update;
 
 /// One message for the app loop.
 #[derive(Debug)]

@@ -7,7 +7,7 @@ use ratatui::Terminal;
 
 use super::{Model, Msg, Step};
 use crate::domain::{RunStatus, WorkerStatus};
-use crate::driver::Update;
+use crate::lead::Update;
 use crate::tui::fixtures;
 use crate::tui::update::UiEffect;
 use crate::tui::Focus;

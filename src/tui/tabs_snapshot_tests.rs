@@ -31,7 +31,7 @@ fn model() -> Model {
         .findings
         .push("src/limit.rs: the bucket never refills".into());
     // Recompute what findings name with the project set.
-    m.handle(Msg::Driver(crate::driver::Update::Snapshot {
+    m.handle(Msg::Driver(crate::lead::Update::Snapshot {
         state: std::sync::Arc::new(m.run.clone()),
         screen: None,
     }));

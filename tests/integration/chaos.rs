@@ -383,7 +383,7 @@ fn check_run(
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
-    for v in crewmux::driver::once::violations(&events) {
+    for v in crewmux::lead::once::violations(&events) {
         bad(format!("events: {v}"));
     }
     check_integration(project, &state, &events, &mut bad);

@@ -5,8 +5,8 @@
 //! | --- | --- | --- |
 //! | 0 domain | `domain`, `error`, `text` | pure types of the field, the library's error, plain text |
 //! | 1 engine | `engine` | the pure state machine of a run |
-//! | 2 adapters | `backend`, `tmux`, `process`, `store`, `launch`, `providers`, `creds`, `team`, `clarification`, `council`, `logging`, `workspace`, `hosts` | files, processes, tmux, agent CLIs, team files, the clarification gate and waiting detection, the council's critics and report, git worktrees, SSH hosts |
-//! | 3 driver | `driver` | the async loop joining engine and adapters |
+//! | 2 adapters | `backend`, `tmux`, `process`, `store`, `launch`, `providers`, `creds`, `team`, `clarification`, `council`, `logging`, `workspace`, `hosts`, `mcp`, `notify` | files, processes, tmux, agent CLIs, team files, the clarification gate and waiting detection, the council's critics and report, git worktrees, SSH hosts, the agents' MCP server, notifications |
+//! | 3 lead | `lead`, `dashboard` | the run's lead (the loop joining engine and adapters) and the dashboard's side of a run (following the lead from its files, sending requests) |
 //! | 4 edge | `cli`, `cli_error`, `cli_values`, `commands`, `tui`, `sim` | what the binary runs: flags, commands, the dashboard, the simulated agent |
 //!
 //! Two rules sit on top of the layers:
@@ -54,7 +54,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("hosts", 2),
     ("mcp", 2),
     ("notify", 2),
-    ("driver", 3),
+    ("lead", 3),
+    ("dashboard", 3),
     ("cli", 4),
     ("cli_error", 4),
     ("cli_values", 4),
@@ -64,7 +65,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("sim", 4),
 ];
 
-const LAYER_NAMES: [&str; 5] = ["domain", "engine", "adapters", "driver", "edge"];
+const LAYER_NAMES: [&str; 5] = ["domain", "engine", "adapters", "lead", "edge"];
 
 /// Targets reached only through `backend::Multiplexer`, and the files that may name them
 /// (path prefixes under `src/`).
@@ -82,7 +83,7 @@ const SEALED_USERS: &[&str] = &[
 ];
 
 /// Files that may build a `Driver`.
-const DRIVER_BUILDERS: &[&str] = &["src/driver/", "src/commands/"];
+const DRIVER_BUILDERS: &[&str] = &["src/lead/", "src/commands/"];
 
 /// Known exceptions: (file, target, reason). Remove an entry with the change that fixes it.
 const ALLOWED: &[(&str, &str, &str)] = &[];
@@ -267,11 +268,11 @@ fn the_check_sees_single_and_grouped_paths_and_ignores_comments() {
     );
     let t: Vec<String> = crate_targets(&code).into_iter().collect();
     assert_eq!(t, ["domain", "engine", "error", "store"]);
-    let f = findings_of("src/engine/x.rs", "use crate::{domain, driver::Update};");
+    let f = findings_of("src/engine/x.rs", "use crate::{domain, lead::Update};");
     assert_eq!(f.len(), 1);
     assert_eq!(
         (f[0].target.as_str(), f[0].file.as_str()),
-        ("driver", "src/engine/x.rs")
+        ("lead", "src/engine/x.rs")
     );
     let f = findings_of("src/tui/x.rs", "let c = tmux_interface::Tmux::new();");
     assert_eq!(f.len(), 1, "sealed multiplexer");

@@ -116,7 +116,7 @@ fn three_sim_workers_as_child_processes() {
 /// launched, recorded with its pane or pid, and completes.
 #[test]
 fn more_workers_than_one_launch_batch_all_run() {
-    let n = crewmux::driver::LAUNCH_BATCH * 2 + 5;
+    let n = crewmux::lead::LAUNCH_BATCH * 2 + 5;
     let mut team = format!("parallel = {n}\nmax_fix_rounds = 0\n");
     for i in 0..n {
         team.push_str(&format!(

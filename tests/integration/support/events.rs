@@ -1,5 +1,5 @@
 //! Every run an integration test makes passes the event-once check
-//! (`crewmux::driver::once::violations`: per worker and attempt one start, one final
+//! (`crewmux::lead::once::violations`: per worker and attempt one start, one final
 //! status, one waiting event per question). [`run_crewmux`](super::run_crewmux) checks the
 //! project after each command, and [`Project`] (the temporary directory every test works
 //! in) checks every run under it when the test ends, after ending every process still
@@ -77,7 +77,7 @@ pub fn assert_events_once(root: &Path) {
                     .unwrap_or_else(|e| panic!("{}: unreadable event {l:?}: {e}", path.display()))
             })
             .collect();
-        let v = crewmux::driver::once::violations(&events);
+        let v = crewmux::lead::once::violations(&events);
         assert!(v.is_empty(), "{}: {}", path.display(), v.join("; "));
     }
 }

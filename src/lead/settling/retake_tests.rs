@@ -1,7 +1,7 @@
 //! Result retakes: taken again once the marker is in output.log, across drivers.
 
 use super::*;
-use crate::driver::result::{collect_output, FromLog};
+use crate::lead::result::{collect_output, FromLog};
 use crate::logging::info_lines;
 
 #[test]
@@ -95,7 +95,7 @@ fn of<'a>(dir: &'a Path, nonce: &'a str) -> Of<'a> {
 #[test]
 fn the_council_waits_for_a_pending_retake_and_a_driver_killed_meanwhile_leaves_it_to_the_next() {
     let tmp = tempfile::tempdir().unwrap();
-    let (store, mut state, world) = crate::driver::tests::scripted(tmp.path());
+    let (store, mut state, world) = crate::lead::tests::scripted(tmp.path());
     // Every worker completed; `a`'s exit was settled before any of its output reached
     // output.log, so it has no result yet.
     state.stage = crate::domain::Stage::TeamVerify;
@@ -115,12 +115,12 @@ fn the_council_waits_for_a_pending_retake_and_a_driver_killed_meanwhile_leaves_i
     let dir = store.attempt_dir("a", 1);
     let log = dir.join("output.log");
     std::fs::write(&log, "").unwrap();
-    let opts = crate::driver::DriverOptions {
+    let opts = crate::lead::DriverOptions {
         quiet: true,
         ..Default::default()
     };
     let mut first =
-        crate::driver::Driver::new(store.clone(), state.clone(), world.mux(), opts.clone());
+        crate::lead::Driver::new(store.clone(), state.clone(), world.mux(), opts.clone());
     let of = Of {
         worker: "a",
         attempt: 1,
@@ -138,7 +138,7 @@ fn the_council_waits_for_a_pending_retake_and_a_driver_killed_meanwhile_leaves_i
     assert!(dir.join(RETAKE_FILE).exists());
     // Killed here: the next driver finds the retake and redoes it once the output is in.
     drop(first);
-    let mut next = crate::driver::Driver::new(store.clone(), state, world.mux(), opts);
+    let mut next = crate::lead::Driver::new(store.clone(), state, world.mux(), opts);
     assert_eq!(next.retakes.pending.len(), 1);
     assert!(next.council_or_wait().is_none());
     std::fs::write(&log, "the answer is in src/lib.rs\n__CREWMUX_EXIT_n1__:0\n").unwrap();
@@ -164,7 +164,7 @@ fn the_council_waits_for_a_pending_retake_and_a_driver_killed_meanwhile_leaves_i
 #[test]
 fn a_launch_that_quotes_a_result_still_to_be_taken_again_waits_for_it_and_others_do_not() {
     let tmp = tempfile::tempdir().unwrap();
-    let (store, mut state, world) = crate::driver::tests::scripted(tmp.path());
+    let (store, mut state, world) = crate::lead::tests::scripted(tmp.path());
     state.workers[1].flow.after = vec!["a".into()];
     state.workers[2].kind = WorkerKind::Critic;
     let mut late = state.workers[0].clone();
@@ -175,11 +175,11 @@ fn a_launch_that_quotes_a_result_still_to_be_taken_again_waits_for_it_and_others
         w.status = WorkerStatus::Starting;
     }
     state.workers[0].status = WorkerStatus::Completed;
-    let opts = crate::driver::DriverOptions {
+    let opts = crate::lead::DriverOptions {
         quiet: true,
         ..Default::default()
     };
-    let mut d = crate::driver::Driver::new(store.clone(), state, world.mux(), opts);
+    let mut d = crate::lead::Driver::new(store.clone(), state, world.mux(), opts);
     let dir = store.attempt_dir("a", 1);
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("output.log");
@@ -217,12 +217,12 @@ fn a_launch_that_quotes_a_result_still_to_be_taken_again_waits_for_it_and_others
 #[test]
 fn a_retake_whose_lines_never_come_is_said_once_its_wait_is_over() {
     let tmp = tempfile::tempdir().unwrap();
-    let (store, state, world) = crate::driver::tests::scripted(tmp.path());
-    let opts = crate::driver::DriverOptions {
+    let (store, state, world) = crate::lead::tests::scripted(tmp.path());
+    let opts = crate::lead::DriverOptions {
         quiet: true,
         ..Default::default()
     };
-    let mut d = crate::driver::Driver::new(store.clone(), state, world.mux(), opts);
+    let mut d = crate::lead::Driver::new(store.clone(), state, world.mux(), opts);
     let dir = store.attempt_dir("a", 1);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("output.log"), "part of it\n").unwrap();

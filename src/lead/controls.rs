@@ -163,7 +163,7 @@ fn request_words(cmd: &InboxCommand) -> String {
 ///
 /// # Errors
 /// The thread cannot start.
-pub(super) fn forward_controls<T: Send + 'static>(
+pub(crate) fn forward_controls<T: Send + 'static>(
     control: std::sync::mpsc::Receiver<Control>,
     wake: std::sync::mpsc::Sender<T>,
     wrap: fn(Control) -> T,

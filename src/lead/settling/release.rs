@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// How often the log of an ended attempt whose marker is not in it yet is looked at.
-pub(super) const LOOK_EVERY: Duration = Duration::from_millis(10);
+pub(in crate::lead) const LOOK_EVERY: Duration = Duration::from_millis(10);
 
 /// How much of the end of `output.log` is read to find the marker, bytes (the wrapper
 /// prints it last).
@@ -29,14 +29,20 @@ struct Waiting {
 
 /// The wrappers waiting to be let go.
 #[derive(Default)]
-pub(super) struct Releases {
+pub(in crate::lead) struct Releases {
     waiting: Vec<Waiting>,
 }
 
 impl Releases {
     /// The attempt in `dir` ended: its wrapper goes now when its marker was read already
     /// (`marker_read`), else once the marker is in `output.log`.
-    pub(super) fn ended(&mut self, dir: &Path, nonce: &str, marker_read: bool, now: Instant) {
+    pub(in crate::lead) fn ended(
+        &mut self,
+        dir: &Path,
+        nonce: &str,
+        marker_read: bool,
+        now: Instant,
+    ) {
         if marker_read {
             crate::launch::release(dir);
             return;
@@ -52,7 +58,7 @@ impl Releases {
 
     /// Let go the wrappers whose marker is in `output.log` now; forget those past their
     /// bound (gone by themselves).
-    pub(super) fn turn(&mut self, now: Instant) {
+    pub(in crate::lead) fn turn(&mut self, now: Instant) {
         self.waiting.retain_mut(|w| {
             if marker_now(w) {
                 crate::launch::release(&w.dir);
@@ -63,7 +69,7 @@ impl Releases {
     }
 
     /// How soon the loop is to look again: while a wrapper waits, [`LOOK_EVERY`].
-    pub(super) fn wait(&self) -> Option<Duration> {
+    pub(in crate::lead) fn wait(&self) -> Option<Duration> {
         (!self.waiting.is_empty()).then_some(LOOK_EVERY)
     }
 }

@@ -6,8 +6,8 @@
 //! `lost_after_s`), the engine hands it to this machine under the same attempt number.
 //! A launch that failed on a host that answers fails as any launch does.
 
-use super::{Driver, Update};
 use crate::engine::Input;
+use crate::lead::{Driver, Update};
 
 /// One attempt held back for its host.
 #[derive(Debug, Clone)]
@@ -22,14 +22,14 @@ struct Held {
 
 /// The attempts held back for their hosts.
 #[derive(Debug, Default)]
-pub(super) struct HostWait {
+pub(in crate::lead) struct HostWait {
     held: Vec<Held>,
 }
 
 impl HostWait {
     /// True when an attempt waits for its host (its host is polled, so it is seen to
     /// answer again or to be lost).
-    pub(super) fn any(&self) -> bool {
+    pub(in crate::lead) fn any(&self) -> bool {
         !self.held.is_empty()
     }
 
@@ -42,13 +42,16 @@ impl HostWait {
 
 impl Driver {
     /// The SSH host `worker` runs on (`None`: this machine).
-    pub(super) fn host_of(&self, worker: &str) -> Option<String> {
+    pub(in crate::lead) fn host_of(&self, worker: &str) -> Option<String> {
         self.state.worker(worker).and_then(|w| w.host.clone())
     }
 
     /// Hold back the attempts of `wanted` whose host does not answer now; returns the
     /// others, to be started.
-    pub(super) fn hold_for_down_hosts(&mut self, wanted: Vec<(String, u32)>) -> Vec<(String, u32)> {
+    pub(in crate::lead) fn hold_for_down_hosts(
+        &mut self,
+        wanted: Vec<(String, u32)>,
+    ) -> Vec<(String, u32)> {
         let down = self.hosts_not_answering();
         if down.is_empty() {
             return wanted;
@@ -75,7 +78,7 @@ impl Driver {
 
     /// An attempt could not be started: on an SSH host it is held back until the host's
     /// thread says whether the host answers (`None`); here, `LaunchFailed`.
-    pub(super) fn launch_failed(
+    pub(in crate::lead) fn launch_failed(
         &mut self,
         worker: String,
         attempt: u32,
@@ -103,7 +106,7 @@ impl Driver {
     /// Each turn: the hosts' checks answered (a host that answers fails the launches held
     /// for it with their own reasons; one that does not keeps them waiting, said once),
     /// and the attempts whose host answers again go back to be started.
-    pub(super) fn host_wait_turn(&mut self, emit: &mut impl FnMut(Update)) -> Vec<Input> {
+    pub(in crate::lead) fn host_wait_turn(&mut self, emit: &mut impl FnMut(Update)) -> Vec<Input> {
         if !self.host_wait.any() {
             return vec![];
         }
@@ -148,13 +151,13 @@ impl Driver {
 
     /// `host` is lost: what was held back for it is the engine's to move here (its
     /// `worker-moved` event says so).
-    pub(super) fn host_lost_held(&mut self, host: &str) {
+    pub(in crate::lead) fn host_lost_held(&mut self, host: &str) {
         self.host_wait.held.retain(|h| h.host != host);
     }
 
     /// A kill of an attempt held back for its host: it never started, so it ends at once
     /// (the kill's reason decides its status).
-    pub(super) fn kill_held(&mut self, worker: &str, attempt: u32) -> Option<Input> {
+    pub(in crate::lead) fn kill_held(&mut self, worker: &str, attempt: u32) -> Option<Input> {
         let i = self
             .host_wait
             .held

@@ -2,12 +2,12 @@
 //! inputs (questions, progress) or events (refused writes, a server that died), and the
 //! engine's replies are written back for the server to hand to the agent.
 
-use super::{Driver, Update, Watch};
 use crate::backend::Target;
 use crate::domain::clarification::{Approval, ToolReply};
 use crate::domain::{EventKind, RunEvent};
 use crate::engine::questions::ToolQuestion;
 use crate::engine::Input;
+use crate::lead::{Driver, Update, Watch};
 use crate::mcp::exchange;
 use crate::mcp::targets::{self, Reach};
 use crate::mcp::watch::{pid_alive, McpNews};
@@ -15,7 +15,7 @@ use crate::mcp::watch::{pid_alive, McpNews};
 impl Driver {
     /// What the attempt's MCP exchange holds that is new (this machine's attempts only:
     /// a worker on an SSH host gets no server).
-    pub(super) fn observe_mcp(
+    pub(in crate::lead) fn observe_mcp(
         &mut self,
         t: &Target,
         watch: &mut Watch,
@@ -105,7 +105,7 @@ impl Driver {
     }
 
     /// Write the engine's reply to the tool call `call` of `worker`'s attempt.
-    pub(super) fn reply_to_call(
+    pub(in crate::lead) fn reply_to_call(
         &mut self,
         worker: &str,
         attempt: u32,

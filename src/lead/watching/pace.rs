@@ -5,12 +5,12 @@
 //! seen at the tick whatever the listing does. The listing (liveness, dead status and the
 //! change signature of every pane, plus the last lines of panes that settled) is what
 //! printing workers cost the tmux server: it formats a row per pane at each tick. In a run
-//! whose exits all wake the loop ([`super::Driver::may_rest`]) an ended attempt is seen
+//! whose exits all wake the loop ([`crate::lead::Driver::may_rest`]) an ended attempt is seen
 //! from its `exit.json` without it, so the listing backs off while nothing but output
 //! happens, as the whole loop does when nothing happens at all:
 //!
 //! - it is due after a quarter of the time nothing but output has happened, at least a
-//!   tick and at most [`super::REST_TICKS`] ticks;
+//!   tick and at most [`crate::lead::REST_TICKS`] ticks;
 //! - a change of the run (an exit, an answer, a state change) and a worker whose output
 //!   stopped (its log has not grown for [`STOPPED_AFTER`]: a prompt may be waiting on its
 //!   screen) make it due at the tick again; a gap of a tick or two, as a busy machine gives
@@ -22,11 +22,11 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// A worker whose log has not grown for this long has stopped printing.
-pub(super) const STOPPED_AFTER: Duration = Duration::from_millis(500);
+pub(in crate::lead) const STOPPED_AFTER: Duration = Duration::from_millis(500);
 
 /// What a turn asks the backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Look {
+pub(in crate::lead) enum Look {
     /// Nothing: liveness is `Unknown` this turn.
     Nothing,
     /// The focused worker's screen alone.
@@ -36,7 +36,7 @@ pub(super) enum Look {
 }
 
 /// The listing's clock (see the module docs).
-pub(super) struct Pace {
+pub(in crate::lead) struct Pace {
     listed: Instant,
     /// Since when nothing but output has happened.
     quiet_since: Instant,
@@ -60,9 +60,9 @@ impl Default for Pace {
 impl Pace {
     /// What a turn that may poll asks, at `now`, with the loop's `tick`; `rest`: the run's
     /// exits all wake the loop (otherwise every such turn lists, as before).
-    pub(super) fn look(&mut self, now: Instant, tick: Duration, rest: bool) -> Look {
+    pub(in crate::lead) fn look(&mut self, now: Instant, tick: Duration, rest: bool) -> Look {
         let period = (now.saturating_duration_since(self.quiet_since) / 4)
-            .clamp(tick, tick * super::REST_TICKS);
+            .clamp(tick, tick * crate::lead::REST_TICKS);
         if !rest || now.saturating_duration_since(self.listed) >= period {
             self.listed = now;
             self.screen_due = false;
@@ -75,7 +75,7 @@ impl Pace {
     }
 
     /// `worker`'s log grew at `now` (`focused`: it is the focused worker).
-    pub(super) fn grew(&mut self, worker: &str, focused: bool, now: Instant) {
+    pub(in crate::lead) fn grew(&mut self, worker: &str, focused: bool, now: Instant) {
         match self.grown.get_mut(worker) {
             Some(g) => *g = (now, false),
             None => {
@@ -86,12 +86,12 @@ impl Pace {
     }
 
     /// The focus changed: its screen is captured at the next turn.
-    pub(super) fn refocused(&mut self) {
+    pub(in crate::lead) fn refocused(&mut self) {
         self.screen_due = true;
     }
 
     /// The turn is over; `changed`: the run changed at it.
-    pub(super) fn end_turn(&mut self, changed: bool, now: Instant) {
+    pub(in crate::lead) fn end_turn(&mut self, changed: bool, now: Instant) {
         let mut stopped = false;
         for (at, told) in self.grown.values_mut() {
             if !*told && now.saturating_duration_since(*at) >= STOPPED_AFTER {

@@ -13,7 +13,7 @@ const LINE_BYTES: usize = 16 << 10;
 
 /// Whether the focused worker's pane was captured, and which log was last shown instead.
 #[derive(Debug, Default)]
-pub(super) struct LogScreen {
+pub(in crate::lead) struct LogScreen {
     /// A capture came since the focus last changed: it is better than the log.
     captured: bool,
     /// The log shown last (worker, attempt, its length in bytes).
@@ -22,7 +22,7 @@ pub(super) struct LogScreen {
 
 impl LogScreen {
     /// The focus changed: nothing is captured or shown for the new one yet.
-    pub(super) fn reset(&mut self) {
+    pub(in crate::lead) fn reset(&mut self) {
         *self = Self::default();
     }
 
@@ -30,7 +30,7 @@ impl LogScreen {
     /// the end of `log` (`worker`'s attempt `attempt`) when no capture came since the focus
     /// changed and the log is new or grew since it was last shown; `None` to keep what is
     /// shown.
-    pub(super) fn after_poll(
+    pub(in crate::lead) fn after_poll(
         &mut self,
         captured: Option<String>,
         focus: Option<(&str, u32, &Path)>,

@@ -25,13 +25,14 @@ pub const RESULT_FROM_LOG_LINES: usize = crate::providers::output::RESULT_TAIL_L
 /// cannot be read).
 fn log_tail(log: &Path) -> Tail {
     let mut tail = tail_of_file(log, OUTPUT_WINDOW_BYTES, LINE_BYTES).unwrap_or_default();
-    tail.text = super::observe::without_protocol_lines(&crate::launch::strip_ansi(&tail.text));
+    tail.text =
+        crate::lead::observe::without_protocol_lines(&crate::launch::strip_ansi(&tail.text));
     tail
 }
 
 /// The end of an attempt's `output.log` as text without ANSI and protocol lines ("" when
 /// unreadable), bounded as [`log_tail`].
-pub(super) fn log_text(log: &Path) -> String {
+pub(in crate::lead) fn log_text(log: &Path) -> String {
     log_tail(log).text
 }
 
@@ -45,17 +46,17 @@ fn events_tail(dir: &Path) -> Option<Tail> {
 }
 
 /// [`events_tail`]'s text, "" when there is none.
-pub(super) fn events_text(dir: &Path) -> String {
+pub(in crate::lead) fn events_text(dir: &Path) -> String {
     events_tail(dir).map(|t| t.text).unwrap_or_default()
 }
 
 /// After an attempt ends: record the usage its CLI reported, and when `want_result`, write
 /// `result.md` from the CLI's final answer or its output's last
-/// [`super::RESULT_FROM_LOG_LINES`] lines without noise (`providers::output`), at most
+/// [`crate::lead::RESULT_FROM_LOG_LINES`] lines without noise (`providers::output`), at most
 /// [`RESULT_MAX_BYTES`]; nothing when there is no text. The output is the CLI's raw
 /// `cli-events.jsonl` when it was rendered for its pane, else `output.log`. Says whether
 /// the result came from `output.log` (what it held then: see [`Retake`]).
-pub(super) fn collect_output(
+pub(in crate::lead) fn collect_output(
     dir: &Path,
     spec: Option<&crate::providers::ProviderSpec>,
     want_result: bool,
@@ -72,7 +73,7 @@ pub(super) fn collect_output(
 
 /// Whether [`collect_output`] took the result from `output.log`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum FromLog {
+pub(in crate::lead) enum FromLog {
     /// No: none was wanted, the agent wrote its own, or it came from the CLI's events.
     No,
     /// `result.md` was written from it.
@@ -83,7 +84,7 @@ pub(super) enum FromLog {
 
 /// [`collect_output`]'s work: usage, and `result.md` (replaced) when `write_result`.
 /// Returns true when the output read was `output.log`.
-pub(super) fn take_output(
+pub(in crate::lead) fn take_output(
     dir: &Path,
     spec: Option<&crate::providers::ProviderSpec>,
     write_result: bool,

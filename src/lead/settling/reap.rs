@@ -19,11 +19,11 @@ use chrono::Utc;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use super::{Driver, Update};
 use crate::backend::proc_scan::ProcScan;
 use crate::backend::reap::spared;
 use crate::domain::RunEvent;
 use crate::error::{IoContext, Result};
+use crate::lead::{Driver, Update};
 
 /// How long after SIGKILL survivors are looked for.
 const SETTLE: Duration = Duration::from_millis(500);
@@ -34,7 +34,7 @@ const SETTLE: Duration = Duration::from_millis(500);
 const PASS_EVERY: Duration = Duration::from_millis(250);
 
 /// Leftover processes of an ended attempt, on their way out.
-pub(super) struct Reap {
+pub(in crate::lead) struct Reap {
     worker: String,
     attempt: u32,
     nonce: String,
@@ -135,7 +135,7 @@ fn survivors(r: &Reap, left: &[u32]) -> RunEvent {
 }
 
 /// Where a driver's reaps run.
-pub(super) enum Reaps {
+pub(in crate::lead) enum Reaps {
     /// In place, on the caller's thread: the reaps, and survivors not yet told.
     Here(Vec<Reap>, Vec<RunEvent>),
     /// On the reaper thread.
@@ -153,7 +153,7 @@ impl Reaps {
     ///
     /// # Errors
     /// The thread cannot start.
-    pub(super) fn start_thread(&mut self) -> Result<()> {
+    pub(in crate::lead) fn start_thread(&mut self) -> Result<()> {
         if let Reaps::Here(list, told) = self {
             if !told.is_empty() {
                 // Only `due` hands events over: nothing is waiting for them here.
@@ -213,7 +213,7 @@ enum Job {
 
 /// The reaper thread and its queues. Dropping it ends the thread (reaps not finished by
 /// [`Reaps::due`] with `all` are left, as a driver that detaches leaves them) and joins it.
-pub(super) struct Reaper {
+pub(in crate::lead) struct Reaper {
     jobs: Sender<Job>,
     events: Receiver<RunEvent>,
     thread: Option<JoinHandle<()>>,
@@ -306,7 +306,7 @@ impl Drop for Reaper {
 
 impl Driver {
     /// The nonce of `worker`'s `attempt`, from its dispatch record.
-    pub(super) fn nonce_of(&self, worker: &str, attempt: u32) -> Option<String> {
+    pub(in crate::lead) fn nonce_of(&self, worker: &str, attempt: u32) -> Option<String> {
         self.state
             .dispatches
             .iter()
@@ -318,7 +318,7 @@ impl Driver {
     /// The attempt ended: SIGTERM whatever of it is left (children that left the group,
     /// daemons) and schedule the SIGKILL after the grace period (on the reaper thread while
     /// the loop runs).
-    pub(super) fn reap_attempt(&mut self, worker: &str, attempt: u32) {
+    pub(in crate::lead) fn reap_attempt(&mut self, worker: &str, attempt: u32) {
         let Some(nonce) = self.nonce_of(worker, attempt) else {
             return;
         };
@@ -350,7 +350,7 @@ impl Driver {
 
     /// Record the survivors of reaps finished since the last call; with `all`, finish
     /// every reap now (waiting out what is left of its grace), as when the driver stops.
-    pub(super) fn reap_due(&mut self, all: bool, emit: &mut impl FnMut(Update)) {
+    pub(in crate::lead) fn reap_due(&mut self, all: bool, emit: &mut impl FnMut(Update)) {
         for e in self.reaps.due(all) {
             self.record_event(e, emit);
         }

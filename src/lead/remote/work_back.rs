@@ -11,12 +11,12 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use super::Driver;
 use crate::backend::{Target, WorkBack};
+use crate::lead::Driver;
 
 /// Attempts whose work is being brought back, by `(worker, attempt)`.
 #[derive(Default)]
-pub(super) struct WorkBackWait {
+pub(in crate::lead) struct WorkBackWait {
     asked: HashSet<(String, u32)>,
     /// Those whose host's thread said it could not.
     given_up: HashSet<(String, u32)>,
@@ -26,7 +26,7 @@ impl Driver {
     /// True when the ended attempt `t` (its local folder `dir`) may be settled now: it ran
     /// here, its work is back, or its host's thread could not bring it back. Otherwise its
     /// host's thread is asked to (once) and the exit waits.
-    pub(super) fn work_is_back(&mut self, t: &Target, dir: &Path) -> bool {
+    pub(in crate::lead) fn work_is_back(&mut self, t: &Target, dir: &Path) -> bool {
         let Some(host) = crate::hosts::git::worktree_host(&self.state, &t.worker) else {
             return true;
         };

@@ -1,14 +1,14 @@
 //! Starting attempts: prepare each (prompt, wrapper, credential), then one backend call
 //! for the batch.
 
-use super::{prepare, Driver, Prepared, Watch};
 use crate::engine::Input;
+use crate::lead::{prepare, Driver, Prepared, Watch};
 
 /// An attempt prepared (prompt, wrapper, credential) and being started.
-pub(super) struct ReadyAttempt {
-    pub(super) worker: String,
-    pub(super) attempt: u32,
-    pub(super) prepared: Prepared,
+pub(in crate::lead) struct ReadyAttempt {
+    pub(in crate::lead) worker: String,
+    pub(in crate::lead) attempt: u32,
+    pub(in crate::lead) prepared: Prepared,
     credential_label: Option<String>,
 }
 
@@ -16,7 +16,7 @@ impl Driver {
     /// Prepare and start a batch of attempts: prompts and wrappers first, then one backend
     /// call for all of them (docs/tmux.md: 64 windows in one tmux invocation ~250 ms against
     /// ~450 ms one process each). Returns one input per attempt.
-    pub(super) fn launch_many(&mut self, wanted: Vec<(String, u32)>) -> Vec<Input> {
+    pub(in crate::lead) fn launch_many(&mut self, wanted: Vec<(String, u32)>) -> Vec<Input> {
         let mut inputs = vec![];
         let mut ready: Vec<ReadyAttempt> = vec![];
         // Worktrees are made when the first worker launches, not when the run starts; a
@@ -80,7 +80,7 @@ impl Driver {
     }
 
     /// The inputs of a started batch: each attempt watched and `Launched`, or `LaunchFailed`.
-    pub(super) fn landed(
+    pub(in crate::lead) fn landed(
         &mut self,
         ready: Vec<ReadyAttempt>,
         results: Vec<crate::error::Result<crate::backend::Spawned>>,
@@ -100,7 +100,7 @@ impl Driver {
     }
 
     /// `None`: the attempt waits for its SSH host (see `host_wait`).
-    pub(super) fn landed_one(
+    pub(in crate::lead) fn landed_one(
         &mut self,
         r: ReadyAttempt,
         result: crate::error::Result<crate::backend::Spawned>,

@@ -13,14 +13,14 @@ use crate::providers::prompt::MAX_FAILURES;
 
 /// The other runs' failures, read once.
 #[derive(Debug, Default)]
-pub(super) struct Failures {
+pub(in crate::lead) struct Failures {
     others: Option<Vec<PastFailure>>,
 }
 
 impl Failures {
     /// The newest failures (at most the number a prompt lists) of this project's runs:
     /// the others as read at the first call, this one as `state` says now.
-    pub(super) fn recent(&mut self, state: &RunState) -> Vec<PastFailure> {
+    pub(in crate::lead) fn recent(&mut self, state: &RunState) -> Vec<PastFailure> {
         let others = self.others.get_or_insert_with(|| {
             History::load_except(&state.project_dir, Some(&state.run_id)).failures
         });
@@ -67,7 +67,7 @@ mod tests {
     #[test]
     fn this_runs_failures_come_from_memory_and_the_others_from_disk_once() {
         let tmp = tempfile::tempdir().unwrap();
-        let (store, mut state, _) = crate::driver::tests::scripted(tmp.path());
+        let (store, mut state, _) = crate::lead::tests::scripted(tmp.path());
         let other = tmp.path().join(".crewmux/runs/older-run");
         std::fs::create_dir_all(&other).unwrap();
         std::fs::write(

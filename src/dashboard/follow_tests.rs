@@ -1,7 +1,7 @@
 use std::time::{Duration, Instant};
 
 use super::{Follower, Update};
-use crate::driver::Control;
+use crate::lead::Control;
 use crate::store::RunStore;
 
 /// Updates of `rx` until one `pick` takes (5 s at most).
@@ -25,7 +25,7 @@ fn the_hosts_the_driving_process_finds_not_answering_reach_the_followers_roster(
     let follower = Follower::new(
         store.clone(),
         state.clone(),
-        crate::driver::fake::FakeWorld::default().mux(),
+        crate::lead::fake::FakeWorld::default().mux(),
         0,
     );
     let (ctl_tx, ctl_rx) = std::sync::mpsc::channel();
@@ -66,7 +66,7 @@ fn a_follower_started_from_an_older_state_shows_the_saved_one_at_its_first_look(
     let follower = Follower::new(
         store.clone(),
         loaded,
-        crate::driver::fake::FakeWorld::default().mux(),
+        crate::lead::fake::FakeWorld::default().mux(),
         0,
     );
     let (ctl_tx, ctl_rx) = std::sync::mpsc::channel();
@@ -118,7 +118,7 @@ fn a_follower_tells_of_each_new_event_that_notifies_once_and_never_of_those_repl
     let follower = Follower::new(
         store.clone(),
         state.clone(),
-        crate::driver::fake::FakeWorld::default().mux(),
+        crate::lead::fake::FakeWorld::default().mux(),
         1,
     )
     .with_notifications(Box::new(move |n| {

@@ -6,15 +6,15 @@
 
 use std::time::Instant;
 
-use super::settle::{settle, Settled};
-use super::{Driver, Update, Watch};
 use crate::backend::{Liveness, Target};
 use crate::domain::{ExitSource, WorkerStatus};
 use crate::engine::Input;
+use crate::lead::settle::{settle, Settled};
+use crate::lead::{Driver, Update, Watch};
 
 impl Driver {
     /// The inputs one watched attempt gives this turn: activity, a question, its exit.
-    pub(super) fn observe_one(
+    pub(in crate::lead) fn observe_one(
         &mut self,
         t: &Target,
         live: Liveness,

@@ -1,6 +1,6 @@
 //! Following a run another crewmux process drives (a dashboard opened on a headless run,
 //! or a second dashboard): the saved state, new events and the focused worker's screen are
-//! read as they change and handed over as [`Update`]s, the same messages a [`super::Driver`]
+//! read as they change and handed over as [`Update`]s, the same messages a [`crate::lead::Driver`]
 //! sends; the person's requests (answers, cancels, steering) go to the driving process
 //! through the run's inbox, checked first with the engine's own rules. Nothing is launched,
 //! killed or saved here. The SSH hosts the driving process finds not answering come from
@@ -12,9 +12,9 @@
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::{Control, Update};
 use crate::backend::{Multiplexer, Target};
 use crate::domain::RunState;
+use crate::lead::{Control, Update};
 use crate::store::{InboxCommand, RunStore};
 
 /// How often the run's files and the focused pane are looked at.
@@ -118,7 +118,9 @@ impl Follower {
             )));
         }
         let (wake_tx, wake) = std::sync::mpsc::channel::<Wake>();
-        if let Err(e) = super::controls::forward_controls(control, wake_tx.clone(), Wake::Control) {
+        if let Err(e) =
+            crate::lead::controls::forward_controls(control, wake_tx.clone(), Wake::Control)
+        {
             emit(Update::Notice(format!(
                 "the dashboard cannot take keys: {e}"
             )));
@@ -291,7 +293,7 @@ impl Follower {
             .backend
             .poll(std::slice::from_ref(&target), Some(&target));
         poll.screen
-            .map(|s| super::observe::without_protocol_lines(&s))
+            .map(|s| crate::lead::observe::without_protocol_lines(&s))
     }
 
     /// Say once when no process drives the run any more and it has not finished.

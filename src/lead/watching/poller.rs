@@ -20,22 +20,22 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 use super::pace::Look;
-use super::{Driver, Wake};
 use crate::backend::{Liveness, Multiplexer, Poll, Target};
 use crate::error::{IoContext, Result};
+use crate::lead::{Driver, Wake};
 
 /// The backend, shared by the loop and the poll thread.
 #[derive(Clone)]
-pub(super) struct SharedBackend(Arc<Mutex<Box<dyn Multiplexer>>>);
+pub(in crate::lead) struct SharedBackend(Arc<Mutex<Box<dyn Multiplexer>>>);
 
 impl SharedBackend {
-    pub(super) fn new(backend: Box<dyn Multiplexer>) -> Self {
+    pub(in crate::lead) fn new(backend: Box<dyn Multiplexer>) -> Self {
         SharedBackend(Arc::new(Mutex::new(backend)))
     }
 
     /// The backend, once no other thread uses it (a panic there leaves it usable: every
     /// call stands on its own).
-    pub(super) fn get(&self) -> MutexGuard<'_, Box<dyn Multiplexer>> {
+    pub(in crate::lead) fn get(&self) -> MutexGuard<'_, Box<dyn Multiplexer>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -43,24 +43,24 @@ impl SharedBackend {
 /// One look at the backend: what was asked and what it found, with the news of the run's
 /// SSH hosts drained at the same time.
 #[derive(Debug, Default)]
-pub(super) struct Looked {
+pub(in crate::lead) struct Looked {
     /// The attempts asked about, in the order of `poll.liveness`.
-    pub(super) polled: Vec<Target>,
+    pub(in crate::lead) polled: Vec<Target>,
     /// The focused attempt whose screen was asked for.
-    pub(super) focus: Option<Target>,
-    pub(super) poll: Poll,
+    pub(in crate::lead) focus: Option<Target>,
+    pub(in crate::lead) poll: Poll,
     /// The panes were listed (not only the focused screen captured, nor nothing asked).
-    pub(super) listed: bool,
+    pub(in crate::lead) listed: bool,
     /// Hosts found lost since the last look (`(host, why)`).
-    pub(super) lost_hosts: Vec<(String, String)>,
+    pub(in crate::lead) lost_hosts: Vec<(String, String)>,
     /// Attempts ended on hosts that answer again since the last look (per host, nonces).
-    pub(super) ended_on_hosts: Vec<(String, Vec<crate::backend::EndedOnHost>)>,
+    pub(in crate::lead) ended_on_hosts: Vec<(String, Vec<crate::backend::EndedOnHost>)>,
 }
 
 impl Looked {
     /// The liveness and screen tail this look found for `t`, when it asked about that very
     /// attempt (same worker, attempt and pane); `Unknown` otherwise.
-    pub(super) fn of(&self, t: &Target) -> (Liveness, Option<String>) {
+    pub(in crate::lead) fn of(&self, t: &Target) -> (Liveness, Option<String>) {
         let found = self.polled.iter().position(|p| same_attempt(p, t));
         match found {
             Some(i) => (
@@ -77,13 +77,13 @@ impl Looked {
 }
 
 /// Whether `a` and `b` are the same attempt in the same pane.
-pub(super) fn same_attempt(a: &Target, b: &Target) -> bool {
+pub(in crate::lead) fn same_attempt(a: &Target, b: &Target) -> bool {
     a.worker == b.worker && a.attempt == b.attempt && a.pane_id == b.pane_id
 }
 
 /// Ask `backend` what `look` says about `polled` and `focus` (`asked`: there is something
 /// to list: an attempt, or a host said to be down), and drain the hosts' news.
-pub(super) fn look_at(
+pub(in crate::lead) fn look_at(
     backend: &mut dyn Multiplexer,
     look: Look,
     asked: bool,
@@ -118,24 +118,24 @@ pub(super) fn look_at(
 }
 
 /// A look for the poll thread.
-pub(super) struct Job {
-    pub(super) look: Look,
-    pub(super) asked: bool,
-    pub(super) polled: Vec<Target>,
-    pub(super) focus: Option<Target>,
+pub(in crate::lead) struct Job {
+    pub(in crate::lead) look: Look,
+    pub(in crate::lead) asked: bool,
+    pub(in crate::lead) polled: Vec<Target>,
+    pub(in crate::lead) focus: Option<Target>,
     /// The focus changed: the backend forgets the screen it captured last, so this look
     /// hands over the new one even when it did not change.
-    pub(super) forget_screen: bool,
+    pub(in crate::lead) forget_screen: bool,
 }
 
 /// The poll thread and its queue; one look is in flight at a time.
-pub(super) struct PollThread {
+pub(in crate::lead) struct PollThread {
     jobs: Option<Sender<Job>>,
     thread: Option<JoinHandle<()>>,
     /// A look was handed over and its answer has not come back.
-    pub(super) busy: bool,
+    pub(in crate::lead) busy: bool,
     /// The focus changed since the last look was handed over.
-    pub(super) forget_screen: bool,
+    pub(in crate::lead) forget_screen: bool,
 }
 
 impl PollThread {
@@ -143,7 +143,7 @@ impl PollThread {
     ///
     /// # Errors
     /// The thread cannot start.
-    pub(super) fn start(backend: SharedBackend, wake: Sender<Wake>) -> Result<Self> {
+    pub(in crate::lead) fn start(backend: SharedBackend, wake: Sender<Wake>) -> Result<Self> {
         let (jobs, rx) = mpsc::channel::<Job>();
         let thread = std::thread::Builder::new()
             .name("crewmux-poll".into())
@@ -171,7 +171,7 @@ impl PollThread {
     }
 
     /// Hand a look over (marks the thread busy); false when the thread is gone.
-    pub(super) fn send(&mut self, mut job: Job) -> bool {
+    pub(in crate::lead) fn send(&mut self, mut job: Job) -> bool {
         job.forget_screen = std::mem::take(&mut self.forget_screen);
         let sent = self.jobs.as_ref().is_some_and(|j| j.send(job).is_ok());
         self.busy = sent;
@@ -185,7 +185,7 @@ impl Drop for PollThread {
     fn drop(&mut self) {
         self.jobs = None;
         if let Some(t) = self.thread.take() {
-            super::launch_thread::join_within(t, std::time::Duration::from_secs(1), "poll");
+            crate::lead::launch_thread::join_within(t, std::time::Duration::from_secs(1), "poll");
         }
     }
 }
@@ -196,13 +196,16 @@ impl Driver {
     ///
     /// # Errors
     /// A thread cannot start.
-    pub(super) fn start_helpers(&mut self, wake: &std::sync::mpsc::Sender<Wake>) -> Result<()> {
+    pub(in crate::lead) fn start_helpers(
+        &mut self,
+        wake: &std::sync::mpsc::Sender<Wake>,
+    ) -> Result<()> {
         let (launcher, off_loop) = {
             let mut backend = self.backend.get();
             (backend.launcher(), backend.polls_off_loop())
         };
         if let Some(launcher) = launcher {
-            self.launch_thread = Some(super::launch_thread::LaunchThread::start(
+            self.launch_thread = Some(crate::lead::launch_thread::LaunchThread::start(
                 launcher,
                 wake.clone(),
             )?);
@@ -216,7 +219,7 @@ impl Driver {
     /// The SSH hosts that do not answer now. Nothing is asked while a poll thread runs: a
     /// backend that polls off the loop has no hosts (`Multiplexer::polls_off_loop`), and a
     /// launch must not wait for a poll in flight.
-    pub(super) fn hosts_not_answering(&self) -> std::collections::BTreeSet<String> {
+    pub(in crate::lead) fn hosts_not_answering(&self) -> std::collections::BTreeSet<String> {
         if self.poller.is_some() {
             return Default::default();
         }
@@ -226,7 +229,7 @@ impl Driver {
     /// Look at the backend as `look` says: in place, or handed to the poll thread when
     /// there is one (this turn then knows nothing of the panes; the answer is a turn of its
     /// own, and the backend is not taken here while the thread may hold it).
-    pub(super) fn look(&mut self, look: Look) -> Looked {
+    pub(in crate::lead) fn look(&mut self, look: Look) -> Looked {
         let (polled, focus, asked) = self.look_targets();
         if let Some(p) = self.poller.as_mut() {
             if look == Look::Nothing {
@@ -253,7 +256,7 @@ impl Driver {
     /// (also when its attempt has ended, so the dashboard stops offering a pane that is
     /// gone); and whether there is anything to list (an attempt, or a host said to be down,
     /// which is asked about until it answers).
-    pub(super) fn look_targets(&self) -> (Vec<Target>, Option<Target>, bool) {
+    pub(in crate::lead) fn look_targets(&self) -> (Vec<Target>, Option<Target>, bool) {
         let mut polled = self.watched_targets();
         let focus = self.focus.as_ref().and_then(|f| self.target(f));
         let extra = focus
@@ -270,7 +273,7 @@ impl Driver {
     }
 
     /// The watched attempts as the backend sees them.
-    pub(super) fn watched_targets(&self) -> Vec<Target> {
+    pub(in crate::lead) fn watched_targets(&self) -> Vec<Target> {
         self.watches
             .values()
             .filter_map(|w| {

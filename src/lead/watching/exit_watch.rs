@@ -18,13 +18,13 @@
 use std::path::Path;
 use std::sync::mpsc::Sender;
 
-use super::Wake;
+use crate::lead::Wake;
 
 /// The file whose arrival wakes the loop.
 const EXIT_FILE: &str = "exit.json";
 
 /// The running watcher; dropping it ends it.
-pub(super) struct ExitFiles {
+pub(in crate::lead) struct ExitFiles {
     #[cfg(target_os = "linux")]
     _inner: linux::Watcher,
     #[cfg(not(target_os = "linux"))]
@@ -34,7 +34,7 @@ pub(super) struct ExitFiles {
 /// Watch `dir` (a run's `workers/`, created when missing) for `exit.json` files; each one
 /// that lands is sent as [`Wake::ExitFile`] with its path. `None` (exits are then seen by
 /// polling, said in the log) when the watcher cannot start.
-pub(super) fn watch(dir: &Path, tx: Sender<Wake>) -> Option<ExitFiles> {
+pub(in crate::lead) fn watch(dir: &Path, tx: Sender<Wake>) -> Option<ExitFiles> {
     if let Err(e) = std::fs::create_dir_all(dir) {
         tracing::warn!("cannot create {}: {e}", dir.display());
     }
@@ -164,7 +164,7 @@ mod linux {
     }
 
     /// The inotify instance's thread; dropping this ends it.
-    pub(super) struct Watcher {
+    pub(in crate::lead) struct Watcher {
         watches: Watches,
         root: WatchDescriptor,
         stop: Arc<AtomicBool>,
@@ -183,7 +183,7 @@ mod linux {
     }
 
     impl Watcher {
-        pub(super) fn start(dir: &Path, tx: Sender<Wake>) -> std::io::Result<Watcher> {
+        pub(in crate::lead) fn start(dir: &Path, tx: Sender<Wake>) -> std::io::Result<Watcher> {
             let mut inotify = Inotify::init()?;
             let watches = inotify.watches();
             let mut tree = Tree {

@@ -7,15 +7,15 @@
 use std::time::Instant;
 
 use super::result::{collect_output, events_text, log_text, FromLog};
-use super::{Driver, Watch};
 use crate::backend::Target;
 use crate::domain::ExitSource;
 use crate::engine::Input;
+use crate::lead::{Driver, Watch};
 
 impl Driver {
     /// The input for a settled attempt: its exit with the artifacts it lacks and its
     /// result (the output when it wrote none), or its vanishing.
-    pub(super) fn exit_input(
+    pub(in crate::lead) fn exit_input(
         &mut self,
         t: &Target,
         w: &Watch,

@@ -33,7 +33,7 @@ struct Saved {
 
 /// The retakes a driver waits for, and what waits for them.
 #[derive(Debug, Default)]
-pub(super) struct Retakes {
+pub(in crate::lead) struct Retakes {
     pending: Vec<Retake>,
     /// `RunCouncil` came while a retake was pending: it sits once none is.
     council_waits: bool,
@@ -139,7 +139,7 @@ const MARKER_TAIL_BYTES: usize = 4096;
 /// one stopped). Once the marker is in `output.log` (or after [`RETAKE_WITHIN`]) the
 /// result is taken again when anything besides the marker came after the first take.
 #[derive(Debug, Clone)]
-pub(super) struct Retake {
+pub(in crate::lead) struct Retake {
     pub worker: String,
     pub attempt: u32,
     /// The first take found no text (the engine has no result for the attempt yet).
@@ -155,7 +155,7 @@ pub(super) struct Retake {
 
 /// The attempt a [`Retake`] is for: its worker, attempt number, directory and nonce.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Of<'a> {
+pub(in crate::lead) struct Of<'a> {
     pub worker: &'a str,
     pub attempt: u32,
     pub dir: &'a Path,
@@ -244,11 +244,11 @@ impl Retake {
     }
 }
 
-impl super::Driver {
+impl crate::lead::Driver {
     /// Take again the results whose [`Retake`] is due (`force`: all of them, now); returns
     /// the inputs of results the engine did not have. A retake forced before its marker
     /// came (the driver leaves) keeps its file: the next driver takes the result again.
-    pub(super) fn retake_results(&mut self, force: bool) -> Vec<Input> {
+    pub(in crate::lead) fn retake_results(&mut self, force: bool) -> Vec<Input> {
         if self.retakes.pending.is_empty() {
             return vec![];
         }
@@ -279,9 +279,9 @@ impl super::Driver {
     /// `RunCouncil`: the council's verdicts now, or `None` while a result is still to be
     /// taken again (the critics would judge the partial one); it then sits once none is
     /// ([`council_after_retakes`](Self::council_after_retakes)), [`RETAKE_WITHIN`] at most.
-    pub(super) fn council_or_wait(&mut self) -> Option<Input> {
+    pub(in crate::lead) fn council_or_wait(&mut self) -> Option<Input> {
         if self.retakes.pending.is_empty() {
-            return Some(Input::CouncilReady(super::run_council(
+            return Some(Input::CouncilReady(crate::lead::run_council(
                 &self.state,
                 &self.store,
             )));
@@ -299,7 +299,10 @@ impl super::Driver {
     /// What waited for results to be taken again, once none of theirs is pending (after
     /// the retakes' inputs were applied): held launches go to be started (those the run
     /// still wants), and the council sits; returns true when it did.
-    pub(super) fn council_after_retakes(&mut self, emit: &mut impl FnMut(super::Update)) -> bool {
+    pub(in crate::lead) fn council_after_retakes(
+        &mut self,
+        emit: &mut impl FnMut(crate::lead::Update),
+    ) -> bool {
         let held = std::mem::take(&mut self.retakes.held);
         for (worker, attempt) in held {
             let wanted = self
@@ -317,7 +320,7 @@ impl super::Driver {
             return false;
         }
         self.retakes.council_waits = false;
-        let verdicts = super::run_council(&self.state, &self.store);
+        let verdicts = crate::lead::run_council(&self.state, &self.store);
         self.apply(vec![Input::CouncilReady(verdicts)], emit) > 0
     }
 }

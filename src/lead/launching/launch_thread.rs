@@ -13,19 +13,19 @@
 use std::sync::mpsc::{self, Sender};
 use std::thread::JoinHandle;
 
-use super::{Driver, Update, Wake};
 use crate::backend::{Launcher, SpawnSpec, Spawned};
 use crate::error::{IoContext, Result};
+use crate::lead::{Driver, Update, Wake};
 
 /// Longest wait for the batch in flight when the loop ends: past a backend's own limit on
 /// a start (tmux: 10 s for a script).
 const LAND_LIMIT: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// Attempts still in flight at or below which the next batch goes to the launch thread.
-pub(super) const REFILL_AT: usize = super::LAUNCH_BATCH / 2;
+pub(in crate::lead) const REFILL_AT: usize = crate::lead::LAUNCH_BATCH / 2;
 
 /// The launch thread and its queue.
-pub(super) struct LaunchThread {
+pub(in crate::lead) struct LaunchThread {
     jobs: Option<Sender<Vec<SpawnSpec>>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -36,7 +36,10 @@ impl LaunchThread {
     ///
     /// # Errors
     /// The thread cannot start.
-    pub(super) fn start(mut launcher: Box<dyn Launcher>, wake: Sender<Wake>) -> Result<Self> {
+    pub(in crate::lead) fn start(
+        mut launcher: Box<dyn Launcher>,
+        wake: Sender<Wake>,
+    ) -> Result<Self> {
         let (jobs, rx) = mpsc::channel::<Vec<SpawnSpec>>();
         let thread = std::thread::Builder::new()
             .name("crewmux-launch".into())
@@ -59,7 +62,7 @@ impl LaunchThread {
     }
 
     /// Hand a batch over; false when the thread is gone.
-    pub(super) fn send(&self, specs: Vec<SpawnSpec>) -> bool {
+    pub(in crate::lead) fn send(&self, specs: Vec<SpawnSpec>) -> bool {
         self.jobs.as_ref().is_some_and(|j| j.send(specs).is_ok())
     }
 }
@@ -78,7 +81,7 @@ impl Drop for LaunchThread {
 /// Join `thread` once it ends, waiting `bound` at most (looked at every 5 ms): a thread
 /// still in a call then (a server that does not answer) ends by its own limit, unwaited.
 /// A panic is logged as of "the `name` thread".
-pub(super) fn join_within(thread: JoinHandle<()>, bound: std::time::Duration, name: &str) {
+pub(in crate::lead) fn join_within(thread: JoinHandle<()>, bound: std::time::Duration, name: &str) {
     let end = std::time::Instant::now() + bound;
     while !thread.is_finished() && std::time::Instant::now() < end {
         std::thread::sleep(std::time::Duration::from_millis(5));
@@ -92,9 +95,9 @@ impl Driver {
     /// The first attempts in flight landed (one result each, in order; none: the whole
     /// rest failed): watch and record them, show the change. Once every attempt in flight
     /// has landed the state is saved at once; before that it is left to the loop's pace
-    /// ([`SAVE_EVERY`](super::SAVE_EVERY)): a save per landing rewrote the whole state
+    /// ([`SAVE_EVERY`](crate::lead::SAVE_EVERY)): a save per landing rewrote the whole state
     /// hundreds of times while a large run started. Returns whether it saved.
-    pub(super) fn on_landed(
+    pub(in crate::lead) fn on_landed(
         &mut self,
         results: Vec<Result<Spawned>>,
         emit: &mut impl FnMut(Update),
@@ -122,7 +125,7 @@ impl Driver {
 
     /// Whether the next batch may be handed over now: nothing is in flight, or little
     /// enough ([`REFILL_AT`]) that the launch thread would soon wait for work.
-    pub(super) fn may_launch_more(&self) -> bool {
+    pub(in crate::lead) fn may_launch_more(&self) -> bool {
         self.in_flight
             .as_ref()
             .is_none_or(|flying| flying.len() <= REFILL_AT)
@@ -131,7 +134,7 @@ impl Driver {
     /// Attempts in flight that have not landed within [`LAND_LIMIT`] of the last one that
     /// did (the thread is gone: a backend ends its own calls sooner) fail, so their workers
     /// are retried and requests flow again.
-    pub(super) fn give_up_late_batch(&mut self, emit: &mut impl FnMut(Update)) {
+    pub(in crate::lead) fn give_up_late_batch(&mut self, emit: &mut impl FnMut(Update)) {
         if self.in_flight.is_none() || self.in_flight_at.elapsed() < LAND_LIMIT {
             return;
         }
@@ -144,7 +147,7 @@ impl Driver {
     /// Before the loop ends: wait for the attempts in flight (a tmux script ends within its
     /// limit), so they are recorded, not lost. Returns whether some landed and are not
     /// saved yet.
-    pub(super) fn land_in_flight(
+    pub(in crate::lead) fn land_in_flight(
         &mut self,
         wake: &mpsc::Receiver<Wake>,
         emit: &mut impl FnMut(Update),

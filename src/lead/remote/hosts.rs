@@ -5,14 +5,14 @@
 //! The hosts found not answering are kept in the run's state (`hosts_not_answering`), for
 //! `status` in another process to read while this one drives the run.
 
-use super::{Driver, Update};
 use crate::engine::Input;
+use crate::lead::{Driver, Update};
 
 impl Driver {
     /// `HostLost` for each host the backend found `lost` (drained with the poll), said
     /// once (the footer's line about the host not answering would stay otherwise); the
     /// attempts still running there are to be ended when it answers again.
-    pub(super) fn lost_hosts(
+    pub(in crate::lead) fn lost_hosts(
         &mut self,
         lost: Vec<(String, String)>,
         emit: &mut impl FnMut(Update),
@@ -48,7 +48,7 @@ impl Driver {
     /// added with the time now, one said to answer again goes. A host already lost stays
     /// out (see [`lost_hosts`](Self::lost_hosts)). An offline command keeps nothing: its
     /// `status` says what it found itself.
-    pub(super) fn keep_hosts_not_answering(
+    pub(in crate::lead) fn keep_hosts_not_answering(
         &mut self,
         before: &std::collections::BTreeSet<String>,
         emit: &mut impl FnMut(Update),
@@ -74,7 +74,7 @@ impl Driver {
 
     /// Forget the hosts kept as not answering (the driver leaves: nobody keeps the list
     /// up to date then); true when there were some (the state is to be saved).
-    pub(super) fn forget_hosts_not_answering(&mut self) -> bool {
+    pub(in crate::lead) fn forget_hosts_not_answering(&mut self) -> bool {
         let had = !self.state.hosts_not_answering.is_empty();
         self.state.hosts_not_answering.clear();
         had
@@ -91,7 +91,7 @@ impl Driver {
 
     /// Hand the backend every attempt saved as left on a host (a driver that starts on a
     /// run whose host was lost before).
-    pub(super) fn end_left_on_hosts(&mut self) {
+    pub(in crate::lead) fn end_left_on_hosts(&mut self) {
         let mut per_host: std::collections::BTreeMap<String, Vec<crate::backend::LeftOnHost>> =
             Default::default();
         for d in self.state.dispatches.iter().filter(|d| d.left_on_host) {
@@ -114,7 +114,7 @@ impl Driver {
     /// Clear the mark of the attempts the backend `ended` on their hosts (drained with the
     /// poll; saved at once: a later driver need not end them again), and say what came
     /// back of each. Their status stays as it was settled (`crashed (host lost)`).
-    pub(super) fn ended_on_hosts(
+    pub(in crate::lead) fn ended_on_hosts(
         &mut self,
         ended: Vec<(String, Vec<crate::backend::EndedOnHost>)>,
         emit: &mut impl FnMut(Update),

@@ -3,14 +3,14 @@
 
 use chrono::Utc;
 
-use super::{Driver, Update};
 use crate::domain::RunEvent;
+use crate::lead::{Driver, Update};
 
 impl Driver {
     /// True when one of `lines` is a rate-limit line of `provider` (its own patterns). Only
     /// a credential store can rotate keys: without one, lines are not scanned here (the
     /// `rate-limited` mark reads them in `lines`).
-    pub(super) fn saw_rate_limit(&self, provider: &str, lines: &[String]) -> bool {
+    pub(in crate::lead) fn saw_rate_limit(&self, provider: &str, lines: &[String]) -> bool {
         let patterns = self.rate_limits.get(provider);
         self.creds.is_some()
             && lines
@@ -20,7 +20,7 @@ impl Driver {
 
     /// `worker`'s attempt failed after a rate-limit line: move its provider past the key it
     /// used, and say so in the event log by label.
-    pub(super) fn rotate_credential(
+    pub(in crate::lead) fn rotate_credential(
         &mut self,
         worker: &str,
         attempt: u32,

@@ -5,14 +5,14 @@
 
 use super::pace::Look;
 use super::poller::{look_at, same_attempt, Looked};
-use super::{Driver, Update};
 use crate::backend::{Liveness, Poll, Target};
 use crate::engine::Input;
+use crate::lead::{Driver, Update};
 
 impl Driver {
     /// One observation: inbox commands, one backend poll, new log bytes, exit evidence.
     /// Returns the inputs (ending with a `Tick`) and the focused screen when it changed.
-    pub(super) fn observe(
+    pub(in crate::lead) fn observe(
         &mut self,
         emit: &mut impl FnMut(Update),
     ) -> (Vec<Input>, Option<String>) {
@@ -23,7 +23,7 @@ impl Driver {
     /// Without the panes (an `exit.json` woke the loop: the files settle that exit, and a
     /// tmux round trip that may wait behind a launch batch is not needed for it; or workers
     /// only print, see `pace`) liveness is `Unknown`.
-    pub(super) fn observe_with(
+    pub(in crate::lead) fn observe_with(
         &mut self,
         emit: &mut impl FnMut(Update),
         look: Look,
@@ -40,7 +40,7 @@ impl Driver {
     /// few turns ago: only what it found about attempts still current counts): inbox
     /// commands, the hosts' news, new log bytes and exit evidence of every watched attempt.
     /// Returns the inputs (ending with a `Tick`) and the focused screen when it changed.
-    pub(super) fn observe_looked(
+    pub(in crate::lead) fn observe_looked(
         &mut self,
         emit: &mut impl FnMut(Update),
         mut looked: Looked,
@@ -112,7 +112,7 @@ impl Driver {
 
     /// The exit-file watcher saw `path` (`…/workers/<worker>/attempt-<n>/exit.json`)
     /// appear: that attempt's watch looks for it at its next observation.
-    pub(super) fn exit_file_seen(&mut self, path: &std::path::Path) {
+    pub(in crate::lead) fn exit_file_seen(&mut self, path: &std::path::Path) {
         let dir = path.parent();
         let attempt = dir
             .and_then(|d| d.file_name())
@@ -130,14 +130,14 @@ impl Driver {
         }
     }
 
-    /// True when the loop may slow down to [`super::REST_TICKS`] when nothing happens:
+    /// True when the loop may slow down to [`crate::lead::REST_TICKS`] when nothing happens:
     /// every attempt's exit wakes the loop (an SSH host's are seen only by polling).
-    pub(super) fn may_rest(&self) -> bool {
+    pub(in crate::lead) fn may_rest(&self) -> bool {
         self.exits_watched && self.state.workers.iter().all(|w| w.host.is_none())
     }
 
     /// The backend's view of `worker`'s current attempt.
-    pub(super) fn target(&self, worker: &str) -> Option<Target> {
+    pub(in crate::lead) fn target(&self, worker: &str) -> Option<Target> {
         let w = self.state.worker(worker)?;
         Some(Target {
             worker: w.id.clone(),
@@ -155,7 +155,7 @@ impl Driver {
     /// really does. The server is said to answer only by a poll that asked it (`watching`:
     /// an attempt to look at): a poll of nothing, once the workers it held ended, says
     /// nothing of it.
-    pub(super) fn report_server(
+    pub(in crate::lead) fn report_server(
         &mut self,
         poll: &Poll,
         watching: bool,
@@ -216,7 +216,7 @@ fn panes_gone(polled: &[Target], poll: &Poll) -> Vec<Input> {
 
 /// A screen for people: without crewmux's own protocol lines (the exit marker and the sim
 /// agent's question line, which it also prints readably).
-pub(super) fn without_protocol_lines(screen: &str) -> String {
+pub(crate) fn without_protocol_lines(screen: &str) -> String {
     screen
         .lines()
         .filter(|l| {
@@ -232,17 +232,17 @@ pub(super) fn without_protocol_lines(screen: &str) -> String {
 #[cfg(test)]
 mod tests {
     use crate::backend::Poll;
-    use crate::driver::Update;
+    use crate::lead::Update;
 
     #[test]
     fn a_server_gone_is_said_to_answer_only_by_a_poll_that_asked_it() {
         let tmp = tempfile::tempdir().unwrap();
-        let (store, state, world) = crate::driver::tests::scripted(tmp.path());
-        let opts = crate::driver::DriverOptions {
+        let (store, state, world) = crate::lead::tests::scripted(tmp.path());
+        let opts = crate::lead::DriverOptions {
             quiet: true,
             ..Default::default()
         };
-        let mut d = crate::driver::Driver::new(store, state, world.mux(), opts);
+        let mut d = crate::lead::Driver::new(store, state, world.mux(), opts);
         let mut said = vec![];
         let gone = Poll {
             server_down: Some(

@@ -4,67 +4,50 @@
 //!
 //! Every input, wherever it comes from (reconciliation when a driver starts, the loop, the
 //! offline commands `status`, `cancel` and `answer`), goes through [`Driver::apply`], which
-//! carries out every effect the engine returns. The files split by concern: `turns` (one
-//! turn of the loop and the timing between turns), `controls` (the dashboard's and the
-//! inbox's requests), `observe` (polling), `observe_attempt` (one watched attempt's turn),
-//! `settle` (an exit from its evidence, pure), `exit_input` (what an ended attempt left),
-//! `apply` (carrying out effects), `launch`, `creds` (keys and rate limits) and `offline`.
+//! carries out every effect the engine returns. Here: `turns` (one turn of the loop and the
+//! timing between turns), `controls` (the dashboard's and the inbox's requests), `apply`
+//! (carrying out effects), `saver` and `publish` (saving and showing the run), `start` and
+//! `adopt` (a driver for a saved run), `once` (every transition once) and `offline`. The
+//! rest by concern: `launching/` (starting attempts), `watching/` (polls, output, exits,
+//! the MCP exchange), `settling/` (exit evidence, results, reaping, the council) and
+//! `remote/` (SSH hosts). The process that runs this loop on its own is the run's lead
+//! (`crate::commands::lead`); dashboards follow it (`crate::dashboard`).
 
 mod adopt;
 mod apply;
-mod controls;
-mod council;
-mod creds;
-mod echo;
-mod exit_input;
-mod exit_watch;
-mod failures;
-pub mod follow;
-mod follow_watch;
-mod host_wait;
-mod hosts;
-mod launch;
-mod launch_remote;
-mod launch_thread;
-mod lines;
-mod log_screen;
-mod mcp;
-mod observe;
-mod observe_attempt;
+pub(crate) mod controls;
+mod launching;
 mod offline;
 pub mod once;
-mod pace;
-mod poller;
-mod prepare;
 mod publish;
-mod reap;
-mod release;
-mod result;
-mod retake;
+mod remote;
 mod saver;
-pub mod settle;
+mod settling;
 mod start;
 mod turns;
-mod upstream;
-mod watch;
-mod work_back;
+mod watching;
 
 #[cfg(test)]
-mod fake;
+pub(crate) mod fake;
 #[cfg(test)]
 mod inbox_tests;
 #[cfg(test)]
 mod off_loop_tests;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod watch_tests;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use launching::{failures, launch, launch_thread, prepare};
+use remote::{host_wait, launch_remote, work_back};
+pub use settling::settle;
+use settling::{council, reap, release, result, retake};
+pub(crate) use watching::observe;
+use watching::{echo, exit_watch, lines, log_screen, pace, poller, watch};
 
 pub use crate::notify::NotifyWays;
 pub use council::{run_council, write_report};

@@ -11,14 +11,14 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
-use super::launch::ReadyAttempt;
-use super::{Driver, PendingKill, Update};
 use crate::backend::{GitSend, HostLaunch};
 use crate::engine::{Input, KillReason};
+use crate::lead::launch::ReadyAttempt;
+use crate::lead::{Driver, PendingKill, Update};
 
 /// The attempts being started on their hosts' threads, by `(worker, attempt)`.
 #[derive(Default)]
-pub(super) struct RemoteFlight {
+pub(in crate::lead) struct RemoteFlight {
     ready: HashMap<(String, u32), ReadyAttempt>,
     /// Kills asked for while they were being started.
     kills: HashMap<(String, u32), KillReason>,
@@ -28,7 +28,7 @@ impl Driver {
     /// Hand the attempts of `ready` that run on SSH hosts to their hosts' threads, one
     /// batch per host; returns the others (this machine's, and any a backend could not
     /// take), to be started as usual.
-    pub(super) fn launch_remote(&mut self, ready: Vec<ReadyAttempt>) -> Vec<ReadyAttempt> {
+    pub(in crate::lead) fn launch_remote(&mut self, ready: Vec<ReadyAttempt>) -> Vec<ReadyAttempt> {
         let mut here = vec![];
         let mut per_host: BTreeMap<String, Vec<ReadyAttempt>> = BTreeMap::new();
         for r in ready {
@@ -76,13 +76,13 @@ impl Driver {
     }
 
     /// True while an attempt is being started on its host.
-    pub(super) fn remote_in_flight(&self) -> bool {
+    pub(in crate::lead) fn remote_in_flight(&self) -> bool {
         !self.remote_flight.ready.is_empty()
     }
 
     /// A kill of an attempt still being started on its host: kept for when it lands
     /// (true), see the module docs.
-    pub(super) fn kill_in_remote_flight(
+    pub(in crate::lead) fn kill_in_remote_flight(
         &mut self,
         worker: &str,
         attempt: u32,
@@ -99,7 +99,7 @@ impl Driver {
     /// The batches the hosts' threads started since the last turn, as inputs: each
     /// attempt `Launched`, or failed (held back for its host when the host does not
     /// answer, see `host_wait`).
-    pub(super) fn remote_landed(&mut self, emit: &mut impl FnMut(Update)) -> Vec<Input> {
+    pub(in crate::lead) fn remote_landed(&mut self, emit: &mut impl FnMut(Update)) -> Vec<Input> {
         if !self.remote_in_flight() {
             return vec![];
         }

@@ -1,0 +1,10 @@
+//! Starting attempts: each attempt's folder, packaged prompt, wrapper and credential
+//! (`prepare`, `creds`, `upstream`, `failures`), and the batches handed to the backend off the
+//! loop (`launch`, `launch_thread`).
+
+pub(in crate::lead) mod creds;
+pub(in crate::lead) mod failures;
+pub(in crate::lead) mod launch;
+pub(in crate::lead) mod launch_thread;
+pub(in crate::lead) mod prepare;
+pub(in crate::lead) mod upstream;
