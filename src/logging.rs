@@ -39,6 +39,10 @@ fn history_off() -> tracing_subscriber::filter::Directive {
         .expect("a valid directive")
 }
 
+/// Log lines the dashboard's panel holds between two frames before the oldest are dropped
+/// (said in the panel as an overrun): a frame is drawn at least once a second.
+const HOT_LINES: usize = 10_000;
+
 /// Install the subscriber once per process; later calls do nothing. A log file that cannot
 /// be opened is skipped (logging never stops a run).
 pub fn init(project: &Path, dashboard: bool) {
@@ -61,9 +65,13 @@ pub fn init(project: &Path, dashboard: bool) {
     });
     let tui_layer = dashboard.then(|| tui_logger::TuiTracingSubscriberLayer.with_filter(filter()));
     if dashboard {
-        // Err: a logger is installed already (a second dashboard in this process); the
-        // panel reads the one there is.
-        let _ = tui_logger::init_logger(tui_logger::LevelFilter::Info);
+        // Not `tui_logger::init_logger`: with the `tracing-support` feature it only sets
+        // this level and starts a thread that wakes every 10 ms to move new lines into the
+        // panel's buffer (tui-logger 0.18.3, src/logger/api.rs), 0.3 % of a core on an
+        // idle dashboard. The dashboard moves them itself before each frame
+        // (`crate::tui::app`), so a line logged since the last frame is in the next one.
+        tui_logger::set_default_level(tui_logger::LevelFilter::Info);
+        tui_logger::set_hot_buffer_depth(HOT_LINES);
     }
     // Err: a subscriber is installed already; "later calls do nothing" (above).
     let _ = tracing_subscriber::registry()

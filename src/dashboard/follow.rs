@@ -20,6 +20,12 @@ use crate::store::{InboxCommand, RunStore};
 /// How often the run's files and the focused pane are looked at.
 pub const FOLLOW_TICK: Duration = Duration::from_millis(250);
 
+/// How often the focused pane is captured while neither its `output.log` grows nor the run's
+/// state changes: what a pane shows comes from its output (`pipe-pane` copies every byte of
+/// it to the log) or from the run (a pane that died); this catches the rest (a resize),
+/// without a tmux round trip (a process of its own) at every tick for a quiet worker.
+pub const SCREEN_EVERY: Duration = Duration::from_secs(5);
+
 /// How often the follower checks that some process still drives the run.
 const DRIVEN_CHECK: Duration = Duration::from_secs(2);
 
@@ -50,6 +56,10 @@ pub struct Follower {
     start_lead: Option<StartLead>,
     /// Called for each new event that notifies (not for those replayed).
     on_notification: Option<OnNotification>,
+    /// The focused attempt's `output.log` and its size at the last capture, and when that
+    /// was: the pane is captured again when the log grew, the focus moved, or
+    /// [`SCREEN_EVERY`] passed.
+    captured: Option<(std::path::PathBuf, u64, Instant)>,
 }
 
 /// Tells the person of a notification of the followed run (rings the terminal).
@@ -82,6 +92,7 @@ impl Follower {
             hosts_down: Default::default(),
             start_lead: None,
             on_notification: None,
+            captured: None,
         }
     }
 
@@ -158,6 +169,10 @@ impl Follower {
                     false
                 }
             };
+            if changed {
+                // The focused attempt may have ended or been replaced: look at its pane.
+                self.captured = None;
+            }
             self.new_events(&mut emit);
             if let Some(down) = self.hosts_down_changed() {
                 emit(Update::HostsDown(down));
@@ -181,6 +196,7 @@ impl Follower {
         let cmd = match c {
             Control::Focus(w) => {
                 self.focus = w;
+                self.captured = None;
                 self.backend.forget_screen();
                 return;
             }
@@ -278,7 +294,10 @@ impl Follower {
         }
     }
 
-    /// The focused worker's screen when it changed since the last look.
+    /// The focused worker's screen when it changed since the last look. The pane is asked
+    /// for only when its `output.log` grew, the focus, the attempt or the run's state
+    /// changed, or [`SCREEN_EVERY`] passed; and alone (no pane listing: the lead watches
+    /// liveness).
     fn screen(&mut self) -> Option<String> {
         let w = self.state.worker(self.focus.as_deref()?)?;
         let target = Target {
@@ -289,9 +308,15 @@ impl Follower {
             log: self.store.attempt_dir(&w.id, w.attempt).join("output.log"),
             watch_screen: false,
         };
-        let poll = self
-            .backend
-            .poll(std::slice::from_ref(&target), Some(&target));
+        let len = file_len(&target.log);
+        let same = self.captured.as_ref().is_some_and(|(log, at_len, at)| {
+            *log == target.log && *at_len == len && at.elapsed() < SCREEN_EVERY
+        });
+        if same {
+            return None;
+        }
+        self.captured = Some((target.log.clone(), len, Instant::now()));
+        let poll = self.backend.poll(&[], Some(&target));
         poll.screen
             .map(|s| crate::lead::observe::without_protocol_lines(&s))
     }

@@ -154,3 +154,43 @@ fn a_follower_tells_of_each_new_event_that_notifies_once_and_never_of_those_repl
         ]
     );
 }
+
+#[test]
+fn a_quiet_focused_worker_is_not_captured_at_every_tick_and_new_output_is() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = RunStore::create(tmp.path(), "r1").unwrap();
+    let mut state = crate::engine::tests::run(2, 2);
+    state.run_dir = store.dir().to_path_buf();
+    state.workers[0].status = crate::domain::WorkerStatus::Running;
+    state.workers[0].attempt = 1;
+    state.workers[0].pane_id = Some("%1".into());
+    store.save_state(&state).unwrap();
+    let log = store
+        .attempt_dir(&state.workers[0].id, 1)
+        .join("output.log");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    std::fs::write(&log, "working\n").unwrap();
+    let world = crate::lead::fake::FakeWorld::default();
+    let follower = Follower::new(store.clone(), state.clone(), world.mux(), 0);
+    let (ctl_tx, ctl_rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || follower.run(ctl_rx, |_| {}));
+    ctl_tx
+        .send(Control::Focus(Some(state.workers[0].id.clone())))
+        .unwrap();
+    // Eight ticks of a worker that prints nothing: the one capture after the focus moved.
+    std::thread::sleep(super::FOLLOW_TICK * 8);
+    let quiet = world.polls();
+    assert_eq!(quiet, 1, "captures of a quiet pane in 8 ticks");
+    std::fs::write(&log, "working\nmore\n").unwrap();
+    let end = Instant::now() + Duration::from_secs(5);
+    while world.polls() == quiet && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        world.polls(),
+        quiet + 1,
+        "new output is captured at the next tick"
+    );
+    ctl_tx.send(Control::Quit).unwrap();
+    t.join().unwrap();
+}

@@ -67,6 +67,11 @@ impl FakeWorld {
         Box::new(FakeMux(self.clone()))
     }
 
+    /// Polls since the bound was last reset (every poll when it never was).
+    pub fn polls(&self) -> u32 {
+        self.0.lock().unwrap().polls
+    }
+
     /// Allow `n` more polls, then panic with [`Stuck`].
     pub fn bound(&self, n: Option<u32>) {
         let mut w = self.0.lock().unwrap();

@@ -360,6 +360,9 @@ fn draw(guard: &mut TerminalGuard, model: &Model) -> Result<()> {
         attach_hint: model.run.backend == BackendKind::Tmux,
         doc: model.doc.as_ref(),
     };
+    // The lines logged since the last frame, into the Log panel's buffer (no thread of
+    // tui-logger's does it: `crate::logging::init`).
+    tui_logger::move_events();
     guard
         .terminal
         .draw(|f| super::draw(f, &view))
