@@ -5,8 +5,62 @@ use serde::{Deserialize, Serialize};
 
 /// The line prefix of the explicit question protocol: a line `__CREWMUX_ASK__:<question>`
 /// as the last line of a worker's output means it waits for an answer to `<question>`. The
-/// sim agent asks this way; any command agent may.
+/// sim agent asks this way; any command agent may. The question may end with what the
+/// agent does when nobody answers: ` __DEFAULT__:<answer>` (the answer it takes) and
+/// ` __AFTER_S__:<n>` (after how many seconds), read by [`ScreenAsk::parse`].
 pub const ASK_PREFIX: &str = "__CREWMUX_ASK__:";
+
+/// The marker of an explicit question's own default (see [`ASK_PREFIX`]).
+pub const ASK_DEFAULT_MARK: &str = " __DEFAULT__:";
+/// The marker of an explicit question's own wait, in seconds (see [`ASK_PREFIX`]).
+pub const ASK_AFTER_MARK: &str = " __AFTER_S__:";
+
+/// An explicit question as the agent wrote it after [`ASK_PREFIX`]: the text the person
+/// reads, and what the agent itself does when nobody answers (the sim agent's
+/// `ask-default` after `ask-timeout`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ScreenAsk {
+    pub question: String,
+    /// The answer the agent takes on its own when the wait ends.
+    pub default: Option<String>,
+    /// Seconds the agent waits before it goes on by itself.
+    pub after_s: Option<u64>,
+}
+
+impl ScreenAsk {
+    /// Split `text` (the question, then the optional marks in the order they are written:
+    /// default, then wait) into its parts; text without marks is all question.
+    pub fn parse(text: &str) -> Self {
+        let (rest, after_s) = match text.rsplit_once(ASK_AFTER_MARK) {
+            Some((q, n)) => match n.trim().parse::<u64>() {
+                Ok(n) => (q, Some(n)),
+                Err(_) => (text, None),
+            },
+            None => (text, None),
+        };
+        let (question, default) = match rest.rsplit_once(ASK_DEFAULT_MARK) {
+            Some((q, d)) if !d.trim().is_empty() => (q, Some(d.trim().to_string())),
+            _ => (rest, None),
+        };
+        ScreenAsk {
+            question: question.trim().to_string(),
+            default,
+            after_s,
+        }
+    }
+
+    /// The line an agent prints to ask this question, [`ASK_PREFIX`] included.
+    pub fn line(&self) -> String {
+        let mut s = format!("{ASK_PREFIX}{}", self.question);
+        if let Some(d) = &self.default {
+            s.push_str(&format!("{ASK_DEFAULT_MARK}{d}"));
+        }
+        if let Some(n) = self.after_s {
+            s.push_str(&format!("{ASK_AFTER_MARK}{n}"));
+        }
+        s
+    }
+}
 
 /// The run-level gate's decision (docs/design.md "Clarification", the OMG seed's intent gate):
 /// `confidence` is in `0.0..=1.0`, `missing_slots` names what the problem lacks
@@ -67,6 +121,11 @@ pub struct PendingQuestion {
     /// it waits until another limit ends the attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<DateTime<Utc>>,
+    /// When the agent itself stops waiting and goes on with `default` (or with no answer):
+    /// an explicit screen question that said its wait ([`ScreenAsk::after_s`]). The lead
+    /// does nothing then; `deadline` still ends a worker that does not go on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_goes_on_at: Option<DateTime<Utc>>,
     /// For an approval: what the agent asks to do (the CLI's tool and its input, in one
     /// line); `y` allows it once, `n` denies it, `A` allows this tool for the rest of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -160,4 +219,37 @@ pub enum Reach {
     /// The target cannot be told (no paths known).
     #[default]
     Unknown,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ScreenAsk;
+
+    #[test]
+    fn an_explicit_question_carries_its_own_default_and_wait() {
+        let ask = ScreenAsk {
+            question: "Show rejected requests to the admin?".into(),
+            default: Some("Yes, as a counter".into()),
+            after_s: Some(20),
+        };
+        let line = ask.line();
+        assert_eq!(
+            line,
+            "__CREWMUX_ASK__:Show rejected requests to the admin? __DEFAULT__:Yes, as a counter __AFTER_S__:20"
+        );
+        assert_eq!(
+            ScreenAsk::parse(line.strip_prefix(super::ASK_PREFIX).unwrap()),
+            ask
+        );
+        let plain = ScreenAsk::parse("Which database?");
+        assert_eq!(
+            (plain.question.as_str(), plain.default, plain.after_s),
+            ("Which database?", None, None)
+        );
+        let wait_only = ScreenAsk::parse("Go on? __AFTER_S__:5");
+        assert_eq!(
+            (wait_only.question.as_str(), wait_only.after_s),
+            ("Go on?", Some(5))
+        );
+    }
 }

@@ -4,6 +4,7 @@
 
 use super::ending::{self, Ending};
 use super::{Effect, Effects, Input, RunMemory};
+use crate::domain::clarification::ScreenAsk;
 use crate::domain::EventKind;
 use crate::domain::{DispatchRecord, ExitSource, RunState, WorkerState, WorkerStatus};
 
@@ -95,7 +96,7 @@ pub(super) fn on_worker_input(
             worker,
             attempt,
             question,
-        } => on_asked(state, mem, &worker, attempt, question, fx),
+        } => on_asked(state, mem, &worker, attempt, &question, fx),
         Input::AnswerWorker { worker, text } => on_answer(state, mem, worker, text, fx),
         Input::ToolAsked {
             worker,
@@ -292,7 +293,7 @@ fn on_asked(
     mem: &mut RunMemory,
     worker: &str,
     attempt: u32,
-    question: String,
+    question: &str,
     fx: &mut Effects,
 ) {
     let Some(w) = current(state, worker, attempt) else {
@@ -301,6 +302,8 @@ fn on_asked(
     if !w.status.is_live() {
         return;
     }
+    let ask = ScreenAsk::parse(question);
+    let question = ask.question.clone();
     if w.status == WorkerStatus::Waiting && w.question.as_deref() == Some(&question) {
         // The same question seen again (a second detector, a reattach): it was
         // recorded and announced once already.
@@ -310,6 +313,7 @@ fn on_asked(
     w.question = Some(question.clone());
     w.pending = Some(super::questions::screen_question(
         w.flow.question_timeout_s,
+        &ask,
         fx,
     ));
     mem.answered.remove(worker);

@@ -9,7 +9,7 @@ use chrono::Duration;
 
 use super::approvals::Decision;
 use super::{Effect, Effects, KillReason, RunMemory};
-use crate::domain::clarification::{Approval, PendingQuestion, ToolReply, WorkerAnswer};
+use crate::domain::clarification::{Approval, PendingQuestion, ScreenAsk, ToolReply, WorkerAnswer};
 use crate::domain::{EventKind, RunState, WorkerStatus};
 
 /// A question that came through the worker's MCP server (`Input::ToolAsked`).
@@ -119,6 +119,7 @@ pub(super) fn on_tool_asked(
         default: q.default,
         deadline: deadline(fx, w.flow.question_timeout_s),
         approval: q.approval,
+        agent_goes_on_at: None,
     });
     mem.answered.remove(worker);
     fx.event(
@@ -129,10 +130,17 @@ pub(super) fn on_tool_asked(
     );
 }
 
-/// The deadline a question read from the screen or the log gets when it is first seen.
-pub(super) fn screen_question(timeout_s: Option<u64>, fx: &Effects) -> PendingQuestion {
+/// The deadline a question read from the screen or the log gets when it is first seen, and
+/// the default and wait an explicit question said of itself (`ask`).
+pub(super) fn screen_question(
+    timeout_s: Option<u64>,
+    ask: &ScreenAsk,
+    fx: &Effects,
+) -> PendingQuestion {
     PendingQuestion {
         deadline: deadline(fx, timeout_s),
+        default: ask.default.clone(),
+        agent_goes_on_at: ask.after_s.map(|s| fx.now + Duration::seconds(s as i64)),
         ..PendingQuestion::default()
     }
 }

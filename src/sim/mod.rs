@@ -163,10 +163,17 @@ pub fn run(args: &SimAgentArgs) -> Result<i32> {
     Ok(behaviour.exit_code)
 }
 
-/// Print the question in the `__CREWMUX_ASK__:` protocol and wait for one line on stdin,
-/// or take the default after `ask_timeout_s`.
+/// Print the question in the `__CREWMUX_ASK__:` protocol (with its default and wait, so
+/// the dashboard can say them) and wait for one line on stdin, or take the default after
+/// `ask_timeout_s`.
 fn ask(out: &mut impl Write, question: &str, b: &Behaviour) -> Result<String> {
-    say(out, format_args!("{ASK_PREFIX}{question}"));
+    let line = crate::domain::clarification::ScreenAsk {
+        question: question.to_string(),
+        default: b.ask_default.clone(),
+        after_s: Some(b.ask_timeout_s),
+    }
+    .line();
+    say(out, line);
     say(out, format_args!("? {question}"));
     // As in `say`: nothing to do when the pane is gone.
     let _ = write!(out, "> ").and_then(|()| out.flush());

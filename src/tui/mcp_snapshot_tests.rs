@@ -34,7 +34,7 @@ fn asked(approval: bool) -> RunState {
             choices: vec!["react-datepicker".into(), "the home-made one".into()],
             default: Some("react-datepicker".into()),
             deadline: Some(fixtures::now() + Duration::seconds(272)),
-            approval: None,
+            ..PendingQuestion::default()
         }
     });
     run
@@ -53,6 +53,21 @@ fn clarification_at(run: &RunState, width: u16) -> TestBackend {
         .draw(|f| clarification::render(f, f.area(), &v))
         .unwrap();
     terminal.backend().clone()
+}
+
+/// The demo's question: read from the screen, its agent takes its own default after 20 s,
+/// long before the worker's `question_timeout_s` (600 s) would end the attempt.
+#[test]
+fn clarification_panel_screen_question_counts_down_to_the_agents_own_default() {
+    let mut run = fixtures::crazy_run_worker_question();
+    let w = run.worker_mut("frontend").unwrap();
+    w.pending = Some(PendingQuestion {
+        default: Some("react-datepicker".into()),
+        deadline: Some(fixtures::now() + Duration::seconds(600)),
+        agent_goes_on_at: Some(fixtures::now() + Duration::seconds(17)),
+        ..PendingQuestion::default()
+    });
+    insta::assert_snapshot!(clarification_at(&run, 80));
 }
 
 #[test]

@@ -20,7 +20,7 @@ prompt = "Plan: {problem}\nsim: lines=4\nsim: delay-ms=100"
 id = "asker"
 role = "frontend-designer"
 provider = "sim"
-prompt = "Design: {problem}\nsim: lines=6\nsim: delay-ms=100\nsim: ask=Which colour should the rejected-requests badge be?\nsim: ask-timeout=120"
+prompt = "Design: {problem}\nsim: lines=6\nsim: delay-ms=100\nsim: ask=Which colour should the rejected-requests badge be?\nsim: ask-default=Red\nsim: ask-timeout=120"
 "#;
 
 /// The problem the dashboard's runs here are given.
@@ -41,7 +41,13 @@ fn a_waiting_worker_is_answered_from_the_dashboard() {
         "Which colour should the rejected-requests badge be?",
         Duration::from_secs(60),
     );
-    viewer.wait_screen("asker is waiting for your answer", Duration::from_secs(60));
+    let asked = viewer.wait_screen("asker is waiting for your answer", Duration::from_secs(60));
+    // The panel counts down the agent's own wait (120 s), not question_timeout_s (600 s),
+    // and says the default the agent takes then.
+    assert!(
+        asked.contains("1:5") && asked.contains("left · then the agent takes its default: Red"),
+        "{asked}"
+    );
     // n jumps to the waiting worker, a opens the input, the text goes in, Enter sends it.
     viewer.keys(&["n"]);
     viewer.keys(&["a"]);

@@ -43,6 +43,11 @@ fn body(view: &View, q: &PendingQuestion, width: usize) -> Vec<Line<'static>> {
         wrapped.extend(pending_lines(p, view.now));
     }
     if q.worker.is_none() {
+        // The gate's question has no default: the run stays at it until someone answers.
+        wrapped.push(Line::from(Span::styled(
+            "no default · no time limit: the run waits for your answer",
+            Style::default().fg(Color::Gray),
+        )));
         if let Some(gate) = &view.run.clarification.gate {
             if !gate.missing_slots.is_empty() {
                 wrapped.push(Line::from(Span::styled(
@@ -89,7 +94,11 @@ fn pending_lines(
             Span::styled(format!(" allow {} for the rest of the run", a.tool), dim),
         ]));
     }
-    let left = p.deadline.map(|d| {
+    // The agent's own wait, when it said one shorter than the lead's, is what ends it.
+    let agent_first = p
+        .agent_goes_on_at
+        .filter(|a| p.deadline.is_none_or(|d| *a <= d));
+    let left = agent_first.or(p.deadline).map(|d| {
         let s = (d - now).num_seconds().max(0);
         format!("{}:{:02}", s / 60, s % 60)
     });
@@ -97,6 +106,12 @@ fn pending_lines(
         (Some(_), Some(_), _) => "then it is denied".to_string(),
         (Some(_), None, Some(d)) => format!("then the default applies: {d}"),
         (Some(_), None, None) => "then the agent decides alone (no default)".to_string(),
+        (None, _, Some(d)) if agent_first.is_some() => {
+            format!("then the agent takes its default: {d}")
+        }
+        (None, _, None) if agent_first.is_some() => {
+            "then the agent goes on with no answer".to_string()
+        }
         (None, _, _) => "then the attempt ends unanswered".to_string(),
     };
     let line = match (left, &p.default) {
