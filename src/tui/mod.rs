@@ -50,6 +50,7 @@ pub mod tabs;
 pub mod terminal;
 pub mod theme;
 pub mod update;
+pub mod usage;
 
 #[cfg(test)]
 mod dead_pane_tests;

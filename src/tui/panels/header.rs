@@ -21,8 +21,8 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     let dim = Style::default().fg(Color::DarkGray);
     let label = |s: &'static str| Span::styled(s, dim);
 
-    let (_, total) = crate::providers::output::run_usage(run);
-    let mut right = super::roster_usage::header_spans(total.as_ref());
+    let usage = crate::tui::usage::run_usage(run);
+    let mut right = super::roster_usage::header_spans(usage.1.as_ref());
     right.extend([
         Span::styled(run.status.as_str(), run_status_style(run.status)),
         label("  council "),

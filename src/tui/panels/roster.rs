@@ -93,7 +93,8 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
         widths.push(Constraint::Length(DIFF_WIDTH));
     }
     // Once a CLI reported usage: each worker's tokens (and cost).
-    let (usage, total) = crate::providers::output::run_usage(run);
+    let run_usage = crate::tui::usage::run_usage(run);
+    let (usage, total) = (&run_usage.0, run_usage.1);
     // Shown only where the fixed columns, their gaps and the highlight mark still fit.
     let fixed = id_width + 8 + 11 + 7 + 7 + 4 + 6 + 2 + host_width.map_or(0, |w| w + 1);
     let with_usage = total.is_some() && inner_width > fixed + super::roster_usage::WIDTH;
