@@ -212,16 +212,32 @@ pub fn cancel(args: CancelArgs) -> Result<i32> {
             )));
         }
     }
+    let mut state = state;
     if store.is_driven()? {
         store.send_command(&InboxCommand::Cancel {
             worker: args.worker.clone(),
             grace_s: Some(args.grace),
         })?;
-        crate::errln!(
-            "crewmux: cancel sent to the process driving run {}",
-            state.run_id
-        );
-        return Ok(0);
+        let sent_to = store.inbox_len();
+        match taken_or_orphaned(&store, sent_to) {
+            None => {
+                crate::errln!(
+                    "crewmux: cancel sent to the process driving run {}",
+                    state.run_id
+                );
+                return Ok(0);
+            }
+            // The lead stopped without reading it (it was being killed): carried out here,
+            // and marked read so the next lead does not refuse it as stale.
+            Some(now) => {
+                crate::errln!(
+                    "crewmux: the lead of run {} stopped before it took the cancel; cancelling here",
+                    now.run_id
+                );
+                state = now;
+                state.inbox_read = Some(sent_to);
+            }
+        }
     }
     let backend = super::drive::backend_for(&state, &store)?;
     let opts = DriverOptions {
@@ -240,6 +256,29 @@ pub fn cancel(args: CancelArgs) -> Result<i32> {
         }
     );
     Ok(0)
+}
+
+/// How long `cancel` watches a request it sent to a lead: long enough for a lead that is
+/// being killed to let go of the run (its threads end after its main thread, holding the
+/// driver lock: proc(5)), short next to a lead's turn (200 ms to 2 s).
+const TAKEN_WAIT: Duration = Duration::from_secs(5);
+
+/// Wait until the lead has read the inbox up to `sent_to` (`None`: it took the request), or
+/// until no process drives the run any more with the request unread: the run as saved then.
+/// A lead still driving after [`TAKEN_WAIT`] has it (`None`).
+fn taken_or_orphaned(store: &RunStore, sent_to: u64) -> Option<RunState> {
+    let until = std::time::Instant::now() + TAKEN_WAIT;
+    loop {
+        let taken = |s: &RunState| s.inbox_read.is_some_and(|r| r >= sent_to);
+        if !store.is_driven().unwrap_or(true) {
+            // Read after the lock came free: what the lead saved last.
+            return store.load_state().ok().filter(|s| !taken(s));
+        }
+        if store.load_state().is_ok_and(|s| taken(&s)) || std::time::Instant::now() >= until {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// `crewmux attach [<run>]` and `crewmux resume [<run>]`: continue a run. On a terminal

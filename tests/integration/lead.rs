@@ -349,3 +349,59 @@ fn a_finished_runs_session_and_lead_end_after_the_grace_period_and_its_files_sta
         }
     }
 }
+
+/// A cancel that reaches a lead as it is being killed (its threads still hold the run's
+/// driver lock for a moment after its main thread ended) is carried out by `cancel` itself
+/// once the lock is free, not left in the inbox for a lead that never comes. The dying lead
+/// is played by `flock(1)` holding `driver.lock` for 2 s after the real lead was killed.
+#[test]
+fn a_cancel_sent_as_the_lead_dies_is_carried_out_by_the_cancel() {
+    let backend = Backend::process();
+    let t = TeamProject::new(ASKING_TEAM);
+    let config = config_dir(&t, 0);
+    let id = detach(&t, &backend, &config, &[]);
+    let run = only_run_dir(t.path());
+    wait_state(t.path(), "the worker asks", Duration::from_secs(90), |s| {
+        count_status(s, "waiting") == 1
+    });
+    let pid = lead_pid(&run);
+    procs::kill_all(&[pid]);
+    assert!(wait_for(|| !procs::alive(pid), Duration::from_secs(10)));
+    let mut holder = std::process::Command::new("flock")
+        .arg(run.join("driver.lock"))
+        .args(["sleep", "2"])
+        .spawn()
+        .expect("flock(1)");
+    let held = || {
+        std::process::Command::new("flock")
+            .args(["-n"])
+            .arg(run.join("driver.lock"))
+            .arg("true")
+            .status()
+            .is_ok_and(|s| !s.success())
+    };
+    assert!(
+        wait_for(held, Duration::from_secs(5)),
+        "flock took the lock"
+    );
+    let out = crewmux()
+        .current_dir(t.path())
+        .env("CREWMUX_CONFIG_DIR", &config)
+        .args(["cancel", &id, "--grace", "1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("stopped before it took the cancel"),
+        "{}",
+        stderr(&out)
+    );
+    let _ = holder.wait();
+    let s = wait_state(t.path(), "run cancelled", Duration::from_secs(15), |s| {
+        s["status"] == "cancelled"
+    });
+    assert_eq!(
+        s["inbox_read"],
+        std::fs::metadata(run.join("inbox.jsonl")).unwrap().len()
+    );
+}
