@@ -100,11 +100,9 @@ pub fn answer(args: AnswerArgs) -> Result<i32> {
             Ok(0)
         }
         None => {
+            let state_id = state.run_id.clone();
             offline_driver(&store, state)?.answer_now(None, text.clone())?;
-            crate::errln!(
-                "crewmux: answer saved; continue with: crewmux resume {run}",
-                run = args.run
-            );
+            crate::errln!("crewmux: answer saved; {}", go_on(&state_id));
             Ok(0)
         }
         Some(w) => {
@@ -115,9 +113,10 @@ pub fn answer(args: AnswerArgs) -> Result<i32> {
                 .worker(w)
                 .and_then(|x| x.pending.as_ref())
                 .is_some_and(|p| p.tool_call.is_some());
+            let run = state.run_id.clone();
             if by_tool {
                 offline_driver(&store, state)?.answer_now(Some(w.clone()), text.clone())?;
-                crate::errln!("crewmux: answer sent to {w}'s ask");
+                crate::errln!("crewmux: answer sent to {w}'s ask; {}", go_on(&run));
                 return Ok(0);
             }
             if state.backend != BackendKind::Tmux || ws.is_none_or(|(pane, _)| !pane) {
@@ -126,10 +125,16 @@ pub fn answer(args: AnswerArgs) -> Result<i32> {
                 )));
             }
             offline_driver(&store, state)?.answer_now(Some(w.clone()), text.clone())?;
-            crate::errln!("crewmux: answer pasted into {w}'s pane");
+            crate::errln!("crewmux: answer pasted into {w}'s pane; {}", go_on(&run));
             Ok(0)
         }
     }
+}
+
+/// The next command after an answer to run `id` that nobody drives: the worker goes on in
+/// its pane, but the run's stages move only while a lead drives it.
+fn go_on(id: &str) -> String {
+    format!("nobody drives run {id}: continue it with crewmux resume {id} (--headless in a script)")
 }
 
 /// The text an answer sends: `--allow` is `y`, `--allow-always` `A`, `--deny [REASON]` `n`

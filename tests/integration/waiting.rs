@@ -343,3 +343,37 @@ fn the_echo_of_a_pasted_answer_does_not_resume_the_worker() {
         events_text()
     );
 }
+
+/// A worker answered while nobody drives its run goes on in its pane, and the answer's line
+/// says the command that continues the run (it said only that the answer was pasted).
+#[test]
+fn an_answer_to_a_run_nobody_drives_says_how_to_continue_it() {
+    let server = TmuxServer::new("answer-undriven");
+    let tmp = TeamProject::new(TEAM);
+    let mut child = tmp.run("trust prompt").tmux(&server).spawn();
+    wait_state(
+        tmp.path(),
+        "the asker waits",
+        Duration::from_secs(60),
+        |s| state_worker(s, "asker")["status"] == "waiting",
+    );
+    // The headless process that drives the run is gone; the asker's pane is still there.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let id = run_id(tmp.path());
+    let ans = run_crewmux(
+        tmp.path(),
+        &server.socket,
+        &["answer", &id, "--worker", "asker", "y"],
+    );
+    let err = String::from_utf8_lossy(&ans.stderr);
+    assert_eq!(ans.status.code(), Some(0), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("continue it with crewmux resume {id}")),
+        "{err}"
+    );
+    let out = run_crewmux(tmp.path(), &server.socket, &["resume", "--headless", &id]);
+    let s = summary(&out);
+    assert_eq!(worker(&s, "asker")["status"], "completed", "{s}");
+}
