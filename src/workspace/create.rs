@@ -365,10 +365,16 @@ pub fn make_pending(
             // this one goes, and it is made again alone, after the others are done.
             Err(first) => match retry_alone(&git, shared, project, run_id, &id) {
                 Ok(w) => {
-                    tracing::info!("worktree of {id} made on a second try after: {first}");
+                    // Recovered: git's own `fatal:` line would read as a failure in the
+                    // run's log; it stays at debug level for whoever looks for it.
+                    tracing::info!("worktree of {id} made on a second try, alone");
+                    tracing::debug!("the first try of {id}'s worktree: {first}");
                     made.push((id, w));
                 }
-                Err(e) => failed.push((id, e)),
+                Err(e) => {
+                    tracing::warn!("worktree of {id} could not be made: {e}");
+                    failed.push((id, e));
+                }
             },
         }
     }
