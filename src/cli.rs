@@ -78,6 +78,17 @@ pub enum Command {
     /// The MCP server an attempt's agent starts over stdio (its CREWMUX_MCP_CONFIG).
     #[command(hide = true)]
     McpServe(crate::commands::mcp_serve::McpServeArgs),
+    /// What the completion scripts offer beyond clap's static lists: `runs`, this
+    /// project's run ids, newest first, one a line.
+    #[command(name = "__complete", hide = true)]
+    Complete(CompleteArgs),
+}
+
+/// `crewmux __complete WHAT` (the completion scripts call it).
+#[derive(Debug, Args)]
+pub struct CompleteArgs {
+    /// `runs`: the run ids of the project in the current directory.
+    pub what: String,
 }
 
 /// Options of the hidden `crewmux lead` (docs/design.md "The lead and its dashboards").

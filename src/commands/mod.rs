@@ -124,6 +124,7 @@ pub fn execute(cli: Cli) -> Result<i32> {
         Command::Doctor(args) => doctor::run(args),
         Command::Dispatch(args) => dispatch::run(args),
         Command::Completions(args) => shell::completions(args.shell),
+        Command::Complete(args) => shell::complete(&args),
         Command::Man(args) => shell::man(&args),
     }
 }

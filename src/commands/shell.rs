@@ -14,7 +14,87 @@ pub fn completions(shell: clap_complete::Shell) -> Result<i32> {
     let mut cmd = Cli::command();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, "crewmux", &mut out);
-    crate::out!("{}", String::from_utf8_lossy(&out));
+    let script = with_run_ids(shell, &String::from_utf8_lossy(&out));
+    crate::out!("{script}");
+    Ok(0)
+}
+
+/// The commands whose first argument is a run id.
+const RUN_COMMANDS: &str = "attach status answer resume cancel steer merge diff";
+
+/// clap's static script (clap_complete 4.6.12) with run ids offered where a command takes
+/// one, from `crewmux __complete runs` at the moment of completing: bash wraps clap's
+/// function, zsh names a function of its own where clap wrote `_default` for a run, fish
+/// adds one `complete` line. Elvish and PowerShell keep clap's script.
+fn with_run_ids(shell: clap_complete::Shell, script: &str) -> String {
+    use clap_complete::Shell;
+    match shell {
+        Shell::Bash => format!(
+            "{script}
+# Run ids where a command takes one (crewmux __complete runs), else clap's completion.
+_crewmux_runs() {{
+    local cur=\"${{COMP_WORDS[COMP_CWORD]}}\" prev=\"${{COMP_WORDS[COMP_CWORD-1]}}\"
+    if [[ \"$prev\" == --run ]] || {{ [[ $COMP_CWORD -eq 2 && \"$cur\" != -* ]] && [[ \" {RUN_COMMANDS} \" == *\" ${{COMP_WORDS[1]}} \"* ]]; }}; then
+        COMPREPLY=( $(compgen -W \"$(crewmux __complete runs 2>/dev/null)\" -- \"$cur\") )
+        return 0
+    fi
+    _crewmux \"$@\"
+}}
+complete -F _crewmux_runs -o bashdefault -o default crewmux
+"
+        ),
+        Shell::Zsh => {
+            let body = script
+                .lines()
+                .map(|l| {
+                    let run_arg = l.starts_with("':run -- Run id")
+                        || l.starts_with("'::run -- Run id")
+                        || l.starts_with("'--run=[");
+                    if run_arg {
+                        l.replacen(":_default'", ":_crewmux_runs'", 1)
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            body.replacen(
+                "#compdef crewmux\n",
+                "#compdef crewmux\n\n# This project's run ids (crewmux __complete runs).\n_crewmux_runs() {\n    local -a runs\n    runs=(${(f)\"$(crewmux __complete runs 2>/dev/null)\"})\n    compadd -a runs\n}\n",
+                1,
+            ) + "\n"
+        }
+        Shell::Fish => format!(
+            "{script}# Run ids where a command takes one (crewmux __complete runs).
+complete -c crewmux -n \"__fish_seen_subcommand_from {RUN_COMMANDS}\" -f -a \"(crewmux __complete runs 2>/dev/null)\"
+"
+        ),
+        _ => script.to_string(),
+    }
+}
+
+/// `crewmux __complete runs`: this project's run ids, newest first, one a line. Nothing
+/// (and exit 0) where there are none or the project cannot be read: a completion script
+/// must never print an error into the person's prompt.
+///
+/// # Errors
+/// An unknown `what` ([`Error::Usage`]).
+pub fn complete(args: &crate::cli::CompleteArgs) -> Result<i32> {
+    if args.what != "runs" {
+        return Err(Error::Usage(format!(
+            "__complete {}: only `runs` is completed",
+            args.what
+        )));
+    }
+    let mut ids = super::plan::project_dir(None)
+        .ok()
+        .and_then(|d| crate::store::list_run_ids(&d).ok())
+        .unwrap_or_default();
+    // Run ids start with their start time (`YYYYMMDD-HHMMSS-…`).
+    ids.sort();
+    for id in ids.iter().rev() {
+        crate::outln!("{id}");
+    }
     Ok(0)
 }
 

@@ -99,3 +99,66 @@ fn every_page_the_man_page_names_exists_and_it_covers_keys_teams_and_exit_codes(
         assert!(page.is_file(), "{} is named but missing", page.display());
     }
 }
+
+/// The bash script offers this project's run ids, newest first, after a command that takes
+/// one and after `--run`, and clap's own words elsewhere.
+#[test]
+fn bash_completes_run_ids_from_the_project() {
+    let tmp = crate::support::project();
+    for id in ["20261201-090000-aaaa", "20261202-090000-bbbb"] {
+        std::fs::create_dir_all(tmp.path().join(".crewmux/runs").join(id)).unwrap();
+    }
+    let out = crewmux().args(["completions", "bash"]).output().unwrap();
+    let script = tmp.path().join("crewmux.bash");
+    std::fs::write(&script, &out.stdout).unwrap();
+    let exe = assert_cmd::cargo::cargo_bin("crewmux");
+    let path = format!(
+        "{}:{}",
+        exe.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let complete = |words: &str, cword: usize| {
+        let probe = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD={cword}; _crewmux_runs crewmux \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; echo \"${{COMPREPLY[*]}}\"",
+            script.display()
+        );
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(probe)
+            .current_dir(tmp.path())
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(
+        complete("crewmux attach ''", 2),
+        "20261202-090000-bbbb 20261201-090000-aaaa"
+    );
+    assert_eq!(complete("crewmux diff 20261201", 2), "20261201-090000-aaaa");
+    assert_eq!(
+        complete("crewmux clean --run ''", 3),
+        "20261202-090000-bbbb 20261201-090000-aaaa"
+    );
+    assert_eq!(complete("crewmux docto", 1), "doctor");
+}
+
+/// The zsh script names its run-id function where clap wrote `_default` for a run.
+#[test]
+fn zsh_and_fish_scripts_ask_for_run_ids() {
+    let zsh = crewmux().args(["completions", "zsh"]).output().unwrap();
+    let zsh = String::from_utf8_lossy(&zsh.stdout);
+    assert!(zsh.contains("_crewmux_runs() {"), "{zsh}");
+    assert!(
+        zsh.contains(
+            "'::run -- Run id (or a unique prefix); default\\: the newest run:_crewmux_runs'"
+        ),
+        "attach's run"
+    );
+    let fish = crewmux().args(["completions", "fish"]).output().unwrap();
+    let fish = String::from_utf8_lossy(&fish.stdout);
+    assert!(
+        fish.contains("-f -a \"(crewmux __complete runs 2>/dev/null)\""),
+        "{fish}"
+    );
+}
