@@ -18,32 +18,6 @@ fn repo_with_workers(d: &Path, ids: &[&str]) -> RunWorkspace {
     start(&planned.plan.unwrap(), d, "r1").unwrap()
 }
 
-/// What `f` logs at info level and above (the run's log and the dashboard's Log panel),
-/// and what it returns.
-fn logged<T>(f: impl FnOnce() -> T) -> (T, String) {
-    #[derive(Clone, Default)]
-    struct Buf(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-    impl std::io::Write for Buf {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let buf = Buf::default();
-    let out = buf.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::INFO)
-        .with_ansi(false)
-        .with_writer(move || out.clone())
-        .finish();
-    let r = tracing::subscriber::with_default(subscriber, f);
-    let text = String::from_utf8_lossy(&buf.0.lock().unwrap()).into_owned();
-    (r, text)
-}
-
 fn sh_git(dir: &Path, args: &[&str]) {
     let ok = std::process::Command::new("git")
         .arg("-C")
@@ -75,7 +49,7 @@ fn a_worktree_whose_first_add_failed_is_made_again_alone() {
     .unwrap();
     let mut ws = start(&planned.plan.unwrap(), d, "r1").unwrap();
     sh_git(d, &["branch", &branch_name("r1", "one")]);
-    let (failed, log) = logged(|| make_pending(&mut ws, d, "r1").unwrap());
+    let (failed, log) = crate::logging::info_lines(|| make_pending(&mut ws, d, "r1").unwrap());
     assert!(failed.is_empty(), "{failed:?}");
     // A recovered first try is one info line, not git's `fatal:` (a failure to the eye).
     assert!(
@@ -98,7 +72,7 @@ fn a_worktree_that_cannot_be_made_fails_alone_with_its_own_reason() {
     let mut ws = repo_with_workers(d, &["one", "two", "three"]);
     std::fs::create_dir_all(&ws.root).unwrap();
     std::fs::write(ws.root.join("two"), "in the way\n").unwrap();
-    let (failed, log) = logged(|| make_pending(&mut ws, d, "r1").unwrap());
+    let (failed, log) = crate::logging::info_lines(|| make_pending(&mut ws, d, "r1").unwrap());
     let ids: Vec<&str> = failed.iter().map(|(id, _)| id.as_str()).collect();
     assert_eq!(ids, ["two"]);
     let reason = failed[0].1.to_string();
