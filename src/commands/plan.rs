@@ -103,6 +103,16 @@ pub struct NewRun<'a> {
     pub workspace: &'a crate::workspace::WorkspaceOptions,
     /// The id and folder [`Planning`](super::planning::Planning) made for the run, if any.
     pub early: Option<&'a super::planning::Planning>,
+    /// `--provider` and `--hosts` as asked, kept in `manifest.json` so the home screen's
+    /// "run again" can ask the same (`crate::tui::home::origin`).
+    pub asked: Asked<'a>,
+}
+
+/// The flags of `run` that the resolved team does not show as they were asked.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Asked<'a> {
+    pub provider: Option<&'a str>,
+    pub hosts: &'a [String],
 }
 
 /// A worker as the run's input checks see it: its id, its own workspace mode and its SSH
@@ -137,6 +147,7 @@ pub fn create_run(
             clarify,
             workspace: &crate::workspace::WorkspaceOptions::default(),
             early: None,
+            asked: Asked::default(),
         },
     )
 }
@@ -178,6 +189,7 @@ pub fn create_run_with(
         clarify,
         workspace: ws_opts,
         early,
+        asked,
     } = *how;
     let problem = checked_problem(problem)?;
     if team.workers.is_empty() {
@@ -263,11 +275,30 @@ pub fn create_run_with(
         created_at: now,
         updated_at: now,
     };
+    write_manifest(&store, &state, team, asked)?;
+    store.save_state(&state)?;
+    Ok((store, state))
+}
+
+/// `manifest.json`: the resolved team, the flags it does not show as asked, and the
+/// workspace's base and branches.
+///
+/// # Errors
+/// The file cannot be written.
+fn write_manifest(
+    store: &RunStore,
+    state: &RunState,
+    team: &ResolvedTeam,
+    asked: Asked<'_>,
+) -> Result<()> {
+    let workspace = &state.workspace;
     store.write_manifest(&serde_json::json!({
         "schema_version": SCHEMA_VERSION,
-        "run_id": run_id,
-        "problem_bytes": problem.len(),
+        "run_id": state.run_id,
+        "problem_bytes": state.problem.len(),
         "team": team,
+        "provider": asked.provider,
+        "hosts": asked.hosts,
         "workspace": workspace.as_ref().map(|w| serde_json::json!({
             "base": w.base,
             "base_ref": w.base_ref,
@@ -275,9 +306,7 @@ pub fn create_run_with(
             "root": w.root,
             "branches": w.workers.values().map(|x| &x.branch).collect::<Vec<_>>(),
         })),
-    }))?;
-    store.save_state(&state)?;
-    Ok((store, state))
+    }))
 }
 
 /// `--hosts`: each listed host that got no worker, and why (what dispatch shows), as a

@@ -92,6 +92,10 @@ pub fn run(args: RunArgs) -> Result<i32> {
             clarify: !args.no_clarify,
             workspace: &ws_opts,
             early: Some(&planning),
+            asked: super::plan::Asked {
+                provider: args.provider.as_deref(),
+                hosts: &opts.hosts,
+            },
         },
     )?;
     planning.done()?;
