@@ -335,17 +335,23 @@ pub struct SteerArgs {
 pub enum SteerCommand {
     /// Add a worker to the run; it joins the current round's work (a finished run reopens).
     Add {
-        /// What the worker should do.
-        task: String,
+        /// What the worker should do (for a `--command` worker: optional, it is told to
+        /// run its command).
+        #[arg(required_unless_present = "command")]
+        task: Option<String>,
         /// Worker id: lowercase letters, digits and `-` [default: the first free `added-N`].
         #[arg(long)]
         id: Option<String>,
         /// The role its prompt is packaged for [default: the team's first worker's that is not a `command` worker, else `sim`].
         #[arg(long)]
         role: Option<String>,
-        /// Provider it runs on [default: the team's first worker's that is not a `command` worker, else `sim`].
+        /// Provider it runs on [default: the team's first worker's that is not a `command` worker, else `sim`; `command` with `--command`].
         #[arg(long)]
         provider: Option<String>,
+        /// Add a `command` worker running this program and its arguments, split as a
+        /// shell splits words (e.g. `--command 'pytest -q'`) but never run through a shell.
+        #[arg(long, value_name = "ARGV")]
+        command: Option<String>,
     },
     /// Start a new attempt of a worker that has ended.
     Retry {

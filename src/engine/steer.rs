@@ -26,12 +26,16 @@ use crate::domain::{
 #[serde(tag = "steer", rename_all = "kebab-case")]
 pub enum Steer {
     /// Add a worker: `id` (lowercase letters, digits and `-`, unused in the run), the role
-    /// its prompt is packaged for, its provider and its task.
+    /// its prompt is packaged for, its provider and its task. A `command` worker has its
+    /// argv in `command` (as a team file's `command = [...]`; never run through a shell)
+    /// and may leave `task` empty (it is then told to run that command).
     AddWorker {
         id: String,
         role: String,
         provider: String,
         task: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command: Option<Vec<String>>,
     },
     /// Start a new attempt of a worker that has ended; `task` (when given) replaces what
     /// it was told.
@@ -52,7 +56,11 @@ pub enum Steer {
 pub fn check(state: &RunState, steer: &Steer) -> Result<(), String> {
     match steer {
         Steer::AddWorker {
-            id, provider, task, ..
+            id,
+            provider,
+            task,
+            command,
+            ..
         } => {
             if id.is_empty()
                 || !id
@@ -69,7 +77,18 @@ pub fn check(state: &RunState, steer: &Steer) -> Result<(), String> {
             if provider.trim().is_empty() {
                 return Err(format!("worker `{id}` needs a provider"));
             }
-            if task.trim().is_empty() {
+            let argv = command.as_deref().unwrap_or_default();
+            if provider == "command" && argv.first().is_none_or(|p| p.trim().is_empty()) {
+                return Err(format!(
+                    "worker `{id}` runs a command: give it one (e.g. `pytest -q`)"
+                ));
+            }
+            if provider != "command" && !argv.is_empty() {
+                return Err(format!(
+                    "worker `{id}`: a command is for provider `command`, not `{provider}`"
+                ));
+            }
+            if task.trim().is_empty() && provider != "command" {
                 return Err(format!(
                     "worker `{id}` needs a task: type what it should do"
                 ));
@@ -159,19 +178,21 @@ pub(super) fn on_steer(state: &mut RunState, mem: &mut RunMemory, steer: Steer, 
             role,
             provider,
             task,
-        } => add(state, mem, [&id, &role, &provider], task, fx),
+            command,
+        } => add(state, mem, [&id, &role, &provider], (task, command), fx),
         Steer::Retry { worker, task } => retry(state, mem, &worker, task, fx),
         Steer::SendText { worker, text } => send(state, mem, worker, text, fx),
     }
     stages::advance(state, mem, fx);
 }
 
-/// Add worker `id` with `role` on `provider`.
+/// Add worker `id` with `role` on `provider`, told `task` (a `command` worker runs
+/// `command`; with no task it is told to run it).
 fn add(
     state: &mut RunState,
     mem: &mut RunMemory,
     [id, role, provider]: [&str; 3],
-    task: String,
+    (task, command): (String, Option<Vec<String>>),
     fx: &mut Effects,
 ) {
     let stage = work_stage(state);
@@ -193,18 +214,25 @@ fn add(
         w.max_attempts = like.max_attempts;
     }
     w.order = state.workers.iter().map(|x| x.order).max().unwrap_or(0) + 1;
-    w.task = task;
+    // The argv as a shell would read it back (shown, never run through a shell).
+    let line = command.as_ref().map(|argv| {
+        shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
+    });
+    w.task = match &line {
+        Some(l) if task.trim().is_empty() => format!("Run `{l}`."),
+        _ => task,
+    };
+    let what = match &line {
+        Some(l) => format!("{role} running {l}"),
+        None => format!("{role} on {provider}"),
+    };
+    w.command = command;
     if let Some(ws) = state.workspace.as_mut() {
         // Its worktree is made with its first launch, as the team's were.
         ws.pending.push(id.to_string());
     }
     state.workers.push(w);
-    fx.event(
-        EventKind::WorkerAdded,
-        Some((id, 0)),
-        "user",
-        format!("{role} on {provider}"),
-    );
+    fx.event(EventKind::WorkerAdded, Some((id, 0)), "user", what);
     reopen(state, mem, &format!("{id} was added"), fx);
 }
 

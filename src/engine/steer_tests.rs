@@ -12,6 +12,7 @@ fn add(id: &str) -> Input {
         role: "backend-engineer".into(),
         provider: "sim".into(),
         task: "Write the rate limiter's tests".into(),
+        command: None,
     })
 }
 
@@ -107,6 +108,7 @@ fn bad_additions_are_refused_with_the_reason_and_change_nothing() {
             role: "r".into(),
             provider: "sim".into(),
             task: "t".into(),
+            command: None,
         };
         assert!(check(&s, &steer).unwrap_err().contains(why), "{id}");
         assert!(update(&mut s, &mut mem, t0(), Input::Steer(steer)).is_empty());
@@ -116,8 +118,27 @@ fn bad_additions_are_refused_with_the_reason_and_change_nothing() {
         role: "r".into(),
         provider: "sim".into(),
         task: " \n".into(),
+        command: None,
     };
     assert!(check(&s, &no_task).unwrap_err().contains("needs a task"));
+    let no_command = Steer::AddWorker {
+        id: "x".into(),
+        role: "r".into(),
+        provider: "command".into(),
+        task: String::new(),
+        command: Some(vec![]),
+    };
+    assert!(check(&s, &no_command).unwrap_err().contains("give it one"));
+    let agent_with_command = Steer::AddWorker {
+        id: "x".into(),
+        role: "r".into(),
+        provider: "sim".into(),
+        task: "t".into(),
+        command: Some(vec!["true".into()]),
+    };
+    assert!(check(&s, &agent_with_command)
+        .unwrap_err()
+        .contains("is for provider `command`"));
     assert_eq!(s, before);
 }
 
@@ -429,4 +450,33 @@ fn steering_requests_read_back_from_the_inbox_format() {
     let json = serde_json::to_string(&s).unwrap();
     assert_eq!(json, r#"{"steer":"retry","worker":"w0","task":"new"}"#);
     assert_eq!(serde_json::from_str::<Steer>(&json).unwrap(), s);
+}
+
+#[test]
+fn an_added_command_worker_runs_its_argv_and_is_told_to_when_given_no_task() {
+    let (mut s, mut mem) = (run(1, 2), RunMemory::default());
+    let fx = update(
+        &mut s,
+        &mut mem,
+        t0(),
+        Input::Steer(Steer::AddWorker {
+            id: "tests".into(),
+            role: "backend-engineer".into(),
+            provider: "command".into(),
+            task: String::new(),
+            command: Some(vec!["pytest".into(), "-q".into(), "a b.py".into()]),
+        }),
+    );
+    let w = s.worker("tests").unwrap();
+    assert_eq!(w.provider, "command");
+    assert_eq!(
+        w.command.as_deref(),
+        Some(&["pytest".to_string(), "-q".into(), "a b.py".into()][..])
+    );
+    assert_eq!(w.task, "Run `pytest -q 'a b.py'`.");
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::Event(e)
+            if e.message == "backend-engineer running pytest -q 'a b.py'")),
+        "{fx:?}"
+    );
 }
