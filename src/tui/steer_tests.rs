@@ -292,3 +292,16 @@ fn plus_adds_a_command_worker_with_its_command_line() {
         m.ui.notice
     );
 }
+
+#[test]
+fn bang_asks_for_a_shell_in_the_selected_workers_tree() {
+    let mut m = model();
+    select(&mut m, "security");
+    let step = m.handle(key(KeyCode::Char('!')));
+    assert_eq!(
+        step.effects,
+        vec![UiEffect::Shell {
+            worker_id: "security".into()
+        }]
+    );
+}

@@ -95,6 +95,7 @@ mod waiting;
 mod waiting_screens;
 mod worker_cwd;
 mod worker_env;
+mod worker_shell;
 mod workspaces;
 mod workspaces_handed;
 mod workspaces_judged;
