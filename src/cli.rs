@@ -510,6 +510,10 @@ pub struct MergeArgs {
     /// of it (the workers not in it are named).
     #[arg(long)]
     pub force: bool,
+    /// Push the branch `merge` would take to this git remote, under its own name, for a
+    /// review there, instead of merging it into your branch here.
+    #[arg(long, value_name = "REMOTE", conflicts_with = "squash")]
+    pub push: Option<String>,
 }
 
 #[derive(Debug, Args)]
