@@ -17,7 +17,7 @@ pub use clarification::{ClarificationGate, ClarificationState};
 pub use council::{council_status, Council, CouncilStatus, CriticVerdict, Verdict};
 pub use event::EventKind;
 pub use exit::{ExitKind, ExitMeaning, ExitSaid, Fallback, RunRouting, StalledProvider};
-pub use flow::{FlowState, StallWindow, UpstreamPolicy};
+pub use flow::{AgentSession, FlowState, StallWindow, UpstreamPolicy};
 pub use run::{BackendKind, RunEvent, RunState, RunStatus, LOCAL_HOST, SCHEMA_VERSION};
 pub use stage::Stage;
 pub use team::{AgentSpec, CheckSpec, CriticSpec, TeamSpec, WorkerSpec};

@@ -218,6 +218,13 @@ pub struct DispatchRecord {
     /// lost; `None` for every other attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moved_from: Option<String>,
+    /// The agent CLI's own id of this attempt's conversation, as its output named it
+    /// (`providers::output::session_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// This attempt continued that conversation of an earlier attempt (its CLI's resume).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<String>,
 }
 
 impl WorkerState {

@@ -53,6 +53,9 @@ pub struct ResolvedWorker {
     /// What happens to an action its agent asks permission for (worker's, else team's).
     #[serde(skip_serializing_if = "crate::domain::clarification::ApprovalPolicy::is_ask")]
     pub approvals: crate::domain::clarification::ApprovalPolicy,
+    /// Its next attempt continues its agent CLI's conversation where the provider can
+    /// (worker's `resume`, else the team's, default true).
+    pub resume: bool,
 }
 
 /// A worker's host for JSON: its name, or `local`.
@@ -99,6 +102,7 @@ impl ResolvedWorker {
                 stall_after_s: self.stall_after_s,
                 question_timeout_s: self.question_timeout_s,
                 approvals: self.approvals,
+                no_resume: !self.resume,
                 ..Default::default()
             },
         }
@@ -198,6 +202,7 @@ impl ResolvedTeam {
                 attempt,
                 self_exe,
                 mcp: None,
+                resume: None,
             },
         )
     }

@@ -67,6 +67,7 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
         sources: &sources,
         team_host: spec.host.as_deref(),
         team_approvals: spec.approvals.and_then(|a| a.policy).unwrap_or_default(),
+        team_resume: spec.resume.unwrap_or(true),
     };
     let mut workers = Vec::new();
     let mut unroutable: Vec<String> = Vec::new();
@@ -153,6 +154,8 @@ struct RouteCtx<'a> {
     team_host: Option<&'a str>,
     /// The team's `[approvals] policy` (default `ask`).
     team_approvals: crate::domain::clarification::ApprovalPolicy,
+    /// The team's `resume` (default true).
+    team_resume: bool,
 }
 
 impl RouteCtx<'_> {
@@ -250,6 +253,7 @@ fn route_worker(
             .approvals
             .and_then(|a| a.policy)
             .unwrap_or(ctx.team_approvals),
+        resume: w.resume.unwrap_or(ctx.team_resume),
     }))
 }
 

@@ -82,6 +82,7 @@ mod planning;
 mod providers_standins;
 mod rate_limit_lines;
 mod real_clis;
+mod resume;
 mod run_needs;
 mod shell;
 mod state_files;

@@ -19,6 +19,9 @@ pub struct Prepared {
     pub paths: AttemptPaths,
     pub nonce: String,
     pub spawn: SpawnSpec,
+    /// The attempt continues this conversation of the worker's agent CLI
+    /// (`super::resume::resume_session`).
+    pub resumed: Option<String>,
 }
 
 /// The prompt a worker receives: the packaged prompt of its role and task, with its
@@ -95,9 +98,8 @@ pub fn prepare(
         // told apart by the attempt's nonce.
         let _ = std::fs::remove_file(stale);
     }
-    let mut prompt = prompt_text(state, w, max_chars, failures);
-    prompt.push_str(&upstream_worktree_note(state, w));
-    crate::store::write_replace(&paths.prompt, prompt.as_bytes())?;
+    let resume = super::resume::resume_session(state, w, registry);
+    write_prompt(state, w, &paths, (max_chars, failures), resume.is_some())?;
     // A worker on an SSH host: the wrapper names the attempt's files where they will be
     // on the host (the backend ships them there).
     let remote = crate::hosts::place(state, w, &paths.dir)?;
@@ -134,6 +136,7 @@ pub fn prepare(
             attempt: w.attempt,
             self_exe,
             mcp: mcp.as_ref(),
+            resume: resume.as_deref(),
         },
     )?;
     let (argv, cwd) = match &remote {
@@ -193,7 +196,26 @@ pub fn prepare(
         },
         paths,
         nonce,
+        resumed: resume,
     })
+}
+
+/// Write the attempt's `prompt.md`: the packaged prompt, the note on upstream worktrees,
+/// and first, for an attempt that continues its conversation, its continuation note
+/// (`super::resume::continuation_note`).
+fn write_prompt(
+    state: &RunState,
+    w: &WorkerState,
+    paths: &AttemptPaths,
+    (max_chars, failures): (usize, Option<Vec<PastFailure>>),
+    resumed: bool,
+) -> Result<()> {
+    let mut prompt = prompt_text(state, w, max_chars, failures);
+    prompt.push_str(&upstream_worktree_note(state, w));
+    if resumed {
+        prompt = format!("{}{prompt}", super::resume::continuation_note(w));
+    }
+    crate::store::write_replace(&paths.prompt, prompt.as_bytes())
 }
 
 /// The attempt's MCP server launch, its files written into a fresh `<attempt>/mcp/`; only
