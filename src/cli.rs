@@ -259,6 +259,20 @@ pub struct RunArgs {
     /// `local`), by free capacity: `max_workers`, and `--parallel` for `local`.
     #[arg(long, value_name = "HOST,HOST", value_delimiter = ',')]
     pub hosts: Vec<String>,
+    /// Background the workers should know, as its own section of every agent's prompt:
+    /// the text, or `@FILE` for a file's text.
+    #[arg(long, value_name = "TEXT|@FILE")]
+    pub context: Option<String>,
+    /// Files of the project the task is about (paths relative to the project): listed in
+    /// every agent's prompt, with their text as far as the prompt cap allows.
+    #[arg(long, value_name = "PATH,PATH", value_delimiter = ',')]
+    pub files: Vec<PathBuf>,
+    /// What the result should be, as its own section of every agent's prompt.
+    #[arg(long, value_name = "TEXT")]
+    pub expected_outcome: Option<String>,
+    /// Run only these workers of the team; the others are listed `not-run`.
+    #[arg(long, value_name = "ID,ID", value_delimiter = ',')]
+    pub only: Vec<String>,
     /// The problem to work on (`-` reads it from standard input).
     pub problem: String,
 }

@@ -106,6 +106,8 @@ pub struct NewRun<'a> {
     /// `--provider` and `--hosts` as asked, kept in `manifest.json` so the home screen's
     /// "run again" can ask the same (`crate::tui::home::origin`).
     pub asked: Asked<'a>,
+    /// `--context`, `--files`, `--expected-outcome`, checked ([`super::run::run_inputs`]).
+    pub inputs: &'a crate::domain::RunInputs,
 }
 
 /// The flags of `run` that the resolved team does not show as they were asked.
@@ -148,6 +150,7 @@ pub fn create_run(
             workspace: &crate::workspace::WorkspaceOptions::default(),
             early: None,
             asked: Asked::default(),
+            inputs: &crate::domain::RunInputs::default(),
         },
     )
 }
@@ -190,6 +193,7 @@ pub fn create_run_with(
         workspace: ws_opts,
         early,
         asked,
+        inputs,
     } = *how;
     let problem = checked_problem(problem)?;
     if team.workers.is_empty() {
@@ -209,11 +213,7 @@ pub fn create_run_with(
     let hosts = hosts_of(project, &team.source, &placed, backend)?;
     // With `--hosts`, each host runs its own share at once and the run all of them.
     let parallel = team.at_once();
-    let workers = team
-        .workers
-        .iter()
-        .map(|w| w.to_worker_state(Stage::TeamExec))
-        .collect();
+    let workers = worker_states(team);
     let mut planned = plan_workspace(project, &team.workspace, &placed, ws_opts)?;
     hosts_file_warning(project, &hosts, &mut planned.notices);
     let helpers = helpers_of(project, team, &hosts)?;
@@ -266,6 +266,7 @@ pub fn create_run_with(
         routing: crate::team::routing::run_routing(team),
         hosts_not_answering: Default::default(),
         inbox_read: Some(0),
+        inputs: inputs.clone(),
         clarification: ClarificationState::default(),
         clarify: clarify && team.clarify,
         checks: team.checks.clone(),
@@ -278,6 +279,30 @@ pub fn create_run_with(
     write_manifest(&store, &state, team, asked)?;
     store.save_state(&state)?;
     Ok((store, state))
+}
+
+/// The run's workers as first saved: the team's, then those `--only` left out, `not-run`.
+fn worker_states(team: &ResolvedTeam) -> Vec<crate::domain::WorkerState> {
+    let mut workers: Vec<crate::domain::WorkerState> = team
+        .workers
+        .iter()
+        .map(|w| w.to_worker_state(Stage::TeamExec))
+        .collect();
+    // `--only` left these out: listed, never started.
+    workers.extend(team.not_run.iter().map(|(id, role)| {
+        let mut w = crate::engine::stages_public::blank_worker(
+            id.clone(),
+            role.clone(),
+            "-".into(),
+            crate::domain::WorkerKind::Worker,
+            Stage::TeamExec,
+            0,
+        );
+        w.status = crate::domain::WorkerStatus::NotRun;
+        w.reason = Some("not in --only".into());
+        w
+    }));
+    workers
 }
 
 /// `manifest.json`: the resolved team, the flags it does not show as asked, and the

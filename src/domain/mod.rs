@@ -6,6 +6,7 @@ pub mod council;
 pub mod event;
 pub mod exit;
 pub mod flow;
+pub mod inputs;
 pub mod run;
 pub mod socket;
 pub mod stage;
@@ -18,6 +19,7 @@ pub use council::{council_status, Council, CouncilStatus, CriticVerdict, Verdict
 pub use event::EventKind;
 pub use exit::{ExitKind, ExitMeaning, ExitSaid, Fallback, RunRouting, StalledProvider};
 pub use flow::{AgentSession, FlowState, StallWindow, UpstreamPolicy};
+pub use inputs::RunInputs;
 pub use run::{BackendKind, RunEvent, RunState, RunStatus, LOCAL_HOST, SCHEMA_VERSION};
 pub use stage::Stage;
 pub use team::{AgentSpec, CheckSpec, CriticSpec, TeamSpec, WorkerSpec};

@@ -130,6 +130,10 @@ pub struct ResolvedTeam {
     /// With `--hosts`: the listed hosts that got no worker and why, in the list's order
     /// (`crate::hosts::spread::unused`); empty otherwise.
     pub hosts_without_workers: Vec<crate::hosts::spread::Unused>,
+    /// The team's workers `--only` leaves out (id, role), in file order: `not-run` in the
+    /// run, with reason `not in --only`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<(String, String)>,
     pub max_fix_rounds: u32,
     /// In `order`, then file order.
     pub workers: Vec<ResolvedWorker>,
@@ -225,6 +229,7 @@ impl ResolvedWorker {
                 max_chars,
                 model: Some(model),
                 failures: None,
+                ..PackageOptions::default()
             },
         )
     }

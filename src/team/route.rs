@@ -32,6 +32,7 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
         loaded,
         parallel,
         templates,
+        left_out,
     } = team;
     let spec = &loaded.spec;
     // Probe what routing may need, all in parallel: nothing when every worker names a
@@ -110,6 +111,7 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
         parallel,
         host_slots: spread.slots,
         hosts_without_workers: spread.unused,
+        not_run: left_out,
         max_fix_rounds: opts
             .max_fix_rounds
             .or(spec.max_fix_rounds)

@@ -83,6 +83,7 @@ mod providers_standins;
 mod rate_limit_lines;
 mod real_clis;
 mod resume;
+mod run_inputs;
 mod run_needs;
 mod shell;
 mod state_files;

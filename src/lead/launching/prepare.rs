@@ -58,8 +58,30 @@ pub fn prompt_text(
             max_chars,
             model: Some(model),
             failures,
+            inputs: read_inputs(state, w),
         },
     )
+}
+
+/// The run's inputs for `w`'s prompt, each `--files` file read from the worker's own tree
+/// (its worktree, else the project) as it is when the attempt starts; a file that cannot be
+/// read is listed as such.
+fn read_inputs(state: &RunState, w: &WorkerState) -> crate::providers::prompt::Inputs {
+    let i = &state.inputs;
+    let tree = state
+        .workspace
+        .as_ref()
+        .and_then(|ws| ws.workers.get(&w.id).map(|x| ws.cwd_in(&x.path)))
+        .unwrap_or_else(|| state.project_dir.clone());
+    crate::providers::prompt::Inputs {
+        context: i.context.clone(),
+        files: i
+            .files
+            .iter()
+            .map(|p| (p.clone(), std::fs::read_to_string(tree.join(p)).ok()))
+            .collect(),
+        expected_outcome: i.expected_outcome.clone(),
+    }
 }
 
 /// What `w`'s worktree holds of its upstreams' work (merged before it was launched; see
