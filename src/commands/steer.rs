@@ -28,10 +28,17 @@ pub fn run(args: SteerArgs) -> Result<i32> {
     let project = project_dir(args.common.project.as_deref())?;
     let store = RunStore::open(&project, Some(&args.run))?;
     let state = store.load_state()?;
-    let steer = request(&state, &project, &args.what)?;
+    let mut steer = request(&state, &project, &args.what)?;
     check(&state, &steer).map_err(Error::Usage)?;
-    let what = describe(&steer);
-    if store.is_driven()? {
+    let driven = store.is_driven()?;
+    if let Steer::AddWorker { id, .. } = &mut steer {
+        // Changed here and now when no process drives the run: its id is known.
+        if id.is_empty() && !driven {
+            *id = next_added_id(&state);
+        }
+    }
+    let what = steer.describe();
+    if driven {
         store.send_command(&InboxCommand::Steer(steer))?;
         crate::errln!(
             "crewmux: {what}: sent to the process driving run {}",
@@ -107,7 +114,9 @@ fn request(state: &RunState, project: &Path, what: &SteerCommand) -> Result<Stee
                 known_provider(&provider, project)?;
             }
             Steer::AddWorker {
-                id: id.clone().unwrap_or_else(|| next_added_id(state)),
+                // No id: the first free `added-N` when the run adds it (two adds sent at
+                // once are two workers).
+                id: id.clone().unwrap_or_default(),
                 role,
                 provider,
                 task: task.clone().unwrap_or_default(),
@@ -175,21 +184,6 @@ fn known_provider(provider: &str, project: &Path) -> Result<()> {
         "--provider {provider}: not an agent provider here; use one of {}",
         agents.join(", ")
     )))
-}
-
-/// The request in a few words for the person.
-fn describe(steer: &Steer) -> String {
-    match steer {
-        Steer::AddWorker {
-            id, role, provider, ..
-        } => format!("add worker {id} ({role} on {provider})"),
-        Steer::Retry { worker, task: None } => format!("retry {worker}"),
-        Steer::Retry {
-            worker,
-            task: Some(_),
-        } => format!("retry {worker} with a new task"),
-        Steer::SendText { worker, text } => format!("send {} bytes to {worker}", text.len()),
-    }
 }
 
 #[cfg(test)]

@@ -49,7 +49,28 @@ pub enum Steer {
     SendText { worker: String, text: String },
 }
 
-/// Why `steer` does not apply to `state` now, as one line for the person; `Ok` when it does.
+impl Steer {
+    /// The request in a few words: `add worker tests (reviewer on codex)`, `add a worker`
+    /// (its id chosen when it is added), `retry w`, `send 12 bytes to w`.
+    pub fn describe(&self) -> String {
+        match self {
+            Steer::AddWorker {
+                id, role, provider, ..
+            } if id.is_empty() => format!("add a worker ({role} on {provider})"),
+            Steer::AddWorker {
+                id, role, provider, ..
+            } => format!("add worker {id} ({role} on {provider})"),
+            Steer::Retry { worker, task: None } => format!("retry {worker}"),
+            Steer::Retry { worker, .. } => format!("retry {worker} with a new task"),
+            Steer::SendText { worker, text } => {
+                format!("send {} bytes to {worker}", text.len())
+            }
+        }
+    }
+}
+
+/// Why `steer` does not apply to `state` now, as one line for the person; `Ok` when it
+/// does. An added worker's empty id is one the engine chooses when it adds it.
 ///
 /// # Errors
 /// The message names the worker or value and what to do instead.
@@ -62,10 +83,9 @@ pub fn check(state: &RunState, steer: &Steer) -> Result<(), String> {
             command,
             ..
         } => {
-            if id.is_empty()
-                || !id
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            if !id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
             {
                 return Err(format!(
                     "worker id `{id}`: use lowercase letters, digits and `-`"
@@ -168,8 +188,28 @@ fn known<'a>(state: &'a RunState, id: &str) -> Result<&'a WorkerState, String> {
 }
 
 /// Apply a steering request (ignored when [`check`] refuses it).
-pub(super) fn on_steer(state: &mut RunState, mem: &mut RunMemory, steer: Steer, fx: &mut Effects) {
-    if check(state, &steer).is_err() {
+pub(super) fn on_steer(
+    state: &mut RunState,
+    mem: &mut RunMemory,
+    mut steer: Steer,
+    fx: &mut Effects,
+) {
+    // An added worker the person named no id for gets the first free `added-N` now, as
+    // it is added: two adds sent at once are two workers.
+    if let Steer::AddWorker { id, .. } = &mut steer {
+        if id.is_empty() {
+            *id = next_added_id(state);
+        }
+    }
+    if let Err(why) = check(state, &steer) {
+        // Checked when it was sent, refused now (another request changed the run in
+        // between): said, never dropped without a word.
+        fx.event(
+            EventKind::RequestRefused,
+            None,
+            "user",
+            format!("{} not carried out: {why}", steer.describe()),
+        );
         return;
     }
     match steer {

@@ -316,9 +316,14 @@ fn submit_add(ui: &mut UiState, run: &RunState) -> Vec<UiEffect> {
         ..
     } = &steer
     {
+        let who = if id.is_empty() {
+            "a worker".to_string()
+        } else {
+            id.clone()
+        };
         ui.notice = Some(match command {
-            Some(argv) => format!("adding {id} running {}", argv.join(" ")),
-            None => format!("adding {id} on {provider}"),
+            Some(argv) => format!("adding {who} running {}", argv.join(" ")),
+            None => format!("adding {who} on {provider}"),
         });
     }
     vec![UiEffect::Steer(steer)]

@@ -338,6 +338,24 @@ fn a_headless_run_is_steered_from_the_cli_and_from_a_dashboard_opened_on_it() {
     assert_eq!(state_worker(&s, "lint")["provider"], "command");
     let out = std::fs::read_to_string(run.join("workers/lint/attempt-1/output.log")).unwrap();
     assert!(out.contains("added command ran"), "{out}");
+    // Two adds with no id, one right after the other: two workers, not one and a silence.
+    for _ in 0..2 {
+        let added = run_crewmux(
+            project,
+            &workers.socket,
+            &["steer", &id, "add", "--command", "true"],
+        );
+        assert!(
+            added.status.success(),
+            "{}",
+            String::from_utf8_lossy(&added.stderr)
+        );
+    }
+    wait_state(project, "both adds land", Duration::from_secs(120), |s| {
+        ["added-2", "added-3"]
+            .iter()
+            .all(|w| state_worker(s, w)["status"] == "completed")
+    });
     let bad = run_crewmux(
         project,
         &workers.socket,
