@@ -299,7 +299,7 @@ fn worker_states(team: &ResolvedTeam) -> Vec<crate::domain::WorkerState> {
             0,
         );
         w.status = crate::domain::WorkerStatus::NotRun;
-        w.reason = Some("not in --only".into());
+        w.reason = Some(crate::domain::NOT_IN_ONLY.into());
         w
     }));
     workers

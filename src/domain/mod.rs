@@ -23,7 +23,9 @@ pub use inputs::RunInputs;
 pub use run::{BackendKind, RunEvent, RunState, RunStatus, LOCAL_HOST, SCHEMA_VERSION};
 pub use stage::Stage;
 pub use team::{AgentSpec, CheckSpec, CriticSpec, TeamSpec, WorkerSpec};
-pub use worker::{pane_label, DispatchRecord, ExitSource, WorkerKind, WorkerState, WorkerStatus};
+pub use worker::{
+    pane_label, DispatchRecord, ExitSource, WorkerKind, WorkerState, WorkerStatus, NOT_IN_ONLY,
+};
 pub use workspace::{
     DiffStat, Integration, MergeConflict, RunWorkspace, UpstreamMerges, WorkerWorkspace,
     WorkspaceMode, WorkspaceSpec,

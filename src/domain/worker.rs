@@ -31,6 +31,9 @@ pub enum WorkerStatus {
     Skipped,
 }
 
+/// The reason of a worker `crewmux run --only` left out (`not-run`).
+pub const NOT_IN_ONLY: &str = "not in --only";
+
 impl WorkerStatus {
     /// True once the worker will not change again without a new attempt.
     pub fn is_terminal(self) -> bool {
