@@ -120,7 +120,7 @@ pub fn prepare(
         // told apart by the attempt's nonce.
         let _ = std::fs::remove_file(stale);
     }
-    let resume = super::resume::resume_session(state, w, registry);
+    let resume = super::resume::resume_session(&state.run_id, w, registry);
     write_prompt(state, w, &paths, (max_chars, failures), resume.is_some())?;
     // A worker on an SSH host: the wrapper names the attempt's files where they will be
     // on the host (the backend ships them there).
