@@ -22,12 +22,20 @@ pub fn project_dir(arg: Option<&Path>) -> Result<PathBuf> {
         Some(p) => p.to_path_buf(),
         None => std::env::current_dir().on("the current directory")?,
     };
-    dir.canonicalize().map_err(|_| no_project(&dir))
+    match dir.canonicalize() {
+        Ok(d) if d.is_dir() => Ok(d),
+        _ => Err(no_project(&dir)),
+    }
 }
 
 fn no_project(dir: &Path) -> Error {
+    let what = if dir.exists() {
+        "a file, not a directory"
+    } else {
+        "no such directory"
+    };
     Error::Usage(format!(
-        "--project {}: no such directory; give an existing project folder",
+        "--project {}: {what}; give an existing project folder",
         dir.display()
     ))
 }
