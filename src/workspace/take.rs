@@ -337,9 +337,39 @@ pub fn take_with(
     }
     let stat = git.run(&["diff", "--stat", &format!("HEAD...{branch}")])?;
     if opts.dry_run {
+        // What the merge would meet: `git merge-tree --write-tree` (git 2.38) merges in
+        // memory, exit 1 with the conflicted files listed after the tree's id.
+        let probe = git.output(&[
+            "merge-tree",
+            "--write-tree",
+            "--name-only",
+            "--no-messages",
+            "HEAD",
+            &branch,
+        ])?;
+        if probe.code == 1 {
+            let files: Vec<&str> = probe
+                .stdout
+                .lines()
+                .skip(1)
+                .filter(|l| !l.is_empty())
+                .collect();
+            return Err(Error::Other(format!(
+                "merging {branch} into {into} would conflict in {} with commits your branch gained since the run's base{}; nothing was changed: run git merge {branch} and resolve by hand",
+                files.join(", "),
+                worker_taken_note(run_dir)
+            )));
+        }
         return Ok(TakeOutcome::WouldMerge { branch, into, stat });
     }
-    merge_into(&git, state, &branch, &into, opts)?;
+    merge_into(
+        &git,
+        state,
+        &branch,
+        &into,
+        opts,
+        worker_taken_note(run_dir),
+    )?;
     let taken = Taken {
         tip: git.line(&["rev-parse", &branch])?,
         commit: git.line(&["rev-parse", "HEAD"])?,
@@ -419,6 +449,21 @@ pub fn push(state: &RunState, remote: &str, opts: &TakeOptions) -> Result<Vec<St
     Ok(out)
 }
 
+/// `` (a worker's branch taken before with --worker counts)`` when this run's record has
+/// such a merge (its changes are on your branch and may meet the integration branch's),
+/// else nothing.
+fn worker_taken_note(run_dir: &Path) -> &'static str {
+    let worker_taken = records(run_dir)
+        .unwrap_or_default()
+        .iter()
+        .any(|t| !t.branch.ends_with("/integration"));
+    if worker_taken {
+        " (a worker's branch taken before with --worker counts)"
+    } else {
+        ""
+    }
+}
+
 /// `git merge --no-ff` (or `--squash` and a commit) of `branch` into the checked-out
 /// `into`; on a conflict the merge is aborted and the error names the files.
 fn merge_into(
@@ -427,6 +472,7 @@ fn merge_into(
     branch: &str,
     into: &str,
     opts: &TakeOptions,
+    taken_note: &str,
 ) -> Result<()> {
     let message = format!(
         "crewmux: merge run {}{}\n\n{}: {}\n",
@@ -460,8 +506,9 @@ fn merge_into(
             format!("git merge {branch} failed: {}", first_lines(&out.stderr, 2))
         } else {
             format!(
-                "merging {branch} into {into} conflicts in {} with commits your branch gained since the run's base (a worker taken before with --worker counts); nothing was changed: run git merge {branch} and resolve by hand",
-                files.join(", ")
+                "merging {branch} into {into} conflicts in {} with commits your branch gained since the run's base{}; nothing was changed: run git merge {branch} and resolve by hand",
+                files.join(", "),
+                taken_note
             )
         }));
     }

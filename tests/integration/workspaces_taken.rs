@@ -119,14 +119,23 @@ fn a_merge_that_conflicts_with_the_users_own_commit_exits_1_and_changes_nothing(
     git(d, &["commit", "-qam", "mine"]);
     let head = git(d, &["rev-parse", "HEAD"]);
 
+    // The dry run says what the merge would meet, the same way.
+    let dry = run_crewmux(d, "unused", &["merge", &id, "--dry-run"]);
+    assert_eq!(dry.status.code(), Some(1), "{}", stderr(&dry));
+    let err = stderr(&dry);
+    assert!(
+        err.lines().count() == 1 && err.contains("would conflict in a.txt"),
+        "{err}"
+    );
     let merged = run_crewmux(d, "unused", &["merge", &id]);
     assert_eq!(merged.status.code(), Some(1), "{}", stderr(&merged));
     let err = stderr(&merged);
     assert!(
         err.lines().count() == 1
             && err.contains("conflicts in a.txt")
-            && err.contains(&format!("git merge crewmux/{id}/integration")),
-        "{err}"
+            && err.contains(&format!("git merge crewmux/{id}/integration"))
+            && !err.contains("--worker"),
+        "no worker was taken on its own, so none is named: {err}"
     );
     assert_eq!(git(d, &["rev-parse", "HEAD"]), head);
     assert_eq!(git(d, &["status", "--porcelain"]), "");
