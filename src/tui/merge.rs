@@ -43,6 +43,11 @@ pub fn can_offer(run: &RunState) -> Result<(), String> {
     }
     match run.council.status {
         CouncilStatus::Ok | CouncilStatus::Attention => Ok(()),
+        // The way out is on the command line, where --force is typed on purpose.
+        CouncilStatus::Blocked => Err(format!(
+            "m merges once the council is ok or attention (it is blocked; the Council tab says why): crewmux merge {} --force takes it anyway",
+            run.run_id
+        )),
         s => Err(format!(
             "m merges once the council is ok or attention (it is {})",
             s.as_str()
@@ -273,7 +278,7 @@ mod tests {
         run.council.status = CouncilStatus::Blocked;
         assert_eq!(
             can_offer(&run).unwrap_err(),
-            "m merges once the council is ok or attention (it is blocked)"
+            format!("m merges once the council is ok or attention (it is blocked; the Council tab says why): crewmux merge {} --force takes it anyway", run.run_id)
         );
     }
 }

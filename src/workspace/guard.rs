@@ -16,6 +16,9 @@ pub struct Shortfall {
     pub left_out: Vec<String>,
     /// The files of an unresolved merge conflict, if integration stopped on one.
     pub conflict: Vec<String>,
+    /// Why the council blocked, in a few words: the first failing verdict's critic and its
+    /// first finding (`skeptic: edit: completed with an empty result`).
+    pub blocked_by: Option<String>,
 }
 
 impl Shortfall {
@@ -29,7 +32,10 @@ impl Shortfall {
     pub fn reason(&self) -> String {
         let mut parts = Vec::new();
         if self.blocked {
-            parts.push("the council is blocked".to_string());
+            parts.push(match &self.blocked_by {
+                Some(why) => format!("the council is blocked ({why})"),
+                None => "the council is blocked".to_string(),
+            });
         }
         if !self.left_out.is_empty() {
             let mut s = format!("integration left out {}", self.left_out.join(", "));
@@ -64,8 +70,18 @@ pub fn shortfall(state: &RunState, ws: &RunWorkspace) -> Shortfall {
         .filter(|w| ws.workers.contains_key(&w.id) && !holds(&w.id))
         .map(|w| w.id.clone())
         .collect();
+    let blocked_by = state
+        .council
+        .verdicts
+        .iter()
+        .find(|v| v.verdict == crate::domain::Verdict::Fail)
+        .map(|v| match v.findings.first() {
+            Some(f) => format!("{}: {f}", v.critic),
+            None => v.critic.clone(),
+        });
     Shortfall {
         blocked: state.council.status == CouncilStatus::Blocked,
+        blocked_by,
         left_out,
         conflict: ws
             .integration

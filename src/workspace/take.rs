@@ -192,8 +192,14 @@ fn check_whole(
                 )
             })
             .unwrap_or_default();
+        // A blocked council alone: the branch is whole, its work judged wrong.
+        let what = if short.left_out.is_empty() {
+            format!("{branch} holds work the council failed")
+        } else {
+            format!("{branch} is not the whole result")
+        };
         return Err(Error::Usage(format!(
-            "run {}: {}: {branch} is not the whole result; take it anyway with crewmux merge {} --force{take}",
+            "run {}: {}: {what}; take it anyway with crewmux merge {} --force{take}",
             state.run_id,
             short.reason(),
             state.run_id

@@ -204,7 +204,8 @@ fn a_conflict_without_an_agent_blocks_the_council_with_the_finding() {
         let text = stderr(&refused);
         assert_eq!(refused.status.code(), Some(2), "{args:?}: {text}");
         for want in [
-            "council is blocked",
+            "council is blocked (",
+            "merge conflict in lib.rs",
             "left out two",
             "--force",
             "--worker two",
