@@ -253,7 +253,7 @@ pub fn drive_printing(
                     }
                 }
             }
-            Update::Notice(n) | Update::Recovered(n) => {
+            Update::Notice(n) | Update::Info(n) => {
                 crate::errln!("[{}] crewmux: {n}", hhmmss());
             }
             Update::Snapshot { state, .. } => {

@@ -123,8 +123,8 @@ impl Follower {
     /// every [`FOLLOW_TICK`], and so are the files when they cannot be watched.
     pub fn run(mut self, control: Receiver<Control>, mut emit: impl FnMut(Update)) -> RunState {
         if self.store.is_driven().unwrap_or(true) {
-            emit(Update::Notice(format!(
-                "another crewmux process drives run {} (its lead): your keys send it requests; q leaves it running",
+            emit(Update::Info(format!(
+                "run {} is driven by another crewmux process (its lead): your keys send it requests; q leaves the dashboard, the run goes on",
                 self.state.run_id
             )));
         }
@@ -227,7 +227,7 @@ impl Follower {
         }
         let id = self.state.run_id.clone();
         if self.store.is_driven().unwrap_or(true) {
-            return emit(Update::Notice(format!("sent to the lead of run {id}")));
+            return emit(Update::Info(format!("sent to the lead of run {id}")));
         }
         // Nobody drives the run: the request waits in its inbox for the next lead.
         let started = match self.start_lead.as_mut() {

@@ -131,9 +131,9 @@ pub enum Update {
     Event(RunEvent),
     /// Something the person should read (a failed paste, a tmux error): logged as a warning.
     Notice(String),
-    /// Good news the person should read (a host or the tmux server answers again): shown as
-    /// a notice is, logged at info.
-    Recovered(String),
+    /// News of normal operation the person should read (a host or the tmux server answers
+    /// again, a request went to the run's lead): shown as a notice is, logged at info.
+    Info(String),
     /// The SSH hosts that do not answer now (or were lost), sent whenever that set changes.
     HostsDown(std::collections::BTreeSet<String>),
     /// The loop ended (`finished` = the run reached a final status).

@@ -35,7 +35,7 @@ impl Driver {
     /// timeouts fire while nobody drives the run).
     fn observe_offline(&mut self, notice: &mut dyn FnMut(String)) {
         let mut sink = |u: Update| {
-            if let Update::Notice(n) | Update::Recovered(n) = u {
+            if let Update::Notice(n) | Update::Info(n) = u {
                 notice(n);
             }
         };

@@ -259,7 +259,7 @@ impl Model {
                 tracing::warn!("{n}");
                 self.ui.notice = Some(n);
             }
-            Update::Recovered(n) => {
+            Update::Info(n) => {
                 tracing::info!("{n}");
                 self.ui.notice = Some(n);
             }

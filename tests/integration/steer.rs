@@ -292,7 +292,7 @@ fn a_headless_run_is_steered_from_the_cli_and_from_a_dashboard_opened_on_it() {
     // A dashboard opened on the run follows it; `+` adds a sim worker through the inbox.
     let viewer = open_in_viewer("inbox-viewer", project, &workers, &format!("attach {id}"));
     viewer.wait_screen(
-        "another crewmux process drives run",
+        "is driven by another crewmux process",
         Duration::from_secs(60),
     );
     viewer.keys(&["+"]);

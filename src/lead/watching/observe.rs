@@ -168,7 +168,7 @@ impl Driver {
             }
         } else if watching {
             if let Some(down) = self.server_down_reported.take() {
-                emit(Update::Recovered(crate::hosts::poll::server_back_line(
+                emit(Update::Info(crate::hosts::poll::server_back_line(
                     &down,
                 )));
             }
@@ -187,7 +187,7 @@ impl Driver {
             .collect();
         for host in back {
             self.hosts_down_reported.remove(&host);
-            emit(Update::Recovered(format!("host {host} answers again")));
+            emit(Update::Info(format!("host {host} answers again")));
         }
         if self.hosts_down_reported != before {
             emit(Update::HostsDown(self.hosts_down_reported.clone()));
@@ -257,7 +257,7 @@ mod tests {
         let text = |said: &[Update]| {
             said.iter()
                 .filter_map(|u| match u {
-                    Update::Notice(n) | Update::Recovered(n) => Some(n.clone()),
+                    Update::Notice(n) | Update::Info(n) => Some(n.clone()),
                     _ => None,
                 })
                 .collect::<Vec<_>>()
