@@ -70,9 +70,7 @@ fn a_notice_is_shown_and_an_event_redraws_on_the_next_tick() {
     assert_eq!(m.ui.notice.as_deref(), Some("paste failed"));
     // Good news is shown the same, and logged as information, not as a warning.
     let (_, logged) = crate::logging::info_lines(|| {
-        m.handle(Msg::Driver(Update::Info(
-            "host box answers again".into(),
-        )))
+        m.handle(Msg::Driver(Update::Info("host box answers again".into())))
     });
     assert_eq!(m.ui.notice.as_deref(), Some("host box answers again"));
     assert!(

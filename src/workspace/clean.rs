@@ -144,11 +144,20 @@ pub fn clean_run(
             report.gone_workers.push(name);
             continue;
         }
+        // A branch with no commit of its own holds nothing to keep: its tip is what it
+        // started from (with --include-uncommitted, the snapshot of your own changes,
+        // which is not the run's work and must not be offered for merging).
+        let own_base = if name == "integration" {
+            ws.base.as_str()
+        } else {
+            ws.own_base(&name)
+        };
         let merged = !branch_exists
             || git
                 .output(&["merge-base", "--is-ancestor", &branch, "HEAD"])?
                 .ok()
-            || super::take::taken_by_record(&git, &branch, taken)?;
+            || super::take::taken_by_record(&git, &branch, taken)?
+            || super::commit::commit_count(&ws.repo, own_base, &branch).is_ok_and(|n| n == 0);
         if !merged && !force {
             report.kept += 1;
             let commits = super::commit::commit_count(&ws.repo, &ws.base, &branch).unwrap_or(0);

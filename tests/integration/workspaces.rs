@@ -518,3 +518,43 @@ fn clean_keeps_a_run_whose_hosts_json_is_corrupt_and_exits_1() {
     assert!(tree.exists(), "nothing of the run is removed: {text}");
     assert_events_once(d);
 }
+
+#[test]
+fn with_include_uncommitted_a_worker_that_changed_nothing_leaves_no_branch_to_merge() {
+    let team = format!(
+        "{}{}",
+        command_worker("edit", "echo B >> a.txt", "Changed a.txt."),
+        command_worker("idle", "true", "Looked, changed nothing.")
+    );
+    let t = TeamProject::in_repo(&[("a.txt", "a\n")], &team);
+    let d = t.path();
+    std::fs::write(d.join("notes.txt"), "my own notes\n").unwrap();
+    let out = t
+        .run(PROBLEM)
+        .process()
+        .args(&["--include-uncommitted"])
+        .output();
+    assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
+    let id = run_id(d);
+    let clean = run_crewmux(d, "unused", &["clean", "--run", &id]);
+    let said = stderr(&clean);
+    // The idle worker's branch is only the snapshot of your own changes: not offered.
+    assert!(
+        said.contains("removed")
+            && said.contains(&format!("branch crewmux/{id}/idle"))
+            && !said.contains(&format!("kept branch crewmux/{id}/idle")),
+        "the idle branch is removed, not kept: {said}"
+    );
+    assert!(
+        !git_ok(
+            d,
+            &["rev-parse", "--verify", "-q", &format!("crewmux/{id}/idle")]
+        ),
+        "{said}"
+    );
+    // The worker with work of its own is kept until it is merged.
+    assert!(
+        said.contains(&format!("kept branch crewmux/{id}/edit")),
+        "{said}"
+    );
+}

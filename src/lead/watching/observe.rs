@@ -168,9 +168,7 @@ impl Driver {
             }
         } else if watching {
             if let Some(down) = self.server_down_reported.take() {
-                emit(Update::Info(crate::hosts::poll::server_back_line(
-                    &down,
-                )));
+                emit(Update::Info(crate::hosts::poll::server_back_line(&down)));
             }
         }
         let before = self.hosts_down_reported.clone();
