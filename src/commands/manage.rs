@@ -352,7 +352,7 @@ pub fn attach(args: AttachArgs, resume: bool) -> Result<i32> {
 /// is detached and `attach` or `cancel` ends it.
 fn why_not_ended(id: &str, driven: bool, live: bool) -> String {
     if driven {
-        format!("a crewmux process drives it; quit its dashboard once it ends, or `crewmux cancel {id}`")
+        format!("its lead still drives it; clean it once it ends (`crewmux status {id}` says when), or `crewmux cancel {id}` ends it now")
     } else if live {
         format!("it is detached with live workers; `crewmux attach {id}` finishes it, `crewmux cancel {id}` ends it")
     } else {

@@ -447,9 +447,16 @@ pub fn push(state: &RunState, remote: &str, opts: &TakeOptions) -> Result<Vec<St
             first_lines(&pushed.stderr, 3)
         )));
     }
+    let here = if git
+        .output(&["merge-base", "--is-ancestor", &branch, "HEAD"])?
+        .ok()
+    {
+        "it is already merged here".to_string()
+    } else {
+        format!("crewmux merge {} merges it here", state.run_id)
+    };
     out.push(format!(
-        "pushed {branch} to {remote} ({url}): open a review from it there; crewmux merge {} merges it here",
-        state.run_id
+        "pushed {branch} to {remote} ({url}): open a review from it there; {here}"
     ));
     out.extend(stat.lines().map(str::to_string));
     Ok(out)

@@ -161,6 +161,12 @@ fn merge_push_sends_the_integration_branch_to_a_remote_and_merges_nothing_here()
         "the remote has the branch at its tip"
     );
     assert_eq!(git(d, &["rev-parse", "HEAD"]), head, "nothing merged here");
+    // Once merged here, a push says so instead of offering the merge.
+    let merged = run_crewmux(d, "unused", &["merge", &id]);
+    assert!(merged.status.success(), "{}", stderr(&merged));
+    let again = run_crewmux(d, "unused", &["merge", &id, "--push", "review"]);
+    let said = String::from_utf8_lossy(&again.stdout).to_string();
+    assert!(said.contains("it is already merged here"), "{said}");
     // --push and --squash do not go together.
     let both = run_crewmux(d, "unused", &["merge", &id, "--push", "review", "--squash"]);
     assert_eq!(both.status.code(), Some(2));
