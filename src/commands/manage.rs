@@ -470,7 +470,7 @@ mod tests {
     fn a_kept_run_says_who_holds_it_and_the_command_that_ends_it() {
         let driven = why_not_ended("r1", true, true);
         assert!(
-            driven.contains("a crewmux process drives it") && driven.contains("crewmux cancel r1")
+            driven.contains("its lead still drives it") && driven.contains("crewmux cancel r1")
         );
         let detached = why_not_ended("r1", false, true);
         assert!(detached.contains("detached with live workers"));
