@@ -115,17 +115,28 @@ fn open(common: &CommonArgs, id: &str) -> Result<String> {
 /// The home screen's `x`: exactly `crewmux clean --run ID --purge` (one rule for both:
 /// the run folder goes once nothing of the run is kept), as the confirmation says.
 fn clean(common: &CommonArgs, id: &str) -> Result<String> {
-    let code = super::manage::clean(CleanArgs {
-        common: common.clone(),
-        run: Some(id.to_string()),
-        purge: true,
-        force: false,
-    })?;
+    // What clean says on the command line is said here, where the person looks.
+    let (code, said) = super::capture_err(|| {
+        super::manage::clean(CleanArgs {
+            common: common.clone(),
+            run: Some(id.to_string()),
+            purge: true,
+            force: false,
+        })
+    });
+    let code = code?;
+    let kept: Vec<&str> = said
+        .lines()
+        .map(|l| l.strip_prefix("crewmux: ").unwrap_or(l))
+        .filter(|l| l.starts_with("kept"))
+        .collect();
     Ok(if code == 0 {
         format!("cleaned run {id}")
     } else if let Some(why) = unreadable(common, id) {
         // What `clean` says on the command line for it, here where the person looks.
         format!("kept run {id}: {why}")
+    } else if !kept.is_empty() {
+        format!("kept run {id}: {}", kept.join("; "))
     } else {
         // `clean` keeps what is not safe to remove (unmerged or uncommitted work, a run
         // still driven, an unreadable state file) and says why on the command line.

@@ -51,9 +51,35 @@ macro_rules! errln {
     };
 }
 
-/// Write `text` to stderr; a failure drops it (see [`errln!`]).
+thread_local! {
+    /// Lines [`write_err`] keeps instead of writing, while [`capture_err`] runs.
+    static CAPTURED: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Run `f` with what it would write to stderr kept instead (this thread only); returns its
+/// result and that text. For a command run from a screen that owns the terminal (the home
+/// screen's `x` runs `clean`), which then shows the text itself.
+pub fn capture_err<T>(f: impl FnOnce() -> T) -> (T, String) {
+    let before = CAPTURED.with(|c| c.borrow_mut().replace(String::new()));
+    let out = f();
+    let text = CAPTURED.with(|c| std::mem::replace(&mut *c.borrow_mut(), before));
+    (out, text.unwrap_or_default())
+}
+
+/// Write `text` to stderr; a failure drops it (see [`errln!`]). Kept instead while
+/// [`capture_err`] runs on this thread.
 pub fn write_err(text: &str) {
     use std::io::Write;
+    let kept = CAPTURED.with(|c| match c.borrow_mut().as_mut() {
+        Some(buf) => {
+            buf.push_str(text);
+            true
+        }
+        None => false,
+    });
+    if kept {
+        return;
+    }
     let mut stderr = std::io::stderr().lock();
     // Dropped on purpose: stderr carries news only, and a run must outlive its reader.
     let _ = stderr

@@ -149,6 +149,15 @@ fn the_new_run_form_starts_a_team_file_of_examples_on_a_typed_base() {
     // From the roster one Esc goes back (a second one on the home screen would quit it).
     viewer.keys(&["Escape"]);
     viewer.wait_screen("1 run", Duration::from_secs(15));
+    // x keeps the run (its work is not merged) and says what clean says, here.
+    viewer.keys(&["x"]);
+    viewer.wait_screen("Clean run", Duration::from_secs(5));
+    viewer.keys(&["y"]);
+    let kept = viewer.wait_screen(
+        &format!("kept run {id}: kept branch"),
+        Duration::from_secs(15),
+    );
+    assert!(kept.contains("--worker lister"), "{kept}");
     viewer.keys(&["q"]);
     viewer.wait_screen("EXITED", Duration::from_secs(10));
 }
