@@ -14,6 +14,9 @@ use super::ResolvedTeam;
 use crate::domain::{CheckSpec, CriticSpec, TeamSpec};
 use crate::error::Error;
 
+/// Who starts the `[workspace] setup` command (in every worktree, before its worker).
+const SETUP: &str = "`[workspace] setup`";
+
 /// One program that cannot be found: who starts it (`worker `a``, `check `test``, `critic
 /// `c``) and its `argv[0]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,8 +34,14 @@ impl MissingProgram {
         } else {
             "not found on PATH"
         };
+        // The `[workspace] setup` names its own field.
+        let field = if self.who == SETUP {
+            "setup"
+        } else {
+            "command"
+        };
         format!(
-            "{}: command `{}` {where_}: install it, or fix `command` in the team file",
+            "{}: command `{}` {where_}: install it, or fix `{field}` in the team file",
             self.who, self.program
         )
     }
@@ -86,18 +95,30 @@ pub fn missing_programs(
         .workers
         .iter()
         .filter(|w| w.host.is_none())
-        .filter_map(|w| Some((format!("worker `{}`", w.id), w.command.as_deref()?)));
+        .filter_map(|w| Some((format!("worker `{}`", w.id), w.command.as_deref()?)))
+        .chain(setup_of(&team.workspace).filter(|_| team.workers.iter().any(|w| w.host.is_none())));
     missing_in(workers, &team.checks, &team.critics, path, cwd)
+}
+
+/// The `[workspace] setup` argv as one more program to look for (run in each worktree; the
+/// callers ask only when a worker runs on this machine).
+fn setup_of(ws: &crate::domain::WorkspaceSpec) -> Option<(String, &[String])> {
+    ws.setup.as_deref().map(|argv| (SETUP.to_string(), argv))
 }
 
 /// As [`missing_programs`], for a team file not routed yet: what `run` checks before the
 /// run exists.
 pub fn missing_in_spec(spec: &TeamSpec, path: Option<&OsStr>, cwd: &Path) -> Vec<MissingProgram> {
-    let workers = spec
-        .workers
-        .iter()
-        .filter(|w| w.host.is_none() && spec.host.is_none())
-        .filter_map(|w| Some((format!("worker `{}`", w.id), w.command.as_deref()?)));
+    let workers =
+        spec.workers
+            .iter()
+            .filter(|w| w.host.is_none() && spec.host.is_none())
+            .filter_map(|w| Some((format!("worker `{}`", w.id), w.command.as_deref()?)))
+            .chain(
+                spec.workspace.as_ref().and_then(setup_of).filter(|_| {
+                    spec.host.is_none() && spec.workers.iter().any(|w| w.host.is_none())
+                }),
+            );
     missing_in(workers, &spec.checks, &spec.critics, path, cwd)
 }
 
@@ -166,6 +187,28 @@ mod tests {
         assert!(program_found("/bin/sh", path, dir.path()));
         // Read in the worker's tree, which an upstream may still change.
         assert!(program_found("./scripts/check.sh", path, dir.path()));
+    }
+
+    #[test]
+    fn a_workspace_setup_program_that_is_not_there_names_setup() {
+        let spec = TeamSpec {
+            workspace: Some(crate::domain::WorkspaceSpec {
+                setup: Some(vec!["nosuchsetup".into(), "--quick".into()]),
+                ..Default::default()
+            }),
+            workers: vec![crate::domain::WorkerSpec {
+                id: "a".into(),
+                role: "backend-engineer".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let missing = missing_in_spec(&spec, Some(OsStr::new("/usr/bin:/bin")), dir.path());
+        assert_eq!(
+            missing.first().map(MissingProgram::message).as_deref(),
+            Some("`[workspace] setup`: command `nosuchsetup` not found on PATH: install it, or fix `setup` in the team file")
+        );
     }
 
     #[test]

@@ -558,3 +558,28 @@ fn with_include_uncommitted_a_worker_that_changed_nothing_leaves_no_branch_to_me
         "{said}"
     );
 }
+
+#[test]
+fn a_setup_program_that_is_not_there_is_refused_before_the_run_is_made() {
+    let team = format!(
+        "[workspace]\nsetup = [\"nosuchsetup-xyz\", \"--quick\"]\n\n{}",
+        command_worker("one", "true", "ok")
+    );
+    let t = TeamProject::in_repo(&[("a.txt", "a\n")], &team);
+    let out = t.run(PROBLEM).process().output();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.trim().lines().count() == 1
+            && err.contains("`[workspace] setup`: command `nosuchsetup-xyz` not found on PATH")
+            && err.contains("fix `setup`"),
+        "{err}"
+    );
+    assert!(
+        !t.path().join(".crewmux/runs").exists()
+            || std::fs::read_dir(t.path().join(".crewmux/runs"))
+                .unwrap()
+                .count()
+                == 0
+    );
+}
