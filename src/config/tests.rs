@@ -85,7 +85,7 @@ fn mistakes_are_one_line_at_their_place_with_the_fix() {
             "[colours]\naccent = \"red\"\n",
             "config.toml:1:2: unknown field `colours`, expected one of `keys`, `theme`, `notify`, `lead`, `defaults`",
         ),
-        ("[keys]\nretyr = \"R\"\n", "config.toml:2:1: unknown action `retyr`: use one of"),
+        ("[keys]\nretyr = \"R\"\n", "config.toml:2:1: unknown action `retyr`: did you mean `retry`?"),
         ("[keys]\nretry = \"Ctrl+R\"\n", "config.toml:2:9: `Ctrl+R` is not a key"),
         ("[keys]\nretry = \"q\"\n", "config.toml:2:9: `q` is already quit's key where retry works"),
         ("[theme]\nerror = \"bluish\"\n", "config.toml:2:9: `bluish` is not a colour"),

@@ -72,7 +72,10 @@ pub fn action_named(name: &str) -> Result<Action, String> {
         .map(|(_, a)| *a)
         .ok_or_else(|| {
             let names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
-            format!("unknown action `{name}`: use one of {}", names.join(", "))
+            match crate::text::closest(name, names.iter().copied()) {
+                Some(near) => format!("unknown action `{name}`: did you mean `{near}`?"),
+                None => format!("unknown action `{name}`: use one of {}", names.join(", ")),
+            }
         })
 }
 
@@ -317,9 +320,19 @@ mod tests {
     }
 
     #[test]
-    fn unknown_action_names_list_the_known_ones() {
+    fn unknown_action_names_say_the_near_one_or_list_the_known_ones() {
         assert_eq!(action_named("retry").unwrap(), Action::Retry);
-        let err = action_named("retyr").unwrap_err();
-        assert!(err.contains("unknown action `retyr`") && err.contains("next-waiting"));
+        assert_eq!(
+            action_named("retyr").unwrap_err(),
+            "unknown action `retyr`: did you mean `retry`?"
+        );
+        assert_eq!(
+            action_named("add-workr").unwrap_err(),
+            "unknown action `add-workr`: did you mean `add-worker`?"
+        );
+        let err = action_named("teleport").unwrap_err();
+        assert!(
+            err.contains("unknown action `teleport`: use one of") && err.contains("next-waiting")
+        );
     }
 }
