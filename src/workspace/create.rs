@@ -135,6 +135,15 @@ pub fn plan(
             "your working tree has uncommitted changes: they are not in the workers' trees (add --include-uncommitted to include them)".into(),
         );
     }
+    // A seed that is not there is said at the start, not only in the log of each launch.
+    for entry in &spec.copy {
+        if !project.join(entry).exists() {
+            notices.push(format!(
+                "[workspace] copy: {entry} is not in the project ({}): nothing of it is copied into the workers' trees",
+                project.display()
+            ));
+        }
+    }
     if repo.join(".gitmodules").exists() {
         notices.push(
             "this repository has submodules: worktrees start without them; add setup = [\"git\", \"submodule\", \"update\", \"--init\"] to [workspace] to fetch them".into(),

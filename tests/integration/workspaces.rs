@@ -583,3 +583,19 @@ fn a_setup_program_that_is_not_there_is_refused_before_the_run_is_made() {
                 == 0
     );
 }
+
+#[test]
+fn a_copy_seed_that_is_not_there_is_said_at_the_start() {
+    let team = format!(
+        "[workspace]\ncopy = [\".env\"]\n\n{}",
+        command_worker("one", "true", "ok")
+    );
+    let t = TeamProject::in_repo(&[("a.txt", "a\n")], &team);
+    let out = t.run(PROBLEM).process().output();
+    assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("[workspace] copy: .env is not in the project"),
+        "{}",
+        stderr(&out)
+    );
+}
