@@ -193,22 +193,22 @@ pub fn integrate(state: &mut RunState) -> Result<Outcome> {
                 first_lines(&format!("{}\n{}", out.stderr, out.stdout), 3)
             )));
         }
-        let before: Vec<&str> = i
-            .merged
-            .iter()
-            .map(String::as_str)
-            .filter(|m| *m != id)
-            .collect();
+        let before: Vec<String> = i.merged.iter().filter(|m| **m != id).cloned().collect();
+        let before: Vec<&str> = before.iter().map(String::as_str).collect();
+        let touched = super::upstream::touched(&git, ws, &before, &files)?;
         let ours = if before.is_empty() {
             "base".to_string()
-        } else {
+        } else if touched.is_empty() {
             before.join(", ")
+        } else {
+            touched.join(", ")
         };
         let c = MergeConflict {
             files,
             ours,
             theirs: id,
         };
+        let i = ws.integration.as_mut().expect("set");
         if !fixable.conflict_merging(&c.theirs) {
             leave_out(&git, i, c)?;
             continue;

@@ -127,13 +127,17 @@ fn merge(state: &mut RunState, worker: &str, fixer: bool) -> Result<Option<Merge
                 first_lines(&format!("{}\n{}", out.stderr, out.stdout), 3)
             )));
         }
+        let merged: Vec<&str> = rec.merged.iter().map(String::as_str).collect();
+        let touched = touched(&git, ws, &merged, &files)?;
         let c = MergeConflict {
-            files,
             ours: if rec.merged.is_empty() {
                 worker.to_string()
-            } else {
+            } else if touched.is_empty() {
                 rec.merged.join(", ")
+            } else {
+                touched.join(", ")
             },
+            files,
             theirs: id,
         };
         if fixer {
@@ -210,4 +214,32 @@ pub fn notes(state: &RunState, w: &WorkerState) -> Vec<String> {
         ));
     }
     notes
+}
+
+/// Of the workers `ids` already merged, those whose own change (`own_base..branch`) touches
+/// one of `files`: the ones a merge conflict in `files` is with (the others merged before
+/// changed other files). Empty when none can be told (the caller then names them all).
+///
+/// # Errors
+/// A git call that cannot run.
+pub(crate) fn touched(
+    git: &Git,
+    ws: &crate::domain::RunWorkspace,
+    ids: &[&str],
+    files: &[String],
+) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for id in ids {
+        let Some(w) = ws.workers.get(*id) else {
+            continue;
+        };
+        let range = format!("{}..{}", ws.own_base(id), w.branch);
+        let mut args = vec!["diff", "--name-only", range.as_str(), "--"];
+        args.extend(files.iter().map(String::as_str));
+        let diff = git.output(&args)?;
+        if diff.ok() && !diff.stdout.trim().is_empty() {
+            out.push((*id).to_string());
+        }
+    }
+    Ok(out)
 }

@@ -139,9 +139,10 @@ fn conflicting_team(fixer: bool) -> TeamProject {
         &format!(
             "name = \"pair\"\nparallel = 3\n\n{}{}{}{fixer}[[check]]\nid = \"built\"\ncommand = [\"sh\", \"-c\", \"! grep -q '<<<<<<<' lib.rs && grep -q 'u32' lib.rs\"]\n",
             command_worker("one", "sed -i 's/    0/    1/' lib.rs", "Changed lib.rs: answer is 1."),
-            command_worker("two", "sed -i 's/    0/    2/' lib.rs", "Changed lib.rs: answer is 2."),
-            // Touches nothing the others do: its work belongs in integration whatever they do.
+            // Touches nothing the others do: its work belongs in integration whatever they
+            // do, and a conflict in lib.rs is not with it (merged before two, it is not named).
             command_worker("three", "echo docs > notes.md", "Wrote notes.md."),
+            command_worker("two", "sed -i 's/    0/    2/' lib.rs", "Changed lib.rs: answer is 2."),
         ),
     )
 }
