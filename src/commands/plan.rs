@@ -259,6 +259,7 @@ pub fn create_run_with(
         checks: team.checks.clone(),
         critics: team.critics.clone(),
         fixer: team.fixer.clone(),
+        sandbox: team.sandbox.clone(),
         report: None,
         created_at: now,
         updated_at: now,

@@ -59,6 +59,11 @@ pub struct TeamSpec {
     /// (`policy = "ask"`, the default; `"auto"`; `"deny"`); a worker's own wins.
     #[serde(default)]
     pub approvals: Option<super::clarification::ApprovalsSpec>,
+    /// `[sandbox]`: the fence every worker (and the checks, critics and fixers that judge
+    /// them) runs in (`mode = "none" | "bwrap" | "container"`, `network`, `image`); a
+    /// worker's own fields win. Default: no fence.
+    #[serde(default)]
+    pub sandbox: Option<super::SandboxSpec>,
 }
 
 /// One `[[critic]]`: an agent that reviews the team's results; its verdict is the last
@@ -178,6 +183,10 @@ pub struct WorkerSpec {
     /// `approvals = { policy = "…" }`: this worker's approval policy; default: the team's.
     #[serde(default)]
     pub approvals: Option<super::clarification::ApprovalsSpec>,
+    /// `sandbox = { mode = "…", network = "…" }`: this worker's fence; each field given
+    /// wins over the team's `[sandbox]`.
+    #[serde(default)]
+    pub sandbox: Option<super::SandboxSpec>,
 }
 
 /// One `[[check]]`: a council check command; exit 0 → pass, else fail.

@@ -67,6 +67,7 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
         sources: &sources,
         team_host: spec.host.as_deref(),
         team_approvals: spec.approvals.and_then(|a| a.policy).unwrap_or_default(),
+        team_sandbox: spec.sandbox.as_ref(),
     };
     let mut workers = Vec::new();
     let mut unroutable: Vec<String> = Vec::new();
@@ -99,6 +100,7 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
     let (checks, critics, fixer) = council_limits(spec, &workers, &registry, &sources);
     let (target_used, target_reason) = target_use(opts, spec, target_reason);
     let clarify = reads_the_problem(spec, &workers, &registry);
+    let sandbox = team_sandbox(spec, &workers);
     Ok(ResolvedTeam {
         name: spec.name.clone().unwrap_or_else(|| loaded.source.clone()),
         source: loaded.source.clone(),
@@ -117,11 +119,31 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
         checks,
         critics,
         fixer: Some(fixer),
+        sandbox,
         workspace: spec.workspace.clone().unwrap_or_default(),
         clarify,
         health,
         registry,
     })
+}
+
+/// The fence of the run's checks, critics, fixers and added workers: the team's
+/// `[sandbox]`, else the first fenced worker's (they judge or continue its work, so they
+/// run in no weaker fence than it).
+fn team_sandbox(
+    spec: &crate::domain::TeamSpec,
+    workers: &[ResolvedWorker],
+) -> crate::domain::Sandbox {
+    let team = crate::domain::Sandbox::resolve(spec.sandbox.as_ref(), None);
+    if !team.is_none() {
+        return team;
+    }
+    workers
+        .iter()
+        .map(|w| &w.sandbox)
+        .find(|s| !s.is_none())
+        .cloned()
+        .unwrap_or(team)
 }
 
 /// Whether the clarification gate reads the problem (`TeamSpec::clarify`): the team's
@@ -153,6 +175,8 @@ struct RouteCtx<'a> {
     team_host: Option<&'a str>,
     /// The team's `[approvals] policy` (default `ask`).
     team_approvals: crate::domain::clarification::ApprovalPolicy,
+    /// The team's `[sandbox]` table, if any.
+    team_sandbox: Option<&'a crate::domain::SandboxSpec>,
 }
 
 impl RouteCtx<'_> {
@@ -250,6 +274,7 @@ fn route_worker(
             .approvals
             .and_then(|a| a.policy)
             .unwrap_or(ctx.team_approvals),
+        sandbox: crate::domain::Sandbox::resolve(ctx.team_sandbox, w.sandbox.as_ref()),
     }))
 }
 

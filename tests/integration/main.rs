@@ -83,6 +83,7 @@ mod providers_standins;
 mod rate_limit_lines;
 mod real_clis;
 mod run_needs;
+mod sandbox;
 mod shell;
 mod state_files;
 mod steer;
