@@ -58,6 +58,19 @@ pub(super) fn on_worker_input(
             }
             failed_before_agent(state, mem, &worker, attempt, code, reason, fx);
         }
+        Input::SandboxFailed {
+            worker,
+            attempt,
+            code,
+            detail,
+        } => {
+            let reason = format!("sandbox: {detail}");
+            // The same fence on the same host fails the same way: no retry here.
+            if current(state, &worker, attempt).is_some_and(|w| w.status.is_live()) {
+                mem.no_retry.insert(worker.clone());
+            }
+            failed_before_agent(state, mem, &worker, attempt, code, reason, fx);
+        }
         Input::SetupFailed {
             worker,
             attempt,

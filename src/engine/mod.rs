@@ -200,6 +200,14 @@ pub enum Input {
         code: i32,
         dir: PathBuf,
     },
+    /// The attempt's fence (`[sandbox]`) could not start, so its agent never ran: bwrap
+    /// ended with `code` and said `detail`.
+    SandboxFailed {
+        worker: String,
+        attempt: u32,
+        code: i32,
+        detail: String,
+    },
     /// The attempt's `[workspace] setup` exited non-zero with `code`.
     SetupFailed {
         worker: String,

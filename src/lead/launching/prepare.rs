@@ -90,7 +90,13 @@ pub fn prepare(
 ) -> Result<Prepared> {
     std::fs::create_dir_all(&attempt_dir).at(&attempt_dir)?;
     let paths = AttemptPaths::new(attempt_dir);
-    for stale in [&paths.exit, &paths.output, &paths.cwd_failed] {
+    let sandbox_failed = paths.dir.join(crate::sandbox::FAILED_FILE);
+    for stale in [
+        &paths.exit,
+        &paths.output,
+        &paths.cwd_failed,
+        &sandbox_failed,
+    ] {
         // Err: most often there is no such file (a first attempt); a file that stays is
         // told apart by the attempt's nonce.
         let _ = std::fs::remove_file(stale);
@@ -152,6 +158,16 @@ pub fn prepare(
             local_cwd(state, w),
         ),
     };
+    let fence = super::fence::fence_argv(
+        state,
+        w,
+        &there.dir,
+        &cwd,
+        argv.first().map_or("", String::as_str),
+        self_exe,
+        registry,
+        remote.is_some(),
+    )?;
     let is_tmux = state.backend == crate::domain::BackendKind::Tmux || remote.is_some();
     write_wrapper(
         &there,
@@ -169,6 +185,7 @@ pub fn prepare(
                 .render
                 .as_deref()
                 .filter(|_| remote.is_none() || helper.is_some()),
+            fence: fence.as_deref(),
         },
     )?;
     if !is_tmux {

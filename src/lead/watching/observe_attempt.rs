@@ -111,6 +111,15 @@ impl Driver {
         self.reap_attempt(&t.worker, t.attempt);
         let setup_failed =
             crate::workspace::on_attempt_end(&mut self.state, &t.worker, t.attempt, &watch.dir);
+        if let (Ok((code, _)), Some(detail)) = (&exit, crate::launch::sandbox_failed(&watch.dir)) {
+            inputs.push(Input::SandboxFailed {
+                worker: t.worker.clone(),
+                attempt: t.attempt,
+                code: *code,
+                detail,
+            });
+            return inputs;
+        }
         if let (Ok((code, _)), Some(dir)) = (&exit, crate::launch::cwd_failed(&watch.dir)) {
             inputs.push(Input::CwdFailed {
                 worker: t.worker.clone(),
