@@ -18,8 +18,9 @@
 //! | `--symlink TARGET DEST` | `/bin`, `/lib`… on a merged-/usr system, as they are |
 //! | `--bind SRC DEST` | the worker's directory, its attempt folder and the repository's `.git`, read-write |
 //! | `--proc /proc`, `--dev /dev` | a procfs of the PID namespace; a minimal `/dev` (null, zero, random, tty, pts) |
-//! | `--tmpfs DEST` | a private empty `/tmp`, and the home the CLI sees |
+//! | `--tmpfs DEST` | a private empty `/tmp`, and the home the CLI sees (writable, gone when the fence ends: a file the agent puts there, or in a folder made under `/tmp` to hold a bind, never reaches the disk) |
 //! | `--unsetenv VAR` | no path back out: the tmux server (`TMUX`), the SSH agent, the store's passphrase |
+//! | `--remount-ro /` | the fence's own root read-only, so a write anywhere but the binds, `/tmp` and the home fails |
 //! | `--chdir DIR` | the agent starts where it would without the fence |
 //!
 //! Not used: `--new-session` (setsid). Measured in a tmux pane: it leaves the agent without
@@ -156,6 +157,8 @@ impl Policy {
         let work = self.workdir.display().to_string();
         let attempt = self.attempt_dir.display().to_string();
         push(&["--bind", &work, &work, "--bind", &attempt, &attempt]);
+        // Nothing new at the top: a write outside the binds, /tmp and the home fails.
+        push(&["--remount-ro", "/"]);
         for v in UNSET {
             push(&["--unsetenv", v]);
         }

@@ -54,3 +54,201 @@ fn bad_sandbox_values_are_one_line_naming_the_value_and_the_allowed_ones() {
     }
     assert!(!p.join(".crewmux").exists(), "nothing created on bad input");
 }
+
+/// bwrap is here and can make its namespaces; else the test is skipped loudly, or fails
+/// under `CREWMUX_REQUIRE_BWRAP=1` (`.ci/run` installs it).
+fn bwrap_ready(test: &str) -> bool {
+    let ok = std::process::Command::new("bwrap")
+        .args(["--ro-bind", "/", "/", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CREWMUX_REQUIRE_BWRAP").is_none(),
+            "{test}: bwrap is missing or cannot start here, and CREWMUX_REQUIRE_BWRAP is set"
+        );
+        eprintln!("SKIP {test}: bwrap is missing or cannot make namespaces here (apt-get install bubblewrap)");
+    }
+    ok
+}
+
+/// A fake home with a fake SSH key, and a credential store (one key) in its crewmux
+/// config dir.
+fn fake_home(dir: &std::path::Path) -> std::path::PathBuf {
+    let home = dir.join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_ed25519"), "FAKE-SSH-KEY\n").unwrap();
+    let out = crewmux()
+        .args(["creds", "add", "--provider", "codex", "--label", "a"])
+        .env("CREWMUX_CONFIG_DIR", home.join(".config/crewmux"))
+        .env("CREWMUX_CREDENTIAL_PASSPHRASE", crate::support::creds::PASS)
+        .env("HOME", &home)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(format!("{}\n", crate::support::creds::KEY_A).as_bytes())?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(home.join(".config/crewmux/credentials.enc").is_file());
+    home
+}
+
+/// `crewmux run` of `team` in `repo` on `backend` with `HOME` at `home`, bounded and
+/// event-checked like every other run of the tests.
+fn run_with_home(
+    repo: &std::path::Path,
+    team: &std::path::Path,
+    home: &std::path::Path,
+    backend: &Backend,
+) -> std::process::Output {
+    let child = crewmux()
+        .current_dir(repo)
+        .env("HOME", home)
+        .env("CREWMUX_CONFIG_DIR", home.join(".config/crewmux"))
+        .env("CREWMUX_CREDENTIAL_PASSPHRASE", crate::support::creds::PASS)
+        .env("CREWMUX_TMUX_SOCKET", backend.socket())
+        .args([
+            "run",
+            "--team",
+            team.to_str().unwrap(),
+            "--no-clarify",
+            "--headless",
+        ])
+        .args(["--backend", backend.name, "--", "probe the fence"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait_limited(child, &["run"]);
+    assert_events_once(repo);
+    out
+}
+
+/// A loopback listener that counts the connections it accepts until it is dropped.
+struct Listener {
+    port: u16,
+    accepted: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Listener {
+    fn start() -> Self {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = accepted.clone();
+        std::thread::spawn(move || {
+            for s in l.incoming().flatten() {
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                drop(s);
+            }
+        });
+        Listener { port, accepted }
+    }
+
+    fn accepted(&self) -> usize {
+        self.accepted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+#[test]
+fn a_fenced_worker_reads_and_writes_only_its_own_worktree_and_network_none_is_loopback_only() {
+    if !bwrap_ready("sandbox-fence") {
+        return;
+    }
+    for backend in backends("sandbox-fence") {
+        let repo = repo(&[("seed.txt", "the user's checkout\n")]);
+        let r = repo.path();
+        let outside = project();
+        let home = fake_home(outside.path());
+        let listener = Listener::start();
+        let port = listener.port;
+        let out_dir = outside.path().display();
+        let repo_dir = r.display();
+        let home_dir = home.display();
+        // Each try that succeeds is a leak; the worker exits 1 on any.
+        let probe = format!(
+            r#"leak=0
+t() {{ if sh -c "$1" >/dev/null 2>&1; then echo "LEAK: $1"; leak=1; else echo "blocked: $1"; fi; }}
+t 'cat {home_dir}/.ssh/id_ed25519'
+t 'cat {home_dir}/.config/crewmux/credentials.enc'
+t 'cat {repo_dir}/seed.txt'
+t 'cat {repo_dir}/.crewmux/worktrees/'$CREWMUX_RUN_ID'/peer/peer.txt'
+# Under /tmp (the test's folders) these land in the fence's private /tmp, or fail;
+# either way not on the disk (checked after the run).
+echo x > {out_dir}/escape.txt; echo x > {repo_dir}/escape.txt
+t 'echo x > /escape.txt'
+t 'echo x > /usr/escape.txt'
+t 'echo x > /etc/escape.txt'
+t 'bash -c "echo hi > /dev/tcp/127.0.0.1/{port}"'
+t '[ -n "$CREWMUX_CREDENTIAL_PASSPHRASE" ]'
+cat seed.txt >/dev/null || leak=1
+echo fenced > fenced.txt
+exit $leak"#
+        );
+        let team = format!(
+            "[sandbox]\nmode = \"bwrap\"\nnetwork = \"none\"\n\n{}{}{}\
+             [[check]]\nid = \"no-key\"\ncommand = [\"sh\", \"-c\", \"! cat {home_dir}/.ssh/id_ed25519\"]\n",
+            command_worker("peer", "echo peer > peer.txt", "peer done"),
+            command_worker("probe", &probe, "probe done").replace(
+                "max_attempts = 1\n",
+                "max_attempts = 1\nafter = [\"peer\"]\n"
+            ),
+            command_worker(
+                "online",
+                &format!("bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'"),
+                "online done"
+            )
+            .replace(
+                "max_attempts = 1\n",
+                "max_attempts = 1\nsandbox = { network = \"allow\" }\n"
+            ),
+        );
+        let team_path = team_file(outside.path(), "team.toml", &team);
+        let out = run_with_home(r, &team_path, &home, &backend);
+        let s = summary(&out);
+        let run = run_id(r);
+        let log =
+            std::fs::read_to_string(only_run_dir(r).join("workers/probe/attempt-1/output.log"))
+                .unwrap();
+        assert!(!log.contains("LEAK"), "{backend}: {log}");
+        assert_eq!(log.matches("blocked: ").count(), 9, "{backend}: {log}");
+        assert!(!log.contains("FAKE-SSH-KEY"), "{backend}: {log}");
+        for id in ["peer", "probe", "online"] {
+            assert_eq!(
+                outcome(worker(&s, id)),
+                (Some("completed"), Some(0), Some(1)),
+                "{backend}: {id}: {s}"
+            );
+        }
+        assert_eq!(
+            listener.accepted(),
+            1,
+            "{backend}: only `online` reached the host's loopback"
+        );
+        assert!(!outside.path().join("escape.txt").exists());
+        assert!(!r.join("escape.txt").exists());
+        assert_eq!(
+            git(r, &["show", &format!("crewmux/{run}/probe:fenced.txt")]).trim(),
+            "fenced",
+            "{backend}: the worker's own edit is on its branch"
+        );
+        let verdicts = s["council"]["verdicts"].to_string();
+        assert!(
+            verdicts.contains("no-key") && !verdicts.contains("\"fail\""),
+            "{backend}: the check ran in the fence too: {verdicts}"
+        );
+    }
+}
