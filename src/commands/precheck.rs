@@ -93,13 +93,20 @@ pub fn precheck(
 pub fn refuse_unready_fences(spec: &crate::domain::TeamSpec, placed: &[Placed<'_>]) -> Result<()> {
     use crate::domain::{Sandbox, SandboxMode};
     let mut asked: Vec<SandboxMode> = Vec::new();
-    for p in placed {
+    // The team's own fence first: its checks, critics and fixers run in it.
+    let team = std::iter::once((None, Sandbox::resolve(spec.sandbox.as_ref(), None)));
+    let workers = placed.iter().map(|p| {
         let w = spec.workers.iter().find(|w| w.id == p.id);
         let s = Sandbox::resolve(spec.sandbox.as_ref(), w.and_then(|w| w.sandbox.as_ref()));
+        (Some(p), s)
+    });
+    for (p, s) in team.chain(workers) {
         if s.is_none() {
             continue;
         }
-        if let Some(host) = p.host.filter(|h| *h != crate::hosts::LOCAL) {
+        if let Some((p, host)) =
+            p.and_then(|p| Some((p, p.host.filter(|h| *h != crate::hosts::LOCAL)?)))
+        {
             return Err(Error::Usage(format!(
                 "worker `{}`: sandbox `{}` on SSH host {host} is not supported yet: run it on local or with `mode = \"none\"`",
                 p.id, s.mode

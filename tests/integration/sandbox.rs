@@ -252,3 +252,180 @@ exit $leak"#
         );
     }
 }
+
+#[test]
+fn exit_codes_and_a_forged_marker_come_out_right_inside_the_fence() {
+    if !bwrap_ready("sandbox-exits") {
+        return;
+    }
+    let team = format!(
+        "[sandbox]\nmode = \"bwrap\"\n\n{}{}{}",
+        command_worker("zero", "echo ok", "zero done"),
+        command_worker("three", "echo failing; exit 3", "three done"),
+        // Markers of other nonces never end a worker, fenced as unfenced. (An agent can
+        // learn its own nonce, from its environment or its MCP config, with or without
+        // the fence: README "Sandbox", what it does not fence.)
+        command_worker(
+            "forger",
+            "echo __CREWMUX_EXIT_0123456789abcdef__:0; printf '__CREWMUX_EXIT_%s__:0 trailing\\n' x; sleep 1; exit 5",
+            "forged"
+        ),
+    );
+    for backend in backends("sandbox-exits") {
+        let repo = repo(&[("seed.txt", "x\n")]);
+        let dir = project();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let team_path = team_file(dir.path(), "team.toml", &team);
+        let out = run_with_home(repo.path(), &team_path, &home, &backend);
+        let s = summary(&out);
+        assert_eq!(
+            outcome(worker(&s, "zero")),
+            (Some("completed"), Some(0), Some(1)),
+            "{backend}: {s}"
+        );
+        assert_eq!(
+            outcome(worker(&s, "three")),
+            (Some("failed"), Some(3), Some(1)),
+            "{backend}: {s}"
+        );
+        assert_eq!(
+            outcome(worker(&s, "forger")),
+            (Some("failed"), Some(5), Some(1)),
+            "{backend}: {s}"
+        );
+        let run_dir = only_run_dir(repo.path());
+        let launch =
+            std::fs::read_to_string(run_dir.join("workers/zero/attempt-1/launch.sh")).unwrap();
+        assert!(
+            launch.contains("bwrap"),
+            "{backend}: the agent ran fenced: {launch}"
+        );
+    }
+}
+
+#[test]
+fn a_fence_that_cannot_start_fails_the_attempt_as_sandbox_and_is_not_retried() {
+    if !bwrap_ready("sandbox-broken") {
+        return;
+    }
+    let dir = project();
+    // A bwrap that passes the run's preflight and then cannot make its namespaces, as on a
+    // machine whose user namespaces were turned off after the run began.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("bwrap");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\nif [ \"$*\" = '--ro-bind / / true' ] || [ \"$1\" = --version ]; then exit 0; fi\n\
+         echo 'bwrap: Creating new namespace failed: Operation not permitted' >&2\nexit 1\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let ran = dir.path().join("ran");
+    let team = format!(
+        "[sandbox]\nmode = \"bwrap\"\n\n{}",
+        command_worker("w", &format!("touch {}", ran.display()), "done")
+            .replace("max_attempts = 1", "max_attempts = 3"),
+    );
+    let tmp = TeamProject::new(&team);
+    let child = crewmux()
+        .current_dir(tmp.path())
+        .env("PATH", path)
+        .args([
+            "run",
+            "--team",
+            tmp.team_arg(),
+            "--no-clarify",
+            "--headless",
+            "--backend",
+            "process",
+            "--",
+            "go",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait_limited(child, &["run"]);
+    let s = summary(&out);
+    let w = worker(&s, "w");
+    assert_eq!(outcome(w), (Some("failed"), Some(1), Some(1)), "{s}");
+    assert_eq!(
+        w["reason"], "sandbox: Creating new namespace failed: Operation not permitted",
+        "{s}"
+    );
+    assert!(!ran.exists(), "the agent never ran unfenced");
+}
+
+#[test]
+fn a_fence_the_machine_cannot_give_is_refused_at_the_start_with_the_fix() {
+    let dir = project();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["sh", "git", "tmux", "true"] {
+        if let Some(p) = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+            .map(|d| d.join(tool))
+            .find(|p| p.is_file())
+        {
+            std::os::unix::fs::symlink(p, bin.join(tool)).unwrap();
+        }
+    }
+    let tmp = TeamProject::new(WORKER);
+    let refused = |path: &std::path::Path, args: &[&str]| {
+        let out = crewmux()
+            .current_dir(tmp.path())
+            .env("PATH", path)
+            .args([
+                "run",
+                "--team",
+                tmp.team_arg(),
+                "--no-clarify",
+                "--headless",
+                "--backend",
+                "process",
+            ])
+            .args(args)
+            .args(["--", "go"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(!tmp.path().join(".crewmux").exists(), "nothing made: {err}");
+        err
+    };
+    assert_eq!(
+        refused(&bin, &["--sandbox", "bwrap"]),
+        "crewmux: sandbox `bwrap` cannot start here: bwrap (bubblewrap) is not installed: apt-get install bubblewrap"
+    );
+    // User namespaces off: bwrap's own words.
+    let fake = bin.join("bwrap");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let err = refused(&bin, &["--sandbox", "bwrap"]);
+    assert!(
+        err.contains("`bwrap --ro-bind / / true` failed here (bwrap: setting up uid map: Permission denied): user namespaces"),
+        "{err}"
+    );
+    // No container runtime on this PATH: said, with the way out.
+    let team = format!("[sandbox]\nmode = \"container\"\nimage = \"debian:12\"\n\n{WORKER}");
+    std::fs::write(tmp.team(), team).unwrap();
+    let err = refused(&bin, &[]);
+    assert!(
+        err.starts_with("crewmux: sandbox `container` cannot start here: no container runtime can run here (podman not installed; docker not installed)"),
+        "{err}"
+    );
+}
