@@ -126,6 +126,17 @@ impl Sandbox {
     }
 }
 
+/// The fence `w` of `run` runs in: a worker's own (`flow.sandbox`, set from the team file
+/// or, for an added worker, the run's), and for the checks, critics and fixers that judge
+/// the team's work the run's (`RunState::sandbox`).
+pub fn fence_of<'a>(run: &'a super::RunState, w: &'a super::WorkerState) -> &'a Sandbox {
+    use super::WorkerKind;
+    match w.kind {
+        WorkerKind::Check | WorkerKind::Critic | WorkerKind::Fixer => &run.sandbox,
+        WorkerKind::Worker | WorkerKind::Synthesizer => &w.flow.sandbox,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,19 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::domain::{RunState, Sandbox, SandboxMode, WorkerKind, WorkerState};
+use crate::domain::sandbox::fence_of;
+use crate::domain::{RunState, SandboxMode, WorkerState};
 use crate::error::{Error, Result};
 use crate::providers::Registry;
 use crate::sandbox::Policy;
-
-/// The fence `w` runs in: a worker's own (`flow.sandbox`), and for the checks, critics
-/// and fixers that judge the team's work the run's (`RunState::sandbox`).
-pub(in crate::lead) fn sandbox_of<'a>(state: &'a RunState, w: &'a WorkerState) -> &'a Sandbox {
-    match w.kind {
-        WorkerKind::Check | WorkerKind::Critic | WorkerKind::Fixer => &state.sandbox,
-        WorkerKind::Worker | WorkerKind::Synthesizer => &w.flow.sandbox,
-    }
-}
 
 /// The top of the tree `cwd` lies in (the nearest folder holding a `.git`), else `cwd`:
 /// a worker whose project is a subfolder of its repository still gets its whole worktree.
@@ -44,7 +36,7 @@ pub(super) fn fence_argv(
     registry: &Registry,
     remote: bool,
 ) -> Result<Option<Vec<String>>> {
-    let sandbox = sandbox_of(state, w);
+    let sandbox = fence_of(state, w);
     match sandbox.mode {
         SandboxMode::None => return Ok(None),
         SandboxMode::Container => {
