@@ -97,6 +97,19 @@ pub fn run(args: DispatchArgs) -> Result<i32> {
             w.health = "not-found".into();
         }
     }
+    print_plan(&team, args.json)?;
+    for m in &missing {
+        crate::errln!("crewmux: {}", m.message());
+    }
+    Ok(if missing.is_empty() { 0 } else { 2 })
+}
+
+/// Print the plan (`--json`: one object, with `sandbox_here`: each fence the team uses and
+/// whether it can start here, asked once per mode).
+///
+/// # Errors
+/// The plan does not serialize (a bug).
+fn print_plan(team: &ResolvedTeam, json: bool) -> Result<()> {
     // Each fence the team uses, asked once: can it start here?
     let mut asked: Vec<(crate::domain::SandboxMode, crate::sandbox::Readiness)> = Vec::new();
     let path = std::env::var_os("PATH");
@@ -111,8 +124,8 @@ pub fn run(args: DispatchArgs) -> Result<i32> {
             |(_, r)| r.clone(),
         )
     };
-    if args.json {
-        let mut value = serde_json::to_value(&team).map_err(|e| Error::Other(e.to_string()))?;
+    if json {
+        let mut value = serde_json::to_value(team).map_err(|e| Error::Other(e.to_string()))?;
         let can: serde_json::Map<String, serde_json::Value> = asked
             .iter()
             .map(|(m, r)| {
@@ -131,13 +144,10 @@ pub fn run(args: DispatchArgs) -> Result<i32> {
         let text = serde_json::to_string_pretty(&value).map_err(|e| Error::Other(e.to_string()))?;
         crate::outln!("{text}");
     } else {
-        crate::out!("{}", render(&team));
-        crate::out!("{}", sandbox_lines(&team, &ready));
+        crate::out!("{}", render(team));
+        crate::out!("{}", sandbox_lines(team, &ready));
     }
-    for m in &missing {
-        crate::errln!("crewmux: {}", m.message());
-    }
-    Ok(if missing.is_empty() { 0 } else { 2 })
+    Ok(())
 }
 
 /// The human-readable decision.

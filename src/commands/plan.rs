@@ -166,6 +166,10 @@ fn checked_parallel(parallel: usize) -> Result<usize> {
 /// # Errors
 /// An empty or too long problem, an unknown host, a bad `--parallel`, a refused workspace (`--base`
 /// not a commit, a bare repository: nothing is created), git or I/O.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the checks in the order run makes them, then the run's state field by field"
+)]
 pub fn create_run_with(
     project: &Path,
     opts: &RunOptions,

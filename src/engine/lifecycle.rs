@@ -10,6 +10,10 @@ use crate::domain::{DispatchRecord, ExitSource, RunState, WorkerState, WorkerSta
 
 /// Apply an input that concerns one worker's attempt. Inputs for an attempt that is not
 /// the worker's current one are stale (an old pane, a late marker) and are ignored.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one arm per input a worker's attempt sends"
+)]
 pub(super) fn on_worker_input(
     state: &mut RunState,
     mem: &mut RunMemory,
@@ -51,12 +55,9 @@ pub(super) fn on_worker_input(
             code,
             dir,
         } => {
-            let reason = format!("cannot enter working directory {}", dir.display());
             // The directory is the same for every attempt: a retry cannot help.
-            if current(state, &worker, attempt).is_some_and(|w| w.status.is_live()) {
-                mem.no_retry.insert(worker.clone());
-            }
-            failed_before_agent(state, mem, &worker, attempt, code, reason, fx);
+            let reason = format!("cannot enter working directory {}", dir.display());
+            failed_for_good(state, mem, &worker, attempt, code, reason, fx);
         }
         Input::SandboxFailed {
             worker,
@@ -64,12 +65,9 @@ pub(super) fn on_worker_input(
             code,
             detail,
         } => {
-            let reason = format!("sandbox: {detail}");
             // The same fence on the same host fails the same way: no retry here.
-            if current(state, &worker, attempt).is_some_and(|w| w.status.is_live()) {
-                mem.no_retry.insert(worker.clone());
-            }
-            failed_before_agent(state, mem, &worker, attempt, code, reason, fx);
+            let reason = format!("sandbox: {detail}");
+            failed_for_good(state, mem, &worker, attempt, code, reason, fx);
         }
         Input::SetupFailed {
             worker,
@@ -204,6 +202,23 @@ fn on_launched(
 }
 
 /// The attempt could not be started: it failed (and may be retried).
+/// An attempt that ended before its agent ran, for a reason a retry on this host would
+/// meet again (its working directory, its fence): failed, and not retried.
+fn failed_for_good(
+    state: &mut RunState,
+    mem: &mut RunMemory,
+    worker: &str,
+    attempt: u32,
+    code: i32,
+    reason: String,
+    fx: &mut Effects,
+) {
+    if current(state, worker, attempt).is_some_and(|w| w.status.is_live()) {
+        mem.no_retry.insert(worker.to_string());
+    }
+    failed_before_agent(state, mem, worker, attempt, code, reason, fx);
+}
+
 fn launch_failed(
     state: &mut RunState,
     mem: &mut RunMemory,

@@ -170,39 +170,7 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
         None => String::new(),
     };
     let dir = q(&paths.dir.display().to_string())?;
-    // A fenced agent: bwrap ignores SIGINT and SIGTERM (its first command inside sets
-    // them back for the agent) so that it outlives the agent and passes on its status;
-    // fd 3 says the fence started, bwrap's own stderr goes to a file, the agent's to fd 4.
-    let (exec, fence_fds, fence_check) = match spec.fence {
-        None => ("exec".to_string(), String::new(), String::new()),
-        Some(fence) => {
-            let fence = fence
-                .iter()
-                .map(|a| q(a))
-                .collect::<Result<Vec<_>>>()?
-                .join(" ");
-            (
-                format!("trap '' INT TERM; exec {fence}"),
-                format!(
-                    " 3>\"$dir/{started}\" 4>&2 2>\"$dir/{err}\"",
-                    started = crate::sandbox::STARTED_FILE,
-                    err = crate::sandbox::ERR_FILE
-                ),
-                format!(
-                    "  if [ ! -s \"$dir/{started}\" ]; then\n    \
-                     why=; read -r why < \"$dir/{err}\"\n    \
-                     why=${{why#bwrap: }}\n    \
-                     [ -n \"$why\" ] || why=\"bwrap exited $code before the agent started\"\n    \
-                     printf '%s\\n' \"$why\" > \"$dir/{failed}\"\n  \
-                     fi\n  \
-                     [ -s \"$dir/{err}\" ] && cat \"$dir/{err}\" >&2\n",
-                    started = crate::sandbox::STARTED_FILE,
-                    err = crate::sandbox::ERR_FILE,
-                    failed = crate::sandbox::FAILED_FILE,
-                ),
-            )
-        }
-    };
+    let (exec, fence_fds, fence_check) = fence_parts(spec.fence, &q)?;
     let run_agent = match spec.render {
         None => format!("( {exec} {argv} ){stdin}{fence_fds}\n  code=$?\n{fence_check}"),
         Some(filter) => {
@@ -266,6 +234,52 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
         cwd_code = CWD_FAILED_CODE,
     );
     write_replace(&paths.launch, script.as_bytes())
+}
+
+/// The pieces of the wrapper for a fenced agent (`fence`): how the agent's subshell execs
+/// it, the redirections of the fence's status files, and the check after it that leaves
+/// `sandbox::FAILED_FILE` when the fence never started; all empty (`exec`) without one.
+///
+/// bwrap ignores SIGINT and SIGTERM (its first command inside sets them back for the
+/// agent) so that it outlives the agent and passes on its status; fd 3 says the fence
+/// started, bwrap's own stderr goes to a file, the agent's to fd 4.
+///
+/// # Errors
+/// An argument that cannot be quoted.
+fn fence_parts(
+    fence: Option<&[String]>,
+    q: &dyn Fn(&str) -> Result<String>,
+) -> Result<(String, String, String)> {
+    Ok(match fence {
+        None => ("exec".to_string(), String::new(), String::new()),
+        Some(fence) => {
+            let fence = fence
+                .iter()
+                .map(|a| q(a))
+                .collect::<Result<Vec<_>>>()?
+                .join(" ");
+            (
+                format!("trap '' INT TERM; exec {fence}"),
+                format!(
+                    " 3>\"$dir/{started}\" 4>&2 2>\"$dir/{err}\"",
+                    started = crate::sandbox::STARTED_FILE,
+                    err = crate::sandbox::ERR_FILE
+                ),
+                format!(
+                    "  if [ ! -s \"$dir/{started}\" ]; then\n    \
+                     why=; read -r why < \"$dir/{err}\"\n    \
+                     why=${{why#bwrap: }}\n    \
+                     [ -n \"$why\" ] || why=\"bwrap exited $code before the agent started\"\n    \
+                     printf '%s\\n' \"$why\" > \"$dir/{failed}\"\n  \
+                     fi\n  \
+                     [ -s \"$dir/{err}\" ] && cat \"$dir/{err}\" >&2\n",
+                    started = crate::sandbox::STARTED_FILE,
+                    err = crate::sandbox::ERR_FILE,
+                    failed = crate::sandbox::FAILED_FILE,
+                ),
+            )
+        }
+    })
 }
 
 /// The environment variable every process of an attempt inherits from its wrapper: the

@@ -162,9 +162,10 @@ impl Policy {
         for v in UNSET {
             push(&["--unsetenv", v]);
         }
+        let chdir = self.chdir.display().to_string();
         push(&[
             "--chdir",
-            &work,
+            &chdir,
             "--",
             "/bin/sh",
             "-c",

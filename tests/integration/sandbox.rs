@@ -429,3 +429,59 @@ fn a_fence_the_machine_cannot_give_is_refused_at_the_start_with_the_fix() {
         "{err}"
     );
 }
+
+#[test]
+fn dispatch_and_doctor_say_each_fence_and_whether_it_can_start_here() {
+    let team = format!(
+        "[sandbox]\nmode = \"bwrap\"\nnetwork = \"none\"\n\n{WORKER}\n[[worker]]\nid = \"open\"\nrole = \"backend-engineer\"\nprovider = \"command\"\ncommand = [\"true\"]\nsandbox = {{ mode = \"none\" }}\n"
+    );
+    let tmp = TeamProject::new(&team);
+    let dispatch = |extra: &[&str]| {
+        let out = crewmux()
+            .current_dir(tmp.path())
+            .args(["dispatch", "--team", tmp.team_arg()])
+            .args(extra)
+            .arg("go")
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = dispatch(&[]);
+    let json: serde_json::Value = serde_json::from_str(&dispatch(&["--json"])).unwrap();
+    let bwrap = std::process::Command::new("bwrap")
+        .args(["--ro-bind", "/", "/", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if bwrap {
+        assert!(
+            text.contains("\nsandbox: bwrap, no network (bubblewrap "),
+            "{text}"
+        );
+        assert_eq!(json["sandbox_here"]["bwrap"]["ready"], true, "{json}");
+    } else {
+        assert!(
+            text.contains("\nsandbox: bwrap, no network: cannot start here: "),
+            "{text}"
+        );
+    }
+    assert!(text.contains("\n  open: none\n"), "{text}");
+    assert_eq!(json["workers"][0]["sandbox"]["mode"], "bwrap", "{json}");
+    assert!(json["workers"][1].get("sandbox").is_none(), "{json}");
+
+    let out = crewmux().args(["doctor", "--json"]).output().unwrap();
+    let doctor: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let modes: Vec<&str> = doctor["sandbox"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["mode"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["bwrap", "container"], "{doctor}");
+    assert_eq!(doctor["sandbox"][0]["ready"], bwrap, "{doctor}");
+}

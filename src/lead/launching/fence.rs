@@ -19,8 +19,21 @@ fn tree_of(cwd: &Path) -> PathBuf {
         .to_path_buf()
 }
 
-/// The fence's argv for attempt `w` in `attempt_dir`, starting in `cwd`, whose agent is
-/// `program`; `None` when `w` runs unfenced.
+/// Where an attempt runs, as its fence needs it.
+pub(super) struct At<'a> {
+    /// The attempt's folder where it runs.
+    pub attempt_dir: &'a Path,
+    /// Where the agent starts.
+    pub cwd: &'a Path,
+    /// The agent's program (its argv's first word).
+    pub program: &'a str,
+    /// crewmux itself (the MCP server, `sim`), read-only in the fence.
+    pub self_exe: &'a Path,
+    /// On an SSH host.
+    pub remote: bool,
+}
+
+/// The fence's argv for attempt `w` (`at`); `None` when `w` runs unfenced.
 ///
 /// # Errors
 /// [`Error::Usage`] starting `sandbox: `: a fence this build cannot give on this machine
@@ -29,13 +42,16 @@ fn tree_of(cwd: &Path) -> PathBuf {
 pub(super) fn fence_argv(
     state: &RunState,
     w: &WorkerState,
-    attempt_dir: &Path,
-    cwd: &Path,
-    program: &str,
-    self_exe: &Path,
     registry: &Registry,
-    remote: bool,
+    at: &At<'_>,
 ) -> Result<Option<Vec<String>>> {
+    let At {
+        attempt_dir,
+        cwd,
+        program,
+        self_exe,
+        remote,
+    } = *at;
     let sandbox = fence_of(state, w);
     match sandbox.mode {
         SandboxMode::None => return Ok(None),

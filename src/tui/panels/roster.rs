@@ -46,25 +46,7 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     let with_role = inner_width >= ROLE_MIN_WIDTH;
     let with_note = inner_width >= NOTE_MIN_WIDTH;
     let role_width = run.workers.iter().map(|w| w.role.len()).max().unwrap_or(4) as u16;
-    // Room for the fence's mark after the id, in a run with a fenced worker.
-    let fenced = run
-        .workers
-        .iter()
-        .any(|w| !crate::domain::sandbox::fence_of(run, w).is_none());
-    let id_width = run
-        .workers
-        .iter()
-        .map(|w| {
-            w.id.len()
-                + if fenced {
-                    FENCE_MARK.chars().count()
-                } else {
-                    0
-                }
-        })
-        .max()
-        .unwrap_or(6)
-        .max(6) as u16;
+    let id_width = id_width(run);
 
     // Where each worker runs, in a run that uses an SSH host; narrower where the role
     // (sharing the row's room) would not have its width beside it.
@@ -147,6 +129,26 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     let at = order.iter().position(|&i| i == selected).unwrap_or(0);
     let mut state = TableState::default().with_selected(Some(at));
     frame.render_stateful_widget(table, area, &mut state);
+}
+
+/// The worker column's width: the longest id (at least 6), and room for the fence's mark
+/// after it in a run with a fenced worker.
+fn id_width(run: &RunState) -> u16 {
+    let fenced = run
+        .workers
+        .iter()
+        .any(|w| !crate::domain::sandbox::fence_of(run, w).is_none());
+    let mark = if fenced {
+        FENCE_MARK.chars().count()
+    } else {
+        0
+    };
+    run.workers
+        .iter()
+        .map(|w| w.id.len() + mark)
+        .max()
+        .unwrap_or(6)
+        .max(6) as u16
 }
 
 /// After the id of a worker whose agent runs in a fence (`[sandbox]`, README "Sandbox").
