@@ -485,3 +485,41 @@ fn dispatch_and_doctor_say_each_fence_and_whether_it_can_start_here() {
     assert_eq!(modes, ["bwrap", "container"], "{doctor}");
     assert_eq!(doctor["sandbox"][0]["ready"], bwrap, "{doctor}");
 }
+
+#[test]
+fn a_cancel_reaches_a_fenced_agent_with_its_grace() {
+    if !bwrap_ready("sandbox-cancel") {
+        return;
+    }
+    // As cancel_grace's worker, fenced: bwrap must outlive the SIGTERM and pass on the
+    // handler's own exit, not die with the signal and take the agent with it.
+    let team = "[sandbox]\nmode = \"bwrap\"\n\n[[worker]]\nid = \"slow\"\nrole = \"backend-engineer\"\nprovider = \"command\"\nmax_attempts = 1\ncommand = [\"sh\", \"-c\", \"trap 'echo got TERM; sleep 2; echo handler done; exit 0' TERM; echo ready; while :; do sleep 0.1; done\"]\n";
+    for backend in backends("sandbox-cancel") {
+        let t = TeamProject::new(team);
+        let d = t.path();
+        let child = t.run("wait for the cancel").on(&backend).spawn();
+        wait_running(d, 1);
+        let attempt = only_run_dir(d).join("workers/slow/attempt-1");
+        let log = attempt.join("output.log");
+        assert!(
+            wait_for(
+                || std::fs::read_to_string(&log).is_ok_and(|l| l.contains("ready")),
+                std::time::Duration::from_secs(60)
+            ),
+            "{backend}: the worker never said ready"
+        );
+        let id = run_id(d);
+        let c = run_crewmux(d, backend.socket(), &["cancel", &id, "--grace", "20"]);
+        assert!(c.status.success(), "{backend}: {}", stderr(&c));
+        let out = wait_limited(child, &["run"]);
+        assert_eq!(summary(&out)["status"], "cancelled", "{backend}");
+        let said = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            said.contains("got TERM") && said.contains("handler done"),
+            "{backend}: the TERM handler was cut: {said}"
+        );
+        let exit: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(attempt.join("exit.json")).unwrap()).unwrap();
+        assert_eq!(exit["code"], 0, "{backend}: the handler's own exit: {exit}");
+    }
+}
