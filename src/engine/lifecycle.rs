@@ -230,7 +230,13 @@ fn launch_failed(
     if current(state, worker, attempt).is_none() {
         return;
     }
-    let reason = format!("launch failed: {error}");
+    // A fence this host cannot give (`sandbox: …`) is the same at every attempt.
+    let reason = if error.starts_with("sandbox: ") {
+        mem.no_retry.insert(worker.to_string());
+        error.to_string()
+    } else {
+        format!("launch failed: {error}")
+    };
     let end = Ending::failed(worker, attempt, None, reason, "engine");
     ending::finish(state, mem, end, fx);
 }

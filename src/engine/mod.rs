@@ -21,6 +21,8 @@ mod panes;
 pub mod questions;
 #[cfg(test)]
 mod questions_tests;
+#[cfg(test)]
+mod sandbox_tests;
 mod stages;
 pub mod stall;
 #[cfg(test)]

@@ -94,6 +94,18 @@ pub(super) fn fence_argv(
             .as_ref()
             .map_or_else(|| state.project_dir.clone(), |ws| ws.repo.clone()),
     );
+    // A worker folder that holds a secret (a project in the home folder itself) would
+    // bring it in read-write: refused, not fenced in name only.
+    if let Some(secret) = hidden[..hidden.len() - 1]
+        .iter()
+        .find(|h| h.starts_with(&workdir))
+    {
+        return Err(Error::Usage(format!(
+            "sandbox: the worker's folder {} holds {}: run the project from a folder of its own",
+            workdir.display(),
+            secret.display()
+        )));
+    }
     let mut read_only = crate::sandbox::program_paths(program, path_var.as_deref());
     read_only.push(self_exe.to_path_buf());
     let policy = Policy {
