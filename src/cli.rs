@@ -282,6 +282,20 @@ pub struct RunArgs {
     /// `[sandbox] mode` (README "Sandbox").
     #[arg(long, value_enum, value_name = "MODE")]
     pub sandbox: Option<SandboxArg>,
+    /// Background the workers should know, as its own section of every agent's prompt:
+    /// the text, or `@FILE` for a file's text.
+    #[arg(long, value_name = "TEXT|@FILE")]
+    pub context: Option<String>,
+    /// Files of the project the task is about (paths relative to the project): listed in
+    /// every agent's prompt, with their text as far as the prompt cap allows.
+    #[arg(long, value_name = "PATH,PATH", value_delimiter = ',')]
+    pub files: Vec<PathBuf>,
+    /// What the result should be, as its own section of every agent's prompt.
+    #[arg(long, value_name = "TEXT")]
+    pub expected_outcome: Option<String>,
+    /// Run only these workers of the team; the others are listed `not-run`.
+    #[arg(long, value_name = "ID,ID", value_delimiter = ',')]
+    pub only: Vec<String>,
     /// The problem to work on (`-` reads it from standard input).
     pub problem: String,
 }
@@ -358,17 +372,23 @@ pub struct SteerArgs {
 pub enum SteerCommand {
     /// Add a worker to the run; it joins the current round's work (a finished run reopens).
     Add {
-        /// What the worker should do.
-        task: String,
+        /// What the worker should do (for a `--command` worker: optional, it is told to
+        /// run its command).
+        #[arg(required_unless_present = "command")]
+        task: Option<String>,
         /// Worker id: lowercase letters, digits and `-` [default: the first free `added-N`].
         #[arg(long)]
         id: Option<String>,
         /// The role its prompt is packaged for [default: the team's first worker's that is not a `command` worker, else `sim`].
         #[arg(long)]
         role: Option<String>,
-        /// Provider it runs on [default: the team's first worker's that is not a `command` worker, else `sim`].
+        /// Provider it runs on [default: the team's first worker's that is not a `command` worker, else `sim`; `command` with `--command`].
         #[arg(long)]
         provider: Option<String>,
+        /// Add a `command` worker running this program and its arguments, split as a
+        /// shell splits words (e.g. `--command 'pytest -q'`) but never run through a shell.
+        #[arg(long, value_name = "ARGV")]
+        command: Option<String>,
     },
     /// Start a new attempt of a worker that has ended.
     Retry {
@@ -527,6 +547,10 @@ pub struct MergeArgs {
     /// of it (the workers not in it are named).
     #[arg(long)]
     pub force: bool,
+    /// Push the branch `merge` would take to this git remote, under its own name, for a
+    /// review there, instead of merging it into your branch here.
+    #[arg(long, value_name = "REMOTE", conflicts_with = "squash")]
+    pub push: Option<String>,
 }
 
 #[derive(Debug, Args)]

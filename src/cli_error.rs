@@ -9,6 +9,52 @@
 const PROBLEM_FIX: &str =
     "give the problem as the last argument, in quotes (`-` reads it from standard input)";
 
+/// A command run with nothing after it that needs a subcommand (`crewmux steer`, `crewmux
+/// creds`): clap then prints the command's whole help; this is the one line instead —
+/// `` `crewmux steer` needs one of: add, retry, send (see 'crewmux steer --help') `` — or
+/// `None` for any other report. The help's `Usage:` line names the command, its
+/// `Commands:` list the subcommands (`help` left out).
+fn missing_command(report: &str) -> Option<String> {
+    let mut lines = report.lines();
+    let usage = lines.find_map(|l| l.trim().strip_prefix("Usage:"))?;
+    let words: Vec<&str> = usage
+        .split_whitespace()
+        .take_while(|w| !w.starts_with(['[', '<', '-']))
+        .collect();
+    if !usage.contains("<COMMAND>") || words.is_empty() {
+        return None;
+    }
+    let mut in_list = false;
+    let mut subs = Vec::new();
+    for l in report.lines() {
+        if l.trim() == "Commands:" {
+            in_list = true;
+            continue;
+        }
+        if in_list {
+            // Entries are indented; the list ends at the next heading or a blank line.
+            if !l.starts_with(' ') || l.trim().is_empty() {
+                break;
+            }
+            // A wrapped description continues deeper than the entries' two spaces.
+            if l.starts_with("   ") {
+                continue;
+            }
+            if let Some(name) = l.split_whitespace().next().filter(|n| *n != "help") {
+                subs.push(name);
+            }
+        }
+    }
+    if subs.is_empty() {
+        return None;
+    }
+    let command = words.join(" ");
+    Some(format!(
+        "`{command}` needs one of: {} (see '{command} --help')",
+        subs.join(", ")
+    ))
+}
+
 /// Fold a clap error report (`clap::Error::render().to_string()`, plain text) into one line:
 /// the error and its continuation lines joined by spaces, clap's `tip:` lines after a `;`,
 /// and the usage line turned into `(see '<command> --help')`; a report without a usage line
@@ -16,6 +62,9 @@ const PROBLEM_FIX: &str =
 /// `error: ` is dropped (the binary prefixes `crewmux: `). Never contains a newline.
 #[must_use]
 pub fn one_line(report: &str, fallback_command: &str) -> String {
+    if let Some(line) = missing_command(report) {
+        return line;
+    }
     let mut message: Vec<&str> = Vec::new();
     let mut tips: Vec<&str> = Vec::new();
     let mut command: Option<String> = None;
@@ -88,6 +137,30 @@ pub fn command_of(args: &[String]) -> String {
     match sub {
         Some(name) => format!("crewmux {name}"),
         None => "crewmux".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod missing_tests {
+    use clap::Parser;
+
+    use crate::cli::Cli;
+
+    #[test]
+    fn a_command_given_without_its_subcommand_is_one_line_naming_them() {
+        for (args, said) in [
+            (
+                vec!["crewmux", "steer"],
+                "`crewmux steer` needs one of: add, retry, send (see 'crewmux steer --help')",
+            ),
+            (
+                vec!["crewmux", "creds"],
+                "`crewmux creds` needs one of: add, list, remove, rotate (see 'crewmux creds --help')",
+            ),
+        ] {
+            let err = Cli::try_parse_from(&args).expect_err("a usage error");
+            assert_eq!(super::one_line(&err.render().to_string(), "crewmux"), said);
+        }
     }
 }
 

@@ -72,7 +72,10 @@ pub fn run(all: bool, socket: Option<&str>, project: Option<&Path>) -> Result<i3
             HomeExit::Quit => return Ok(0),
             HomeExit::Open { project, id } => open(&common(&project, &socket), &id),
             HomeExit::Clean { project, id } => clean(&common(&project, &socket), &id),
-            HomeExit::New(form) => new_run(&common(&project, &socket), &form),
+            HomeExit::New(form) => new_run(
+                &common(form.project.as_deref().unwrap_or(&project), &socket),
+                &form,
+            ),
         };
         screen.rows = reload();
         screen.notice = Some(match outcome {
@@ -186,6 +189,12 @@ fn new_run(common: &CommonArgs, form: &NewRun) -> Result<String> {
     }
     if !form.hosts.is_empty() {
         argv.extend(["--hosts".into(), form.hosts.join(",")]);
+    }
+    if let Some(base) = &form.base {
+        argv.extend(["--base".into(), base.clone()]);
+    }
+    if form.include_uncommitted {
+        argv.push("--include-uncommitted".into());
     }
     argv.push("--".into());
     argv.push(form.problem.clone());

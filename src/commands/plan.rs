@@ -22,12 +22,20 @@ pub fn project_dir(arg: Option<&Path>) -> Result<PathBuf> {
         Some(p) => p.to_path_buf(),
         None => std::env::current_dir().on("the current directory")?,
     };
-    dir.canonicalize().map_err(|_| no_project(&dir))
+    match dir.canonicalize() {
+        Ok(d) if d.is_dir() => Ok(d),
+        _ => Err(no_project(&dir)),
+    }
 }
 
 fn no_project(dir: &Path) -> Error {
+    let what = if dir.exists() {
+        "a file, not a directory"
+    } else {
+        "no such directory"
+    };
     Error::Usage(format!(
-        "--project {}: no such directory; give an existing project folder",
+        "--project {}: {what}; give an existing project folder",
         dir.display()
     ))
 }
@@ -103,6 +111,18 @@ pub struct NewRun<'a> {
     pub workspace: &'a crate::workspace::WorkspaceOptions,
     /// The id and folder [`Planning`](super::planning::Planning) made for the run, if any.
     pub early: Option<&'a super::planning::Planning>,
+    /// `--provider` and `--hosts` as asked, kept in `manifest.json` so the home screen's
+    /// "run again" can ask the same (`crate::tui::home::origin`).
+    pub asked: Asked<'a>,
+    /// `--context`, `--files`, `--expected-outcome`, checked ([`super::run::run_inputs`]).
+    pub inputs: &'a crate::domain::RunInputs,
+}
+
+/// The flags of `run` that the resolved team does not show as they were asked.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Asked<'a> {
+    pub provider: Option<&'a str>,
+    pub hosts: &'a [String],
 }
 
 /// A worker as the run's input checks see it: its id, its own workspace mode and its SSH
@@ -137,6 +157,8 @@ pub fn create_run(
             clarify,
             workspace: &crate::workspace::WorkspaceOptions::default(),
             early: None,
+            asked: Asked::default(),
+            inputs: &crate::domain::RunInputs::default(),
         },
     )
 }
@@ -182,6 +204,8 @@ pub fn create_run_with(
         clarify,
         workspace: ws_opts,
         early,
+        asked,
+        inputs,
     } = *how;
     let problem = checked_problem(problem)?;
     if team.workers.is_empty() {
@@ -201,11 +225,7 @@ pub fn create_run_with(
     let hosts = hosts_of(project, &team.source, &placed, backend)?;
     // With `--hosts`, each host runs its own share at once and the run all of them.
     let parallel = team.at_once();
-    let workers = team
-        .workers
-        .iter()
-        .map(|w| w.to_worker_state(Stage::TeamExec))
-        .collect();
+    let workers = worker_states(team);
     let mut planned = plan_workspace(project, &team.workspace, &placed, ws_opts)?;
     hosts_file_warning(project, &hosts, &mut planned.notices);
     let helpers = helpers_of(project, team, &hosts)?;
@@ -258,6 +278,7 @@ pub fn create_run_with(
         routing: crate::team::routing::run_routing(team),
         hosts_not_answering: Default::default(),
         inbox_read: Some(0),
+        inputs: inputs.clone(),
         clarification: ClarificationState::default(),
         clarify: clarify && team.clarify,
         checks: team.checks.clone(),
@@ -268,11 +289,54 @@ pub fn create_run_with(
         created_at: now,
         updated_at: now,
     };
+    write_manifest(&store, &state, team, asked)?;
+    store.save_state(&state)?;
+    Ok((store, state))
+}
+
+/// The run's workers as first saved: the team's, then those `--only` left out, `not-run`.
+fn worker_states(team: &ResolvedTeam) -> Vec<crate::domain::WorkerState> {
+    let mut workers: Vec<crate::domain::WorkerState> = team
+        .workers
+        .iter()
+        .map(|w| w.to_worker_state(Stage::TeamExec))
+        .collect();
+    // `--only` left these out: listed, never started.
+    workers.extend(team.not_run.iter().map(|(id, role)| {
+        let mut w = crate::engine::stages_public::blank_worker(
+            id.clone(),
+            role.clone(),
+            "-".into(),
+            crate::domain::WorkerKind::Worker,
+            Stage::TeamExec,
+            0,
+        );
+        w.status = crate::domain::WorkerStatus::NotRun;
+        w.reason = Some(crate::domain::NOT_IN_ONLY.into());
+        w
+    }));
+    workers
+}
+
+/// `manifest.json`: the resolved team, the flags it does not show as asked, and the
+/// workspace's base and branches.
+///
+/// # Errors
+/// The file cannot be written.
+fn write_manifest(
+    store: &RunStore,
+    state: &RunState,
+    team: &ResolvedTeam,
+    asked: Asked<'_>,
+) -> Result<()> {
+    let workspace = &state.workspace;
     store.write_manifest(&serde_json::json!({
         "schema_version": SCHEMA_VERSION,
-        "run_id": run_id,
-        "problem_bytes": problem.len(),
+        "run_id": state.run_id,
+        "problem_bytes": state.problem.len(),
         "team": team,
+        "provider": asked.provider,
+        "hosts": asked.hosts,
         "workspace": workspace.as_ref().map(|w| serde_json::json!({
             "base": w.base,
             "base_ref": w.base_ref,
@@ -280,9 +344,7 @@ pub fn create_run_with(
             "root": w.root,
             "branches": w.workers.values().map(|x| &x.branch).collect::<Vec<_>>(),
         })),
-    }))?;
-    store.save_state(&state)?;
-    Ok((store, state))
+    }))
 }
 
 /// `--hosts`: each listed host that got no worker, and why (what dispatch shows), as a

@@ -71,8 +71,10 @@ pub fn run(args: RunArgs) -> Result<i32> {
     };
     opts.hosts = args.hosts.clone();
     opts.sandbox = args.sandbox.map(Into::into);
+    opts.only = args.only.clone();
     // Bad input is refused before anything is printed or made; then the run's folder and
     // id come first, before routing probes the agent CLIs (seconds).
+    let inputs = run_inputs(&args, &project)?;
     let checked = check(&opts)?;
     let backend = choose_backend(args.options.backend)?;
     let ws_opts = crate::workspace::WorkspaceOptions {
@@ -93,6 +95,11 @@ pub fn run(args: RunArgs) -> Result<i32> {
             clarify: !args.no_clarify,
             workspace: &ws_opts,
             early: Some(&planning),
+            asked: super::plan::Asked {
+                provider: args.provider.as_deref(),
+                hosts: &opts.hosts,
+            },
+            inputs: &inputs,
         },
     )?;
     planning.done()?;
@@ -103,6 +110,74 @@ pub fn run(args: RunArgs) -> Result<i32> {
         args.prompt_max_chars as usize,
     );
     ran.inspect_err(|e| super::planning::not_started(&store, e))
+}
+
+/// `--context`, `--files` and `--expected-outcome`, checked: `--context @FILE` read (a
+/// path relative to the current directory), each `--files` path a file inside `project`
+/// (kept relative to it).
+///
+/// # Errors
+/// [`Error::Usage`] (exit 2), one line naming the flag and value: an empty text, a
+/// `@FILE` that cannot be read, a path that is not a file of the project.
+pub fn run_inputs(args: &RunArgs, project: &std::path::Path) -> Result<crate::domain::RunInputs> {
+    let text = |flag: &str, v: &Option<String>| -> Result<Option<String>> {
+        match v {
+            Some(t) if t.trim().is_empty() => Err(Error::Usage(format!(
+                "{flag}: the text is empty: say it, or leave {flag} out"
+            ))),
+            other => Ok(other.clone()),
+        }
+    };
+    let context = match text("--context", &args.context)? {
+        Some(t) => match t.strip_prefix('@') {
+            Some(file) => {
+                let read = std::fs::read_to_string(file).map_err(|e| {
+                    Error::Usage(format!(
+                        "--context @{file}: cannot read it ({e}): give a readable text file, or the text itself"
+                    ))
+                })?;
+                if read.trim().is_empty() {
+                    return Err(Error::Usage(format!(
+                        "--context @{file}: the file is empty"
+                    )));
+                }
+                Some(read)
+            }
+            None => Some(t),
+        },
+        None => None,
+    };
+    let root = project
+        .canonicalize()
+        .unwrap_or_else(|_| project.to_path_buf());
+    let mut files = Vec::new();
+    for f in &args.files {
+        let full = if f.is_absolute() {
+            f.clone()
+        } else {
+            project.join(f)
+        };
+        let inside = full
+            .canonicalize()
+            .ok()
+            .filter(|c| c.is_file())
+            .and_then(|c| c.strip_prefix(&root).ok().map(std::path::Path::to_path_buf));
+        match inside {
+            Some(rel) => files.push(rel),
+            None => {
+                return Err(Error::Usage(format!(
+                "--files {}: not a file of the project {}: give paths of its files, relative to it",
+                f.display(),
+                project.display()
+            )))
+            }
+        }
+    }
+    Ok(crate::domain::RunInputs {
+        context,
+        files,
+        expected_outcome: text("--expected-outcome", &args.expected_outcome)?,
+    })
 }
 
 /// `crewmux demo`: the `crazy` team on the bundled problem with the simulated agent, each

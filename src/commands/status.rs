@@ -207,8 +207,14 @@ pub fn status_text_with(state: &RunState, driven: bool, down: &BTreeSet<String>)
             ));
         }
         if let Some(q) = &w.question {
+            // The time it still waits and what happens then, as the dashboard says it.
+            let wait = w
+                .pending
+                .as_ref()
+                .map(|p| format!("  {}\n", p.wait_line(chrono::Utc::now())))
+                .unwrap_or_default();
             s.push_str(&format!(
-                "  asks: {q}\n  answer: crewmux answer {} --worker {} \"<text>\"\n",
+                "  asks: {q}\n{wait}  answer: crewmux answer {} --worker {} \"<text>\"\n",
                 state.run_id, w.id
             ));
         }

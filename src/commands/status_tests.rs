@@ -133,3 +133,31 @@ fn a_run_nobody_drives_ignores_what_a_driver_before_kept_and_uses_what_status_fo
         ["box".to_string()].into()
     );
 }
+
+#[test]
+fn a_waiting_worker_says_how_long_its_question_still_waits_and_what_then() {
+    let mut run = crate::tui::fixtures::crazy_run();
+    let w = run
+        .workers
+        .iter_mut()
+        .find(|w| w.status == crate::domain::WorkerStatus::Waiting)
+        .unwrap();
+    let id = w.id.clone();
+    w.pending = Some(crate::domain::clarification::PendingQuestion {
+        tool_call: Some("call-1".into()),
+        default: Some("react-datepicker".into()),
+        deadline: Some(chrono::Utc::now() + chrono::Duration::seconds(125)),
+        ..Default::default()
+    });
+    let text = super::status_text(&run, true);
+    let asks = text
+        .lines()
+        .skip_while(|l| !l.starts_with("  asks: "))
+        .nth(1);
+    let wait = asks.unwrap_or_else(|| panic!("no line after asks: {text}"));
+    assert!(
+        (wait.starts_with("  2:05 left") || wait.starts_with("  2:04 left"))
+            && wait.ends_with("then the default applies: react-datepicker"),
+        "{id}: {wait}\n{text}"
+    );
+}

@@ -28,10 +28,17 @@ pub fn run(args: SteerArgs) -> Result<i32> {
     let project = project_dir(args.common.project.as_deref())?;
     let store = RunStore::open(&project, Some(&args.run))?;
     let state = store.load_state()?;
-    let steer = request(&state, &project, &args.what)?;
+    let mut steer = request(&state, &project, &args.what)?;
     check(&state, &steer).map_err(Error::Usage)?;
-    let what = describe(&steer);
-    if store.is_driven()? {
+    let driven = store.is_driven()?;
+    if let Steer::AddWorker { id, .. } = &mut steer {
+        // Changed here and now when no process drives the run: its id is known.
+        if id.is_empty() && !driven {
+            *id = next_added_id(&state);
+        }
+    }
+    let what = steer.describe();
+    if driven {
         store.send_command(&InboxCommand::Steer(steer))?;
         crate::errln!(
             "crewmux: {what}: sent to the process driving run {}",
@@ -72,6 +79,7 @@ fn request(state: &RunState, project: &Path, what: &SteerCommand) -> Result<Stee
             id,
             role,
             provider,
+            command,
         } => {
             let first = state.workers.iter().find(|w| w.kind == WorkerKind::Worker);
             let role = role
@@ -79,15 +87,40 @@ fn request(state: &RunState, project: &Path, what: &SteerCommand) -> Result<Stee
                 .or_else(|| first.map(|w| w.role.clone()))
                 .unwrap_or_else(|| "backend-engineer".into());
             known_role(&role)?;
-            let provider = provider
-                .clone()
-                .unwrap_or_else(|| crate::engine::steer::default_added_provider(state));
-            known_provider(&provider, project)?;
+            let command = command
+                .as_deref()
+                .map(|c| {
+                    crate::team::programs::argv_of(c, project)
+                        .map_err(|e| Error::Usage(format!("--command: {e}")))
+                })
+                .transpose()?;
+            let provider = match (provider, &command) {
+                (Some(p), Some(_)) if p != "command" => {
+                    return Err(Error::Usage(format!(
+                        "--provider {p} with --command: a command worker's provider is `command`; drop one of them"
+                    )))
+                }
+                (Some(p), None) if p == "command" => {
+                    return Err(Error::Usage(
+                        "--provider command: give its program with --command 'PROGRAM ARGS…'"
+                            .into(),
+                    ))
+                }
+                (_, Some(_)) => "command".to_string(),
+                (Some(p), None) => p.clone(),
+                (None, None) => crate::engine::steer::default_added_provider(state),
+            };
+            if command.is_none() {
+                known_provider(&provider, project)?;
+            }
             Steer::AddWorker {
-                id: id.clone().unwrap_or_else(|| next_added_id(state)),
+                // No id: the first free `added-N` when the run adds it (two adds sent at
+                // once are two workers).
+                id: id.clone().unwrap_or_default(),
                 role,
                 provider,
-                task: task.clone(),
+                task: task.clone().unwrap_or_default(),
+                command,
             }
         }
         SteerCommand::Retry {
@@ -153,31 +186,27 @@ fn known_provider(provider: &str, project: &Path) -> Result<()> {
     )))
 }
 
-/// The request in a few words for the person.
-fn describe(steer: &Steer) -> String {
-    match steer {
-        Steer::AddWorker {
-            id, role, provider, ..
-        } => format!("add worker {id} ({role} on {provider})"),
-        Steer::Retry { worker, task: None } => format!("retry {worker}"),
-        Steer::Retry {
-            worker,
-            task: Some(_),
-        } => format!("retry {worker} with a new task"),
-        Steer::SendText { worker, text } => format!("send {} bytes to {worker}", text.len()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn add(provider: Option<&str>) -> SteerCommand {
         SteerCommand::Add {
-            task: "task".into(),
+            task: Some("task".into()),
             id: None,
             role: Some("backend-engineer".into()),
             provider: provider.map(str::to_string),
+            command: None,
+        }
+    }
+
+    fn add_command(line: &str, provider: Option<&str>) -> SteerCommand {
+        SteerCommand::Add {
+            task: None,
+            id: Some("tests".into()),
+            role: Some("testing-engineer".into()),
+            provider: provider.map(str::to_string),
+            command: Some(line.into()),
         }
     }
 
@@ -197,6 +226,39 @@ mod tests {
             assert_eq!(provider, "sim", "{asked:?}");
         }
         let err = request(&run, project.path(), &add(Some("command"))).unwrap_err();
-        assert!(err.to_string().contains("sim"), "{err}");
+        assert!(err.to_string().contains("--command 'PROGRAM ARGS"), "{err}");
+    }
+
+    #[test]
+    fn a_command_worker_is_added_with_its_argv_split_as_a_shell_would() {
+        let project = tempfile::tempdir().unwrap();
+        let mut run = crate::tui::fixtures::crazy_run();
+        for w in &mut run.workers {
+            w.provider = "command".into();
+        }
+        let asked = add_command("sh -c 'echo one two'", None);
+        let Steer::AddWorker {
+            provider, command, ..
+        } = request(&run, project.path(), &asked).unwrap()
+        else {
+            panic!("not an add")
+        };
+        assert_eq!(provider, "command");
+        assert_eq!(
+            command.unwrap(),
+            ["sh".to_string(), "-c".into(), "echo one two".into()]
+        );
+        for (line, provider, said) in [
+            (
+                "nosuch-program-xyz -q",
+                None,
+                "`nosuch-program-xyz` not found on PATH",
+            ),
+            ("sh -c 'open", None, "a quote is left open"),
+            ("sh", Some("codex"), "--provider codex with --command"),
+        ] {
+            let err = request(&run, project.path(), &add_command(line, provider)).unwrap_err();
+            assert!(err.to_string().contains(said), "{line}: {err}");
+        }
     }
 }

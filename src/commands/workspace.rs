@@ -26,7 +26,8 @@ fn load(common: &crate::cli::CommonArgs, run: Option<&str>) -> Result<(RunState,
 
 /// `crewmux merge`: bring the integration branch (or one worker's) into the user's branch
 /// ([`crate::workspace::take::take`]: its refusals are one line, exit 2), and record it so
-/// `crewmux clean` knows the run was taken, squash merges included.
+/// `crewmux clean` knows the run was taken, squash merges included; with `--push REMOTE`,
+/// push that branch there instead ([`crate::workspace::take::push`]).
 ///
 /// # Errors
 /// [`Error::Usage`] (exit 2): no such run or worker, or a refusal of
@@ -46,6 +47,12 @@ pub fn merge(args: MergeArgs) -> Result<i32> {
         force: args.force,
         dry_run: args.dry_run,
     };
+    if let Some(remote) = &args.push {
+        for line in crate::workspace::take::push(&state, remote, &opts)? {
+            crate::outln!("{line}");
+        }
+        return Ok(0);
+    }
     let waiting = &mut |line: String| crate::errln!("crewmux: {line}");
     for line in take_with(&state, store.dir(), &opts, waiting)?.lines() {
         crate::outln!("{line}");

@@ -76,6 +76,12 @@ pub struct WorkerResult {
     pub result_text: Option<String>,
     /// Required artifacts (relative to the attempt directory) that do not exist.
     pub required_artifacts_missing: Vec<String>,
+    /// A `command` worker (a program, not an agent): its exit code is its evidence, so the
+    /// rules that judge an agent's prose (an empty or short result, no evidence cited, no
+    /// key term, a success claim) do not apply to it; many tools print nothing on success.
+    pub command: bool,
+    /// `not-run` because the person left it out (`--only`): not a gap in the work.
+    pub left_out: bool,
 }
 
 /// What the council's deterministic critics read.
@@ -139,6 +145,12 @@ pub fn skeptic(input: &CouncilInput<'_>) -> CriticVerdict {
             continue;
         }
         if w.status != WorkerStatus::Completed {
+            continue;
+        }
+        if w.command {
+            // Exit 0 of a program is what it has to show.
+            judged += 1;
+            with_evidence += 1;
             continue;
         }
         let text = w.result_text.as_deref().unwrap_or("").trim();
@@ -298,7 +310,7 @@ pub fn evidence_completeness(input: &CouncilInput<'_>) -> CriticVerdict {
                 exit_suffix(w)
             ));
         }
-        if w.status == WorkerStatus::NotRun {
+        if w.status == WorkerStatus::NotRun && !w.left_out {
             warns.push(format!("{}: did not run", w.id));
         }
         if w.status == WorkerStatus::Skipped {
@@ -311,7 +323,7 @@ pub fn evidence_completeness(input: &CouncilInput<'_>) -> CriticVerdict {
         for artifact in &w.required_artifacts_missing {
             fails.push(format!("{}: required artifact {artifact} is missing", w.id));
         }
-        if w.status == WorkerStatus::Completed {
+        if w.status == WorkerStatus::Completed && !w.command {
             match w.result_text.as_deref().map(str::trim) {
                 None | Some("") => fails.push(format!("{}: result file is empty", w.id)),
                 Some(text) if !evidence::scan(text).any() => warns.push(format!(

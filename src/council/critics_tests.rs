@@ -39,6 +39,8 @@ fn worker(id: &str, status: WorkerStatus, result: Option<&str>) -> WorkerResult 
         },
         result_text: result.map(str::to_string),
         required_artifacts_missing: Vec::new(),
+        command: false,
+        left_out: false,
     }
 }
 
@@ -311,4 +313,28 @@ fn key_terms_skip_short_and_function_words() {
         vec!["panic", "config", "parser", "input", "empty"]
     );
     assert!(key_terms("修复它").is_empty());
+}
+
+#[test]
+fn a_command_that_succeeds_in_silence_passes_and_a_worker_left_out_by_only_is_no_gap() {
+    let mut edit = worker("edit", WorkerStatus::Completed, Some(""));
+    edit.command = true;
+    let mut docs = worker("docs", WorkerStatus::NotRun, None);
+    docs.left_out = true;
+    let workers = [edit, docs];
+    let input = CouncilInput {
+        problem: "Swap the operands of add in calc.py",
+        workers: &workers,
+        path_exists: &|_| true,
+    };
+    for v in run_critics(&input) {
+        assert_eq!(v.verdict, Verdict::Pass, "{}: {:?}", v.critic, v.findings);
+    }
+    // An agent's empty result still fails.
+    let agent = [worker("agent", WorkerStatus::Completed, Some(""))];
+    let input = CouncilInput {
+        workers: &agent,
+        ..input
+    };
+    assert_eq!(skeptic(&input).verdict, Verdict::Fail);
 }

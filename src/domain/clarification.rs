@@ -132,6 +132,39 @@ pub struct PendingQuestion {
     pub approval: Option<Approval>,
 }
 
+impl PendingQuestion {
+    /// How long the question still waits as of `now` and what happens then, as the
+    /// clarification panel and `crewmux status` say it: `1:01 left · then the default
+    /// applies: yes`, `default yes · no time limit`, `no time limit`. The agent's own wait
+    /// ([`PendingQuestion::agent_goes_on_at`]), when shorter, is the one counted.
+    pub fn wait_line(&self, now: DateTime<Utc>) -> String {
+        let agent_first = self
+            .agent_goes_on_at
+            .filter(|a| self.deadline.is_none_or(|d| *a <= d));
+        let left = agent_first.or(self.deadline).map(|d| {
+            let s = (d - now).num_seconds().max(0);
+            format!("{}:{:02}", s / 60, s % 60)
+        });
+        let then = match (&self.tool_call, &self.approval, &self.default) {
+            (Some(_), Some(_), _) => "then it is denied".to_string(),
+            (Some(_), None, Some(d)) => format!("then the default applies: {d}"),
+            (Some(_), None, None) => "then the agent decides alone (no default)".to_string(),
+            (None, _, Some(d)) if agent_first.is_some() => {
+                format!("then the agent takes its default: {d}")
+            }
+            (None, _, None) if agent_first.is_some() => {
+                "then the agent goes on with no answer".to_string()
+            }
+            (None, _, _) => "then the attempt ends unanswered".to_string(),
+        };
+        match (left, &self.default) {
+            (Some(left), _) => format!("{left} left · {then}"),
+            (None, Some(d)) => format!("default {d} · no time limit"),
+            (None, None) => "no time limit".to_string(),
+        }
+    }
+}
+
 /// An action an agent CLI asks the person to allow (Claude Code's `--permission-prompt-tool`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Approval {

@@ -64,6 +64,31 @@ pub struct FlowState {
     /// (saved, so a reattached run ends a stalled worker on time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stall: Option<StallWindow>,
+    /// `resume = false` in the team file: every attempt starts a new conversation.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_resume: bool,
+    /// The agent CLI's conversation of the worker's last attempt that named one: its next
+    /// attempt on the same provider and host continues it (docs/design.md "Conversations
+    /// that continue").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<AgentSession>,
+    /// The current attempt continues `session` (the roster marks it `resumed`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resumed: bool,
+}
+
+/// An agent CLI's own conversation id (Claude Code's `session_id`, Codex's thread id,
+/// Gemini CLI's session id: `providers::output::session_id`) and where it was made: a
+/// session lives in that CLI's files on that machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentSession {
+    pub provider: String,
+    pub id: String,
+    /// The SSH host the attempt ran on; `None`: this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The attempt that made (or last continued) it.
+    pub attempt: u32,
 }
 
 /// Output made only of stall lines: since when, and the last such line.

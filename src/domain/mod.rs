@@ -6,6 +6,7 @@ pub mod council;
 pub mod event;
 pub mod exit;
 pub mod flow;
+pub mod inputs;
 pub mod run;
 pub mod sandbox;
 pub mod socket;
@@ -18,12 +19,15 @@ pub use clarification::{ClarificationGate, ClarificationState};
 pub use council::{council_status, Council, CouncilStatus, CriticVerdict, Verdict};
 pub use event::EventKind;
 pub use exit::{ExitKind, ExitMeaning, ExitSaid, Fallback, RunRouting, StalledProvider};
-pub use flow::{FlowState, StallWindow, UpstreamPolicy};
+pub use flow::{AgentSession, FlowState, StallWindow, UpstreamPolicy};
+pub use inputs::RunInputs;
 pub use run::{BackendKind, RunEvent, RunState, RunStatus, LOCAL_HOST, SCHEMA_VERSION};
 pub use sandbox::{Sandbox, SandboxMode, SandboxNetwork, SandboxSpec};
 pub use stage::Stage;
 pub use team::{AgentSpec, CheckSpec, CriticSpec, TeamSpec, WorkerSpec};
-pub use worker::{pane_label, DispatchRecord, ExitSource, WorkerKind, WorkerState, WorkerStatus};
+pub use worker::{
+    pane_label, DispatchRecord, ExitSource, WorkerKind, WorkerState, WorkerStatus, NOT_IN_ONLY,
+};
 pub use workspace::{
     DiffStat, Integration, MergeConflict, RunWorkspace, UpstreamMerges, WorkerWorkspace,
     WorkspaceMode, WorkspaceSpec,

@@ -143,6 +143,9 @@ pub struct RunState {
     /// inbox's end, as those did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inbox_read: Option<u64>,
+    /// `--context`, `--files`, `--expected-outcome` (sections of every agent's prompt).
+    #[serde(default, skip_serializing_if = "super::RunInputs::is_empty")]
+    pub inputs: super::RunInputs,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }

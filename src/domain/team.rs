@@ -64,6 +64,11 @@ pub struct TeamSpec {
     /// worker's own fields win. Default: no fence.
     #[serde(default)]
     pub sandbox: Option<super::SandboxSpec>,
+    /// `resume = false`: a worker's next attempt (a retry, a fix round, an edited task)
+    /// starts a new conversation instead of continuing its agent CLI's session; default:
+    /// continue where the provider can (`resume_args` in providers.toml). A worker's own wins.
+    #[serde(default)]
+    pub resume: Option<bool>,
 }
 
 /// One `[[critic]]`: an agent that reviews the team's results; its verdict is the last
@@ -187,6 +192,10 @@ pub struct WorkerSpec {
     /// wins over the team's `[sandbox]`.
     #[serde(default)]
     pub sandbox: Option<super::SandboxSpec>,
+    /// `resume = false`: this worker's attempts never continue a conversation (see
+    /// `TeamSpec::resume`); default: the team's.
+    #[serde(default)]
+    pub resume: Option<bool>,
 }
 
 /// One `[[check]]`: a council check command; exit 0 → pass, else fail.

@@ -31,6 +31,9 @@ pub enum WorkerStatus {
     Skipped,
 }
 
+/// The reason of a worker `crewmux run --only` left out (`not-run`).
+pub const NOT_IN_ONLY: &str = "not in --only";
+
 impl WorkerStatus {
     /// True once the worker will not change again without a new attempt.
     pub fn is_terminal(self) -> bool {
@@ -218,6 +221,13 @@ pub struct DispatchRecord {
     /// lost; `None` for every other attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moved_from: Option<String>,
+    /// The agent CLI's own id of this attempt's conversation, as its output named it
+    /// (`providers::output::session_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// This attempt continued that conversation of an earlier attempt (its CLI's resume).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<String>,
 }
 
 impl WorkerState {

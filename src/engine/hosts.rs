@@ -330,6 +330,8 @@ mod tests {
             host: Some("box".into()),
             left_on_host: false,
             moved_from: None,
+            session: None,
+            resumed: None,
         };
         for (i, status) in [WorkerStatus::Running, WorkerStatus::Completed]
             .into_iter()

@@ -70,6 +70,7 @@ pub(super) fn run(fixer: bool) -> RunState {
         routing: Default::default(),
         hosts_not_answering: Default::default(),
         inbox_read: None,
+        inputs: Default::default(),
         clarification: ClarificationState::default(),
         clarify: false,
         checks: vec![CheckSpec {

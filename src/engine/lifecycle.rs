@@ -160,6 +160,13 @@ fn on_launched(
     w.pid = launch.pid;
     w.started_at = Some(fx.now);
     w.reason = None;
+    // The lead marked a launch that continues the worker's conversation.
+    let resumed = w
+        .flow
+        .session
+        .as_ref()
+        .filter(|_| w.flow.resumed)
+        .map(|s| s.id.clone());
     mem.last_output.insert(worker.to_string(), fx.now);
     let where_ = launch
         .pane_id
@@ -189,6 +196,8 @@ fn on_launched(
         host,
         left_on_host: false,
         moved_from: moved_from.clone(),
+        session: None,
+        resumed: resumed.clone(),
     });
     let moved_note = moved_from
         .map(|lost| format!(" on {} ({lost} lost)", crate::domain::LOCAL_HOST))
@@ -197,8 +206,36 @@ fn on_launched(
         EventKind::WorkerStarted,
         Some((worker, attempt)),
         "engine",
-        format!("attempt {attempt} running in {where_}{moved_note}{label_note}"),
+        format!(
+            "attempt {attempt} running in {where_}{moved_note}{label_note}{}",
+            resumed
+                .as_deref()
+                .map(|id| format!(", resuming conversation {id}"))
+                .unwrap_or_default()
+        ),
     );
+}
+
+/// Keep the conversation attempt `attempt` of `worker` had: in its dispatch record, and as
+/// the one the worker's next attempt continues (`crate::lead::launching` decides whether it
+/// can: same provider and host, `resume` not turned off, the provider has `resume_args`).
+pub(super) fn on_session(state: &mut RunState, worker: &str, attempt: u32, id: String) {
+    if let Some(d) = state
+        .dispatches
+        .iter_mut()
+        .rev()
+        .find(|d| d.worker_id == worker && d.attempt == attempt)
+    {
+        d.session = Some(id.clone());
+    }
+    if let Some(w) = state.worker_mut(worker).filter(|w| w.attempt == attempt) {
+        w.flow.session = Some(crate::domain::AgentSession {
+            provider: w.provider.clone(),
+            id,
+            host: w.host.clone(),
+            attempt,
+        });
+    }
 }
 
 /// The attempt could not be started: it failed (and may be retried).

@@ -130,6 +130,13 @@ pub enum Input {
         /// record has no time (or there is none), and the time it was noticed counts.
         ended_at: Option<chrono::DateTime<chrono::Utc>>,
     },
+    /// The agent CLI named its conversation `id` in an attempt's output (sent before the
+    /// attempt's end): kept in its dispatch record and for the worker's next attempt.
+    Session {
+        worker: String,
+        attempt: u32,
+        id: String,
+    },
     /// The pane or process is gone and no exit code can be found.
     Vanished {
         worker: String,
@@ -384,6 +391,11 @@ pub fn update(
             hosts::on_host_lost(state, mem, &host, &detail, &mut fx);
             stages::advance(state, mem, &mut fx);
         }
+        Input::Session {
+            worker,
+            attempt,
+            id,
+        } => lifecycle::on_session(state, &worker, attempt, id),
         other => {
             if let Input::Output { worker, .. } = &other {
                 stall::on_output(state, worker);

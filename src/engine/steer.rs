@@ -26,12 +26,16 @@ use crate::domain::{
 #[serde(tag = "steer", rename_all = "kebab-case")]
 pub enum Steer {
     /// Add a worker: `id` (lowercase letters, digits and `-`, unused in the run), the role
-    /// its prompt is packaged for, its provider and its task.
+    /// its prompt is packaged for, its provider and its task. A `command` worker has its
+    /// argv in `command` (as a team file's `command = [...]`; never run through a shell)
+    /// and may leave `task` empty (it is then told to run that command).
     AddWorker {
         id: String,
         role: String,
         provider: String,
         task: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command: Option<Vec<String>>,
     },
     /// Start a new attempt of a worker that has ended; `task` (when given) replaces what
     /// it was told.
@@ -45,19 +49,43 @@ pub enum Steer {
     SendText { worker: String, text: String },
 }
 
-/// Why `steer` does not apply to `state` now, as one line for the person; `Ok` when it does.
+impl Steer {
+    /// The request in a few words: `add worker tests (reviewer on codex)`, `add a worker`
+    /// (its id chosen when it is added), `retry w`, `send 12 bytes to w`.
+    pub fn describe(&self) -> String {
+        match self {
+            Steer::AddWorker {
+                id, role, provider, ..
+            } if id.is_empty() => format!("add a worker ({role} on {provider})"),
+            Steer::AddWorker {
+                id, role, provider, ..
+            } => format!("add worker {id} ({role} on {provider})"),
+            Steer::Retry { worker, task: None } => format!("retry {worker}"),
+            Steer::Retry { worker, .. } => format!("retry {worker} with a new task"),
+            Steer::SendText { worker, text } => {
+                format!("send {} bytes to {worker}", text.len())
+            }
+        }
+    }
+}
+
+/// Why `steer` does not apply to `state` now, as one line for the person; `Ok` when it
+/// does. An added worker's empty id is one the engine chooses when it adds it.
 ///
 /// # Errors
 /// The message names the worker or value and what to do instead.
 pub fn check(state: &RunState, steer: &Steer) -> Result<(), String> {
     match steer {
         Steer::AddWorker {
-            id, provider, task, ..
+            id,
+            provider,
+            task,
+            command,
+            ..
         } => {
-            if id.is_empty()
-                || !id
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            if !id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
             {
                 return Err(format!(
                     "worker id `{id}`: use lowercase letters, digits and `-`"
@@ -69,7 +97,18 @@ pub fn check(state: &RunState, steer: &Steer) -> Result<(), String> {
             if provider.trim().is_empty() {
                 return Err(format!("worker `{id}` needs a provider"));
             }
-            if task.trim().is_empty() {
+            let argv = command.as_deref().unwrap_or_default();
+            if provider == "command" && argv.first().is_none_or(|p| p.trim().is_empty()) {
+                return Err(format!(
+                    "worker `{id}` runs a command: give it one (e.g. `pytest -q`)"
+                ));
+            }
+            if provider != "command" && !argv.is_empty() {
+                return Err(format!(
+                    "worker `{id}`: a command is for provider `command`, not `{provider}`"
+                ));
+            }
+            if task.trim().is_empty() && provider != "command" {
                 return Err(format!(
                     "worker `{id}` needs a task: type what it should do"
                 ));
@@ -149,8 +188,28 @@ fn known<'a>(state: &'a RunState, id: &str) -> Result<&'a WorkerState, String> {
 }
 
 /// Apply a steering request (ignored when [`check`] refuses it).
-pub(super) fn on_steer(state: &mut RunState, mem: &mut RunMemory, steer: Steer, fx: &mut Effects) {
-    if check(state, &steer).is_err() {
+pub(super) fn on_steer(
+    state: &mut RunState,
+    mem: &mut RunMemory,
+    mut steer: Steer,
+    fx: &mut Effects,
+) {
+    // An added worker the person named no id for gets the first free `added-N` now, as
+    // it is added: two adds sent at once are two workers.
+    if let Steer::AddWorker { id, .. } = &mut steer {
+        if id.is_empty() {
+            *id = next_added_id(state);
+        }
+    }
+    if let Err(why) = check(state, &steer) {
+        // Checked when it was sent, refused now (another request changed the run in
+        // between): said, never dropped without a word.
+        fx.event(
+            EventKind::RequestRefused,
+            None,
+            "user",
+            format!("{} not carried out: {why}", steer.describe()),
+        );
         return;
     }
     match steer {
@@ -159,19 +218,21 @@ pub(super) fn on_steer(state: &mut RunState, mem: &mut RunMemory, steer: Steer, 
             role,
             provider,
             task,
-        } => add(state, mem, [&id, &role, &provider], task, fx),
+            command,
+        } => add(state, mem, [&id, &role, &provider], (task, command), fx),
         Steer::Retry { worker, task } => retry(state, mem, &worker, task, fx),
         Steer::SendText { worker, text } => send(state, mem, worker, text, fx),
     }
     stages::advance(state, mem, fx);
 }
 
-/// Add worker `id` with `role` on `provider`.
+/// Add worker `id` with `role` on `provider`, told `task` (a `command` worker runs
+/// `command`; with no task it is told to run it).
 fn add(
     state: &mut RunState,
     mem: &mut RunMemory,
     [id, role, provider]: [&str; 3],
-    task: String,
+    (task, command): (String, Option<Vec<String>>),
     fx: &mut Effects,
 ) {
     let stage = work_stage(state);
@@ -195,18 +256,25 @@ fn add(
     // In the run's fence, as its checks and fixers are.
     w.flow.sandbox = state.sandbox.clone();
     w.order = state.workers.iter().map(|x| x.order).max().unwrap_or(0) + 1;
-    w.task = task;
+    // The argv as a shell would read it back (shown, never run through a shell).
+    let line = command.as_ref().map(|argv| {
+        shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
+    });
+    w.task = match &line {
+        Some(l) if task.trim().is_empty() => format!("Run `{l}`."),
+        _ => task,
+    };
+    let what = match &line {
+        Some(l) => format!("{role} running {l}"),
+        None => format!("{role} on {provider}"),
+    };
+    w.command = command;
     if let Some(ws) = state.workspace.as_mut() {
         // Its worktree is made with its first launch, as the team's were.
         ws.pending.push(id.to_string());
     }
     state.workers.push(w);
-    fx.event(
-        EventKind::WorkerAdded,
-        Some((id, 0)),
-        "user",
-        format!("{role} on {provider}"),
-    );
+    fx.event(EventKind::WorkerAdded, Some((id, 0)), "user", what);
     reopen(state, mem, &format!("{id} was added"), fx);
 }
 

@@ -12,6 +12,7 @@ fn add(id: &str) -> Input {
         role: "backend-engineer".into(),
         provider: "sim".into(),
         task: "Write the rate limiter's tests".into(),
+        command: None,
     })
 }
 
@@ -20,6 +21,14 @@ fn retry(id: &str, task: Option<&str>) -> Input {
         worker: id.into(),
         task: task.map(str::to_string),
     })
+}
+
+/// A request the engine refused: its only effect is the `request-refused` event saying why.
+fn only_refused(fx: &[Effect]) -> bool {
+    !fx.is_empty()
+        && fx
+            .iter()
+            .all(|e| matches!(e, Effect::Event(e) if e.kind == EventKind::RequestRefused))
 }
 
 fn kinds(fx: &[Effect]) -> Vec<String> {
@@ -97,27 +106,48 @@ fn bad_additions_are_refused_with_the_reason_and_change_nothing() {
     let (mut s, mut mem) = (run(1, 1), RunMemory::default());
     update(&mut s, &mut mem, t0(), Input::Start);
     let before = s.clone();
-    for (id, why) in [
-        ("w0", "exists already"),
-        ("Bad_Id", "lowercase"),
-        ("", "lowercase"),
-    ] {
+    for (id, why) in [("w0", "exists already"), ("Bad_Id", "lowercase")] {
         let steer = Steer::AddWorker {
             id: id.into(),
             role: "r".into(),
             provider: "sim".into(),
             task: "t".into(),
+            command: None,
         };
         assert!(check(&s, &steer).unwrap_err().contains(why), "{id}");
-        assert!(update(&mut s, &mut mem, t0(), Input::Steer(steer)).is_empty());
+        assert!(only_refused(&update(
+            &mut s,
+            &mut mem,
+            t0(),
+            Input::Steer(steer)
+        )));
     }
     let no_task = Steer::AddWorker {
         id: "x".into(),
         role: "r".into(),
         provider: "sim".into(),
         task: " \n".into(),
+        command: None,
     };
     assert!(check(&s, &no_task).unwrap_err().contains("needs a task"));
+    let no_command = Steer::AddWorker {
+        id: "x".into(),
+        role: "r".into(),
+        provider: "command".into(),
+        task: String::new(),
+        command: Some(vec![]),
+    };
+    assert!(check(&s, &no_command).unwrap_err().contains("give it one"));
+    let agent_with_command = Steer::AddWorker {
+        id: "x".into(),
+        role: "r".into(),
+        provider: "sim".into(),
+        task: "t".into(),
+        command: Some(vec!["true".into()]),
+    };
+    assert!(check(&s, &agent_with_command)
+        .unwrap_err()
+        .contains("is for provider `command`"));
     assert_eq!(s, before);
 }
 
@@ -239,7 +269,10 @@ fn retry_is_refused_for_live_pending_and_council_workers() {
     );
     assert!(ghost.unwrap_err().contains("no worker `ghost`"));
     let fx = update(&mut s, &mut mem, t0(), retry("w0", None));
-    assert!(fx.is_empty(), "a refused retry does nothing: {fx:?}");
+    assert!(
+        only_refused(&fx),
+        "a refused retry does nothing but say so: {fx:?}"
+    );
 }
 
 #[test]
@@ -417,7 +450,12 @@ fn text_to_a_worker_that_is_not_running_is_refused() {
     assert!(check(&s, &steer)
         .unwrap_err()
         .contains("only to a running worker"));
-    assert!(update(&mut s, &mut mem, t0(), Input::Steer(steer)).is_empty());
+    assert!(only_refused(&update(
+        &mut s,
+        &mut mem,
+        t0(),
+        Input::Steer(steer)
+    )));
 }
 
 #[test]
@@ -429,4 +467,62 @@ fn steering_requests_read_back_from_the_inbox_format() {
     let json = serde_json::to_string(&s).unwrap();
     assert_eq!(json, r#"{"steer":"retry","worker":"w0","task":"new"}"#);
     assert_eq!(serde_json::from_str::<Steer>(&json).unwrap(), s);
+}
+
+#[test]
+fn an_added_command_worker_runs_its_argv_and_is_told_to_when_given_no_task() {
+    let (mut s, mut mem) = (run(1, 2), RunMemory::default());
+    let fx = update(
+        &mut s,
+        &mut mem,
+        t0(),
+        Input::Steer(Steer::AddWorker {
+            id: "tests".into(),
+            role: "backend-engineer".into(),
+            provider: "command".into(),
+            task: String::new(),
+            command: Some(vec!["pytest".into(), "-q".into(), "a b.py".into()]),
+        }),
+    );
+    let w = s.worker("tests").unwrap();
+    assert_eq!(w.provider, "command");
+    assert_eq!(
+        w.command.as_deref(),
+        Some(&["pytest".to_string(), "-q".into(), "a b.py".into()][..])
+    );
+    assert_eq!(w.task, "Run `pytest -q 'a b.py'`.");
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::Event(e)
+            if e.message == "backend-engineer running pytest -q 'a b.py'")),
+        "{fx:?}"
+    );
+}
+
+#[test]
+fn two_adds_with_no_id_sent_at_once_are_two_workers() {
+    let (mut s, mut mem) = (run(1, 2), RunMemory::default());
+    let add = || {
+        Input::Steer(Steer::AddWorker {
+            id: String::new(),
+            role: "backend-engineer".into(),
+            provider: "sim".into(),
+            task: "Write the tests".into(),
+            command: None,
+        })
+    };
+    // Both were checked against the same state when they were sent.
+    update(&mut s, &mut mem, t0(), add());
+    update(&mut s, &mut mem, t0(), add());
+    assert!(s.worker("added-1").is_some() && s.worker("added-2").is_some());
+    // An id taken in between is refused with a word, not dropped.
+    let taken = Input::Steer(Steer::AddWorker {
+        id: "added-1".into(),
+        role: "backend-engineer".into(),
+        provider: "sim".into(),
+        task: "again".into(),
+        command: None,
+    });
+    let fx = update(&mut s, &mut mem, t0(), taken);
+    assert!(only_refused(&fx), "{fx:?}");
+    assert!(kinds(&fx)[0] == "request-refused");
 }

@@ -52,6 +52,7 @@ pub(crate) fn run(workers: usize, parallel: usize) -> RunState {
         routing: Default::default(),
         hosts_not_answering: Default::default(),
         inbox_read: None,
+        inputs: Default::default(),
         clarification: ClarificationState::default(),
         clarify: false,
         checks: vec![],

@@ -152,6 +152,9 @@ fn request_words(cmd: &InboxCommand) -> String {
             worker: Some(worker),
             ..
         } => format!("the cancel of {worker}"),
+        InboxCommand::Steer(Steer::AddWorker { id, .. }) if id.is_empty() => {
+            "adding a worker".into()
+        }
         InboxCommand::Steer(Steer::AddWorker { id, .. }) => format!("adding worker {id}"),
         InboxCommand::Steer(Steer::Retry { worker, .. }) => format!("the retry of {worker}"),
         InboxCommand::Steer(Steer::SendText { worker, .. }) => format!("the text for {worker}"),

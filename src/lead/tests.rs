@@ -113,6 +113,7 @@ pub(super) fn scripted(tmp: &std::path::Path) -> (RunStore, RunState, FakeWorld)
         routing: Default::default(),
         hosts_not_answering: Default::default(),
         inbox_read: None,
+        inputs: Default::default(),
         created_at: now,
         updated_at: now,
     };

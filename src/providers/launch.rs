@@ -84,7 +84,11 @@ fn build(name: &str, spec: &ProviderSpec, req: &LaunchRequest<'_>) -> Result<Lau
     } else {
         let mut argv = vec![expand(&spec.binary, req)];
         let (mut placed, mut mcp_placed) = (false, false);
-        for a in &spec.args {
+        let args = match req.resume {
+            Some(_) if !spec.resume_args.is_empty() => &spec.resume_args,
+            _ => &spec.args,
+        };
+        for a in args {
             if a == "{model_args}" {
                 argv.extend(model_args.iter().cloned());
                 placed = true;
@@ -92,7 +96,7 @@ fn build(name: &str, spec: &ProviderSpec, req: &LaunchRequest<'_>) -> Result<Lau
                 argv.extend(mcp_args.iter().cloned());
                 mcp_placed = true;
             } else {
-                argv.push(expand(a, req));
+                argv.push(expand(a, req).replace("{session}", req.resume.unwrap_or("")));
             }
         }
         if !mcp_placed {
@@ -139,7 +143,52 @@ mod tests {
             attempt: 2,
             self_exe: Path::new("/bin/crewmux"),
             mcp: None,
+            resume: None,
         }
+    }
+
+    #[test]
+    fn a_resumed_attempt_continues_the_session_with_the_providers_resume_args() {
+        let reg = Registry::builtin();
+        let resumed = |p: &str| {
+            let mut r = req(Some("m1"), None);
+            r.resume = Some("sess-42");
+            reg.build_launch(p, &r).unwrap().argv
+        };
+        let claude = resumed("claude");
+        let at = claude.iter().position(|a| a == "--resume").unwrap();
+        assert_eq!(claude[at + 1], "sess-42", "{claude:?}");
+        assert!(claude.contains(&"-p".to_string()), "{claude:?}");
+        let codex = resumed("codex");
+        assert_eq!(
+            codex[1..3],
+            ["exec".to_string(), "resume".into()],
+            "{codex:?}"
+        );
+        // The session, then `-` (the prompt from stdin) last; the sandbox as a config key
+        // (`exec resume` has no --sandbox in codex-cli 0.171.0).
+        assert_eq!(
+            codex[codex.len() - 2..],
+            ["sess-42".to_string(), "-".into()],
+            "{codex:?}"
+        );
+        assert!(
+            codex.contains(&"sandbox_mode=\"workspace-write\"".to_string()),
+            "{codex:?}"
+        );
+        assert!(
+            codex.windows(2).any(|w| w == ["--model", "m1"]),
+            "{codex:?}"
+        );
+        // Without a session, or for a CLI without resume_args, the usual argv.
+        let fresh = reg.build_launch("claude", &req(None, None)).unwrap().argv;
+        assert!(!fresh.contains(&"--resume".to_string()), "{fresh:?}");
+        let gemini = resumed("gemini");
+        let plain = reg
+            .build_launch("gemini", &req(Some("m1"), None))
+            .unwrap()
+            .argv;
+        assert_eq!(gemini, plain);
     }
 
     #[test]

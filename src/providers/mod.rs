@@ -44,6 +44,8 @@ pub struct LaunchRequest<'a> {
     pub self_exe: &'a Path,
     /// The attempt's MCP server (`None`: none, e.g. a worker on an SSH host).
     pub mcp: Option<&'a crate::mcp::config::McpLaunch>,
+    /// Continue this conversation of the CLI (its `resume_args`); `None`: a new one.
+    pub resume: Option<&'a str>,
 }
 
 /// How to start one attempt: an argv (never a shell string), extra environment and an

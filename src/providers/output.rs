@@ -113,6 +113,30 @@ pub fn extract(format: OutputFormat, text: &str) -> Extracted {
     }
 }
 
+/// The agent CLI's own id of the conversation `text` (an attempt's output) belongs to, the
+/// one its resume takes: Codex's `thread.started` `thread_id` (codex-cli 0.171.0 `exec
+/// --json`), Claude Code's `session_id` on its events (2.1.197 `stream-json`: the
+/// `system`/`init` event first), Gemini CLI's `init` event `session_id` (0.61.0
+/// `stream-json`). `None` for text output or when no event names one.
+pub fn session_id(format: OutputFormat, text: &str) -> Option<String> {
+    let pick = |v: &Value, field: &str| {
+        v.get(field)
+            .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty())
+            .map(str::to_string)
+    };
+    let kind = |v: &Value| v.get("type").and_then(Value::as_str).map(str::to_string);
+    objects(text).iter().find_map(|v| match format {
+        OutputFormat::Text => None,
+        OutputFormat::CodexJson if kind(v).as_deref() == Some("thread.started") => {
+            pick(v, "thread_id")
+        }
+        OutputFormat::ClaudeJson => pick(v, "session_id"),
+        OutputFormat::GeminiJson if kind(v).as_deref() == Some("init") => pick(v, "session_id"),
+        _ => None,
+    })
+}
+
 /// The result text of an attempt: the structured answer, else the last
 /// [`RESULT_TAIL_LINES`] lines that no `noise` pattern matches (JSON event lines of a
 /// structured format are dropped too). `None` when nothing is left.

@@ -136,3 +136,29 @@ fn a_cost_under_a_cent_is_not_shown_as_zero() {
     assert_eq!(dollars(0.0), "$0.00");
     assert_eq!(dollars(1.239), "$1.24");
 }
+
+#[test]
+fn the_session_id_of_each_cli_is_read_from_its_events() {
+    let codex =
+        "{\"type\":\"thread.started\",\"thread_id\":\"0199a-th\"}\n{\"type\":\"turn.started\"}\n";
+    assert_eq!(
+        session_id(OutputFormat::CodexJson, codex).as_deref(),
+        Some("0199a-th")
+    );
+    let claude = "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"5c1e-s\",\"tools\":[]}\n{\"type\":\"result\",\"session_id\":\"5c1e-s\",\"result\":\"ok\"}\n";
+    assert_eq!(
+        session_id(OutputFormat::ClaudeJson, claude).as_deref(),
+        Some("5c1e-s")
+    );
+    let gemini =
+        "{\"type\":\"init\",\"timestamp\":\"t\",\"session_id\":\"g-77\",\"model\":\"m\"}\n";
+    assert_eq!(
+        session_id(OutputFormat::GeminiJson, gemini).as_deref(),
+        Some("g-77")
+    );
+    assert_eq!(session_id(OutputFormat::Text, claude), None);
+    assert_eq!(
+        session_id(OutputFormat::CodexJson, "{\"type\":\"turn.started\"}\n"),
+        None
+    );
+}

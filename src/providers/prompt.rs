@@ -36,6 +36,8 @@ pub struct PackageOptions {
     pub model: Option<String>,
     /// Failures to list; None → read this project's history.
     pub failures: Option<Vec<PastFailure>>,
+    /// The run's inputs besides the problem, read for this attempt ([`Inputs`]).
+    pub inputs: Inputs,
 }
 
 impl Default for PackageOptions {
@@ -44,8 +46,18 @@ impl Default for PackageOptions {
             max_chars: DEFAULT_MAX_CHARS,
             model: None,
             failures: None,
+            inputs: Inputs::default(),
         }
     }
+}
+
+/// `--context`, `--files` (each path with its text, `None` when it could not be read) and
+/// `--expected-outcome`, as one attempt's prompt gets them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Inputs {
+    pub context: Option<String>,
+    pub files: Vec<(std::path::PathBuf, Option<String>)>,
+    pub expected_outcome: Option<String>,
 }
 
 /// A packaged prompt and what was left out to fit the cap.
@@ -191,6 +203,7 @@ fn sections(
             text: format!("Recent failures:\n{}", lines.join("\n")),
         });
     }
+    input_sections(&opts.inputs, &mut sections);
     sections.push(Section {
         name: "task",
         keep: u8::MAX,
@@ -207,6 +220,53 @@ fn sections(
         text: TOOLS.to_string(),
     });
     sections
+}
+
+/// The sections of the run's inputs, before the task: the context and the expected outcome
+/// (kept longest after the task), the list of files, then each file's text (dropped first
+/// of them, one file at a time, when the prompt is over its cap).
+fn input_sections(inputs: &Inputs, sections: &mut Vec<Section>) {
+    if let Some(c) = &inputs.context {
+        sections.push(Section {
+            name: "context",
+            keep: 6,
+            text: format!(
+                "Context from the person running this team:\n{}",
+                c.trim_end()
+            ),
+        });
+    }
+    if !inputs.files.is_empty() {
+        let list: Vec<String> = inputs
+            .files
+            .iter()
+            .map(|(p, text)| match text {
+                Some(_) => format!("- {}", p.display()),
+                None => format!("- {} (could not be read)", p.display()),
+            })
+            .collect();
+        sections.push(Section {
+            name: "files",
+            keep: 6,
+            text: format!("Files this task is about:\n{}", list.join("\n")),
+        });
+        for (p, text) in &inputs.files {
+            if let Some(t) = text {
+                sections.push(Section {
+                    name: "file text",
+                    keep: 3,
+                    text: format!("{}:\n```\n{}\n```", p.display(), t.trim_end()),
+                });
+            }
+        }
+    }
+    if let Some(e) = &inputs.expected_outcome {
+        sections.push(Section {
+            name: "expected outcome",
+            keep: 7,
+            text: format!("Expected outcome:\n{}", e.trim_end()),
+        });
+    }
 }
 
 fn truncate_chars(s: &str, n: usize) -> String {
@@ -341,6 +401,7 @@ mod tests {
             max_chars: 100_000,
             model: Some("codex / gpt-6-luna".into()),
             failures: Some(failures()),
+            ..PackageOptions::default()
         };
         let out = package_report("backend-engineer", "Fix the login bug", p.path(), &opts);
         let t = &out.text;
@@ -367,6 +428,7 @@ mod tests {
             max_chars: 700,
             model: None,
             failures: Some(failures()),
+            ..PackageOptions::default()
         };
         let out = package_report("backend-engineer", "Fix the login bug", p.path(), &opts);
         assert!(out.text.chars().count() <= 700, "{}", out.text.len());
@@ -384,6 +446,7 @@ mod tests {
             max_chars: 4000,
             model: None,
             failures: Some(vec![]),
+            ..PackageOptions::default()
         };
         let out = package_report("reviewer", &task, p.path(), &opts);
         assert!(out.text.contains(&task));
@@ -406,5 +469,51 @@ mod tests {
         let empty = tempfile::tempdir().unwrap();
         assert_eq!(profile_digest(empty.path()), None);
         assert_eq!(memory_excerpt(empty.path()), None);
+    }
+}
+
+#[cfg(test)]
+mod input_tests {
+    use super::*;
+
+    #[test]
+    fn the_runs_inputs_are_sections_of_their_own_and_file_text_goes_first_when_over_the_cap() {
+        let p = tempfile::tempdir().unwrap();
+        let inputs = Inputs {
+            context: Some("The API is public; clients retry on 503.".into()),
+            files: vec![
+                ("src/limits.py".into(), Some("LIMIT = 10\n".repeat(40))),
+                ("gone.py".into(), None),
+            ],
+            expected_outcome: Some("429 with Retry-After over the limit.".into()),
+        };
+        let mut opts = PackageOptions {
+            max_chars: 100_000,
+            failures: Some(vec![]),
+            inputs,
+            ..PackageOptions::default()
+        };
+        let text = package("backend-engineer", "Add rate limits", p.path(), &opts);
+        let at = |s: &str| text.find(s).unwrap_or_else(|| panic!("{s:?} in {text}"));
+        assert!(
+            at("Context from the person running this team:\nThe API is public") < at("Task:\n")
+        );
+        assert!(
+            at("Files this task is about:\n- src/limits.py\n- gone.py (could not be read)")
+                < at("Task:\n")
+        );
+        assert!(at("src/limits.py:\n```\nLIMIT = 10") < at("Expected outcome:\n429"));
+        assert!(at("Expected outcome:\n429") < at("Task:\n"));
+        // Over the cap, the file's text is left out before the context, list and outcome.
+        opts.max_chars = 700;
+        let out = package_report("backend-engineer", "Add rate limits", p.path(), &opts);
+        assert!(out.dropped.contains(&"file text"), "{:?}", out.dropped);
+        assert!(
+            out.text.contains("Files this task is about:"),
+            "{}",
+            out.text
+        );
+        assert!(out.text.contains("Expected outcome:"), "{}", out.text);
+        assert!(out.text.contains("Context from the person"), "{}", out.text);
     }
 }

@@ -106,6 +106,11 @@ pub struct ProviderSpec {
     pub mcp_args: Vec<String>,
     /// Variables (same placeholders) that make the CLI start the attempt's MCP server.
     pub mcp_env: BTreeMap<String, String>,
+    /// The argv after the binary (instead of `args`, same placeholders and markers) that
+    /// continues the conversation `{session}` of the worker's earlier attempt with this
+    /// attempt's prompt; empty: the CLI cannot continue a conversation by id and every
+    /// attempt starts a new one (docs/design.md "Conversations that continue").
+    pub resume_args: Vec<String>,
     /// The variable the CLI reads its API key from.
     pub api_key_env: Option<String>,
     /// Model role → model.

@@ -48,6 +48,33 @@ pub fn program_found(program: &str, path: Option<&OsStr>, cwd: &Path) -> bool {
     which::which_in(program, path, cwd).is_ok()
 }
 
+/// A command line typed by the person (the dashboard's `+` form, `crewmux steer add
+/// --command`) as an argv: split as a shell splits words (quotes keep words together),
+/// never run through a shell; its program found as [`program_found`] finds it, relative
+/// paths against `cwd`.
+///
+/// # Errors
+/// One line naming the line or the program, and the fix.
+pub fn argv_of(line: &str, cwd: &Path) -> Result<Vec<String>, String> {
+    let argv = shlex::split(line)
+        .filter(|a| !a.is_empty())
+        .ok_or_else(|| {
+            if line.trim().is_empty() {
+                "type the command the worker runs (e.g. pytest -q)".to_string()
+            } else {
+                format!("command {line:?}: a quote is left open")
+            }
+        })?;
+    let path = std::env::var_os("PATH");
+    if !program_found(&argv[0], path.as_deref(), cwd) {
+        return Err(format!(
+            "command `{}` not found on PATH: install it, or give its path",
+            argv[0]
+        ));
+    }
+    Ok(argv)
+}
+
 /// The programs of `team` that run on this machine (workers without a host; checks and
 /// critics, which run where the integration branch is) and cannot be found, in file order.
 pub fn missing_programs(

@@ -53,6 +53,8 @@ pub struct ResolveOptions {
     pub hosts: Vec<String>,
     /// `run --sandbox MODE`: every worker's fence mode, over the team file's.
     pub sandbox: Option<crate::domain::SandboxMode>,
+    /// `--only`: run just these workers of the team (the others are `not-run`); empty: all.
+    pub only: Vec<String>,
 }
 
 impl ResolveOptions {
@@ -79,6 +81,7 @@ impl ResolveOptions {
             cwd_base: super::cwd::CwdBase::default(),
             hosts: vec![],
             sandbox: None,
+            only: Vec::new(),
         }
     }
 }
@@ -112,6 +115,8 @@ pub struct CheckedTeam {
     /// Each worker's task template (its `prompt`, its `prompt_file` read, or `{problem}`),
     /// in file order.
     pub(super) templates: Vec<String>,
+    /// The workers `--only` leaves out (id, role), in file order: `not-run` in the run.
+    pub(super) left_out: Vec<(String, String)>,
 }
 
 impl CheckedTeam {
@@ -211,6 +216,7 @@ pub fn check(opts: &ResolveOptions) -> Result<CheckedTeam> {
     if !(1..=256).contains(&parallel) {
         return Err(Error::Usage(format!("--parallel {parallel}: use 1..=256")));
     }
+    let left_out = only(&mut loaded.spec, &opts.only, &loaded.source)?;
     let mut templates = Vec::with_capacity(loaded.spec.workers.len());
     for w in &loaded.spec.workers {
         check_provider(opts, &registry, w)?;
@@ -225,7 +231,45 @@ pub fn check(opts: &ResolveOptions) -> Result<CheckedTeam> {
         loaded,
         parallel,
         templates,
+        left_out,
     })
+}
+
+/// `--only ID,ID`: keep just those workers in `spec`; returns the others (id, role).
+///
+/// # Errors
+/// [`Error::Usage`] (exit 2), one line: an id the team does not have (naming its workers),
+/// or a kept worker that runs `after` one left out (naming both and the fix).
+fn only(
+    spec: &mut crate::domain::TeamSpec,
+    only: &[String],
+    source: &str,
+) -> Result<Vec<(String, String)>> {
+    if only.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<&str> = spec.workers.iter().map(|w| w.id.as_str()).collect();
+    for id in only {
+        if !ids.contains(&id.as_str()) {
+            return Err(Error::Usage(format!(
+                "--only {id}: team {source} has no such worker; its workers: {}",
+                ids.join(", ")
+            )));
+        }
+    }
+    for w in spec.workers.iter().filter(|w| only.contains(&w.id)) {
+        if let Some(up) = w.after.iter().find(|a| !only.contains(a)) {
+            return Err(Error::Usage(format!(
+                "--only: worker `{}` runs after `{up}`, which --only leaves out: add {up} to --only, or leave {} out too",
+                w.id, w.id
+            )));
+        }
+    }
+    let (kept, out): (Vec<_>, Vec<_>) = std::mem::take(&mut spec.workers)
+        .into_iter()
+        .partition(|w| only.contains(&w.id));
+    spec.workers = kept;
+    Ok(out.into_iter().map(|w| (w.id, w.role)).collect())
 }
 
 /// The provider a worker is given (`--provider`, else its own) exists, and a `command`

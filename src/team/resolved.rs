@@ -57,6 +57,9 @@ pub struct ResolvedWorker {
     /// `run --sandbox` over both).
     #[serde(skip_serializing_if = "crate::domain::Sandbox::is_none")]
     pub sandbox: crate::domain::Sandbox,
+    /// Its next attempt continues its agent CLI's conversation where the provider can
+    /// (worker's `resume`, else the team's, default true).
+    pub resume: bool,
 }
 
 /// A worker's host for JSON: its name, or `local`.
@@ -104,6 +107,7 @@ impl ResolvedWorker {
                 question_timeout_s: self.question_timeout_s,
                 approvals: self.approvals,
                 sandbox: self.sandbox.clone(),
+                no_resume: !self.resume,
                 ..Default::default()
             },
         }
@@ -131,6 +135,10 @@ pub struct ResolvedTeam {
     /// With `--hosts`: the listed hosts that got no worker and why, in the list's order
     /// (`crate::hosts::spread::unused`); empty otherwise.
     pub hosts_without_workers: Vec<crate::hosts::spread::Unused>,
+    /// The team's workers `--only` leaves out (id, role), in file order: `not-run` in the
+    /// run, with reason `not in --only`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<(String, String)>,
     pub max_fix_rounds: u32,
     /// In `order`, then file order.
     pub workers: Vec<ResolvedWorker>,
@@ -205,6 +213,7 @@ impl ResolvedTeam {
                 attempt,
                 self_exe,
                 mcp: None,
+                resume: None,
             },
         )
     }
@@ -227,6 +236,7 @@ impl ResolvedWorker {
                 max_chars,
                 model: Some(model),
                 failures: None,
+                ..PackageOptions::default()
             },
         )
     }

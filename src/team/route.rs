@@ -22,6 +22,10 @@ use crate::providers::{agents, ProviderHealth, ProviderKind, Registry};
 /// # Errors
 /// A forced agent CLI that is not installed, or workers no agent CLI can run, without
 /// `allow_sim_fallback` (one line listing what to install).
+#[allow(
+    clippy::too_many_lines,
+    reason = "routing's context, then the routed team field by field"
+)]
 pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
     let CheckedTeam {
         registry,
@@ -32,6 +36,7 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
         loaded,
         parallel,
         templates,
+        left_out,
     } = team;
     let spec = &loaded.spec;
     // Probe what routing may need, all in parallel: nothing when every worker names a
@@ -68,6 +73,7 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
         team_host: spec.host.as_deref(),
         team_approvals: spec.approvals.and_then(|a| a.policy).unwrap_or_default(),
         team_sandbox: spec.sandbox.as_ref(),
+        team_resume: spec.resume.unwrap_or(true),
     };
     let mut workers = Vec::new();
     let mut unroutable: Vec<String> = Vec::new();
@@ -111,6 +117,7 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
         parallel,
         host_slots: spread.slots,
         hosts_without_workers: spread.unused,
+        not_run: left_out,
         max_fix_rounds: opts
             .max_fix_rounds
             .or(spec.max_fix_rounds)
@@ -177,6 +184,8 @@ struct RouteCtx<'a> {
     team_approvals: crate::domain::clarification::ApprovalPolicy,
     /// The team's `[sandbox]` table, if any.
     team_sandbox: Option<&'a crate::domain::SandboxSpec>,
+    /// The team's `resume` (default true).
+    team_resume: bool,
 }
 
 impl RouteCtx<'_> {
@@ -275,6 +284,7 @@ fn route_worker(
             .and_then(|a| a.policy)
             .unwrap_or(ctx.team_approvals),
         sandbox: crate::domain::Sandbox::resolve(ctx.team_sandbox, w.sandbox.as_ref()),
+        resume: w.resume.unwrap_or(ctx.team_resume),
     }))
 }
 

@@ -77,6 +77,9 @@ pub enum Action {
     EditRetry,
     /// Type a line of text into the selected worker's pane.
     SendText,
+    /// A shell in the selected worker's tree: a new window of the person's tmux, or the
+    /// dashboard suspended outside tmux (`crate::tui::shell`).
+    Shell,
     /// Order the roster by attention (waiting, failed, running, done), or as the team is.
     ToggleAttention,
     /// Show the selected worker's diff (the Diff tab, focused).
@@ -136,6 +139,7 @@ impl Action {
             Action::Retry => "retry the ended worker",
             Action::EditRetry => "edit its task, then retry",
             Action::SendText => "type a line into its pane",
+            Action::Shell => "a shell in its tree",
             Action::ToggleAttention => "order workers by attention",
             Action::ShowDiff => "show the worker's diff",
             Action::NextFile => "next file of the diff",
@@ -178,6 +182,7 @@ impl Action {
             Action::Retry => "retry",
             Action::EditRetry => "edit+retry",
             Action::SendText => "send text",
+            Action::Shell => "shell",
             Action::ToggleAttention => "order",
             Action::ShowDiff => "diff",
             Action::NextFile | Action::PrevFile => "files",
@@ -270,6 +275,7 @@ pub const WORKER: &[Binding] = &[
     key(K::Char('s'), "s", A::SendText, true),
     key(K::Char('c'), "c", A::CancelWorker, false),
     key(K::Char('d'), "d", A::ShowDiff, false),
+    key(K::Char('!'), "!", A::Shell, false),
 ];
 
 /// The selected worker's output, the council and the log: scrolling.

@@ -255,6 +255,20 @@ async fn event_loop(
                     }
                     continue;
                 }
+                if let UiEffect::Shell { worker_id } = &effect {
+                    // Outside tmux the shell owns the terminal until it exits.
+                    let tmux = std::env::var("TMUX").ok();
+                    let user =
+                        crate::notify::tmux::user_socket(tmux.as_deref(), &model.run.tmux_socket);
+                    if user.is_none() {
+                        drop(input.take());
+                    }
+                    let said = super::shell::open(guard, &model.run, worker_id, user.as_deref());
+                    input.get_or_insert_with(EventStream::new);
+                    model.ui.notice = Some(said);
+                    dirty = true;
+                    continue;
+                }
                 if matches!(effect, UiEffect::OfferMerge | UiEffect::Merge { .. }) {
                     model.carry_out_merge(&effect);
                     dirty = true;
@@ -305,7 +319,7 @@ fn carry_out(ctl_tx: &std_mpsc::Sender<Control>, effect: UiEffect) {
         UiEffect::Cancel { worker_id } => send(ctl_tx, Control::Cancel { worker: worker_id }),
         UiEffect::Steer(s) => send(ctl_tx, Control::Steer(s)),
         // Carried out by the loop itself (it suspends the dashboard).
-        UiEffect::EditRetry { .. } => {}
+        UiEffect::EditRetry { .. } | UiEffect::Shell { .. } => {}
         UiEffect::Quit => send(ctl_tx, Control::Quit),
         // Carried out by the model itself (git, not the driver).
         UiEffect::OfferMerge | UiEffect::Merge { .. } => {}

@@ -35,6 +35,8 @@ fn with_gone_pane() -> (RunState, UiState) {
         host: None,
         left_on_host: false,
         moved_from: None,
+        session: None,
+        resumed: None,
     });
     // The roster's order is not the state's: select `testing` by what the roster shows.
     let selected = (0..run.workers.len())

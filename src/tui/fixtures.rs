@@ -141,6 +141,7 @@ pub fn crazy_run() -> RunState {
         routing: Default::default(),
         hosts_not_answering: Default::default(),
         inbox_read: None,
+        inputs: Default::default(),
         council: Council::from_verdicts(vec![
             verdict(
                 "skeptic",

@@ -44,6 +44,7 @@ pub mod merge;
 pub mod model;
 pub mod mouse;
 pub mod panels;
+pub mod shell;
 pub mod state;
 pub mod steer;
 pub mod tabs;

@@ -64,6 +64,22 @@ fn roster_panel() {
 }
 
 #[test]
+fn a_resumed_attempt_is_marked_in_the_roster() {
+    let mut run = fixtures::crazy_run();
+    // `security` failed its first attempt; its second continues that conversation.
+    let w = run.workers.iter_mut().find(|w| w.id == "security").unwrap();
+    w.status = crate::domain::WorkerStatus::Running;
+    w.attempt = 2;
+    w.ended_at = None;
+    w.exit_code = None;
+    w.reason = None;
+    w.flow.resumed = true;
+    let ui = UiState::default();
+    let text = render_panel(roster::render, 120, 8, &view(&run, &ui, &[]));
+    insta::assert_snapshot!(text);
+}
+
+#[test]
 fn roster_panel_narrow_drops_the_role_column() {
     let run = fixtures::crazy_run();
     let ui = UiState {

@@ -1,5 +1,5 @@
 //! Steering from the dashboard: `+` opens a form that adds a worker (id, role, provider,
-//! task), `r` retries the selected worker, `e` edits its task in `$EDITOR` first (the app
+//! a command line for a `command` worker, task), `r` retries the selected worker, `e` edits its task in `$EDITOR` first (the app
 //! loop suspends the dashboard for it), `s` opens a line that is typed into its pane. The
 //! engine's own rules ([`crate::engine::steer::check`]) say when a request does not apply,
 //! so the dashboard and the driver refuse the same things with the same words.
@@ -18,7 +18,7 @@ pub enum SteerForm {
     Send(SendForm),
 }
 
-/// The add-worker form. `field`: 0 id, 1 role, 2 provider, 3 task.
+/// The add-worker form. `field`: one of the `FIELD_*` indices.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AddForm {
     pub id: String,
@@ -26,13 +26,32 @@ pub struct AddForm {
     pub role: usize,
     pub providers: Vec<String>,
     pub provider: usize,
+    /// The program and its arguments of a `command` worker, as a shell would split them
+    /// (never run through one); used only when the provider is `command`.
+    pub command: String,
     /// What the worker should do (several lines).
     pub task: String,
     pub field: usize,
 }
 
+impl AddForm {
+    /// The chosen provider is `command`: the command field is asked for.
+    pub fn runs_command(&self) -> bool {
+        self.providers
+            .get(self.provider)
+            .is_some_and(|p| p == "command")
+    }
+}
+
+/// The add-worker form's fields, in Tab order.
+pub const FIELD_ID: usize = 0;
+pub const FIELD_ROLE: usize = 1;
+pub const FIELD_PROVIDER: usize = 2;
+/// Only when the provider is `command` (Tab skips it otherwise).
+pub const FIELD_COMMAND: usize = 3;
+pub const FIELD_TASK: usize = 4;
 /// Fields of the add-worker form.
-pub const ADD_FIELDS: usize = 4;
+pub const ADD_FIELDS: usize = 5;
 
 /// The send-text line for one worker.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,13 +74,21 @@ pub fn open_add(ui: &mut UiState, run: &RunState) {
         .or_else(|| roles.iter().position(|r| r == DEFAULT_ROLE))
         .unwrap_or(0);
     let mut providers: Vec<String> = Vec::new();
-    // The default first, as `crewmux steer add` picks it.
-    for p in std::iter::once(crate::engine::steer::default_added_provider(run))
+    // The default first, as `crewmux steer add` picks it; `command` (a program of the
+    // person's) next in a team of command workers, else last.
+    let commands = run
+        .workers
+        .iter()
+        .any(|w| w.kind == WorkerKind::Worker && w.provider == "command");
+    let default = crate::engine::steer::default_added_provider(run);
+    let command_next = commands.then(|| "command".to_string());
+    for p in std::iter::once(default)
+        .chain(command_next)
         .chain(run.workers.iter().map(|w| w.provider.clone()))
         .chain(ui.providers.iter().cloned())
-        .chain(std::iter::once("sim".to_string()))
+        .chain(["sim".to_string(), "command".to_string()])
     {
-        if p != "command" && !providers.contains(&p) {
+        if !providers.contains(&p) {
             providers.push(p);
         }
     }
@@ -72,8 +99,9 @@ pub fn open_add(ui: &mut UiState, run: &RunState) {
         role,
         providers,
         provider: 0,
+        command: String::new(),
         task: String::new(),
-        field: 3,
+        field: FIELD_TASK,
     }));
 }
 
@@ -154,7 +182,7 @@ pub fn form_key(ui: &mut UiState, run: &RunState, key: KeyEvent) -> Vec<UiEffect
     match ui.form.as_mut() {
         Some(SteerForm::Add(f)) => {
             let submit = (ctrl && key.code == KeyCode::Char('s'))
-                || (key.code == KeyCode::Enter && f.field != 3);
+                || (key.code == KeyCode::Enter && f.field != FIELD_TASK);
             if submit {
                 return submit_add(ui, run);
             }
@@ -178,22 +206,24 @@ pub fn form_key(ui: &mut UiState, run: &RunState, key: KeyEvent) -> Vec<UiEffect
 }
 
 fn add_key(f: &mut AddForm, code: KeyCode, modified: bool) {
-    let text = match f.field {
-        0 => Some(&mut f.id),
-        3 => Some(&mut f.task),
-        _ => None,
-    };
+    // Tab moves over the command field unless the provider is `command`.
+    let skip = |f: &AddForm, i: usize| i == FIELD_COMMAND && !f.runs_command();
     match code {
-        KeyCode::Tab => f.field = (f.field + 1) % ADD_FIELDS,
-        KeyCode::BackTab => f.field = (f.field + ADD_FIELDS - 1) % ADD_FIELDS,
-        KeyCode::Enter => f.task.push('\n'),
-        KeyCode::Backspace => {
-            if let Some(t) = text {
-                t.pop();
+        KeyCode::Tab | KeyCode::BackTab => {
+            let step = if code == KeyCode::Tab {
+                1
+            } else {
+                ADD_FIELDS - 1
+            };
+            f.field = (f.field + step) % ADD_FIELDS;
+            if skip(f, f.field) {
+                f.field = (f.field + step) % ADD_FIELDS;
             }
+            return;
         }
-        KeyCode::Left | KeyCode::Right if matches!(f.field, 1 | 2) => {
-            let (v, n) = if f.field == 1 {
+        KeyCode::Enter => f.task.push('\n'),
+        KeyCode::Left | KeyCode::Right if matches!(f.field, FIELD_ROLE | FIELD_PROVIDER) => {
+            let (v, n) = if f.field == FIELD_ROLE {
                 (&mut f.role, f.roles.len())
             } else {
                 (&mut f.provider, f.providers.len())
@@ -204,6 +234,20 @@ fn add_key(f: &mut AddForm, code: KeyCode, modified: bool) {
                 } else {
                     (*v + n - 1) % n
                 };
+            }
+        }
+        _ => {}
+    }
+    let text = match f.field {
+        FIELD_ID => Some(&mut f.id),
+        FIELD_COMMAND => Some(&mut f.command),
+        FIELD_TASK => Some(&mut f.task),
+        _ => None,
+    };
+    match code {
+        KeyCode::Backspace => {
+            if let Some(t) = text {
+                t.pop();
             }
         }
         KeyCode::Char(c) if !modified => {
@@ -219,10 +263,16 @@ fn add_key(f: &mut AddForm, code: KeyCode, modified: bool) {
 /// spaces elsewhere).
 pub fn form_paste(ui: &mut UiState, text: &str) {
     match ui.form.as_mut() {
-        Some(SteerForm::Add(f)) if f.field == 3 => f.task.push_str(&text.replace("\r\n", "\n")),
-        Some(SteerForm::Add(f)) if f.field == 0 => {
+        Some(SteerForm::Add(f)) if f.field == FIELD_TASK => {
+            f.task.push_str(&text.replace("\r\n", "\n"))
+        }
+        Some(SteerForm::Add(f)) if f.field == FIELD_ID => {
             f.id.extend(text.chars().filter(|c| !c.is_whitespace()))
         }
+        Some(SteerForm::Add(f)) if f.field == FIELD_COMMAND => f.command.extend(
+            text.chars()
+                .map(|c| if c.is_whitespace() { ' ' } else { c }),
+        ),
         Some(SteerForm::Send(f)) => {
             for c in text.chars() {
                 f.line.insert(if c.is_whitespace() { ' ' } else { c });
@@ -236,19 +286,45 @@ fn submit_add(ui: &mut UiState, run: &RunState) -> Vec<UiEffect> {
     let Some(SteerForm::Add(f)) = &ui.form else {
         return Vec::new();
     };
+    let command = if f.runs_command() {
+        match crate::team::programs::argv_of(&f.command, &run.project_dir) {
+            Ok(argv) => Some(argv),
+            Err(why) => {
+                ui.notice = Some(why);
+                return Vec::new();
+            }
+        }
+    } else {
+        None
+    };
     let steer = Steer::AddWorker {
         id: f.id.trim().to_string(),
         role: f.roles.get(f.role).cloned().unwrap_or_default(),
         provider: f.providers.get(f.provider).cloned().unwrap_or_default(),
         task: f.task.trim().to_string(),
+        command,
     };
     if let Err(why) = check(run, &steer) {
         ui.notice = Some(why);
         return Vec::new();
     }
     ui.form = None;
-    if let Steer::AddWorker { id, provider, .. } = &steer {
-        ui.notice = Some(format!("adding {id} on {provider}"));
+    if let Steer::AddWorker {
+        id,
+        provider,
+        command,
+        ..
+    } = &steer
+    {
+        let who = if id.is_empty() {
+            "a worker".to_string()
+        } else {
+            id.clone()
+        };
+        ui.notice = Some(match command {
+            Some(argv) => format!("adding {who} running {}", argv.join(" ")),
+            None => format!("adding {who} on {provider}"),
+        });
     }
     vec![UiEffect::Steer(steer)]
 }

@@ -240,3 +240,68 @@ fn the_add_form_defaults_to_the_provider_the_command_line_picks() {
     };
     assert_eq!(f.providers[f.provider], "gemini");
 }
+
+#[test]
+fn plus_adds_a_command_worker_with_its_command_line() {
+    let mut m = model();
+    for w in &mut m.run.workers {
+        w.provider = "command".into();
+    }
+    m.handle(key(KeyCode::Char('+')));
+    let Some(SteerForm::Add(f)) = &m.ui.form else {
+        panic!("no form: {:?}", m.ui.form)
+    };
+    // A team of command workers offers `command` right after the default.
+    assert_eq!(f.providers[..2], ["sim".to_string(), "command".into()]);
+    // task → provider (the command field is skipped while the provider is sim).
+    m.handle(key(KeyCode::BackTab));
+    m.handle(key(KeyCode::Right));
+    m.handle(key(KeyCode::Tab));
+    typed(&mut m, "sh -c 'echo hi'");
+    insta::assert_snapshot!("steer_add_command_worker_100x30", screen(&m, 100, 30));
+    let step = m.handle(key(KeyCode::Enter));
+    let Some(UiEffect::Steer(Steer::AddWorker {
+        provider, command, ..
+    })) = step.effects.first()
+    else {
+        panic!("{:?} {:?}", step.effects, m.ui.notice)
+    };
+    assert_eq!(provider, "command");
+    assert_eq!(
+        command.as_deref().unwrap(),
+        ["sh".to_string(), "-c".into(), "echo hi".into()]
+    );
+    assert_eq!(
+        m.ui.notice.as_deref(),
+        Some("adding added-1 running sh -c echo hi")
+    );
+    // A program that is not there keeps the form open with the reason.
+    m.handle(key(KeyCode::Char('+')));
+    m.handle(key(KeyCode::BackTab));
+    m.handle(key(KeyCode::Right));
+    m.handle(key(KeyCode::Tab));
+    typed(&mut m, "nosuch-program-xyz");
+    assert!(m.handle(key(KeyCode::Enter)).effects.is_empty());
+    assert!(m.ui.form.is_some());
+    assert!(
+        m.ui.notice
+            .as_deref()
+            .unwrap()
+            .contains("`nosuch-program-xyz` not found"),
+        "{:?}",
+        m.ui.notice
+    );
+}
+
+#[test]
+fn bang_asks_for_a_shell_in_the_selected_workers_tree() {
+    let mut m = model();
+    select(&mut m, "security");
+    let step = m.handle(key(KeyCode::Char('!')));
+    assert_eq!(
+        step.effects,
+        vec![UiEffect::Shell {
+            worker_id: "security".into()
+        }]
+    );
+}

@@ -34,6 +34,8 @@ pub enum UiEffect {
     /// Suspend the dashboard, open this worker's task in `$EDITOR`, and retry it with the
     /// edited task when the editor exits.
     EditRetry { worker_id: String },
+    /// Open a shell in this worker's tree (the app loop: [`crate::tui::shell`]).
+    Shell { worker_id: String },
     /// Leave the dashboard; workers keep running.
     Quit,
     /// Work out what `m` would merge (a dry run) and open the confirmation, or say why not
@@ -130,6 +132,16 @@ fn apply(ui: &mut UiState, run: &RunState, action: Action) -> Vec<UiEffect> {
         Action::Retry => return super::steer::retry(ui, run),
         Action::EditRetry => return super::steer::edit_retry(ui, run),
         Action::SendText => super::steer::open_send(ui, run),
+        Action::Shell => match ui.selected_worker(run) {
+            Some(w) => {
+                return vec![UiEffect::Shell {
+                    worker_id: w.id.clone(),
+                }]
+            }
+            None => {
+                ui.notice = Some("no worker selected: its tree is where the shell opens".into())
+            }
+        },
         Action::ToggleAttention => super::attention::toggle(ui),
         Action::ShowDiff => show_tab(ui, Tab::Diff),
         Action::NextFile => super::diff::jump_file(ui, true),

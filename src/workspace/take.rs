@@ -359,6 +359,66 @@ pub fn take_with(
     })
 }
 
+/// `crewmux merge --push REMOTE`: the branch [`take`] would take (the same refusals: a
+/// blocked council or a partial integration branch without `force`), pushed to `remote`
+/// under its own name (`git push REMOTE refs/heads/B:refs/heads/B`) for a review there,
+/// nothing merged here. Returns the lines to print: what was pushed where (`dry_run`: what
+/// would be).
+///
+/// # Errors
+/// [`Error::Usage`] (exit 2): a refusal of [`take`], or `remote` is not a remote of the
+/// repository; [`Error::Other`]: `git push` failed (git's first lines).
+pub fn push(state: &RunState, remote: &str, opts: &TakeOptions) -> Result<Vec<String>> {
+    let ws = state.workspace.as_ref().ok_or_else(|| {
+        Error::Usage(format!(
+            "run {} ran in the shared project directory: its changes are already in your tree (no branch to push)",
+            state.run_id
+        ))
+    })?;
+    let branch = source_branch(state, ws, opts.worker.as_deref())?;
+    let forced = match opts.worker {
+        None => check_whole(state, ws, &branch, opts.force)?,
+        Some(_) => None,
+    };
+    let git = Git::new(&ws.repo);
+    let url = git.output(&["remote", "get-url", remote])?;
+    if !url.ok() {
+        let remotes = git.run(&["remote"])?;
+        let names: Vec<&str> = remotes.lines().collect();
+        return Err(Error::Usage(format!(
+            "--push {remote}: no such git remote in {}; {}",
+            ws.repo.display(),
+            if names.is_empty() {
+                "add one with git remote add NAME URL".to_string()
+            } else {
+                format!("use one of {}", names.join(", "))
+            }
+        )));
+    }
+    let url = url.stdout.trim().to_string();
+    let stat = git.run(&["diff", "--stat", &format!("{}...{branch}", ws.base)])?;
+    let mut out: Vec<String> = forced.iter().map(|f| format!("--force: {f}")).collect();
+    if opts.dry_run {
+        out.push(format!("would push {branch} to {remote} ({url}):"));
+        out.extend(stat.lines().map(str::to_string));
+        return Ok(out);
+    }
+    let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
+    let pushed = git.output(&["push", "--quiet", remote, &refspec])?;
+    if !pushed.ok() {
+        return Err(Error::Other(format!(
+            "git push {remote} {branch} failed: {}",
+            first_lines(&pushed.stderr, 3)
+        )));
+    }
+    out.push(format!(
+        "pushed {branch} to {remote} ({url}): open a review from it there; crewmux merge {} merges it here",
+        state.run_id
+    ));
+    out.extend(stat.lines().map(str::to_string));
+    Ok(out)
+}
+
 /// `git merge --no-ff` (or `--squash` and a commit) of `branch` into the checked-out
 /// `into`; on a conflict the merge is aborted and the error names the files.
 fn merge_into(

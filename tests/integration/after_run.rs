@@ -99,3 +99,69 @@ fn a_dry_run_after_a_merge_says_already_merged_as_the_merge_does() {
         }
     }
 }
+
+#[test]
+fn merge_push_sends_the_integration_branch_to_a_remote_and_merges_nothing_here() {
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n")],
+        &command_worker("one", "echo A >> a.txt", "Changed a.txt."),
+    );
+    let d = t.path();
+    let id = done_run(&t);
+    let head = git(d, &["rev-parse", "HEAD"]);
+    let remote = tempfile::tempdir().unwrap();
+    git(remote.path(), &["init", "-q", "--bare"]);
+    git(
+        d,
+        &[
+            "remote",
+            "add",
+            "review",
+            &remote.path().display().to_string(),
+        ],
+    );
+
+    // An unknown remote: one line naming it and the remotes there are, exit 2.
+    let bad = run_crewmux(d, "unused", &["merge", &id, "--push", "nope"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    let err = stderr(&bad);
+    assert!(
+        err.contains("--push nope: no such git remote") && err.contains("use one of review"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+
+    let dry = run_crewmux(
+        d,
+        "unused",
+        &["merge", &id, "--push", "review", "--dry-run"],
+    );
+    let said = String::from_utf8_lossy(&dry.stdout).to_string();
+    assert!(
+        said.starts_with(&format!("would push crewmux/{id}/integration to review")),
+        "{said}"
+    );
+    assert!(
+        git(remote.path(), &["branch", "--list"]).trim().is_empty(),
+        "a dry run pushes nothing"
+    );
+
+    let pushed = run_crewmux(d, "unused", &["merge", &id, "--push", "review"]);
+    assert!(pushed.status.success(), "{}", stderr(&pushed));
+    let said = String::from_utf8_lossy(&pushed.stdout).to_string();
+    assert!(
+        said.starts_with(&format!("pushed crewmux/{id}/integration to review"))
+            && said.contains("a.txt | 1 +"),
+        "{said}"
+    );
+    let branch = format!("crewmux/{id}/integration");
+    assert_eq!(
+        git(remote.path(), &["rev-parse", &branch]),
+        git(d, &["rev-parse", &branch]),
+        "the remote has the branch at its tip"
+    );
+    assert_eq!(git(d, &["rev-parse", "HEAD"]), head, "nothing merged here");
+    // --push and --squash do not go together.
+    let both = run_crewmux(d, "unused", &["merge", &id, "--push", "review", "--squash"]);
+    assert_eq!(both.status.code(), Some(2));
+}

@@ -270,6 +270,21 @@ fn bad_inputs_exit_2_with_one_line() {
                 "crewmux: --project /nonexistent: no such directory; give an existing project folder\n",
             );
     }
+    // A file named as the project: said as a file, not an OS error of a path inside it.
+    std::fs::write(project.path().join("calc.py"), "x = 1\n").unwrap();
+    let file = project.path().join("calc.py");
+    for cmd in [&["run", "--headless", "x y z"][..], &["doctor"][..]] {
+        crewmux(&bin, project.path())
+            .args(cmd)
+            .arg("--project")
+            .arg(&file)
+            .assert()
+            .code(2)
+            .stderr(format!(
+                "crewmux: --project {}: a file, not a directory; give an existing project folder\n",
+                file.display()
+            ));
+    }
     bin.user_providers("[providers.codex]\nargz = []\n");
     crewmux(&bin, project.path())
         .args(["doctor"])

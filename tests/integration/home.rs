@@ -37,7 +37,8 @@ fn home_new_run_shows_the_rendered_result_and_esc_comes_back() {
     viewer.type_text("Write a haiku about tmux panes");
     viewer.keys(&["Tab"]);
     viewer.wait_screen("◀ solo ▶", Duration::from_secs(5));
-    viewer.keys(&["Tab"]);
+    // Team → team file (left empty) → provider.
+    viewer.keys(&["Tab", "Tab"]);
     // The providers come from a doctor probe on a thread; `sim` is offered last.
     let end = Instant::now() + Duration::from_secs(90);
     while !viewer.screen().contains("◀ sim ▶") {
@@ -73,10 +74,81 @@ fn home_new_run_shows_the_rendered_result_and_esc_comes_back() {
     let home = viewer.wait_screen("runs of", Duration::from_secs(15));
     assert!(home.contains("Write a haiku about tmux panes"), "{home}");
     viewer.wait_screen("done", Duration::from_secs(30));
+
+    // r runs it again: the form comes filled with the problem and the provider it had.
+    viewer.keys(&["r"]);
+    let again = viewer.wait_screen("Run again:", Duration::from_secs(5));
+    assert!(again.contains("Write a haiku about tmux panes"), "{again}");
+    assert!(again.contains("◀ sim ▶"), "{again}");
+    viewer.keys(&["C-s"]);
+    viewer.wait_screen("Workers 1", Duration::from_secs(60));
+    viewer.wait_screen("1 done", Duration::from_secs(60));
+    // From the roster one Esc goes back (a second one on the home screen would quit it).
+    viewer.keys(&["Escape"]);
+    viewer.wait_screen("2 runs", Duration::from_secs(15));
     viewer.keys(&["q"]);
     let after = viewer.wait_screen("EXITED", Duration::from_secs(10));
     assert!(after.contains("EXITED 0"), "{after}");
     // The project is in the index `--all` reads.
     let index = std::fs::read_to_string(tmp.path().join("state/crewmux/projects")).unwrap();
     assert!(index.contains(&tmp.path().canonicalize().unwrap().display().to_string()));
+}
+
+#[test]
+fn the_new_run_form_starts_a_team_file_of_examples_on_a_typed_base() {
+    if !tmux_ready("the_new_run_form_starts_a_team_file_of_examples_on_a_typed_base") {
+        return;
+    }
+    let workers = TmuxServer::new("home-form-workers");
+    // `old` has a file that HEAD no longer has: the worker lists its tree.
+    let repo = crate::support::repo(&[("gone.txt", "from the old commit\n")]);
+    git(repo.path(), &["branch", "old"]);
+    git(repo.path(), &["rm", "-q", "gone.txt"]);
+    git(repo.path(), &["commit", "-qm", "drop gone.txt"]);
+    std::fs::create_dir_all(repo.path().join("examples")).unwrap();
+    std::fs::write(
+        repo.path().join("examples/list.toml"),
+        "name = \"list\"\n\n[[worker]]\nid = \"lister\"\nrole = \"backend-engineer\"\nprovider = \"command\"\n\
+         command = [\"sh\", \"-c\", \"ls > listing.txt\"]\n",
+    )
+    .unwrap();
+    let viewer = home_in_pane(repo.path(), &workers, "home-form-viewer");
+    viewer.wait_screen("no runs here yet", Duration::from_secs(20));
+    viewer.keys(&["n"]);
+    viewer.wait_screen("New run", Duration::from_secs(5));
+    viewer.type_text("List the files of the old commit");
+    // The example team file is offered after the built-in modes (the form starts at solo).
+    viewer.keys(&["Tab", "Right"]);
+    viewer.wait_screen("◀ team examples/list.toml ▶", Duration::from_secs(5));
+    // Team file (empty) → provider → base.
+    viewer.keys(&["Tab", "Tab", "Tab"]);
+    viewer.type_text("old");
+    viewer.keys(&["Enter"]);
+    viewer.wait_screen("1 done", Duration::from_secs(60));
+    let id = run_id(repo.path());
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            repo.path()
+                .join(".crewmux/runs")
+                .join(&id)
+                .join("state.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(state["workspace"]["base_ref"], "old", "{state:#}");
+    let tree = state["workspace"]["workers"]["lister"]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let listing = std::fs::read_to_string(Path::new(&tree).join("listing.txt")).unwrap();
+    assert!(
+        listing.contains("gone.txt"),
+        "the worktree starts at `old`: {listing}"
+    );
+    // From the roster one Esc goes back (a second one on the home screen would quit it).
+    viewer.keys(&["Escape"]);
+    viewer.wait_screen("1 run", Duration::from_secs(15));
+    viewer.keys(&["q"]);
+    viewer.wait_screen("EXITED", Duration::from_secs(10));
 }

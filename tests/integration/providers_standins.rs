@@ -33,6 +33,7 @@ fn launch_and_run(
         attempt: 1,
         self_exe: Path::new("/nonexistent/crewmux"),
         mcp: None,
+        resume: None,
     };
     let l = reg.build_launch(provider, &req).unwrap();
     assert_eq!(l.argv[0], provider, "binary is looked up on PATH by name");

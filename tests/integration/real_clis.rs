@@ -353,3 +353,132 @@ fn real_clis() {
     );
     assert!(!failed, "{}", report.join("\n"));
 }
+
+/// `crewmux <args>` in `project` as [`run_with`] runs it (the same PATH, HOME and config).
+fn crewmux_in(project: &Path, home: &Path, path: &str, args: &[&str]) -> std::process::Output {
+    let mut c = crewmux();
+    c.current_dir(project)
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", home)
+        .env("TERM", "xterm-256color")
+        .env("LANG", "C.UTF-8")
+        .env("CREWMUX_CONFIG_DIR", home.join(".config/crewmux"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    wait_limited(c.spawn().unwrap(), args)
+}
+
+/// A retried worker of each CLI that can resume (claude, codex) continues its
+/// conversation: the retry's model request carries the first attempt's answer, and its
+/// dispatch record says which session it resumed.
+#[test]
+fn real_clis_resume() {
+    if std::env::var(ENABLE).as_deref() != Ok("1") {
+        eprintln!("real_clis_resume: skipped; set {ENABLE}=1 with the agent CLIs installed");
+        return;
+    }
+    let path = search_path();
+    let server = ModelServer::start(Script {
+        answer: ANSWER.into(),
+        input_tokens: IN,
+        output_tokens: OUT,
+    });
+    let mut report = Vec::new();
+    let mut failed = false;
+    for case in CASES
+        .iter()
+        .filter(|c| matches!(c.provider, "claude" | "codex"))
+    {
+        let Some(bin) = installed(case.provider, &path) else {
+            report.push(format!("{}: not installed", case.provider));
+            continue;
+        };
+        let v = version(&bin, &path);
+        let ran = run_with(
+            case,
+            &server.url(),
+            GOOD_KEY,
+            &path,
+            None,
+            &["--max-attempts", "1"],
+        );
+        let project = ran._dirs.0.path();
+        let home = ran._dirs.1.path();
+        let id = ran
+            .run_dir
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        let before = server.seen().len();
+        let steer = crewmux_in(
+            project,
+            home,
+            &path,
+            &[
+                "steer",
+                &id,
+                "retry",
+                "solo",
+                "--task",
+                "Now also reject whitespace-only input.",
+            ],
+        );
+        let resumed = crewmux_in(project, home, &path, &["resume", &id, "--headless"]);
+        let state: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(ran.run_dir.join("state.json")).unwrap_or_default(),
+        )
+        .unwrap_or_default();
+        let records: Vec<&serde_json::Value> = state["dispatches"]
+            .as_array()
+            .map(|a| a.iter().filter(|d| d["worker_id"] == "solo").collect())
+            .unwrap_or_default();
+        let first = records
+            .first()
+            .and_then(|d| d["session"].as_str())
+            .unwrap_or("");
+        let second = records
+            .get(1)
+            .and_then(|d| d["resumed"].as_str())
+            .unwrap_or("");
+        let carried = server.seen()[before..]
+            .iter()
+            .filter(|r| r.status == 200 && r.body.contains(ANSWER))
+            .count();
+        let mut bad = Vec::new();
+        if !steer.status.success() || !resumed.status.success() {
+            bad.push(format!(
+                "steer {:?} resume {:?}: {}",
+                steer.status.code(),
+                resumed.status.code(),
+                String::from_utf8_lossy(&resumed.stderr)
+            ));
+        }
+        if first.is_empty() || second != first {
+            bad.push(format!("session {first:?}, resumed {second:?}"));
+        }
+        if carried == 0 {
+            bad.push("no request of the retry carried the first attempt's answer".into());
+        }
+        // The answer came from the conversation, not from crewmux's prompt.
+        let prompt = std::fs::read_to_string(ran.run_dir.join("workers/solo/attempt-2/prompt.md"))
+            .unwrap_or_default();
+        if prompt.contains(ANSWER) || !prompt.starts_with("[crewmux: this continues") {
+            bad.push(format!("attempt 2's prompt: {:?}", prompt.get(..200)));
+        }
+        failed |= !bad.is_empty();
+        report.push(format!(
+            "{} ({v}): session {first}, retry resumed {second}, {carried} request(s) with the earlier turn: {}",
+            case.provider,
+            if bad.is_empty() { "pass".to_string() } else { format!("FAIL: {}", bad.join("; ")) }
+        ));
+    }
+    eprintln!("real_clis_resume against {}:", server.url());
+    for line in &report {
+        eprintln!("  {line}");
+    }
+    assert!(!failed, "{}", report.join("\n"));
+}

@@ -310,6 +310,70 @@ fn a_headless_run_is_steered_from_the_cli_and_from_a_dashboard_opened_on_it() {
     assert_eq!(state_worker(&s, "added-1")["provider"], "sim");
     viewer.wait_screen("added-1", Duration::from_secs(45));
 
+    // `steer add --command`: a command worker, its argv split as a shell would, no task.
+    let added = run_crewmux(
+        project,
+        &workers.socket,
+        &[
+            "steer",
+            &id,
+            "add",
+            "--id",
+            "lint",
+            "--command",
+            "sh -c 'echo added command ran'",
+        ],
+    );
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    let s = wait_state(
+        project,
+        "the command worker completes",
+        Duration::from_secs(180),
+        |s| state_worker(s, "lint")["status"] == "completed",
+    );
+    assert_eq!(state_worker(&s, "lint")["provider"], "command");
+    let out = std::fs::read_to_string(run.join("workers/lint/attempt-1/output.log")).unwrap();
+    assert!(out.contains("added command ran"), "{out}");
+    // Two adds with no id, one right after the other: two workers, not one and a silence.
+    for _ in 0..2 {
+        let added = run_crewmux(
+            project,
+            &workers.socket,
+            &["steer", &id, "add", "--command", "true"],
+        );
+        assert!(
+            added.status.success(),
+            "{}",
+            String::from_utf8_lossy(&added.stderr)
+        );
+    }
+    wait_state(project, "both adds land", Duration::from_secs(120), |s| {
+        ["added-2", "added-3"]
+            .iter()
+            .all(|w| state_worker(s, w)["status"] == "completed")
+    });
+    let bad = run_crewmux(
+        project,
+        &workers.socket,
+        &[
+            "steer",
+            &id,
+            "add",
+            "--command",
+            "nosuch-program-xyz --flag",
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("`nosuch-program-xyz` not found on PATH") && err.lines().count() == 1,
+        "{err}"
+    );
+
     // `s` on `two` (second in the roster) types into its pane through the inbox too.
     viewer.keys(&["g", "j", "s"]);
     viewer.wait_screen("two", Duration::from_secs(30));

@@ -172,6 +172,11 @@ impl Driver {
             &self.registry,
         )
         .map_err(|e| e.to_string())?;
+        // The roster marks the attempt `resumed` (the engine copies it to the dispatch
+        // record when the attempt runs).
+        if let Some(w) = self.state.worker_mut(worker) {
+            w.flow.resumed = prepared.resumed.is_some();
+        }
         let mut credential_label = None;
         if let Some(store) = self.creds.as_mut() {
             // The variable this run's providers.toml files name (the project's too).

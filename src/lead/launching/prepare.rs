@@ -19,6 +19,9 @@ pub struct Prepared {
     pub paths: AttemptPaths,
     pub nonce: String,
     pub spawn: SpawnSpec,
+    /// The attempt continues this conversation of the worker's agent CLI
+    /// (`super::resume::resume_session`).
+    pub resumed: Option<String>,
 }
 
 /// The prompt a worker receives: the packaged prompt of its role and task, with its
@@ -55,8 +58,30 @@ pub fn prompt_text(
             max_chars,
             model: Some(model),
             failures,
+            inputs: read_inputs(state, w),
         },
     )
+}
+
+/// The run's inputs for `w`'s prompt, each `--files` file read from the worker's own tree
+/// (its worktree, else the project) as it is when the attempt starts; a file that cannot be
+/// read is listed as such.
+fn read_inputs(state: &RunState, w: &WorkerState) -> crate::providers::prompt::Inputs {
+    let i = &state.inputs;
+    let tree = state
+        .workspace
+        .as_ref()
+        .and_then(|ws| ws.workers.get(&w.id).map(|x| ws.cwd_in(&x.path)))
+        .unwrap_or_else(|| state.project_dir.clone());
+    crate::providers::prompt::Inputs {
+        context: i.context.clone(),
+        files: i
+            .files
+            .iter()
+            .map(|p| (p.clone(), std::fs::read_to_string(tree.join(p)).ok()))
+            .collect(),
+        expected_outcome: i.expected_outcome.clone(),
+    }
 }
 
 /// What `w`'s worktree holds of its upstreams' work (merged before it was launched; see
@@ -89,9 +114,8 @@ pub fn prepare(
     registry: &Registry,
 ) -> Result<Prepared> {
     let paths = fresh_attempt(attempt_dir)?;
-    let mut prompt = prompt_text(state, w, max_chars, failures);
-    prompt.push_str(&upstream_worktree_note(state, w));
-    crate::store::write_replace(&paths.prompt, prompt.as_bytes())?;
+    let resume = super::resume::resume_session(&state.run_id, w, registry);
+    write_prompt(state, w, &paths, (max_chars, failures), resume.is_some())?;
     // A worker on an SSH host: the wrapper names the attempt's files where they will be
     // on the host (the backend ships them there).
     let remote = crate::hosts::place(state, w, &paths.dir)?;
@@ -128,6 +152,7 @@ pub fn prepare(
             attempt: w.attempt,
             self_exe,
             mcp: mcp.as_ref(),
+            resume: resume.as_deref(),
         },
     )?;
     let (argv, cwd) = argv_and_cwd(state, w, &paths.dir, remote.as_ref(), &launch.argv)?;
@@ -181,6 +206,7 @@ pub fn prepare(
         },
         paths,
         nonce,
+        resumed: resume,
     })
 }
 
@@ -235,6 +261,24 @@ fn fresh_attempt(attempt_dir: PathBuf) -> Result<AttemptPaths> {
         let _ = std::fs::remove_file(stale);
     }
     Ok(paths)
+}
+
+/// Write the attempt's `prompt.md`: the packaged prompt, the note on upstream worktrees,
+/// and first, for an attempt that continues its conversation, its continuation note
+/// (`super::resume::continuation_note`).
+fn write_prompt(
+    state: &RunState,
+    w: &WorkerState,
+    paths: &AttemptPaths,
+    (max_chars, failures): (usize, Option<Vec<PastFailure>>),
+    resumed: bool,
+) -> Result<()> {
+    let mut prompt = prompt_text(state, w, max_chars, failures);
+    prompt.push_str(&upstream_worktree_note(state, w));
+    if resumed {
+        prompt = format!("{}{prompt}", super::resume::continuation_note(w));
+    }
+    crate::store::write_replace(&paths.prompt, prompt.as_bytes())
 }
 
 /// The attempt's MCP server launch, its files written into a fresh `<attempt>/mcp/`; only

@@ -37,6 +37,8 @@ pub fn run_council(state: &RunState, store: &RunStore) -> Vec<CriticVerdict> {
                 .filter(|a| !store.attempt_dir(&w.id, w.attempt).join(a).exists())
                 .cloned()
                 .collect(),
+            command: w.provider == "command",
+            left_out: w.reason.as_deref() == Some(crate::domain::NOT_IN_ONLY),
         })
         .collect();
     let root = crate::workspace::judge::council_root(state);

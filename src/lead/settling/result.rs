@@ -50,6 +50,27 @@ pub(in crate::lead) fn events_text(dir: &Path) -> String {
     events_tail(dir).map(|t| t.text).unwrap_or_default()
 }
 
+/// The agent CLI's conversation id an ended attempt's output names
+/// ([`crate::providers::output::session_id`]): looked for in the first 64 KiB of its raw
+/// events (`cli-events.jsonl`, else `output.log`), where the CLIs name it first, then in
+/// the end (Claude Code repeats it on its `result` event). `None` for text output.
+pub(in crate::lead) fn session_of(dir: &Path, format: OutputFormat) -> Option<String> {
+    if format == OutputFormat::Text {
+        return None;
+    }
+    let events = dir.join(crate::providers::pane_text::EVENTS_FILE);
+    let file = if events.exists() {
+        events
+    } else {
+        dir.join("output.log")
+    };
+    let head = crate::launch::tail::head_of_file(&file, 64 * 1024).unwrap_or_default();
+    crate::providers::output::session_id(format, &head).or_else(|| {
+        let tail = events_tail(dir).unwrap_or_else(|| log_tail(&dir.join("output.log")));
+        crate::providers::output::session_id(format, &tail.text)
+    })
+}
+
 /// After an attempt ends: record the usage its CLI reported, and when `want_result`, write
 /// `result.md` from the CLI's final answer or its output's last
 /// [`crate::lead::RESULT_FROM_LOG_LINES`] lines without noise (`providers::output`), at most

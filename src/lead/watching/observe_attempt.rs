@@ -123,8 +123,22 @@ impl Driver {
             inputs.push(input);
             return inputs;
         }
+        inputs.extend(self.session_input(t, &watch.dir));
         inputs.push(self.exit_input(t, &watch, exit));
         inputs
+    }
+
+    /// The conversation an ended attempt had (its CLI's session id), for the worker's next
+    /// attempt to continue; `None` when its output names none.
+    fn session_input(&self, t: &Target, dir: &std::path::Path) -> Option<Input> {
+        let w = self.state.worker(&t.worker)?;
+        let format = self.registry.get(&w.provider)?.output;
+        let id = crate::lead::settling::result::session_of(dir, format)?;
+        Some(Input::Session {
+            worker: t.worker.clone(),
+            attempt: t.attempt,
+            id,
+        })
     }
 
     /// Feed the screen's last lines to the provider's waiting detector (re-fed every turn

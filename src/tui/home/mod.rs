@@ -1,14 +1,18 @@
 //! The home screen (`crewmux` with no subcommand): the project's runs, or with `--all` the
 //! runs of every project in the [`index`], newest first, with their problem, status,
 //! council, workers done/total and age. Enter opens a run's dashboard, `n` starts a new
-//! run, `x` cleans a finished one after a confirmation. State, keys and drawing are pure;
+//! run (the [`form`]), `r` runs the selected one again (the form filled from it), `x`
+//! cleans a finished one after a confirmation. State, keys and drawing are pure;
 //! `app` runs the loop.
 
 pub mod app;
+pub mod form;
 pub mod index;
 pub mod view;
 
-use std::path::{Path, PathBuf};
+pub use form::{modes, origin, Form, FormField, ModeChoice, NewRun, RunOrigin};
+
+use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -114,60 +118,8 @@ pub enum HomeExit {
     Quit,
 }
 
-/// The new-run form's result.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewRun {
-    pub problem: String,
-    /// A built-in mode (`crazy`, `ccg`, `solo`) or a team file.
-    pub mode: ModeChoice,
-    /// A provider for the built-in modes' workers; `None`: the routing's choice.
-    pub provider: Option<String>,
-    /// `--hosts`: spread the workers over these; empty: where the team file puts them.
-    pub hosts: Vec<String>,
-}
-
-/// A mode of the picker.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ModeChoice {
-    Builtin(&'static str),
-    TeamFile(PathBuf),
-}
-
-impl ModeChoice {
-    pub fn label(&self) -> String {
-        match self {
-            ModeChoice::Builtin(m) => (*m).to_string(),
-            ModeChoice::TeamFile(p) => format!(
-                "team {}",
-                p.file_stem()
-                    .map(|s| s.to_string_lossy())
-                    .unwrap_or_default()
-            ),
-        }
-    }
-}
-
-/// The modes to offer for `project`: the built-in ones, then `<project>/.crewmux/teams/*.toml`
-/// by name.
-pub fn modes(project: &Path) -> Vec<ModeChoice> {
-    let mut out: Vec<ModeChoice> = ["crazy", "ccg", "solo"]
-        .into_iter()
-        .map(ModeChoice::Builtin)
-        .collect();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(project.join(".crewmux").join("teams"))
-        .map(|d| {
-            d.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    out.extend(files.into_iter().map(ModeChoice::TeamFile));
-    out
-}
-
 /// The index of the built-in mode `name` in `modes` (0 when it is not there).
-fn mode_index(modes: &[ModeChoice], name: &str) -> usize {
+pub(crate) fn mode_index(modes: &[ModeChoice], name: &str) -> usize {
     modes
         .iter()
         .position(|m| *m == ModeChoice::Builtin(name_of(name)))
@@ -180,18 +132,6 @@ fn name_of(name: &str) -> &'static str {
         .into_iter()
         .find(|m| *m == name)
         .unwrap_or("solo")
-}
-
-/// The new-run form: a multi-line problem, a mode and a provider, one field focused.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Form {
-    pub problem: String,
-    pub field: usize,
-    pub mode: usize,
-    /// Index into the provider choices; 0 is "the routing decides".
-    pub provider: usize,
-    /// Index into [`Home::hosts`] (shown only when `hosts.toml` names a host).
-    pub hosts: usize,
 }
 
 /// The home screen's state.
@@ -346,77 +286,16 @@ impl Home {
                     ..Form::default()
                 }))
             }
+            KeyCode::Char('r') => match self.selected_row() {
+                None => self.notice = Some("no run to run again: n starts one".into()),
+                Some(r) => match form::origin(&r.project, &r.id) {
+                    Ok(o) => self.open_again(o),
+                    Err(e) => self.notice = Some(format!("{} cannot be run again: {e}", r.id)),
+                },
+            },
             _ => {}
         }
         None
-    }
-
-    /// Keys of the new-run form: Tab/S-Tab move between problem, mode, provider (and hosts); in the
-    /// problem Enter starts a new line and Ctrl-S (or Enter on the other fields) starts
-    /// the run; ←/→ choose a mode or provider; Esc leaves the form.
-    fn form_key(&mut self, key: KeyEvent) -> Option<HomeExit> {
-        let modes = self.modes.len().max(1);
-        let providers = self.providers.len() + 1;
-        let hosts = self.hosts.len().max(1);
-        // The hosts field is there only when `hosts.toml` names a host.
-        let fields = if self.hosts.is_empty() { 3 } else { 4 };
-        let form = self.form.as_mut()?;
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        match key.code {
-            KeyCode::Esc => self.form = None,
-            KeyCode::Tab => form.field = (form.field + 1) % fields,
-            KeyCode::BackTab => form.field = (form.field + fields - 1) % fields,
-            KeyCode::Char('s') if ctrl => return self.submit(),
-            KeyCode::Enter if form.field != 0 => return self.submit(),
-            KeyCode::Enter => form.problem.push('\n'),
-            KeyCode::Backspace if form.field == 0 => {
-                form.problem.pop();
-            }
-            KeyCode::Left | KeyCode::Right if form.field > 0 => {
-                let (n, v) = match form.field {
-                    1 => (modes, &mut form.mode),
-                    2 => (providers, &mut form.provider),
-                    _ => (hosts, &mut form.hosts),
-                };
-                *v = if key.code == KeyCode::Right {
-                    (*v + 1) % n
-                } else {
-                    (*v + n - 1) % n
-                };
-            }
-            KeyCode::Char(c) if form.field == 0 && !ctrl => form.problem.push(c),
-            _ => {}
-        }
-        None
-    }
-
-    /// Paste into the problem field of the form.
-    pub fn paste(&mut self, text: &str) {
-        if let Some(f) = self.form.as_mut().filter(|f| f.field == 0) {
-            f.problem.push_str(&text.replace("\r\n", "\n"));
-        }
-    }
-
-    fn submit(&mut self) -> Option<HomeExit> {
-        let form = self.form.as_ref()?;
-        let problem = form.problem.trim().to_string();
-        if problem.is_empty() {
-            self.notice = Some("type the problem first (Tab moves between fields)".into());
-            return None;
-        }
-        let mode = self.modes.get(form.mode)?.clone();
-        let provider = form
-            .provider
-            .checked_sub(1)
-            .and_then(|i| self.providers.get(i).cloned());
-        let hosts = self.hosts.get(form.hosts).cloned().unwrap_or_default();
-        self.draft = self.form.take();
-        Some(HomeExit::New(NewRun {
-            problem,
-            mode,
-            provider,
-            hosts,
-        }))
     }
 }
 

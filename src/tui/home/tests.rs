@@ -106,6 +106,8 @@ fn the_new_run_form_takes_a_multi_line_problem_a_mode_and_a_provider() {
     h.key(key(KeyCode::Tab));
     // The form starts at `solo`, as `crewmux run` without `--mode`; ← goes to `ccg`.
     h.key(key(KeyCode::Left));
+    // Team → team file (left empty) → provider.
+    h.key(key(KeyCode::Tab));
     h.key(key(KeyCode::Tab));
     h.key(key(KeyCode::Right));
     h.key(key(KeyCode::Right));
@@ -117,6 +119,9 @@ fn the_new_run_form_takes_a_multi_line_problem_a_mode_and_a_provider() {
             mode: ModeChoice::Builtin("ccg"),
             provider: Some("codex".into()),
             hosts: vec![],
+            base: None,
+            include_uncommitted: false,
+            project: None,
         }))
     );
     assert!(h.form.is_none());
@@ -128,8 +133,9 @@ fn with_ssh_hosts_the_form_can_spread_the_run_over_them() {
     h.hosts = vec![vec![], vec!["box".into(), "local".into()]];
     h.key(key(KeyCode::Char('n')));
     h.paste("Fix it");
-    // problem → mode → provider → hosts; → picks "every host and local".
-    for _ in 0..3 {
+    // problem → team → team file → provider → base → uncommitted → hosts; → picks
+    // "every host and local".
+    for _ in 0..6 {
         h.key(key(KeyCode::Tab));
     }
     h.key(key(KeyCode::Right));
@@ -139,13 +145,13 @@ fn with_ssh_hosts_the_form_can_spread_the_run_over_them() {
         panic!("{exit:?}")
     };
     assert_eq!(run.hosts, ["box", "local"]);
-    // Without hosts the form keeps its three fields: Tab comes back to the problem.
+    // Without hosts the form has no hosts field: Tab comes back to the problem.
     let mut h = home();
     h.key(key(KeyCode::Char('n')));
-    for _ in 0..3 {
+    for _ in 0..6 {
         h.key(key(KeyCode::Tab));
     }
-    assert_eq!(h.form.as_ref().unwrap().field, 0);
+    assert_eq!(h.form.as_ref().unwrap().field, FormField::Problem);
 }
 
 #[test]
@@ -227,8 +233,11 @@ fn team_files_of_the_project_are_offered_as_modes() {
     std::fs::write(teams.join("review.toml"), "name = \"review\"\n").unwrap();
     std::fs::write(teams.join("notes.txt"), "").unwrap();
     let m = modes(tmp.path());
-    let labels: Vec<String> = m.iter().map(ModeChoice::label).collect();
-    assert_eq!(labels, ["crazy", "ccg", "solo", "team review"]);
+    let labels: Vec<String> = m.iter().map(|c| c.label(tmp.path())).collect();
+    assert_eq!(
+        labels,
+        ["crazy", "ccg", "solo", "team .crewmux/teams/review.toml"]
+    );
 }
 
 #[test]
@@ -348,4 +357,196 @@ fn the_clean_confirmation_names_the_command_it_runs() {
         "{shown}"
     );
     insta::assert_snapshot!("home_clean_confirm_80x24", screen(&h, 80, 24));
+}
+
+#[test]
+fn the_form_offers_the_projects_and_examples_team_files_and_takes_a_typed_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path();
+    std::fs::create_dir_all(p.join("examples")).unwrap();
+    std::fs::create_dir_all(p.join(".crewmux/teams")).unwrap();
+    std::fs::write(p.join(".crewmux/teams/review.toml"), "").unwrap();
+    std::fs::write(p.join("examples/pipeline.toml"), "[[worker]]\n").unwrap();
+    // At the top, only a TOML file with workers is a team.
+    std::fs::write(
+        p.join("team.toml"),
+        "name = \"t\"\n\n[[worker]]\nid = \"a\"\n",
+    )
+    .unwrap();
+    std::fs::write(p.join("pyproject.toml"), "[project]\nname = \"x\"\n").unwrap();
+    let mut h = Home::new(p.to_path_buf(), false, vec![]);
+    let labels: Vec<String> = h.modes.iter().map(|m| m.label(p)).collect();
+    assert_eq!(
+        labels,
+        [
+            "crazy",
+            "ccg",
+            "solo",
+            "team .crewmux/teams/review.toml",
+            "team examples/pipeline.toml",
+            "team team.toml"
+        ]
+    );
+    h.key(key(KeyCode::Char('n')));
+    h.paste("Fix it");
+    h.key(key(KeyCode::Tab));
+    h.key(key(KeyCode::Right));
+    h.key(key(KeyCode::Right));
+    let Some(HomeExit::New(run)) = h.key(key(KeyCode::Enter)) else {
+        panic!("Enter on the team field starts")
+    };
+    assert_eq!(
+        run.mode,
+        ModeChoice::TeamFile(p.join("examples/pipeline.toml"))
+    );
+    // A typed path wins over the choice, relative to the project; base and uncommitted too.
+    h.started();
+    h.key(key(KeyCode::Char('n')));
+    h.paste("Fix it");
+    h.key(key(KeyCode::Tab));
+    h.key(key(KeyCode::Tab));
+    h.paste("teams/mine.toml\n");
+    h.key(key(KeyCode::Tab));
+    h.key(key(KeyCode::Tab));
+    for c in "main~1".chars() {
+        h.key(key(KeyCode::Char(c)));
+    }
+    h.key(key(KeyCode::Backspace));
+    h.key(key(KeyCode::Char('2')));
+    h.key(key(KeyCode::Tab));
+    h.key(key(KeyCode::Char(' ')));
+    let Some(HomeExit::New(run)) = h.key(key(KeyCode::Enter)) else {
+        panic!("Enter on the uncommitted field starts")
+    };
+    assert_eq!(run.mode, ModeChoice::TeamFile(p.join("teams/mine.toml")));
+    assert_eq!(run.base.as_deref(), Some("main~2"));
+    assert!(run.include_uncommitted);
+}
+
+#[test]
+fn r_runs_the_selected_run_again_with_its_team_provider_base_and_hosts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path();
+    std::fs::create_dir_all(p.join("examples")).unwrap();
+    std::fs::write(p.join("examples/pipeline.toml"), "").unwrap();
+    let save = |id: &str, source: &str, provider: Option<&str>, hosts: &[&str], base: &str| {
+        let store = crate::store::RunStore::create(p, id).unwrap();
+        let mut s = fixtures::done_run();
+        s.run_id = id.into();
+        s.project_dir = p.to_path_buf();
+        s.problem = format!("problem of {id}");
+        s.workspace = Some(crate::domain::RunWorkspace {
+            repo: p.to_path_buf(),
+            prefix: "".into(),
+            base: "abc".into(),
+            base_ref: base.into(),
+            user_branch: None,
+            uncommitted: true,
+            root: p.join(".crewmux/worktrees").join(id),
+            copy: vec![],
+            setup: None,
+            workers: Default::default(),
+            pending: vec![],
+            integration: None,
+            integrated_round: None,
+        });
+        store.save_state(&s).unwrap();
+        store
+            .write_manifest(&serde_json::json!({
+                "team": {"source": source},
+                "provider": provider,
+                "hosts": hosts,
+            }))
+            .unwrap();
+    };
+    save(
+        "20261201-100000-aaaa",
+        "mode:ccg",
+        Some("codex"),
+        &[],
+        "HEAD",
+    );
+    let file = p.join("examples/pipeline.toml");
+    save(
+        "20261201-110000-bbbb",
+        &file.display().to_string(),
+        None,
+        &["box", "local"],
+        "main",
+    );
+    let other = p.join("elsewhere.toml");
+    save(
+        "20261201-120000-cccc",
+        &other.display().to_string(),
+        None,
+        &["gone"],
+        "HEAD",
+    );
+    let mut h = Home::new(p.to_path_buf(), false, load_rows(&[p.to_path_buf()]));
+    h.providers = vec!["claude".into(), "codex".into()];
+    h.hosts = vec![vec![], vec!["box".into(), "local".into()]];
+    // Newest first: cccc, bbbb, aaaa.
+    h.selected = 2;
+    h.key(key(KeyCode::Char('r')));
+    let Some(HomeExit::New(run)) = h.key(KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL))
+    else {
+        panic!("the filled form starts")
+    };
+    assert_eq!(run.problem, "problem of 20261201-100000-aaaa");
+    assert_eq!(run.mode, ModeChoice::Builtin("ccg"));
+    assert_eq!(run.provider.as_deref(), Some("codex"));
+    assert_eq!(run.base, None);
+    assert!(run.include_uncommitted);
+    h.started();
+    h.selected = 1;
+    h.key(key(KeyCode::Char('r')));
+    let text = format!("{:?}", screen(&h, 100, 26));
+    assert!(text.contains("Run again: 20261201-110000-bbbb"), "{text}");
+    let Some(HomeExit::New(run)) = h.key(KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL))
+    else {
+        panic!("the filled form starts")
+    };
+    assert_eq!(run.mode, ModeChoice::TeamFile(file));
+    assert_eq!(run.hosts, ["box", "local"]);
+    assert_eq!(run.base.as_deref(), Some("main"));
+    h.started();
+    // A team file that is not offered goes in the path field; hosts not offered say so.
+    h.selected = 0;
+    h.key(key(KeyCode::Char('r')));
+    let form = h.form.clone().unwrap();
+    assert_eq!(form.team_path, other.display().to_string());
+    assert!(
+        h.notice.as_deref().unwrap().contains("spread over gone"),
+        "{:?}",
+        h.notice
+    );
+    let Some(HomeExit::New(run)) = h.key(KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL))
+    else {
+        panic!("the filled form starts")
+    };
+    assert_eq!(run.mode, ModeChoice::TeamFile(other));
+    assert!(run.hosts.is_empty());
+}
+
+#[test]
+fn r_on_a_run_without_a_manifest_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = crate::store::RunStore::create(tmp.path(), "20261201-100000-aaaa").unwrap();
+    let mut s = fixtures::done_run();
+    s.run_id = "20261201-100000-aaaa".into();
+    s.project_dir = tmp.path().to_path_buf();
+    store.save_state(&s).unwrap();
+    let mut h = Home::new(
+        tmp.path().to_path_buf(),
+        false,
+        load_rows(&[tmp.path().to_path_buf()]),
+    );
+    h.key(key(KeyCode::Char('r')));
+    assert!(h.form.is_none());
+    let notice = h.notice.clone().unwrap();
+    assert!(
+        notice.starts_with("20261201-100000-aaaa cannot be run again: ")
+            && notice.contains("manifest.json"),
+        "{notice}"
+    );
 }

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Row, Table, Wrap};
 use ratatui::Frame;
 
-use super::{Home, RunRow};
+use super::{FormField, Home, RunRow};
 use crate::tui::panels::{council_badge, panel, run_status_style, truncate};
 
 /// Draw `home` as of `now` (ages are measured to it).
@@ -65,7 +65,7 @@ pub fn draw(frame: &mut Frame, home: &Home, now: DateTime<Utc>) {
     frame.render_widget(Paragraph::new(notice_lines).fg(Color::Yellow), notice);
     frame.render_widget(
         Line::from(vec![Span::styled(
-            " ↑/↓ move  Enter open  n new run  x clean  ? help  q quit",
+            " ↑/↓ move  Enter open  n new run  r run again  x clean  ? help  q quit",
             Style::default().fg(Color::DarkGray),
         )]),
         footer,
@@ -224,22 +224,23 @@ fn confirm(frame: &mut Frame, area: Rect, r: &RunRow) {
 
 fn form(frame: &mut Frame, area: Rect, home: &Home) {
     let Some(f) = &home.form else { return };
-    let a = centered(area, 90, 20);
+    let a = centered(area, 90, 22);
     frame.render_widget(Clear, a);
-    let block = panel(" New run ", true);
+    let title = match (&f.again_of, &f.project) {
+        (Some(id), Some(p)) => format!(" Run again: {id} (in {}) ", p.display()),
+        (Some(id), None) => format!(" Run again: {id} "),
+        (None, _) => " New run ".to_string(),
+    };
+    let block = panel(title, true);
     let inner = block.inner(a);
     frame.render_widget(block, a);
-    let [label, problem, mode, provider, hosts, hint] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Fill(1),
-        Constraint::Length(1),
-        Constraint::Length(1),
-        Constraint::Length(u16::from(!home.hosts.is_empty())),
-        Constraint::Length(2),
-    ])
-    .areas(inner);
-    let focus = |i: usize| {
-        if f.field == i {
+    let fields = home.form_fields();
+    let mut rows = vec![Constraint::Length(1), Constraint::Fill(1)];
+    rows.extend(fields.iter().skip(1).map(|_| Constraint::Length(1)));
+    rows.push(Constraint::Length(2));
+    let areas = Layout::vertical(rows).split(inner);
+    let focus = |field: FormField| {
+        if f.field == field {
             Style::default()
                 .fg(Color::Cyan)
                 .add_modifier(Modifier::BOLD)
@@ -247,85 +248,122 @@ fn form(frame: &mut Frame, area: Rect, home: &Home) {
             Style::default().fg(Color::DarkGray)
         }
     };
-    frame.render_widget(Line::styled("Problem (Enter: new line)", focus(0)), label);
+    frame.render_widget(
+        Line::styled("Problem (Enter: new line)", focus(FormField::Problem)),
+        areas[0],
+    );
     let mut text = f.problem.clone();
-    if f.field == 0 {
+    if f.field == FormField::Problem {
         text.push('▏');
     }
     frame.render_widget(
         Paragraph::new(text)
             .wrap(Wrap { trim: false })
-            .block(panel("", f.field == 0)),
-        problem,
+            .block(panel("", f.field == FormField::Problem)),
+        areas[1],
     );
-    let mode_label = home
-        .modes
-        .get(f.mode)
-        .map(|m| m.label())
-        .unwrap_or_default();
-    frame.render_widget(
-        Line::from(vec![
-            Span::styled("Mode      ", focus(1)),
-            Span::raw(format!("◀ {mode_label} ▶")),
-            Span::styled(
-                format!("   ({} of {})", f.mode + 1, home.modes.len()),
-                Style::default().fg(Color::DarkGray),
-            ),
-        ]),
-        mode,
-    );
-    let prov = f
-        .provider
-        .checked_sub(1)
-        .and_then(|i| home.providers.get(i).cloned())
-        .unwrap_or_else(|| {
-            if home.probing {
-                "auto (the routing decides) · checking the agent CLIs…".into()
-            } else {
-                "auto (the routing decides)".into()
-            }
-        });
-    frame.render_widget(
-        Line::from(vec![
-            Span::styled("Provider  ", focus(2)),
-            Span::raw(format!("◀ {prov} ▶")),
-        ]),
-        provider,
-    );
-    if let Some(choice) = home.hosts.get(f.hosts) {
-        let label = if choice.is_empty() {
-            "as the team file says".to_string()
-        } else {
-            format!("spread over {}", choice.join(", "))
+    for (field, row) in fields.iter().skip(1).zip(areas.iter().skip(2)) {
+        let Some((label, value)) = field_line(home, f, *field) else {
+            continue;
         };
-        frame.render_widget(
-            Line::from(vec![
-                Span::styled("Hosts     ", focus(3)),
-                Span::raw(format!("◀ {label} ▶")),
-            ]),
-            hosts,
-        );
+        let mut line = vec![Span::styled(format!("{label:<12}"), focus(*field))];
+        line.extend(value);
+        frame.render_widget(Line::from(line), *row);
     }
     frame.render_widget(
         Paragraph::new(vec![
             Line::from(
-                "Tab field · ←/→ choose · C-s (or Enter on mode/provider) starts · Esc cancels",
+                "Tab field · ←/→ choose · C-s (or Enter off the problem) starts · Esc cancels",
             ),
             Line::from("The clarification gate may ask a question first, as `crewmux run` does."),
         ])
         .dark_gray(),
-        hint,
+        areas[areas.len() - 1],
     );
 }
 
+/// The label and value of one line of the form (`None` for the problem, drawn apart).
+fn field_line(
+    home: &Home,
+    f: &super::Form,
+    field: FormField,
+) -> Option<(&'static str, Vec<Span<'static>>)> {
+    let dim = Style::default().fg(Color::DarkGray);
+    let typed = |value: &str, field: FormField, empty: &str| -> Vec<Span<'static>> {
+        let mut v = vec![Span::raw(value.to_string())];
+        if f.field == field {
+            v.push(Span::raw("▏"));
+        }
+        if value.is_empty() {
+            v.push(Span::styled(empty.to_string(), dim));
+        }
+        v
+    };
+    Some(match field {
+        FormField::Team => {
+            let project = f.project.as_deref().unwrap_or(&home.project);
+            let name = home
+                .modes
+                .get(f.mode)
+                .map(|m| m.label(project))
+                .unwrap_or_default();
+            let mut v = vec![Span::raw(format!("◀ {name} ▶"))];
+            v.push(Span::styled(
+                if f.team_path.trim().is_empty() {
+                    format!("   ({} of {})", f.mode + 1, home.modes.len())
+                } else {
+                    "   (not used: the team file below is)".to_string()
+                },
+                dim,
+            ));
+            ("Team", v)
+        }
+        FormField::TeamPath => (
+            "Team file",
+            typed(&f.team_path, field, "a path, or empty for the team above"),
+        ),
+        FormField::Provider => {
+            let prov = f.provider.clone().unwrap_or_else(|| {
+                if home.probing {
+                    "auto (the routing decides) · checking the agent CLIs…".into()
+                } else {
+                    "auto (the routing decides)".into()
+                }
+            });
+            ("Provider", vec![Span::raw(format!("◀ {prov} ▶"))])
+        }
+        FormField::Base => (
+            "Base",
+            typed(&f.base, field, "HEAD (the commit worktrees start from)"),
+        ),
+        FormField::Uncommitted => (
+            "Uncommitted",
+            vec![Span::raw(if f.include_uncommitted {
+                "◀ yes: your uncommitted changes go into the base ▶"
+            } else {
+                "◀ no: the base as committed ▶"
+            })],
+        ),
+        FormField::Hosts => {
+            let label = match home.hosts.get(f.hosts) {
+                Some(c) if !c.is_empty() => format!("spread over {}", c.join(", ")),
+                _ => "as the team file says".to_string(),
+            };
+            ("Hosts", vec![Span::raw(format!("◀ {label} ▶"))])
+        }
+        FormField::Problem => return None,
+    })
+}
+
 fn help(frame: &mut Frame, area: Rect) {
-    let a = centered(area, 70, 14);
+    let a = centered(area, 70, 15);
     frame.render_widget(Clear, a);
     let p = Paragraph::new(vec![
         Line::from("↑/↓ j/k   move between runs"),
         Line::from("Enter     open the run's dashboard (a detached run is driven again)"),
         Line::from("          q or Esc in the dashboard comes back here"),
-        Line::from("n         start a new run here"),
+        Line::from("n         start a new run here: problem, team, provider, base"),
+        Line::from("r         run the selected run again: the form filled from it"),
         Line::from("x         clean a finished run: crewmux clean --run ID --purge (asks)"),
         Line::from("q / Esc   quit"),
         Line::from(""),

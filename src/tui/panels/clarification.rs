@@ -94,31 +94,7 @@ fn pending_lines(
             Span::styled(format!(" allow {} for the rest of the run", a.tool), dim),
         ]));
     }
-    // The agent's own wait, when it said one shorter than the lead's, is what ends it.
-    let agent_first = p
-        .agent_goes_on_at
-        .filter(|a| p.deadline.is_none_or(|d| *a <= d));
-    let left = agent_first.or(p.deadline).map(|d| {
-        let s = (d - now).num_seconds().max(0);
-        format!("{}:{:02}", s / 60, s % 60)
-    });
-    let then = match (&p.tool_call, &p.approval, &p.default) {
-        (Some(_), Some(_), _) => "then it is denied".to_string(),
-        (Some(_), None, Some(d)) => format!("then the default applies: {d}"),
-        (Some(_), None, None) => "then the agent decides alone (no default)".to_string(),
-        (None, _, Some(d)) if agent_first.is_some() => {
-            format!("then the agent takes its default: {d}")
-        }
-        (None, _, None) if agent_first.is_some() => {
-            "then the agent goes on with no answer".to_string()
-        }
-        (None, _, _) => "then the attempt ends unanswered".to_string(),
-    };
-    let line = match (left, &p.default) {
-        (Some(left), _) => format!("{left} left · {then}"),
-        (None, Some(d)) => format!("default {d} · no time limit"),
-        (None, None) => "no time limit".to_string(),
-    };
+    let line = p.wait_line(now);
     out.push(Line::from(Span::styled(
         line,
         Style::default().fg(Color::Gray),

@@ -26,11 +26,16 @@ fn sections(keys: &Keys) -> [(&'static str, Vec<Binding>); 5] {
         .flat_map(|m| keys.apply(m))
         .filter(|b| !movement.iter().any(|s| s.action == b.action))
         .collect();
-    // Tab in the input line does what it does everywhere: listed once.
+    // Tab and Esc in the input line do what they do everywhere: listed once.
     let input: Vec<Binding> = keys
         .apply(INPUT)
         .into_iter()
-        .filter(|b| !matches!(b.action, Action::FocusNext | Action::FocusPrev))
+        .filter(|b| {
+            !matches!(
+                b.action,
+                Action::FocusNext | Action::FocusPrev | Action::Back
+            )
+        })
         .collect();
     // The merge dialog's own key (squash) after the keys every dialog has.
     let mut dialogs = keys.apply(CONFIRM);

@@ -252,6 +252,12 @@ fn row<'a>(
             // The agent's own `progress` line (MCP) when the flow has nothing to say.
             _ => flow_note(view.run, w, view.now).or_else(|| w.progress.clone()),
         };
+        // An attempt that continues the worker's earlier conversation says so first.
+        let note = match (w.flow.resumed && w.attempt > 1, note) {
+            (true, Some(n)) => Some(format!("resumed · {n}")),
+            (true, None) => Some("resumed".to_string()),
+            (false, n) => n,
+        };
         cells.push(Cell::from(Span::styled(
             note.unwrap_or_default(),
             Style::default().fg(Color::Gray),

@@ -129,6 +129,8 @@ mod tests {
             host: Some("box".into()),
             left_on_host: false,
             moved_from: None,
+            session: None,
+            resumed: None,
         });
         assert_eq!(super::width(&run), Some(5));
     }

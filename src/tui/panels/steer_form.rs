@@ -1,5 +1,5 @@
-//! The steering forms over the dashboard: add a worker (id, role, provider, task) and the
-//! line of text sent to a worker's pane.
+//! The steering forms over the dashboard: add a worker (id, role, provider, a `command`
+//! worker's command line, task) and the line of text sent to a worker's pane.
 
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Style, Stylize};
@@ -10,7 +10,9 @@ use unicode_width::UnicodeWidthStr;
 
 use super::overlay::centered;
 use crate::tui::state::View;
-use crate::tui::steer::{AddForm, SendForm, SteerForm};
+use crate::tui::steer::{
+    AddForm, SendForm, SteerForm, FIELD_COMMAND, FIELD_ID, FIELD_PROVIDER, FIELD_ROLE, FIELD_TASK,
+};
 
 /// Width of the field names column.
 const LABEL: usize = 10;
@@ -35,6 +37,41 @@ fn frame_block(title: String) -> Block<'static> {
         .title(Line::from(title).bold())
 }
 
+/// A ←/→ choice: `◀ name ▶  i/n`, the arrows lit when the field has focus.
+fn choice(items: &[String], i: usize, focused: bool) -> Vec<Span<'static>> {
+    let name = items.get(i).cloned().unwrap_or_else(|| "—".into());
+    let arrows = Style::default().fg(if focused {
+        Color::Cyan
+    } else {
+        Color::DarkGray
+    });
+    vec![
+        Span::styled("◀ ", arrows),
+        Span::raw(name).bold(),
+        Span::styled(" ▶", arrows),
+        Span::styled(
+            format!("  {}/{}", i + 1, items.len()),
+            Style::default().fg(Color::DarkGray),
+        ),
+    ]
+}
+
+/// The command field's value: the typed line, a hint, or a dash when the provider is not
+/// `command`.
+fn command_value(f: &AddForm) -> Vec<Span<'static>> {
+    let dim = Style::default().fg(Color::DarkGray);
+    if !f.runs_command() {
+        vec![Span::styled("— (for provider command)", dim)]
+    } else if f.command.is_empty() {
+        vec![Span::styled(
+            "the program and its arguments, e.g. pytest -q",
+            dim,
+        )]
+    } else {
+        vec![Span::raw(f.command.clone()).bold()]
+    }
+}
+
 fn add(frame: &mut Frame, area: Rect, view: &View, f: &AddForm) {
     let popup = centered(area, 72, area.height.saturating_sub(4).clamp(12, 20));
     let block = frame_block(format!(" Add a worker to run {} ", view.run.run_id));
@@ -50,40 +87,25 @@ fn add(frame: &mut Frame, area: Rect, view: &View, f: &AddForm) {
             style,
         )
     };
-    let choice = |items: &[String], i: usize, focused: bool| -> Vec<Span<'static>> {
-        let name = items.get(i).cloned().unwrap_or_else(|| "—".into());
-        let arrows = Style::default().fg(if focused {
-            Color::Cyan
-        } else {
-            Color::DarkGray
-        });
-        vec![
-            Span::styled("◀ ", arrows),
-            Span::raw(name).bold(),
-            Span::styled(" ▶", arrows),
-            Span::styled(
-                format!("  {}/{}", i + 1, items.len()),
-                Style::default().fg(Color::DarkGray),
-            ),
-        ]
-    };
+    let dim = Style::default().fg(Color::DarkGray);
     let mut lines = vec![
-        Line::from(vec![label(0, "id"), Span::raw(f.id.clone()).bold()]),
+        Line::from(vec![label(FIELD_ID, "id"), Span::raw(f.id.clone()).bold()]),
         Line::from(
             [
-                vec![label(1, "role")],
-                choice(&f.roles, f.role, f.field == 1),
+                vec![label(FIELD_ROLE, "role")],
+                choice(&f.roles, f.role, f.field == FIELD_ROLE),
             ]
             .concat(),
         ),
         Line::from(
             [
-                vec![label(2, "provider")],
-                choice(&f.providers, f.provider, f.field == 2),
+                vec![label(FIELD_PROVIDER, "provider")],
+                choice(&f.providers, f.provider, f.field == FIELD_PROVIDER),
             ]
             .concat(),
         ),
-        Line::from(label(3, "task")),
+        Line::from([vec![label(FIELD_COMMAND, "command")], command_value(f)].concat()),
+        Line::from(label(FIELD_TASK, "task")),
     ];
     let task_lines: Vec<&str> = f.task.split('\n').collect();
     let room = (inner.height as usize)
@@ -95,8 +117,12 @@ fn add(frame: &mut Frame, area: Rect, view: &View, f: &AddForm) {
     }
     if f.task.is_empty() {
         lines.push(Line::from(Span::styled(
-            "  what the worker should do (Enter starts a new line)",
-            Style::default().fg(Color::DarkGray),
+            if f.runs_command() {
+                "  what it is for (optional: it is told to run its command)"
+            } else {
+                "  what the worker should do (Enter starts a new line)"
+            },
+            dim,
         )));
     }
     let footer = Line::from(vec![
@@ -114,10 +140,11 @@ fn add(frame: &mut Frame, area: Rect, view: &View, f: &AddForm) {
     frame.render_widget(Paragraph::new(lines.clone()), inner);
     // The cursor sits at the end of the text being typed.
     let cursor = match f.field {
-        0 => Some((LABEL + 1 + f.id.width(), 0)),
-        3 => {
+        FIELD_ID => Some((LABEL + 1 + f.id.width(), 0)),
+        FIELD_COMMAND if f.runs_command() => Some((LABEL + 1 + f.command.width(), 3)),
+        FIELD_TASK => {
             let last = task_lines.last().copied().unwrap_or("");
-            let row = 4 + task_lines.len() - skip - 1;
+            let row = 5 + task_lines.len() - skip - 1;
             Some((2 + last.width(), row))
         }
         _ => None,

@@ -37,6 +37,8 @@ pub struct Seen {
     pub key: Option<String>,
     /// The HTTP status it was answered with.
     pub status: u16,
+    /// The request's JSON body as sent (`null` when it was not JSON).
+    pub body: String,
 }
 
 /// The running server; stopped on drop.
@@ -146,6 +148,7 @@ fn handle(mut req: Request, script: &Script, log: &Mutex<Vec<Seen>>) {
         path,
         key,
         status,
+        body: body.to_string(),
     });
     let response = Response::from_string(text)
         .with_status_code(status)
