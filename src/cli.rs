@@ -142,6 +142,24 @@ pub enum BackendArg {
     Process,
 }
 
+/// `run --sandbox MODE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SandboxArg {
+    None,
+    Bwrap,
+    Container,
+}
+
+impl From<SandboxArg> for crate::domain::SandboxMode {
+    fn from(m: SandboxArg) -> Self {
+        match m {
+            SandboxArg::None => Self::None,
+            SandboxArg::Bwrap => Self::Bwrap,
+            SandboxArg::Container => Self::Container,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ModeArg {
     Crazy,
@@ -259,6 +277,11 @@ pub struct RunArgs {
     /// `local`), by free capacity: `max_workers`, and `--parallel` for `local`.
     #[arg(long, value_name = "HOST,HOST", value_delimiter = ',')]
     pub hosts: Vec<String>,
+    /// Fence every worker's agent (and the checks, critics and fixers): `bwrap`
+    /// (bubblewrap), `container` (Podman or Docker) or `none`; over the team file's
+    /// `[sandbox] mode` (README "Sandbox").
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub sandbox: Option<SandboxArg>,
     /// Background the workers should know, as its own section of every agent's prompt:
     /// the text, or `@FILE` for a file's text.
     #[arg(long, value_name = "TEXT|@FILE")]

@@ -26,6 +26,7 @@ pub mod mcp;
 pub mod notify;
 pub mod process;
 pub mod providers;
+pub mod sandbox;
 pub mod sim;
 pub mod store;
 pub mod team;

@@ -97,16 +97,57 @@ pub fn run(args: DispatchArgs) -> Result<i32> {
             w.health = "not-found".into();
         }
     }
-    if args.json {
-        let text = serde_json::to_string_pretty(&team).map_err(|e| Error::Other(e.to_string()))?;
-        crate::outln!("{text}");
-    } else {
-        crate::out!("{}", render(&team));
-    }
+    print_plan(&team, args.json)?;
     for m in &missing {
         crate::errln!("crewmux: {}", m.message());
     }
     Ok(if missing.is_empty() { 0 } else { 2 })
+}
+
+/// Print the plan (`--json`: one object, with `sandbox_here`: each fence the team uses and
+/// whether it can start here, asked once per mode).
+///
+/// # Errors
+/// The plan does not serialize (a bug).
+fn print_plan(team: &ResolvedTeam, json: bool) -> Result<()> {
+    // Each fence the team uses, asked once: can it start here?
+    let mut asked: Vec<(crate::domain::SandboxMode, crate::sandbox::Readiness)> = Vec::new();
+    let path = std::env::var_os("PATH");
+    for s in std::iter::once(&team.sandbox).chain(team.workers.iter().map(|w| &w.sandbox)) {
+        if !s.is_none() && !asked.iter().any(|(m, _)| *m == s.mode) {
+            asked.push((s.mode, crate::sandbox::preflight(s.mode, path.as_deref())));
+        }
+    }
+    let ready = |m: crate::domain::SandboxMode| {
+        asked.iter().find(|(a, _)| *a == m).map_or(
+            crate::sandbox::Readiness::Ready("no fence".into()),
+            |(_, r)| r.clone(),
+        )
+    };
+    if json {
+        let mut value = serde_json::to_value(team).map_err(|e| Error::Other(e.to_string()))?;
+        let can: serde_json::Map<String, serde_json::Value> = asked
+            .iter()
+            .map(|(m, r)| {
+                let v = match r {
+                    crate::sandbox::Readiness::Ready(d) => {
+                        serde_json::json!({"ready": true, "detail": d})
+                    }
+                    crate::sandbox::Readiness::Refused(d) => {
+                        serde_json::json!({"ready": false, "detail": d})
+                    }
+                };
+                (m.as_str().to_string(), v)
+            })
+            .collect();
+        value["sandbox_here"] = serde_json::Value::Object(can);
+        let text = serde_json::to_string_pretty(&value).map_err(|e| Error::Other(e.to_string()))?;
+        crate::outln!("{text}");
+    } else {
+        crate::out!("{}", render(team));
+        crate::out!("{}", sandbox_lines(team, &ready));
+    }
+    Ok(())
 }
 
 /// The human-readable decision.
@@ -179,6 +220,29 @@ pub fn render(t: &ResolvedTeam) -> String {
         ));
     }
     out.push_str(&levels(t));
+    out
+}
+
+/// The fences of the team, when it has any: the team's (its checks, critics and fixers)
+/// and each worker's that differs, each with whether it can start here (`ready`).
+pub fn sandbox_lines(
+    t: &ResolvedTeam,
+    ready: &dyn Fn(crate::domain::SandboxMode) -> crate::sandbox::Readiness,
+) -> String {
+    if t.sandbox.is_none() && t.workers.iter().all(|w| w.sandbox.is_none()) {
+        return String::new();
+    }
+    let mut out = format!(
+        "\nsandbox: {}\n",
+        crate::sandbox::describe(&t.sandbox, &ready(t.sandbox.mode))
+    );
+    for w in t.workers.iter().filter(|w| w.sandbox != t.sandbox) {
+        out.push_str(&format!(
+            "  {}: {}\n",
+            w.id,
+            crate::sandbox::describe(&w.sandbox, &ready(w.sandbox.mode))
+        ));
+    }
     out
 }
 

@@ -32,6 +32,44 @@ pub struct DoctorReport {
     pub ok: bool,
     /// Provider override files that were read.
     pub config_files: Vec<PathBuf>,
+    /// Whether each fence (`[sandbox] mode`) can start here.
+    pub sandbox: Vec<SandboxHealth>,
+}
+
+/// One sandbox mode on this machine (README "Sandbox").
+#[derive(Debug, Clone, Serialize)]
+pub struct SandboxHealth {
+    /// `bwrap` or `container`.
+    pub mode: crate::domain::SandboxMode,
+    /// It can start here.
+    pub ready: bool,
+    /// What runs it (`bubblewrap 0.8.0`), or why it cannot and the fix.
+    pub detail: String,
+}
+
+/// Each fence mode asked once (`sandbox::preflight`) with `PATH` from `env`.
+pub fn sandbox_health(env: &EnvSnapshot) -> Vec<SandboxHealth> {
+    let path = env.get("PATH").map(std::ffi::OsString::from);
+    [
+        crate::domain::SandboxMode::Bwrap,
+        crate::domain::SandboxMode::Container,
+    ]
+    .into_iter()
+    .map(
+        |mode| match crate::sandbox::preflight(mode, path.as_deref()) {
+            crate::sandbox::Readiness::Ready(detail) => SandboxHealth {
+                mode,
+                ready: true,
+                detail,
+            },
+            crate::sandbox::Readiness::Refused(detail) => SandboxHealth {
+                mode,
+                ready: false,
+                detail,
+            },
+        },
+    )
+    .collect()
 }
 
 /// Probe everything with `env` (PATH, HOME, key variables, CREWMUX_CONFIG_DIR).
@@ -42,10 +80,15 @@ pub fn report(project: Option<&std::path::Path>, env: &EnvSnapshot) -> Result<Do
     let registry = Registry::load(project, env)?;
     let names: Vec<&str> = registry.names().collect();
     let opts = ProbeOptions::default();
-    let (tmux, providers) = std::thread::scope(|s| {
+    let (tmux, providers, sandbox) = std::thread::scope(|s| {
         let t = s.spawn(|| probe_tmux(env));
+        let f = s.spawn(|| sandbox_health(env));
         let p = probe_many(&registry, &names, env, &opts);
-        (t.join().expect("tmux probe thread"), p)
+        (
+            t.join().expect("tmux probe thread"),
+            p,
+            f.join().expect("sandbox probe thread"),
+        )
     });
     let ready: Vec<String> = providers
         .iter()
@@ -58,6 +101,7 @@ pub fn report(project: Option<&std::path::Path>, env: &EnvSnapshot) -> Result<Do
         ready,
         providers,
         config_files: registry.sources.clone(),
+        sandbox,
     })
 }
 
@@ -157,7 +201,16 @@ pub fn render(r: &DoctorReport) -> String {
                 .unwrap_or_else(|| format!("install tmux >= {}", r.tmux.minimum))
         ),
     };
-    out.push_str(&format!("tmux       {tmux}\n\n"));
+    out.push_str(&format!("tmux       {tmux}\n"));
+    for f in &r.sandbox {
+        let state = if f.ready {
+            format!("ok ({})", f.detail)
+        } else {
+            format!("cannot start here: {}", f.detail)
+        };
+        out.push_str(&format!("{:<10} {state}\n", format!("{}", f.mode)));
+    }
+    out.push('\n');
     out.push_str(&format!(
         "{:<10} {:<18} {:<10} {:<18} {}\n",
         "provider", "state", "version", "auth", "detail"

@@ -188,6 +188,10 @@ fn checked_parallel(parallel: usize) -> Result<usize> {
 /// # Errors
 /// An empty or too long problem, an unknown host, a bad `--parallel`, a refused workspace (`--base`
 /// not a commit, a bare repository: nothing is created), git or I/O.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the checks in the order run makes them, then the run's state field by field"
+)]
 pub fn create_run_with(
     project: &Path,
     opts: &RunOptions,
@@ -280,6 +284,7 @@ pub fn create_run_with(
         checks: team.checks.clone(),
         critics: team.critics.clone(),
         fixer: team.fixer.clone(),
+        sandbox: team.sandbox.clone(),
         report: None,
         created_at: now,
         updated_at: now,

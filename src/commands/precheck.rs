@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::domain::{BackendKind, WorkerSpec};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::team::CheckedTeam;
 
 use super::plan::{checked_problem, hosts_of, no_worker, plan_workspace, Placed};
@@ -77,8 +77,55 @@ pub fn precheck(
         })
         .collect();
     hosts_of(project, team.source(), &placed, backend)?;
+    refuse_unready_fences(spec, &placed)?;
     let workspace = spec.workspace.clone().unwrap_or_default();
     plan_workspace(project, &workspace, &placed, ws_opts)?;
+    Ok(())
+}
+
+/// Refuse a fence this machine cannot give (README "Sandbox"): each mode the team's workers
+/// use (and so its checks, critics and fixers) is asked once (`sandbox::preflight`:
+/// bwrap installed and able to make its namespaces, a container runtime), and a fenced
+/// worker on an SSH host is refused (not supported yet). Never a silent run without the fence.
+///
+/// # Errors
+/// [`Error::Usage`], one line: the mode, why, and the fix.
+pub fn refuse_unready_fences(spec: &crate::domain::TeamSpec, placed: &[Placed<'_>]) -> Result<()> {
+    use crate::domain::{Sandbox, SandboxMode};
+    let mut asked: Vec<SandboxMode> = Vec::new();
+    // The team's own fence first: its checks, critics and fixers run in it.
+    let team = std::iter::once((None, Sandbox::resolve(spec.sandbox.as_ref(), None)));
+    let workers = placed.iter().map(|p| {
+        let w = spec.workers.iter().find(|w| w.id == p.id);
+        let s = Sandbox::resolve(spec.sandbox.as_ref(), w.and_then(|w| w.sandbox.as_ref()));
+        (Some(p), s)
+    });
+    for (p, s) in team.chain(workers) {
+        if s.is_none() {
+            continue;
+        }
+        if let Some((p, host)) =
+            p.and_then(|p| Some((p, p.host.filter(|h| *h != crate::hosts::LOCAL)?)))
+        {
+            return Err(Error::Usage(format!(
+                "worker `{}`: sandbox `{}` on SSH host {host} is not supported yet: run it on local or with `mode = \"none\"`",
+                p.id, s.mode
+            )));
+        }
+        if asked.contains(&s.mode) {
+            continue;
+        }
+        asked.push(s.mode);
+        let path = std::env::var_os("PATH");
+        if let crate::sandbox::Readiness::Refused(why) =
+            crate::sandbox::preflight(s.mode, path.as_deref())
+        {
+            return Err(Error::Usage(format!(
+                "sandbox `{}` cannot start here: {why}",
+                s.mode
+            )));
+        }
+    }
     Ok(())
 }
 

@@ -70,6 +70,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         include_uncommitted: args.include_uncommitted,
     };
     opts.hosts = args.hosts.clone();
+    opts.sandbox = args.sandbox.map(Into::into);
     opts.only = args.only.clone();
     // Bad input is refused before anything is printed or made; then the run's folder and
     // id come first, before routing probes the agent CLIs (seconds).

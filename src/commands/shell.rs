@@ -195,8 +195,9 @@ const PROSE: &[(&str, &[&str])] = &[
              default 5), max_fix_rounds (default 1) and clarify; one [[worker]] table per worker \
              (id, unique, of a-z, 0-9 and -; role; provider or target; model or role_model; \
              prompt or prompt_file; timeout_s, idle_timeout_s, stall_after_s, max_attempts, \
-             artifacts, cwd, after, workspace, host, approvals; command = [argv...] with provider = \
-             \"command\"), an [approvals] table (policy = \"ask\", \"auto\" or \"deny\"), [[check]] tables (id and command: exit 0 is pass) and [[critic]] \
+             artifacts, cwd, after, workspace, host, approvals, sandbox; command = [argv...] with provider = \
+             \"command\"), an [approvals] table (policy = \"ask\", \"auto\" or \"deny\"), a [sandbox] table \
+             (mode = \"none\", \"bwrap\" or \"container\"; network = \"allow\" or \"none\"), [[check]] tables (id and command: exit 0 is pass) and [[critic]] \
              tables. Unknown fields are errors, reported as FILE:LINE:COL. The README and the \
              examples folder of the source have whole teams.",
         ],
@@ -214,6 +215,19 @@ const PROSE: &[(&str, &[&str])] = &[
              whose every path is inside the worker's own worktree and asks for the rest (a shell \
              command's target cannot be told: it asks); \"deny\" denies every request without \
              asking. A question nobody answers within question_timeout_s is denied.",
+        ],
+    ),
+    (
+        "SANDBOX",
+        &[
+            "[sandbox] mode = \"bwrap\" in a team file (a worker's sandbox = { ... } wins, \
+             crewmux run --sandbox MODE over both) runs each agent, and the checks, critics and \
+             fixers, inside bubblewrap: its worktree, its attempt folder and the repository's \
+             .git read-write; the system and PATH read-only; an empty home holding only what its \
+             provider's sandbox_home lists; a private /tmp; network = \"none\": loopback only. \
+             ~/.ssh, ~/.gnupg, the credential store, other workers' worktrees and your checkout \
+             are not there. crewmux doctor says whether it can start here; a run whose fence \
+             cannot start is refused before it makes anything.",
         ],
     ),
     (

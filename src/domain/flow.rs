@@ -51,6 +51,9 @@ pub struct FlowState {
         skip_serializing_if = "super::clarification::ApprovalPolicy::is_ask"
     )]
     pub approvals: super::clarification::ApprovalPolicy,
+    /// The fence its agent runs in (`[sandbox]`, resolved); absent: none.
+    #[serde(default, skip_serializing_if = "super::Sandbox::is_none")]
+    pub sandbox: super::Sandbox,
     /// A pending retry starts no earlier than this (back-off after a stall or rate limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_at: Option<DateTime<Utc>>,

@@ -8,6 +8,7 @@ pub mod exit;
 pub mod flow;
 pub mod inputs;
 pub mod run;
+pub mod sandbox;
 pub mod socket;
 pub mod stage;
 pub mod team;
@@ -21,6 +22,7 @@ pub use exit::{ExitKind, ExitMeaning, ExitSaid, Fallback, RunRouting, StalledPro
 pub use flow::{AgentSession, FlowState, StallWindow, UpstreamPolicy};
 pub use inputs::RunInputs;
 pub use run::{BackendKind, RunEvent, RunState, RunStatus, LOCAL_HOST, SCHEMA_VERSION};
+pub use sandbox::{Sandbox, SandboxMode, SandboxNetwork, SandboxSpec};
 pub use stage::Stage;
 pub use team::{AgentSpec, CheckSpec, CriticSpec, TeamSpec, WorkerSpec};
 pub use worker::{

@@ -116,6 +116,10 @@ pub struct RunState {
     /// The fixer of a blocked council (team file `[fixer]`).
     #[serde(default)]
     pub fixer: Option<AgentSpec>,
+    /// The fence of the run's checks, critics, fixers and added workers: the team's
+    /// `[sandbox]`, else the first fenced worker's (they judge or continue its work).
+    #[serde(default, skip_serializing_if = "super::Sandbox::is_none")]
+    pub sandbox: super::Sandbox,
     #[serde(default)]
     pub report: Option<PathBuf>,
     /// Worktrees and branches of a run in a git project; `None`: every worker shared the

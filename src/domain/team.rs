@@ -59,6 +59,11 @@ pub struct TeamSpec {
     /// (`policy = "ask"`, the default; `"auto"`; `"deny"`); a worker's own wins.
     #[serde(default)]
     pub approvals: Option<super::clarification::ApprovalsSpec>,
+    /// `[sandbox]`: the fence every worker (and the checks, critics and fixers that judge
+    /// them) runs in (`mode = "none" | "bwrap" | "container"`, `network`, `image`); a
+    /// worker's own fields win. Default: no fence.
+    #[serde(default)]
+    pub sandbox: Option<super::SandboxSpec>,
     /// `resume = false`: a worker's next attempt (a retry, a fix round, an edited task)
     /// starts a new conversation instead of continuing its agent CLI's session; default:
     /// continue where the provider can (`resume_args` in providers.toml). A worker's own wins.
@@ -183,6 +188,10 @@ pub struct WorkerSpec {
     /// `approvals = { policy = "…" }`: this worker's approval policy; default: the team's.
     #[serde(default)]
     pub approvals: Option<super::clarification::ApprovalsSpec>,
+    /// `sandbox = { mode = "…", network = "…" }`: this worker's fence; each field given
+    /// wins over the team's `[sandbox]`.
+    #[serde(default)]
+    pub sandbox: Option<super::SandboxSpec>,
     /// `resume = false`: this worker's attempts never continue a conversation (see
     /// `TeamSpec::resume`); default: the team's.
     #[serde(default)]

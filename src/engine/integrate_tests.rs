@@ -85,6 +85,7 @@ pub(super) fn run(fixer: bool) -> RunState {
             command: Some(vec!["resolve".into()]),
             ..Default::default()
         }),
+        sandbox: Default::default(),
         report: None,
         created_at: now(),
         updated_at: now(),

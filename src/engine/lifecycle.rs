@@ -10,6 +10,10 @@ use crate::domain::{DispatchRecord, ExitSource, RunState, WorkerState, WorkerSta
 
 /// Apply an input that concerns one worker's attempt. Inputs for an attempt that is not
 /// the worker's current one are stale (an old pane, a late marker) and are ignored.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one arm per input a worker's attempt sends"
+)]
 pub(super) fn on_worker_input(
     state: &mut RunState,
     mem: &mut RunMemory,
@@ -51,12 +55,19 @@ pub(super) fn on_worker_input(
             code,
             dir,
         } => {
-            let reason = format!("cannot enter working directory {}", dir.display());
             // The directory is the same for every attempt: a retry cannot help.
-            if current(state, &worker, attempt).is_some_and(|w| w.status.is_live()) {
-                mem.no_retry.insert(worker.clone());
-            }
-            failed_before_agent(state, mem, &worker, attempt, code, reason, fx);
+            let reason = format!("cannot enter working directory {}", dir.display());
+            failed_for_good(state, mem, &worker, attempt, code, reason, fx);
+        }
+        Input::SandboxFailed {
+            worker,
+            attempt,
+            code,
+            detail,
+        } => {
+            // The same fence on the same host fails the same way: no retry here.
+            let reason = format!("sandbox: {detail}");
+            failed_for_good(state, mem, &worker, attempt, code, reason, fx);
         }
         Input::SetupFailed {
             worker,
@@ -228,6 +239,23 @@ pub(super) fn on_session(state: &mut RunState, worker: &str, attempt: u32, id: S
 }
 
 /// The attempt could not be started: it failed (and may be retried).
+/// An attempt that ended before its agent ran, for a reason a retry on this host would
+/// meet again (its working directory, its fence): failed, and not retried.
+fn failed_for_good(
+    state: &mut RunState,
+    mem: &mut RunMemory,
+    worker: &str,
+    attempt: u32,
+    code: i32,
+    reason: String,
+    fx: &mut Effects,
+) {
+    if current(state, worker, attempt).is_some_and(|w| w.status.is_live()) {
+        mem.no_retry.insert(worker.to_string());
+    }
+    failed_before_agent(state, mem, worker, attempt, code, reason, fx);
+}
+
 fn launch_failed(
     state: &mut RunState,
     mem: &mut RunMemory,
@@ -239,7 +267,13 @@ fn launch_failed(
     if current(state, worker, attempt).is_none() {
         return;
     }
-    let reason = format!("launch failed: {error}");
+    // A fence this host cannot give (`sandbox: …`) is the same at every attempt.
+    let reason = if error.starts_with("sandbox: ") {
+        mem.no_retry.insert(worker.to_string());
+        error.to_string()
+    } else {
+        format!("launch failed: {error}")
+    };
     let end = Ending::failed(worker, attempt, None, reason, "engine");
     ending::finish(state, mem, end, fx);
 }

@@ -21,6 +21,8 @@ mod panes;
 pub mod questions;
 #[cfg(test)]
 mod questions_tests;
+#[cfg(test)]
+mod sandbox_tests;
 mod stages;
 pub mod stall;
 #[cfg(test)]
@@ -206,6 +208,14 @@ pub enum Input {
         attempt: u32,
         code: i32,
         dir: PathBuf,
+    },
+    /// The attempt's fence (`[sandbox]`) could not start, so its agent never ran: bwrap
+    /// ended with `code` and said `detail`.
+    SandboxFailed {
+        worker: String,
+        attempt: u32,
+        code: i32,
+        detail: String,
     },
     /// The attempt's `[workspace] setup` exited non-zero with `code`.
     SetupFailed {

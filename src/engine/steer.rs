@@ -253,6 +253,8 @@ fn add(
         w.flow.approvals = like.flow.approvals;
         w.max_attempts = like.max_attempts;
     }
+    // In the run's fence, as its checks and fixers are.
+    w.flow.sandbox = state.sandbox.clone();
     w.order = state.workers.iter().map(|x| x.order).max().unwrap_or(0) + 1;
     // The argv as a shell would read it back (shown, never run through a shell).
     let line = command.as_ref().map(|argv| {

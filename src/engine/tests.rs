@@ -58,6 +58,7 @@ pub(crate) fn run(workers: usize, parallel: usize) -> RunState {
         checks: vec![],
         critics: vec![],
         fixer: None,
+        sandbox: Default::default(),
         report: None,
         created_at: t0(),
         updated_at: t0(),

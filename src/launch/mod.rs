@@ -2,6 +2,8 @@
 //! `exit.json`, then the `__CREWMUX_EXIT_<nonce>__:<code>` marker line (docs/design.md "Exit
 //! evidence", docs/tmux.md "Exit detection").
 
+#[cfg(test)]
+mod fence_tests;
 mod marker;
 mod marker_wait;
 pub mod tail;
@@ -74,6 +76,18 @@ pub fn cwd_failed(attempt_dir: &Path) -> Option<PathBuf> {
     Some(PathBuf::from(text.trim_end_matches('\n')))
 }
 
+/// Why an attempt's fence could not start, if that is how it ended (the wrapper's
+/// `sandbox::FAILED_FILE`, bwrap's words).
+pub fn sandbox_failed(attempt_dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(attempt_dir.join(crate::sandbox::FAILED_FILE)).ok()?;
+    let line = text.lines().next().unwrap_or("").trim();
+    Some(if line.is_empty() {
+        "bwrap did not start the agent".to_string()
+    } else {
+        line.to_string()
+    })
+}
+
 /// A fresh random nonce for one attempt: 16 hex characters.
 pub fn new_nonce() -> String {
     let id = uuid::Uuid::new_v4().simple().to_string();
@@ -101,6 +115,11 @@ pub struct WrapperSpec<'a> {
     /// A filter the agent's stdout goes through (`crewmux pane-text …`); the wrapper adds
     /// `--raw <dir>/cli-events.jsonl` and keeps the agent's own exit status.
     pub render: Option<&'a [String]>,
+    /// The fence the agent's argv runs in (`sandbox::Policy::bwrap_argv`, ending with the
+    /// fence's first command): the wrapper stays outside it, opens the fence's status
+    /// files (`sandbox::STARTED_FILE`, `sandbox::ERR_FILE`) and, when the fence never
+    /// started, leaves `sandbox::FAILED_FILE` with bwrap's reason.
+    pub fence: Option<&'a [String]>,
 }
 
 /// The key (tmux `send-keys` name) typed into a new pane once its `pipe-pane` is attached:
@@ -151,8 +170,9 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
         None => String::new(),
     };
     let dir = q(&paths.dir.display().to_string())?;
+    let (exec, fence_fds, fence_check) = fence_parts(spec.fence, &q)?;
     let run_agent = match spec.render {
-        None => format!("( exec {argv} ){stdin}\n  code=$?\n"),
+        None => format!("( {exec} {argv} ){stdin}{fence_fds}\n  code=$?\n{fence_check}"),
         Some(filter) => {
             let filter = filter
                 .iter()
@@ -161,11 +181,11 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
                 .join(" ");
             format!(
                 "rm -f \"$dir/{AGENT_CODE_FILE}\"\n  \
-                 {{ trap : TERM; ( exec {argv} ){stdin}; echo \"$?\" > \"$dir/{AGENT_CODE_FILE}\"; }} \\\n    \
+                 {{ trap : TERM; ( {exec} {argv} ){stdin}{fence_fds}; echo \"$?\" > \"$dir/{AGENT_CODE_FILE}\"; }} \\\n    \
                  | ( trap '' TERM; exec {filter} --raw \"$dir/{events}\" )\n  \
                  piped=$?\n  \
                  code=$(cat \"$dir/{AGENT_CODE_FILE}\" 2>/dev/null)\n  \
-                 [ -n \"$code\" ] || code=$piped\n",
+                 [ -n \"$code\" ] || code=$piped\n{fence_check}",
                 events = crate::providers::pane_text::EVENTS_FILE,
             )
         }
@@ -214,6 +234,52 @@ pub fn write_wrapper(paths: &AttemptPaths, spec: &WrapperSpec<'_>) -> Result<()>
         cwd_code = CWD_FAILED_CODE,
     );
     write_replace(&paths.launch, script.as_bytes())
+}
+
+/// The pieces of the wrapper for a fenced agent (`fence`): how the agent's subshell execs
+/// it, the redirections of the fence's status files, and the check after it that leaves
+/// `sandbox::FAILED_FILE` when the fence never started; all empty (`exec`) without one.
+///
+/// bwrap ignores SIGINT and SIGTERM (its first command inside sets them back for the
+/// agent) so that it outlives the agent and passes on its status; fd 3 says the fence
+/// started, bwrap's own stderr goes to a file, the agent's to fd 4.
+///
+/// # Errors
+/// An argument that cannot be quoted.
+fn fence_parts(
+    fence: Option<&[String]>,
+    q: &dyn Fn(&str) -> Result<String>,
+) -> Result<(String, String, String)> {
+    Ok(match fence {
+        None => ("exec".to_string(), String::new(), String::new()),
+        Some(fence) => {
+            let fence = fence
+                .iter()
+                .map(|a| q(a))
+                .collect::<Result<Vec<_>>>()?
+                .join(" ");
+            (
+                format!("trap '' INT TERM; exec {fence}"),
+                format!(
+                    " 3>\"$dir/{started}\" 4>&2 2>\"$dir/{err}\"",
+                    started = crate::sandbox::STARTED_FILE,
+                    err = crate::sandbox::ERR_FILE
+                ),
+                format!(
+                    "  if [ ! -s \"$dir/{started}\" ]; then\n    \
+                     why=; read -r why < \"$dir/{err}\"\n    \
+                     why=${{why#bwrap: }}\n    \
+                     [ -n \"$why\" ] || why=\"bwrap exited $code before the agent started\"\n    \
+                     printf '%s\\n' \"$why\" > \"$dir/{failed}\"\n  \
+                     fi\n  \
+                     [ -s \"$dir/{err}\" ] && cat \"$dir/{err}\" >&2\n",
+                    started = crate::sandbox::STARTED_FILE,
+                    err = crate::sandbox::ERR_FILE,
+                    failed = crate::sandbox::FAILED_FILE,
+                ),
+            )
+        }
+    })
 }
 
 /// The environment variable every process of an attempt inherits from its wrapper: the

@@ -23,6 +23,7 @@ pub fn spec<'a>(argv: &'a [String], cwd: &'a Path) -> WrapperSpec<'a> {
         wait_for_log: false,
         release_fifo: false,
         render: None,
+        fence: None,
     }
 }
 

@@ -107,6 +107,7 @@ pub(super) fn scripted(tmp: &std::path::Path) -> (RunStore, RunState, FakeWorld)
         }],
         critics: vec![],
         fixer: None,
+        sandbox: Default::default(),
         report: None,
         workspace: None,
         routing: Default::default(),

@@ -141,6 +141,10 @@ pub struct ProviderSpec {
     pub exit_codes: BTreeMap<String, crate::domain::ExitMeaning>,
     /// Output lines that give a non-zero exit a meaning (`providers::exit_output`).
     pub exit_output: Vec<super::exit_output::ExitOutputRule>,
+    /// What of the user's home a fenced agent sees (`[sandbox] mode = "bwrap"`): paths
+    /// relative to `$HOME` (`.codex`, `.claude.json`), bound read-only into the fence's
+    /// otherwise empty home; a missing one is skipped (`crate::sandbox`).
+    pub sandbox_home: Vec<String>,
 }
 
 impl ProviderSpec {

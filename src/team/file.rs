@@ -102,6 +102,8 @@ struct TeamSpans {
     check: Vec<Spanned<CheckSpans>>,
     #[serde(default)]
     critic: Vec<Spanned<CriticSpans>>,
+    #[serde(default)]
+    sandbox: Option<Spanned<crate::domain::SandboxSpec>>,
 }
 
 #[derive(Deserialize)]
@@ -135,6 +137,8 @@ struct WorkerSpans {
     artifacts: Option<Spanned<Vec<String>>>,
     #[serde(default)]
     after: Option<Spanned<Vec<Spanned<String>>>>,
+    #[serde(default)]
+    sandbox: Option<Spanned<crate::domain::SandboxSpec>>,
 }
 
 #[derive(Deserialize)]
@@ -398,6 +402,16 @@ pub fn parse_and_validate(path: &Path, text: &str, registry: &Registry) -> Resul
                     ));
                 }
             }
+        }
+        let team_sandbox = spans.sandbox.as_ref().map(Spanned::get_ref);
+        if let Some(msg) =
+            super::sandbox::problem(team_sandbox, w.sandbox.as_ref().map(Spanned::get_ref))
+        {
+            let span = match (&w.sandbox, &spans.sandbox) {
+                (Some(s), _) | (None, Some(s)) => s.span(),
+                (None, None) => w.id.span(),
+            };
+            return Err(at(span, format!("{}: {msg}", field("sandbox"))));
         }
         if let Some(a) = &w.artifacts {
             if let Some(bad) = a.get_ref().iter().find(|p| {

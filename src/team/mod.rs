@@ -12,6 +12,7 @@ pub mod resolve;
 pub mod resolved;
 pub mod route;
 pub mod routing;
+pub mod sandbox;
 
 pub use file::{load_file, load_mode, parse_and_validate, LoadedTeam, Mode};
 pub use resolve::{check, resolve, CheckedTeam, ResolveOptions, ResolvedTeam, ResolvedWorker};

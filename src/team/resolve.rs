@@ -51,6 +51,8 @@ pub struct ResolveOptions {
     /// `--hosts`: spread the workers that name no host over these (`crate::hosts::spread`);
     /// empty: every worker stays where its team file puts it.
     pub hosts: Vec<String>,
+    /// `run --sandbox MODE`: every worker's fence mode, over the team file's.
+    pub sandbox: Option<crate::domain::SandboxMode>,
     /// `--only`: run just these workers of the team (the others are `not-run`); empty: all.
     pub only: Vec<String>,
 }
@@ -78,6 +80,7 @@ impl ResolveOptions {
             },
             cwd_base: super::cwd::CwdBase::default(),
             hosts: vec![],
+            sandbox: None,
             only: Vec::new(),
         }
     }
@@ -191,6 +194,20 @@ pub fn check(opts: &ResolveOptions) -> Result<CheckedTeam> {
             &registry,
         )?,
     };
+    let mut loaded = loaded;
+    if let Some(mode) = opts.sandbox {
+        super::sandbox::force_mode(&mut loaded.spec, mode);
+        let spec = &loaded.spec;
+        if let Some(msg) = spec
+            .workers
+            .iter()
+            .find_map(|w| super::sandbox::problem(spec.sandbox.as_ref(), w.sandbox.as_ref()))
+        {
+            return Err(Error::Usage(format!(
+                "--sandbox {mode}: {msg} in the team file"
+            )));
+        }
+    }
     super::cwd::check_cwds(&loaded, &opts.project_dir, &opts.cwd_base)?;
     let parallel = opts
         .parallel
@@ -199,7 +216,6 @@ pub fn check(opts: &ResolveOptions) -> Result<CheckedTeam> {
     if !(1..=256).contains(&parallel) {
         return Err(Error::Usage(format!("--parallel {parallel}: use 1..=256")));
     }
-    let mut loaded = loaded;
     let left_out = only(&mut loaded.spec, &opts.only, &loaded.source)?;
     let mut templates = Vec::with_capacity(loaded.spec.workers.len());
     for w in &loaded.spec.workers {

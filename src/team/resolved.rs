@@ -53,6 +53,10 @@ pub struct ResolvedWorker {
     /// What happens to an action its agent asks permission for (worker's, else team's).
     #[serde(skip_serializing_if = "crate::domain::clarification::ApprovalPolicy::is_ask")]
     pub approvals: crate::domain::clarification::ApprovalPolicy,
+    /// The fence its agent runs in (worker's `sandbox`, else the team's `[sandbox]`, with
+    /// `run --sandbox` over both).
+    #[serde(skip_serializing_if = "crate::domain::Sandbox::is_none")]
+    pub sandbox: crate::domain::Sandbox,
     /// Its next attempt continues its agent CLI's conversation where the provider can
     /// (worker's `resume`, else the team's, default true).
     pub resume: bool,
@@ -102,6 +106,7 @@ impl ResolvedWorker {
                 stall_after_s: self.stall_after_s,
                 question_timeout_s: self.question_timeout_s,
                 approvals: self.approvals,
+                sandbox: self.sandbox.clone(),
                 no_resume: !self.resume,
                 ..Default::default()
             },
@@ -142,6 +147,8 @@ pub struct ResolvedTeam {
     pub critics: Vec<crate::domain::CriticSpec>,
     /// Who fixes what a blocked council found (`[fixer]`).
     pub fixer: Option<crate::domain::AgentSpec>,
+    /// The fence of the checks, critics, fixers and added workers (`RunState::sandbox`).
+    pub sandbox: crate::domain::Sandbox,
     /// The clarification gate reads the problem (`TeamSpec::clarify`, resolved: the team's
     /// own word, else false when every worker is a `command` worker).
     pub clarify: bool,

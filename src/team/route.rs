@@ -22,6 +22,10 @@ use crate::providers::{agents, ProviderHealth, ProviderKind, Registry};
 /// # Errors
 /// A forced agent CLI that is not installed, or workers no agent CLI can run, without
 /// `allow_sim_fallback` (one line listing what to install).
+#[allow(
+    clippy::too_many_lines,
+    reason = "routing's context, then the routed team field by field"
+)]
 pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
     let CheckedTeam {
         registry,
@@ -68,6 +72,7 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
         sources: &sources,
         team_host: spec.host.as_deref(),
         team_approvals: spec.approvals.and_then(|a| a.policy).unwrap_or_default(),
+        team_sandbox: spec.sandbox.as_ref(),
         team_resume: spec.resume.unwrap_or(true),
     };
     let mut workers = Vec::new();
@@ -101,6 +106,7 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
     let (checks, critics, fixer) = council_limits(spec, &workers, &registry, &sources);
     let (target_used, target_reason) = target_use(opts, spec, target_reason);
     let clarify = reads_the_problem(spec, &workers, &registry);
+    let sandbox = team_sandbox(spec, &workers);
     Ok(ResolvedTeam {
         name: spec.name.clone().unwrap_or_else(|| loaded.source.clone()),
         source: loaded.source.clone(),
@@ -120,11 +126,31 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
         checks,
         critics,
         fixer: Some(fixer),
+        sandbox,
         workspace: spec.workspace.clone().unwrap_or_default(),
         clarify,
         health,
         registry,
     })
+}
+
+/// The fence of the run's checks, critics, fixers and added workers: the team's
+/// `[sandbox]`, else the first fenced worker's (they judge or continue its work, so they
+/// run in no weaker fence than it).
+fn team_sandbox(
+    spec: &crate::domain::TeamSpec,
+    workers: &[ResolvedWorker],
+) -> crate::domain::Sandbox {
+    let team = crate::domain::Sandbox::resolve(spec.sandbox.as_ref(), None);
+    if !team.is_none() {
+        return team;
+    }
+    workers
+        .iter()
+        .map(|w| &w.sandbox)
+        .find(|s| !s.is_none())
+        .cloned()
+        .unwrap_or(team)
 }
 
 /// Whether the clarification gate reads the problem (`TeamSpec::clarify`): the team's
@@ -156,6 +182,8 @@ struct RouteCtx<'a> {
     team_host: Option<&'a str>,
     /// The team's `[approvals] policy` (default `ask`).
     team_approvals: crate::domain::clarification::ApprovalPolicy,
+    /// The team's `[sandbox]` table, if any.
+    team_sandbox: Option<&'a crate::domain::SandboxSpec>,
     /// The team's `resume` (default true).
     team_resume: bool,
 }
@@ -255,6 +283,7 @@ fn route_worker(
             .approvals
             .and_then(|a| a.policy)
             .unwrap_or(ctx.team_approvals),
+        sandbox: crate::domain::Sandbox::resolve(ctx.team_sandbox, w.sandbox.as_ref()),
         resume: w.resume.unwrap_or(ctx.team_resume),
     }))
 }

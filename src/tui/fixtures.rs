@@ -192,6 +192,7 @@ pub fn crazy_run() -> RunState {
         checks: vec![],
         critics: vec![],
         fixer: None,
+        sandbox: Default::default(),
         report: None,
         created_at: t0(),
         updated_at: now(),

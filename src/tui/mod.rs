@@ -62,6 +62,8 @@ mod flow_snapshot_tests;
 #[cfg(test)]
 mod mcp_snapshot_tests;
 #[cfg(test)]
+mod sandbox_snapshot_tests;
+#[cfg(test)]
 mod snapshot_tests;
 #[cfg(test)]
 mod steer_tests;

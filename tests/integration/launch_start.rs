@@ -36,6 +36,7 @@ fn attempt(dir: &Path, i: usize) -> SpawnSpec {
             // The wrapper looks for its marker in output.log itself (no driver here).
             release_fifo: false,
             render: None,
+            fence: None,
         },
     )
     .unwrap();

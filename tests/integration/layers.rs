@@ -5,7 +5,7 @@
 //! | --- | --- | --- |
 //! | 0 domain | `domain`, `error`, `text` | pure types of the field, the library's error, plain text |
 //! | 1 engine | `engine` | the pure state machine of a run |
-//! | 2 adapters | `backend`, `tmux`, `process`, `store`, `launch`, `providers`, `creds`, `team`, `clarification`, `council`, `logging`, `workspace`, `hosts`, `mcp`, `notify` | files, processes, tmux, agent CLIs, team files, the clarification gate and waiting detection, the council's critics and report, git worktrees, SSH hosts, the agents' MCP server, notifications |
+//! | 2 adapters | `backend`, `tmux`, `process`, `store`, `launch`, `providers`, `creds`, `team`, `clarification`, `council`, `logging`, `workspace`, `hosts`, `mcp`, `notify`, `sandbox` | files, processes, tmux, agent CLIs, team files, the clarification gate and waiting detection, the council's critics and report, git worktrees, SSH hosts, the agents' MCP server, notifications, the fence's bwrap argv |
 //! | 3 lead | `lead`, `dashboard` | the run's lead (the loop joining engine and adapters) and the dashboard's side of a run (following the lead from its files, sending requests) |
 //! | 4 edge | `cli`, `cli_error`, `cli_values`, `commands`, `tui`, `sim` | what the binary runs: flags, commands, the dashboard, the simulated agent |
 //!
@@ -54,6 +54,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("hosts", 2),
     ("mcp", 2),
     ("notify", 2),
+    ("sandbox", 2),
     ("lead", 3),
     ("dashboard", 3),
     ("cli", 4),

@@ -85,6 +85,7 @@ mod real_clis;
 mod resume;
 mod run_inputs;
 mod run_needs;
+mod sandbox;
 mod shell;
 mod state_files;
 mod steer;

@@ -5,6 +5,7 @@
 
 pub(in crate::lead) mod creds;
 pub(in crate::lead) mod failures;
+pub(in crate::lead) mod fence;
 pub(in crate::lead) mod launch;
 pub(in crate::lead) mod launch_thread;
 pub(in crate::lead) mod prepare;

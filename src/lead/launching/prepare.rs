@@ -113,13 +113,7 @@ pub fn prepare(
     failures: Option<Vec<PastFailure>>,
     registry: &Registry,
 ) -> Result<Prepared> {
-    std::fs::create_dir_all(&attempt_dir).at(&attempt_dir)?;
-    let paths = AttemptPaths::new(attempt_dir);
-    for stale in [&paths.exit, &paths.output, &paths.cwd_failed] {
-        // Err: most often there is no such file (a first attempt); a file that stays is
-        // told apart by the attempt's nonce.
-        let _ = std::fs::remove_file(stale);
-    }
+    let paths = fresh_attempt(attempt_dir)?;
     let resume = super::resume::resume_session(&state.run_id, w, registry);
     write_prompt(state, w, &paths, (max_chars, failures), resume.is_some())?;
     // A worker on an SSH host: the wrapper names the attempt's files where they will be
@@ -161,22 +155,15 @@ pub fn prepare(
             resume: resume.as_deref(),
         },
     )?;
-    let (argv, cwd) = match &remote {
-        Some(r) => (
-            crate::workspace::setup::wrap_argv_at(
-                state,
-                w,
-                &paths.dir,
-                &r.attempt_dir,
-                launch.argv.clone(),
-            )?,
-            r.cwd.clone(),
-        ),
-        None => (
-            crate::workspace::setup::wrap_argv(state, w, &paths.dir, launch.argv.clone())?,
-            local_cwd(state, w),
-        ),
+    let (argv, cwd) = argv_and_cwd(state, w, &paths.dir, remote.as_ref(), &launch.argv)?;
+    let at = super::fence::At {
+        attempt_dir: &there.dir,
+        cwd: &cwd,
+        program: launch.argv.first().map_or("", String::as_str),
+        self_exe,
+        remote: remote.is_some(),
     };
+    let fence = super::fence::fence_argv(state, w, registry, &at)?;
     let is_tmux = state.backend == crate::domain::BackendKind::Tmux || remote.is_some();
     write_wrapper(
         &there,
@@ -194,6 +181,7 @@ pub fn prepare(
                 .render
                 .as_deref()
                 .filter(|_| remote.is_none() || helper.is_some()),
+            fence: fence.as_deref(),
         },
     )?;
     if !is_tmux {
@@ -220,6 +208,59 @@ pub fn prepare(
         nonce,
         resumed: resume,
     })
+}
+
+/// The argv the wrapper runs (the agent's, behind the `[workspace] setup` when there is
+/// one) and where it starts: on an SSH host, as its paths are there.
+///
+/// # Errors
+/// The setup script cannot be written.
+fn argv_and_cwd(
+    state: &RunState,
+    w: &WorkerState,
+    attempt_dir: &Path,
+    remote: Option<&crate::hosts::RemotePlace>,
+    agent: &[String],
+) -> Result<(Vec<String>, PathBuf)> {
+    Ok(match remote {
+        Some(r) => (
+            crate::workspace::setup::wrap_argv_at(
+                state,
+                w,
+                attempt_dir,
+                &r.attempt_dir,
+                agent.to_vec(),
+            )?,
+            r.cwd.clone(),
+        ),
+        None => (
+            crate::workspace::setup::wrap_argv(state, w, attempt_dir, agent.to_vec())?,
+            local_cwd(state, w),
+        ),
+    })
+}
+
+/// The attempt's folder, made, without the files an earlier launch of the same attempt
+/// number left that would read as this one's end (`exit.json`, `output.log`, the
+/// `cwd-failed` and `sandbox-failed` notes).
+///
+/// # Errors
+/// The folder cannot be made.
+fn fresh_attempt(attempt_dir: PathBuf) -> Result<AttemptPaths> {
+    std::fs::create_dir_all(&attempt_dir).at(&attempt_dir)?;
+    let paths = AttemptPaths::new(attempt_dir);
+    let sandbox_failed = paths.dir.join(crate::sandbox::FAILED_FILE);
+    for stale in [
+        &paths.exit,
+        &paths.output,
+        &paths.cwd_failed,
+        &sandbox_failed,
+    ] {
+        // Err: most often there is no such file (a first attempt); a file that stays is
+        // told apart by the attempt's nonce.
+        let _ = std::fs::remove_file(stale);
+    }
+    Ok(paths)
 }
 
 /// Write the attempt's `prompt.md`: the packaged prompt, the note on upstream worktrees,

@@ -111,13 +111,12 @@ impl Driver {
         self.reap_attempt(&t.worker, t.attempt);
         let setup_failed =
             crate::workspace::on_attempt_end(&mut self.state, &t.worker, t.attempt, &watch.dir);
-        if let (Ok((code, _)), Some(dir)) = (&exit, crate::launch::cwd_failed(&watch.dir)) {
-            inputs.push(Input::CwdFailed {
-                worker: t.worker.clone(),
-                attempt: t.attempt,
-                code: *code,
-                dir,
-            });
+        if let Some(input) = exit
+            .as_ref()
+            .ok()
+            .and_then(|(code, _)| before_agent(t, *code, &watch.dir))
+        {
+            inputs.push(input);
             return inputs;
         }
         if let Some(input) = setup_failed {
@@ -185,4 +184,23 @@ impl Driver {
             question: q,
         })
     }
+}
+
+/// An attempt that ended with `code` before its agent ran: its fence did not start
+/// (`sandbox-failed`), or its wrapper could not enter its working directory (`cwd-failed`).
+fn before_agent(t: &Target, code: i32, dir: &std::path::Path) -> Option<Input> {
+    if let Some(detail) = crate::launch::sandbox_failed(dir) {
+        return Some(Input::SandboxFailed {
+            worker: t.worker.clone(),
+            attempt: t.attempt,
+            code,
+            detail,
+        });
+    }
+    crate::launch::cwd_failed(dir).map(|dir| Input::CwdFailed {
+        worker: t.worker.clone(),
+        attempt: t.attempt,
+        code,
+        dir,
+    })
 }

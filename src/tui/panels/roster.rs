@@ -46,13 +46,7 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     let with_role = inner_width >= ROLE_MIN_WIDTH;
     let with_note = inner_width >= NOTE_MIN_WIDTH;
     let role_width = run.workers.iter().map(|w| w.role.len()).max().unwrap_or(4) as u16;
-    let id_width = run
-        .workers
-        .iter()
-        .map(|w| w.id.len())
-        .max()
-        .unwrap_or(6)
-        .max(6) as u16;
+    let id_width = id_width(run);
 
     // Where each worker runs, in a run that uses an SSH host; narrower where the role
     // (sharing the row's room) would not have its width beside it.
@@ -137,6 +131,30 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
     frame.render_stateful_widget(table, area, &mut state);
 }
 
+/// The worker column's width: the longest id (at least 6), and room for the fence's mark
+/// after it in a run with a fenced worker.
+fn id_width(run: &RunState) -> u16 {
+    let fenced = run
+        .workers
+        .iter()
+        .any(|w| !crate::domain::sandbox::fence_of(run, w).is_none());
+    let mark = if fenced {
+        FENCE_MARK.chars().count()
+    } else {
+        0
+    };
+    run.workers
+        .iter()
+        .map(|w| w.id.len() + mark)
+        .max()
+        .unwrap_or(6)
+        .max(6) as u16
+}
+
+/// After the id of a worker whose agent runs in a fence (`[sandbox]`, README "Sandbox").
+/// Two columns: a space and the mark.
+pub const FENCE_MARK: &str = " ▣";
+
 /// The selected row's style: on a dark grey while the roster has the focus (xterm 237, on
 /// which every status colour stays readable), bold.
 fn highlight(focused: bool) -> Style {
@@ -165,7 +183,15 @@ fn row<'a>(
     } else {
         status_style(w.status)
     };
-    let mut cells = vec![Cell::from(w.id.as_str())];
+    let fence = crate::domain::sandbox::fence_of(view.run, w);
+    let mut cells = vec![if fence.is_none() {
+        Cell::from(w.id.as_str())
+    } else {
+        Cell::from(Line::from(vec![
+            Span::raw(w.id.as_str()),
+            Span::styled(FENCE_MARK, Style::default().fg(Color::DarkGray)),
+        ]))
+    }];
     if with_role {
         cells.push(Cell::from(Span::styled(
             w.role.as_str(),
