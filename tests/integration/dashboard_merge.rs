@@ -35,7 +35,7 @@ fn d_opens_the_diff_and_m_merges_the_result_into_the_users_branch() {
 
     // `m` offers the merge once the council has sat; the dashboard follows the run's lead,
     // so the verdict reaches the screen a moment after the worker's diff does.
-    viewer.wait_screen("council ▲ attention", Duration::from_secs(30));
+    viewer.wait_screen("council ✓ ok", Duration::from_secs(30));
     viewer.keys(&["m"]);
     let s = viewer.wait_screen("Merge the run's result?", Duration::from_secs(15));
     assert!(s.contains("into your branch main"), "{s}");
