@@ -302,6 +302,7 @@ impl Driver {
         })?;
         self.saves.start_thread(&self.store)?;
         self.reaps.start_thread()?;
+        self.reap_ended_attempts();
         let mut first = std::mem::take(&mut self.startup);
         first.push(Input::Start);
         self.apply(first, &mut emit);

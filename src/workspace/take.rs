@@ -314,17 +314,7 @@ pub fn take_with(
     opts: &TakeOptions,
     waiting: &mut dyn FnMut(String),
 ) -> Result<TakeOutcome> {
-    let ws = state.workspace.as_ref().ok_or_else(|| {
-        Error::Usage(format!(
-            "run {} ran in the shared project directory: its changes are already in your tree (no branches to merge or diff)",
-            state.run_id
-        ))
-    })?;
-    let branch = source_branch(state, ws, opts.worker.as_deref())?;
-    let forced = match opts.worker {
-        None => check_whole(state, ws, &branch, opts.force)?,
-        Some(_) => None,
-    };
+    let (ws, branch, forced) = to_take(state, opts)?;
     let git = Git::new(&ws.repo);
     let _lock = if opts.dry_run {
         None
@@ -395,6 +385,30 @@ pub fn take_with(
     })
 }
 
+/// The run's worktrees, the branch `merge` (or `--push`) takes, and, for a partial
+/// integration branch taken with `force`, what is missing from it.
+///
+/// # Errors
+/// [`Error::Usage`]: a run without worktrees, no such worker or branch, or the refusals of
+/// [`check_whole`].
+fn to_take<'a>(
+    state: &'a RunState,
+    opts: &TakeOptions,
+) -> Result<(&'a RunWorkspace, String, Option<String>)> {
+    let ws = state.workspace.as_ref().ok_or_else(|| {
+        Error::Usage(format!(
+            "run {} ran in the shared project directory: its changes are already in your tree (no branches to merge, push or diff)",
+            state.run_id
+        ))
+    })?;
+    let branch = source_branch(state, ws, opts.worker.as_deref())?;
+    let forced = match opts.worker {
+        None => check_whole(state, ws, &branch, opts.force)?,
+        Some(_) => None,
+    };
+    Ok((ws, branch, forced))
+}
+
 /// `crewmux merge --push REMOTE`: the branch [`take`] would take (the same refusals: a
 /// blocked council or a partial integration branch without `force`), pushed to `remote`
 /// under its own name (`git push REMOTE refs/heads/B:refs/heads/B`) for a review there,
@@ -405,17 +419,7 @@ pub fn take_with(
 /// [`Error::Usage`] (exit 2): a refusal of [`take`], or `remote` is not a remote of the
 /// repository; [`Error::Other`]: `git push` failed (git's first lines).
 pub fn push(state: &RunState, remote: &str, opts: &TakeOptions) -> Result<Vec<String>> {
-    let ws = state.workspace.as_ref().ok_or_else(|| {
-        Error::Usage(format!(
-            "run {} ran in the shared project directory: its changes are already in your tree (no branch to push)",
-            state.run_id
-        ))
-    })?;
-    let branch = source_branch(state, ws, opts.worker.as_deref())?;
-    let forced = match opts.worker {
-        None => check_whole(state, ws, &branch, opts.force)?,
-        Some(_) => None,
-    };
+    let (ws, branch, forced) = to_take(state, opts)?;
     let git = Git::new(&ws.repo);
     let url = git.output(&["remote", "get-url", remote])?;
     if !url.ok() {

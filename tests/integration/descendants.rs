@@ -63,3 +63,43 @@ fn children_that_left_the_group_end_with_their_attempt() {
         );
     }
 }
+
+/// A lead killed between recording an attempt's end and reaping it leaves a child that
+/// quit the attempt's group; the next lead of the run ends it (here the survivor is made by
+/// hand: a process carrying the ended attempt's nonce).
+#[test]
+fn the_next_lead_ends_what_an_ended_attempt_left_when_its_lead_was_killed() {
+    let t = TeamProject::new(&command_worker("one", "true", "Done."));
+    let d = t.path();
+    let out = t.run("change nothing").process().output();
+    assert_eq!(summary(&out)["status"], "done", "{}", stderr(&out));
+    let run = only_run_dir(d);
+    let id = run.file_name().unwrap().to_string_lossy().to_string();
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("state.json")).unwrap()).unwrap();
+    let nonce = state["dispatches"][0]["nonce"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut survivor = std::process::Command::new("sleep")
+        .arg("300")
+        .env(crewmux::launch::ATTEMPT_ENV, &nonce)
+        .spawn()
+        .unwrap();
+    // The run is reopened and driven again by a new lead.
+    let retried = run_crewmux(d, "unused", &["steer", &id, "retry", "one"]);
+    assert!(retried.status.success(), "{}", stderr(&retried));
+    let resumed = run_crewmux(d, "unused", &["resume", &id, "--headless"]);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    let gone = wait_for(
+        || matches!(survivor.try_wait(), Ok(Some(_))),
+        Duration::from_secs(10),
+    );
+    if !gone {
+        let _ = survivor.kill();
+    }
+    assert!(
+        gone,
+        "the ended attempt's leftover is ended by the next lead"
+    );
+}

@@ -277,11 +277,14 @@ fn check_rejected(s: &serde_json::Value) -> String {
     bad.join("; ")
 }
 
-#[test]
-fn real_clis() {
+/// The opt-in's gate and what every real-CLI test starts from: `None` (said on stderr) unless
+/// `CREWMUX_REAL_CLIS=1`; else the CLIs' PATH, the loopback server answering [`ANSWER`], and
+/// the cases to run (`CREWMUX_REAL_CLI_ONLY` picks some) with each one's binary, `None` for a
+/// CLI that is not installed.
+fn opted_in(test: &str) -> Option<(String, ModelServer, Vec<(&'static Case, Option<PathBuf>)>)> {
     if std::env::var(ENABLE).as_deref() != Ok("1") {
-        eprintln!("real_clis: skipped; set {ENABLE}=1 with the agent CLIs installed to run it");
-        return;
+        eprintln!("{test}: skipped; set {ENABLE}=1 with the agent CLIs installed to run it");
+        return None;
     }
     let path = search_path();
     let only = std::env::var("CREWMUX_REAL_CLI_ONLY").unwrap_or_default();
@@ -290,14 +293,24 @@ fn real_clis() {
         input_tokens: IN,
         output_tokens: OUT,
     });
+    let cases = CASES
+        .iter()
+        .filter(|c| only.is_empty() || only.split(',').any(|o| o == c.provider))
+        .map(|c| (c, installed(c.provider, &path)))
+        .collect();
+    Some((path, server, cases))
+}
+
+#[test]
+fn real_clis() {
+    let Some((path, server, cases)) = opted_in("real_clis") else {
+        return;
+    };
     let tmux = tmux_ready("real_clis").then(|| TmuxServer::new("real-clis"));
     let mut report = Vec::new();
     let mut failed = false;
-    for case in CASES {
-        if !only.is_empty() && !only.split(',').any(|o| o == case.provider) {
-            continue;
-        }
-        let Some(bin) = installed(case.provider, &path) else {
+    for (case, bin) in cases {
+        let Some(bin) = bin else {
             report.push(format!("{}: not installed", case.provider));
             continue;
         };
@@ -376,23 +389,16 @@ fn crewmux_in(project: &Path, home: &Path, path: &str, args: &[&str]) -> std::pr
 /// dispatch record says which session it resumed.
 #[test]
 fn real_clis_resume() {
-    if std::env::var(ENABLE).as_deref() != Ok("1") {
-        eprintln!("real_clis_resume: skipped; set {ENABLE}=1 with the agent CLIs installed");
+    let Some((path, server, cases)) = opted_in("real_clis_resume") else {
         return;
-    }
-    let path = search_path();
-    let server = ModelServer::start(Script {
-        answer: ANSWER.into(),
-        input_tokens: IN,
-        output_tokens: OUT,
-    });
+    };
     let mut report = Vec::new();
     let mut failed = false;
-    for case in CASES
-        .iter()
-        .filter(|c| matches!(c.provider, "claude" | "codex"))
+    for (case, bin) in cases
+        .into_iter()
+        .filter(|(c, _)| matches!(c.provider, "claude" | "codex"))
     {
-        let Some(bin) = installed(case.provider, &path) else {
+        let Some(bin) = bin else {
             report.push(format!("{}: not installed", case.provider));
             continue;
         };
@@ -477,6 +483,44 @@ fn real_clis_resume() {
         ));
     }
     eprintln!("real_clis_resume against {}:", server.url());
+    for line in &report {
+        eprintln!("  {line}");
+    }
+    assert!(!failed, "{}", report.join("\n"));
+}
+
+/// Each installed CLI answers through the loopback server from inside a `bwrap` fence
+/// (`--sandbox bwrap`): its home is the fence's (its provider's `sandbox_home` only), its
+/// network the host's.
+#[test]
+fn real_clis_sandboxed() {
+    let Some((path, server, cases)) = opted_in("real_clis_sandboxed") else {
+        return;
+    };
+    let mut report = Vec::new();
+    let mut failed = false;
+    for (case, bin) in cases {
+        let Some(bin) = bin else {
+            report.push(format!("{}: not installed", case.provider));
+            continue;
+        };
+        let v = version(&bin, &path);
+        let limits = ["--max-attempts", "1", "--sandbox", "bwrap"];
+        let ran = run_with(case, &server.url(), GOOD_KEY, &path, None, &limits);
+        let bad = check_good(case, &ran);
+        failed |= !bad.is_empty();
+        let why = worker(&ran.summary, "solo")["reason"].clone();
+        report.push(format!(
+            "{} ({v}) in bwrap: {}",
+            case.provider,
+            if bad.is_empty() {
+                "pass".to_string()
+            } else {
+                format!("FAIL: {bad} ({why})")
+            }
+        ));
+    }
+    eprintln!("real_clis_sandboxed against {}:", server.url());
     for line in &report {
         eprintln!("  {line}");
     }

@@ -348,6 +348,32 @@ impl Driver {
         });
     }
 
+    /// When a lead takes a run: end what is left of its ended attempts on this machine. A
+    /// lead killed between recording an attempt's end and its reap (the reaper thread's
+    /// pass is due within [`PASS_EVERY`]) left a child that quit the attempt's process
+    /// group running with nobody to end it; every ended attempt's nonce is looked for once
+    /// (one `/proc` pass on the reaper thread, nothing found in the usual case).
+    pub(in crate::lead) fn reap_ended_attempts(&mut self) {
+        let ended: Vec<(String, u32, String)> = self
+            .state
+            .dispatches
+            .iter()
+            .filter(|d| d.host.is_none() && d.ended_at.is_some() && d.status.is_terminal())
+            .map(|d| (d.worker_id.clone(), d.attempt, d.nonce.clone()))
+            .collect();
+        for (worker, attempt, nonce) in ended {
+            self.reaps.begin(Reap {
+                worker,
+                attempt,
+                nonce,
+                keep: None,
+                grace: self.opts.grace,
+                at: None,
+                killed: false,
+            });
+        }
+    }
+
     /// Record the survivors of reaps finished since the last call; with `all`, finish
     /// every reap now (waiting out what is left of its grace), as when the driver stops.
     pub(in crate::lead) fn reap_due(&mut self, all: bool, emit: &mut impl FnMut(Update)) {
