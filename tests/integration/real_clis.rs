@@ -277,11 +277,14 @@ fn check_rejected(s: &serde_json::Value) -> String {
     bad.join("; ")
 }
 
+/// A case to run and its CLI's binary (`None`: not installed).
+type ToRun = (&'static Case, Option<PathBuf>);
+
 /// The opt-in's gate and what every real-CLI test starts from: `None` (said on stderr) unless
 /// `CREWMUX_REAL_CLIS=1`; else the CLIs' PATH, the loopback server answering [`ANSWER`], and
 /// the cases to run (`CREWMUX_REAL_CLI_ONLY` picks some) with each one's binary, `None` for a
 /// CLI that is not installed.
-fn opted_in(test: &str) -> Option<(String, ModelServer, Vec<(&'static Case, Option<PathBuf>)>)> {
+fn opted_in(test: &str) -> Option<(String, ModelServer, Vec<ToRun>)> {
     if std::env::var(ENABLE).as_deref() != Ok("1") {
         eprintln!("{test}: skipped; set {ENABLE}=1 with the agent CLIs installed to run it");
         return None;
