@@ -450,6 +450,10 @@ pub fn clean(args: CleanArgs) -> Result<i32> {
             std::fs::remove_dir_all(store.dir()).at(store.dir())?;
             crate::errln!("crewmux: removed {}", store.dir().display());
             said += 1;
+            if let Some(line) = crate::sandbox::remove_homes(&id) {
+                crate::errln!("crewmux: {line}");
+                said += 1;
+            }
         }
     }
     if said == 0 {

@@ -15,6 +15,7 @@ fn fence(dir: &Path, extra: &[&str]) -> Option<Vec<String>> {
         git_dir: None,
         home: dir.join("home"),
         home_entries: vec![],
+        home_copy: None,
         read_only: vec![],
         hidden: vec![],
         network: crate::domain::SandboxNetwork::None,

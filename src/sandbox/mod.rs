@@ -67,8 +67,13 @@ pub struct Policy {
     pub git_dir: Option<PathBuf>,
     /// The user's home: an empty tmpfs in the fence, holding only `home_entries`.
     pub home: PathBuf,
-    /// Paths relative to `home` bound read-only (the provider's `sandbox_home`).
+    /// Paths relative to `home` the agent's CLI needs (the provider's `sandbox_home`).
     pub home_entries: Vec<String>,
+    /// The worker's own copy of `home_entries` ([`seed_home`]), bound read-write over
+    /// them: a CLI that writes its home (Codex's sessions and app-server state, Gemini's
+    /// project registry) runs, and what it wrote is there for the worker's next attempt (a
+    /// resumed conversation). `None`: the user's own entries are bound read-only.
+    pub home_copy: Option<PathBuf>,
     /// More read-only paths: the agent's program, crewmux itself, the `PATH` directories
     /// outside the system ones.
     pub read_only: Vec<PathBuf>,
@@ -136,8 +141,14 @@ impl Policy {
             if e.is_empty() || Path::new(e).is_absolute() || touches_hidden(&p, &self.hidden) {
                 continue;
             }
-            let p = p.display().to_string();
-            push(&["--ro-bind-try", &p, &p]);
+            let dest = p.display().to_string();
+            match &self.home_copy {
+                Some(copy) => {
+                    let src = copy.join(e).display().to_string();
+                    push(&["--bind-try", &src, &dest]);
+                }
+                None => push(&["--ro-bind-try", &dest, &dest]),
+            }
         }
         for p in &self.read_only {
             if touches_hidden(p, &self.hidden) || self.home.starts_with(p) {
@@ -174,6 +185,96 @@ impl Policy {
         ]);
         a
     }
+}
+
+/// The folder of run `run_id`'s workers' home copies ([`seed_home`]):
+/// `<state dir>/crewmux/fence-homes/<run>` (`$XDG_STATE_HOME`, else `~/.local/state`), outside
+/// the project because a copy may hold a CLI's login. `None` without a state dir.
+pub fn homes_of(run_id: &str) -> Option<PathBuf> {
+    dirs::state_dir().map(|d| d.join("crewmux").join("fence-homes").join(run_id))
+}
+
+/// Remove run `run_id`'s home copies (`clean --purge`): the line to say, `None` when there
+/// were none. A copy that cannot be removed is said so and left.
+pub fn remove_homes(run_id: &str) -> Option<String> {
+    let dir = homes_of(run_id).filter(|d| d.exists())?;
+    Some(match std::fs::remove_dir_all(&dir) {
+        Ok(()) => format!("removed {}", dir.display()),
+        Err(e) => format!("could not remove {}: {e}", dir.display()),
+    })
+}
+
+/// Most bytes [`seed_home`] copies of one entry; a larger one is bound read-only instead
+/// (a CLI's years of session history are not copied for each worker).
+pub const SEED_MAX_BYTES: u64 = 64 << 20;
+
+/// Make `copy` (a folder of the worker's own, mode 0700) hold `entries` of `home`, each
+/// copied once — an entry already in `copy` is the worker's, kept as its CLI left it. An
+/// entry missing from `home` is skipped; one over [`SEED_MAX_BYTES`] is left out of `copy`
+/// (the fence then binds it read-only from `home`), and its name is returned.
+///
+/// # Errors
+/// `copy` cannot be made, or a file cannot be copied (I/O, with its path).
+pub fn seed_home(
+    home: &Path,
+    entries: &[String],
+    copy: &Path,
+) -> crate::error::Result<Vec<String>> {
+    use crate::error::IoContext;
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(copy)
+        .at(copy)?;
+    let mut too_big = Vec::new();
+    for e in entries {
+        let (from, to) = (home.join(e), copy.join(e));
+        if e.is_empty() || Path::new(e).is_absolute() || to.exists() || !from.exists() {
+            continue;
+        }
+        if size_of(&from) > SEED_MAX_BYTES {
+            too_big.push(e.clone());
+            continue;
+        }
+        copy_entry(&from, &to).at(&from)?;
+    }
+    Ok(too_big)
+}
+
+/// Bytes under `p` (links not followed).
+fn size_of(p: &Path) -> u64 {
+    let Ok(meta) = std::fs::symlink_metadata(p) else {
+        return 0;
+    };
+    if !meta.is_dir() {
+        return meta.len();
+    }
+    std::fs::read_dir(p)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| size_of(&e.path())).sum())
+        .unwrap_or(0)
+}
+
+/// Copy a file, link or folder (recursively), keeping permissions.
+fn copy_entry(from: &Path, to: &Path) -> std::io::Result<()> {
+    let meta = std::fs::symlink_metadata(from)?;
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    if meta.file_type().is_symlink() {
+        return std::os::unix::fs::symlink(std::fs::read_link(from)?, to);
+    }
+    if !meta.is_dir() {
+        std::fs::copy(from, to)?;
+        return Ok(());
+    }
+    std::fs::create_dir_all(to)?;
+    std::fs::set_permissions(to, meta.permissions())?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        copy_entry(&e.path(), &to.join(e.file_name()))?;
+    }
+    Ok(())
 }
 
 /// The repository `.git` folder a worktree at `worktree` commits into, read from its

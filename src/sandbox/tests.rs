@@ -8,6 +8,7 @@ fn policy(tmp: &Path) -> Policy {
         git_dir: Some(tmp.join("proj/.git")),
         home: tmp.join("home"),
         home_entries: vec![".codex".into(), ".ssh/id_ed25519".into(), "/etc".into()],
+        home_copy: None,
         read_only: vec![
             tmp.join("home"),
             tmp.join("tools/bin"),
@@ -152,5 +153,55 @@ fn a_bwrap_that_cannot_make_namespaces_is_refused_with_its_own_words() {
     assert!(
         why.contains("(bwrap: No permissions to creating new namespace"),
         "{why}"
+    );
+}
+
+#[test]
+fn a_workers_home_copy_is_seeded_once_and_bound_read_write_over_the_home() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(home.join(".codex/sessions")).unwrap();
+    std::fs::write(home.join(".codex/config.toml"), "model = \"m\"\n").unwrap();
+    std::fs::write(home.join(".claude.json"), "{}").unwrap();
+    let copy = tmp.path().join("state/fence-homes/r/a");
+    let entries = vec![
+        ".codex".to_string(),
+        ".claude.json".into(),
+        ".gemini".into(),
+    ];
+    assert!(seed_home(&home, &entries, &copy).unwrap().is_empty());
+    assert_eq!(
+        std::fs::read_to_string(copy.join(".codex/config.toml")).unwrap(),
+        "model = \"m\"\n"
+    );
+    assert!(copy.join(".claude.json").is_file() && !copy.join(".gemini").exists());
+    // What the worker's CLI wrote stays: a second seed copies nothing over it.
+    std::fs::write(copy.join(".codex/sessions/s-1.jsonl"), "turn").unwrap();
+    std::fs::write(home.join(".codex/config.toml"), "changed").unwrap();
+    seed_home(&home, &entries, &copy).unwrap();
+    assert!(copy.join(".codex/sessions/s-1.jsonl").is_file());
+    assert_eq!(
+        std::fs::read_to_string(copy.join(".codex/config.toml")).unwrap(),
+        "model = \"m\"\n"
+    );
+    let mut p = policy(tmp.path());
+    p.home_copy = Some(copy.clone());
+    let argv = p.bwrap_argv(Path::new("/usr/bin/bwrap"));
+    let binds: Vec<(String, String)> = argv
+        .windows(3)
+        .filter(|w| w[0] == "--bind-try")
+        .map(|w| (w[1].clone(), w[2].clone()))
+        .collect();
+    assert!(
+        binds.contains(&(
+            copy.join(".codex").display().to_string(),
+            home.join(".codex").display().to_string()
+        )),
+        "{argv:?}"
+    );
+    // Never a hidden entry, copy or not.
+    assert!(
+        !argv.iter().any(|a| a.contains(".ssh/id_ed25519")),
+        "{argv:?}"
     );
 }

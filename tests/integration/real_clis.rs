@@ -510,7 +510,18 @@ fn real_clis_sandboxed() {
         let v = version(&bin, &path);
         let limits = ["--max-attempts", "1", "--sandbox", "bwrap"];
         let ran = run_with(case, &server.url(), GOOD_KEY, &path, None, &limits);
-        let bad = check_good(case, &ran);
+        let mut bad = check_good(case, &ran);
+        if !bad.is_empty() {
+            // What the CLI said inside the fence, for the report.
+            let log =
+                std::fs::read_to_string(ran.run_dir.join("workers/solo/attempt-1/output.log"))
+                    .unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(6).collect();
+            bad.push_str(&format!(
+                " | output: {}",
+                tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+            ));
+        }
         failed |= !bad.is_empty();
         let why = worker(&ran.summary, "solo")["reason"].clone();
         report.push(format!(

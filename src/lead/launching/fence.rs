@@ -108,19 +108,50 @@ pub(super) fn fence_argv(
     }
     let mut read_only = crate::sandbox::program_paths(program, path_var.as_deref());
     read_only.push(self_exe.to_path_buf());
+    let mut home_entries: Vec<String> = registry
+        .get(&w.provider)
+        .map(|s| s.sandbox_home.clone())
+        .unwrap_or_default();
+    // The worker's own copy of its CLI's home, outside the project (it may hold the CLI's
+    // login, `crate::sandbox::homes_of`), seeded at its first attempt.
+    let home_copy = crate::sandbox::homes_of(&state.run_id).map(|d| d.join(&w.id));
+    let home_copy = match home_copy {
+        Some(copy) => {
+            let kept: Vec<String> = home_entries
+                .iter()
+                .filter(|e| !touches_hidden_entry(&home, e, &hidden))
+                .cloned()
+                .collect();
+            for big in crate::sandbox::seed_home(&home, &kept, &copy)? {
+                tracing::info!(
+                    "{}: ~/{big} is over {} MiB: bound read-only in the fence, not copied",
+                    w.id,
+                    crate::sandbox::SEED_MAX_BYTES >> 20
+                );
+                home_entries.retain(|e| *e != big);
+                read_only.push(home.join(&big));
+            }
+            Some(copy)
+        }
+        None => None,
+    };
     let policy = Policy {
         chdir: cwd.to_path_buf(),
         git_dir: crate::sandbox::git_common_dir(&workdir),
         workdir,
         attempt_dir: attempt_dir.to_path_buf(),
         home,
-        home_entries: registry
-            .get(&w.provider)
-            .map(|s| s.sandbox_home.clone())
-            .unwrap_or_default(),
+        home_entries,
+        home_copy,
         read_only,
         hidden,
         network: sandbox.network,
     };
     Ok(Some(policy.bwrap_argv(&bwrap)))
+}
+
+/// True when `home/entry` is one of `hidden` or holds one (never copied nor bound).
+fn touches_hidden_entry(home: &Path, entry: &str, hidden: &[PathBuf]) -> bool {
+    let p = home.join(entry);
+    hidden.iter().any(|h| p.starts_with(h) || h.starts_with(&p))
 }
