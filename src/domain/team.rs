@@ -64,8 +64,8 @@ pub struct TeamSpec {
     /// worker's own fields win. Default: no fence.
     #[serde(default)]
     pub sandbox: Option<super::SandboxSpec>,
-    /// `resume = false`: a worker's next attempt (a retry, a fix round, an edited task)
-    /// starts a new conversation instead of continuing its agent CLI's session; default:
+    /// `resume = false`: a worker's next attempt (a retry, an edited task) starts a new
+    /// conversation instead of continuing its agent CLI's session; default:
     /// continue where the provider can (`resume_args` in providers.toml). A worker's own wins.
     #[serde(default)]
     pub resume: Option<bool>,
