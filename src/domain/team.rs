@@ -105,6 +105,10 @@ pub struct CriticSpec {
     /// What happens when one of `after` ends other than `completed`; default `skip`.
     #[serde(default)]
     pub on_upstream_failure: Option<super::UpstreamPolicy>,
+    /// `approvals = { policy = "…" }`: what happens to an action this critic's agent asks
+    /// permission for; default: the team's `[approvals]`.
+    #[serde(default)]
+    pub approvals: Option<super::clarification::ApprovalsSpec>,
 }
 
 /// An agent other than a team worker (the `[fixer]` table).
@@ -127,6 +131,10 @@ pub struct AgentSpec {
     /// Seconds of only stall lines before the attempt is ended; 0: off.
     #[serde(default)]
     pub stall_after_s: Option<u64>,
+    /// `approvals = { policy = "…" }`: what happens to an action the fixer's agent asks
+    /// permission for (fix rounds and merge-fixers alike); default: the team's `[approvals]`.
+    #[serde(default)]
+    pub approvals: Option<super::clarification::ApprovalsSpec>,
 }
 
 /// One `[[worker]]` of a team file.

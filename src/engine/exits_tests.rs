@@ -120,6 +120,9 @@ fn a_fixer_does_not_go_to_a_provider_that_failed_auth() {
     s.workers.truncate(1);
     s.fixer = Some(AgentSpec {
         provider: Some("gemini".into()),
+        approvals: Some(crate::domain::clarification::ApprovalsSpec {
+            policy: Some(crate::domain::clarification::ApprovalPolicy::Auto),
+        }),
         ..AgentSpec::default()
     });
     update(&mut s, &mut mem, t0(), Input::Start);
@@ -139,6 +142,11 @@ fn a_fixer_does_not_go_to_a_provider_that_failed_auth() {
     assert_eq!(
         (fixer.provider.as_str(), fixer.model.as_deref()),
         ("codex", Some("gpt-6.2-sol"))
+    );
+    // The fixer takes the policy its spec carries (the team's, `team::route`).
+    assert_eq!(
+        fixer.flow.approvals,
+        crate::domain::clarification::ApprovalPolicy::Auto
     );
 }
 

@@ -164,6 +164,9 @@ fn a_critic_waits_for_the_critic_it_names() {
             id: "second".into(),
             command: Some(vec!["true".into()]),
             after: vec!["first".into(), "w0".into()],
+            approvals: Some(crate::domain::clarification::ApprovalsSpec {
+                policy: Some(crate::domain::clarification::ApprovalPolicy::Deny),
+            }),
             ..Default::default()
         },
     ];
@@ -178,6 +181,11 @@ fn a_critic_waits_for_the_critic_it_names() {
     assert_eq!(
         s.worker("critic-second").unwrap().flow.after,
         ["critic-first", "w0"]
+    );
+    // A critic takes the approval policy its spec carries.
+    assert_eq!(
+        s.worker("critic-second").unwrap().flow.approvals,
+        crate::domain::clarification::ApprovalPolicy::Deny
     );
     assert_eq!(
         finish(&mut s, &mut mem, "critic-first", 0),

@@ -79,6 +79,7 @@ pub(super) fn new_fixer(
     w.command = command;
     w.model = spec.model.clone();
     w.timeout_s = spec.timeout_s;
+    w.flow.approvals = spec.approvals.and_then(|a| a.policy).unwrap_or_default();
     w.max_attempts = 1;
     w.task = task;
     Some(w)

@@ -283,6 +283,7 @@ fn add_checks(state: &mut RunState) {
         w.max_attempts = 1;
         w.flow.after = super::graph::critic_after(state, &c.after, &suffix);
         w.flow.on_upstream_failure = c.on_upstream_failure.unwrap_or_default();
+        w.flow.approvals = c.approvals.and_then(|a| a.policy).unwrap_or_default();
         w.task = format!(
             "Review the team's results for: {}\n\n{}\n\nJudge whether the results solve the problem, are correct and cite evidence. End your answer with a fenced json block: {{\"verdict\": \"pass|warn|fail\", \"confidence\": 0.0-1.0, \"findings\": [\"...\"]}}",
             state.problem,
@@ -449,6 +450,7 @@ pub(super) fn on_council(
         fixer.timeout_s = spec.timeout_s;
         fixer.idle_timeout_s = spec.idle_timeout_s;
         fixer.flow.stall_after_s = spec.stall_after_s;
+        fixer.flow.approvals = spec.approvals.and_then(|a| a.policy).unwrap_or_default();
         fixer.task = format!(
             "Fix what the council blocked for: {}\n\nFailing findings:\n{}",
             state.problem,

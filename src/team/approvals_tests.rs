@@ -58,3 +58,34 @@ fn a_bad_policy_or_field_is_one_line_naming_it_and_the_fix() {
     );
     assert!(!e.contains('\n'), "{e}");
 }
+
+#[test]
+fn critics_and_the_fixer_take_the_teams_policy_unless_they_name_their_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("team.toml");
+    std::fs::write(
+        &file,
+        "[approvals]\npolicy = \"auto\"\n\n\
+         [[worker]]\nid = \"a\"\nrole = \"architect\"\nprovider = \"sim\"\n\n\
+         [[critic]]\nid = \"look\"\nprovider = \"sim\"\n\n\
+         [[critic]]\nid = \"strict\"\nprovider = \"sim\"\napprovals = { policy = \"deny\" }\n\n\
+         [fixer]\nprovider = \"sim\"\n",
+    )
+    .unwrap();
+    let mut opts = super::ResolveOptions::new("p", tmp.path());
+    opts.team_file = Some(file);
+    let team = super::resolve(&opts).unwrap();
+    let policy = |a: Option<crate::domain::clarification::ApprovalsSpec>| a.and_then(|a| a.policy);
+    assert_eq!(
+        policy(team.critics[0].approvals),
+        Some(ApprovalPolicy::Auto)
+    );
+    assert_eq!(
+        policy(team.critics[1].approvals),
+        Some(ApprovalPolicy::Deny)
+    );
+    assert_eq!(
+        policy(team.fixer.as_ref().unwrap().approvals),
+        Some(ApprovalPolicy::Auto)
+    );
+}

@@ -103,7 +103,13 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
             &registry,
         )?;
     }
-    let (checks, critics, fixer) = council_limits(spec, &workers, &registry, &sources);
+    let (checks, critics, fixer) = council_limits(
+        spec,
+        &workers,
+        &registry,
+        &sources,
+        spec.approvals.and_then(|a| a.policy).unwrap_or_default(),
+    );
     let (target_used, target_reason) = target_use(opts, spec, target_reason);
     let clarify = reads_the_problem(spec, &workers, &registry);
     let sandbox = team_sandbox(spec, &workers);
@@ -404,6 +410,7 @@ fn council_limits(
     workers: &[ResolvedWorker],
     registry: &Registry,
     sources: &LimitSources,
+    team_approvals: crate::domain::clarification::ApprovalPolicy,
 ) -> (
     Vec<crate::domain::CheckSpec>,
     Vec<crate::domain::CriticSpec>,
@@ -446,10 +453,12 @@ fn council_limits(
             let l = limits_of(registry, sources, provider, own);
             (c.timeout_s, c.idle_timeout_s, c.stall_after_s) =
                 (l.timeout_s, l.idle_timeout_s, l.stall_after_s);
+            c.approvals = approvals_or(c.approvals, team_approvals);
             c
         })
         .collect();
     let mut fixer = spec.fixer.clone().unwrap_or_default();
+    fixer.approvals = approvals_or(fixer.approvals, team_approvals);
     let provider = fixer.provider.clone().unwrap_or_else(|| first.to_string());
     let own = Limits {
         timeout_s: fixer.timeout_s,
@@ -461,6 +470,17 @@ fn council_limits(
     (fixer.timeout_s, fixer.idle_timeout_s, fixer.stall_after_s) =
         (l.timeout_s, l.idle_timeout_s, l.stall_after_s);
     (checks, critics, fixer)
+}
+
+/// `own`'s policy, else the team's, as the spec the engine reads (critics and fixers take
+/// the team's `[approvals]` as workers do).
+fn approvals_or(
+    own: Option<crate::domain::clarification::ApprovalsSpec>,
+    team: crate::domain::clarification::ApprovalPolicy,
+) -> Option<crate::domain::clarification::ApprovalsSpec> {
+    Some(crate::domain::clarification::ApprovalsSpec {
+        policy: Some(own.and_then(|a| a.policy).unwrap_or(team)),
+    })
 }
 
 /// Which workers cannot run and the state of each agent CLI on one line, then how to
