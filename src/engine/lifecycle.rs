@@ -238,7 +238,6 @@ pub(super) fn on_session(state: &mut RunState, worker: &str, attempt: u32, id: S
     }
 }
 
-/// The attempt could not be started: it failed (and may be retried).
 /// An attempt that ended before its agent ran, for a reason a retry on this host would
 /// meet again (its working directory, its fence): failed, and not retried.
 fn failed_for_good(
@@ -256,6 +255,8 @@ fn failed_for_good(
     failed_before_agent(state, mem, worker, attempt, code, reason, fx);
 }
 
+/// The attempt could not be started: it failed (and may be retried, unless its fence is
+/// what this host cannot give).
 fn launch_failed(
     state: &mut RunState,
     mem: &mut RunMemory,
