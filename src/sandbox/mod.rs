@@ -255,7 +255,9 @@ fn size_of(p: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-/// Copy a file, link or folder (recursively), keeping permissions.
+/// Copy a file, link or folder (recursively), keeping permissions. Not the workspace's
+/// `copy` seeding (`workspace::create::copy_tree`), which follows links: a CLI's home may
+/// hold links that dangle or loop (sessions, caches), copied here as links, never walked.
 fn copy_entry(from: &Path, to: &Path) -> std::io::Result<()> {
     let meta = std::fs::symlink_metadata(from)?;
     if let Some(parent) = to.parent() {
