@@ -78,6 +78,10 @@ pub enum Command {
     /// The MCP server an attempt's agent starts over stdio (its CREWMUX_MCP_CONFIG).
     #[command(hide = true)]
     McpServe(crate::commands::mcp_serve::McpServeArgs),
+    /// One hook event of an attempt's agent CLI (its per-attempt hooks run it): kept in the
+    /// attempt's `mcp/hooks.jsonl` for the lead.
+    #[command(hide = true)]
+    HookEvent(crate::commands::hook_event::HookEventArgs),
     /// What the completion scripts offer beyond clap's static lists: `runs`, this
     /// project's run ids, newest first, one a line.
     #[command(name = "__complete", hide = true)]

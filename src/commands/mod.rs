@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod doctor_hosts;
 pub mod drive;
 pub mod home;
+pub mod hook_event;
 pub mod lead;
 pub mod manage;
 pub mod mcp_serve;
@@ -138,6 +139,7 @@ pub fn execute(cli: Cli) -> Result<i32> {
         Command::PaneText(args) => pane_text::run(&args),
         Command::Lead(args) => lead::run(args),
         Command::McpServe(args) => mcp_serve::run(args),
+        Command::HookEvent(args) => hook_event::run(&args),
         Command::Status(args) => status::status(args),
         Command::Answer(args) => manage::answer(args),
         Command::Cancel(args) => manage::cancel(args),

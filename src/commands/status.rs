@@ -131,6 +131,22 @@ fn unknown_in_json(
     }
 }
 
+/// An ended worker's reason (`  <reason>` and a newline), or where a live worker's status
+/// comes from when its agent's hooks spoke (`  hooks: <state> · <event> <N>s ago`, docs/mcp.md
+/// "Status from the agents' hooks"), else "".
+fn reason_or_signal(w: &crate::domain::WorkerState) -> String {
+    if let Some(r) = w.reason.as_deref().filter(|_| !w.status.is_live()) {
+        return format!("  {r}\n");
+    }
+    match w.signal.as_ref().filter(|_| w.status.is_live()) {
+        Some(sig) => {
+            let ago = (chrono::Utc::now() - sig.at).num_seconds().max(0);
+            format!("  {} · {} {ago}s ago\n", sig.line(), sig.event)
+        }
+        None => String::new(),
+    }
+}
+
 /// [`status_text`] with the SSH hosts that did not answer (`down`): their live workers
 /// read `unknown (host box not answering)`, not the status last saved.
 pub fn status_text_with(state: &RunState, driven: bool, down: &BTreeSet<String>) -> String {
@@ -190,9 +206,7 @@ pub fn status_text_with(state: &RunState, driven: bool, down: &BTreeSet<String>)
         if let Some(u) = usage.get(&w.id) {
             s.push_str(&format!("  usage: {}\n", u.short()));
         }
-        if let Some(r) = w.reason.as_deref().filter(|_| !w.status.is_live()) {
-            s.push_str(&format!("  {r}\n"));
-        }
+        s.push_str(&reason_or_signal(w));
         if let Some(x) = state
             .workspace
             .as_ref()

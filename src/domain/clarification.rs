@@ -130,6 +130,11 @@ pub struct PendingQuestion {
     /// line); `y` allows it once, `n` denies it, `A` allows this tool for the rest of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<Approval>,
+    /// The question is the agent's own hook notification (Claude Code or Gemini CLI
+    /// `Notification`, `mcp::hooks`): an answer is pasted, the agent's next hook event of
+    /// work ends the wait, and a tool call of the same request takes its place.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_hooks: bool,
 }
 
 impl PendingQuestion {

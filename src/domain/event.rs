@@ -82,6 +82,13 @@ pub enum EventKind {
     McpRefused,
     /// An attempt's MCP server ended without saying so (killed, crashed); the worker goes on.
     McpServerDied,
+    /// The agent's own hooks said its turn ended (Claude Code `Stop`, Gemini CLI
+    /// `AfterAgent`, Codex `agent-turn-complete`), or failed (Claude Code `StopFailure`,
+    /// the message names its error); docs/mcp.md "Status from the agents' hooks".
+    WorkerTurnEnded,
+    /// A hook event that does not belong to the attempt (another nonce, another session),
+    /// refused: it changes nothing.
+    HookRefused,
     /// `[notify] command` could not be started, failed or ran past its timeout (the
     /// message says which); the run goes on.
     NotifyFailed,
@@ -90,7 +97,7 @@ pub enum EventKind {
 }
 
 /// Every known kind, for parsing.
-const KNOWN: [EventKind; 49] = [
+const KNOWN: [EventKind; 51] = [
     EventKind::WorkerStarted,
     EventKind::WorkerRelaunched,
     EventKind::WorkerResumed,
@@ -139,6 +146,8 @@ const KNOWN: [EventKind; 49] = [
     EventKind::WorkerProgress,
     EventKind::McpRefused,
     EventKind::McpServerDied,
+    EventKind::WorkerTurnEnded,
+    EventKind::HookRefused,
     EventKind::NotifyFailed,
 ];
 
@@ -194,6 +203,8 @@ impl EventKind {
             EventKind::WorkerProgress => "worker-progress",
             EventKind::McpRefused => "mcp-refused",
             EventKind::McpServerDied => "mcp-server-died",
+            EventKind::WorkerTurnEnded => "worker-turn-ended",
+            EventKind::HookRefused => "hook-refused",
             EventKind::NotifyFailed => "notify-failed",
             EventKind::Other(name) => name,
         }

@@ -9,6 +9,7 @@ pub mod flow;
 pub mod inputs;
 pub mod run;
 pub mod sandbox;
+pub mod signal;
 pub mod socket;
 pub mod stage;
 pub mod team;
@@ -23,6 +24,7 @@ pub use flow::{AgentSession, FlowState, StallWindow, UpstreamPolicy};
 pub use inputs::RunInputs;
 pub use run::{BackendKind, RunEvent, RunState, RunStatus, LOCAL_HOST, SCHEMA_VERSION};
 pub use sandbox::{Sandbox, SandboxMode, SandboxNetwork, SandboxSpec};
+pub use signal::{AgentSignal, SignalState};
 pub use stage::Stage;
 pub use team::{AgentSpec, CheckSpec, CriticSpec, TeamSpec, WorkerSpec};
 pub use worker::{

@@ -151,6 +151,11 @@ pub struct WorkerState {
     /// read as a status).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<String>,
+    /// What the current attempt's own hooks last said (`working`, `waiting`, `turn
+    /// ended`); `None` before its CLI's first hook event, and for a CLI without hooks (its
+    /// status then comes from its output and screen). Cleared when an attempt starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<super::AgentSignal>,
     /// Wall timeout, seconds.
     #[serde(default)]
     pub timeout_s: Option<u64>,

@@ -124,6 +124,11 @@ pub(super) fn on_worker_input(
             attempt,
             text,
         } => super::questions::on_progress(state, &worker, attempt, text, fx),
+        Input::Signal {
+            worker,
+            attempt,
+            signal,
+        } => super::signals::on_signal(state, mem, &worker, attempt, signal, fx),
         _ => {}
     }
 }
@@ -158,6 +163,7 @@ fn on_launched(
     let moved_from = w.moved_from.clone().filter(|_| host.is_none());
     w.pane_id = launch.pane_id.clone();
     w.pid = launch.pid;
+    w.signal = None;
     w.started_at = Some(fx.now);
     w.reason = None;
     // The lead marked a launch that continues the worker's conversation.
@@ -360,7 +366,7 @@ pub(super) fn moved_after_answer(
 }
 
 /// The attempt waits for input: record the question once and tell the person.
-fn on_asked(
+pub(super) fn on_asked(
     state: &mut RunState,
     mem: &mut RunMemory,
     worker: &str,

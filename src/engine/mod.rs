@@ -23,6 +23,9 @@ pub mod questions;
 mod questions_tests;
 #[cfg(test)]
 mod sandbox_tests;
+mod signals;
+#[cfg(test)]
+mod signals_tests;
 mod stages;
 pub mod stall;
 #[cfg(test)]
@@ -174,6 +177,12 @@ pub enum Input {
         worker: String,
         attempt: u32,
         call: String,
+    },
+    /// What the attempt's own hooks said (`mcp::hooks`): working, waiting, turn ended.
+    Signal {
+        worker: String,
+        attempt: u32,
+        signal: crate::domain::AgentSignal,
     },
     /// A line the attempt sent through its MCP server's `progress` tool.
     Progress {

@@ -26,6 +26,13 @@ pub struct ToolQuestion {
     pub reach: crate::domain::clarification::Reach,
 }
 
+/// `w` waits on its own hook notification that nobody has answered yet: the tool call
+/// that comes while it waits is the actionable form of the same request (Claude Code
+/// announces a permission prompt and calls its permission tool) and takes its place.
+pub(super) fn hook_question_unanswered(w: &crate::domain::WorkerState, mem: &RunMemory) -> bool {
+    w.pending.as_ref().is_some_and(|p| p.from_hooks) && !mem.answered.contains_key(&w.id)
+}
+
 /// The record `report.md` keeps of a question whose timeout ran out.
 pub(super) fn unanswered_text(after_s: u64, default: Option<&str>) -> String {
     match default {
@@ -86,7 +93,7 @@ pub(super) fn on_tool_asked(
         ))
     } else if !w.status.is_live() {
         Some(format!("refused: this worker is {}", w.status.as_str()))
-    } else if w.status == WorkerStatus::Waiting {
+    } else if w.status == WorkerStatus::Waiting && !hook_question_unanswered(w, mem) {
         Some("refused: another question of yours waits for the person; ask one at a time".into())
     } else {
         None
@@ -120,6 +127,7 @@ pub(super) fn on_tool_asked(
         deadline: deadline(fx, w.flow.question_timeout_s),
         approval: q.approval,
         agent_goes_on_at: None,
+        from_hooks: false,
     });
     mem.answered.remove(worker);
     fx.event(

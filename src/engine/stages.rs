@@ -334,6 +334,7 @@ pub fn blank_worker(
         question: None,
         pending: None,
         progress: None,
+        signal: None,
         timeout_s: None,
         idle_timeout_s: None,
         artifacts: vec![],

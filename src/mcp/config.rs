@@ -31,6 +31,8 @@ pub struct McpLaunch {
     pub dir: PathBuf,
     /// The worker's `question_timeout_s`.
     pub question_timeout_s: Option<u64>,
+    /// The attempt's nonce (its hooks carry it too).
+    pub nonce: String,
 }
 
 impl McpLaunch {
@@ -61,7 +63,25 @@ impl McpLaunch {
             args,
             dir,
             question_timeout_s,
+            nonce: caller.nonce.clone(),
         }
+    }
+
+    /// The shell command the attempt's hooks run (`crewmux hook-event`, `mcp::hooks`);
+    /// also every local worker's `CREWMUX_HOOK_COMMAND`.
+    pub fn hook_command(&self) -> String {
+        super::hooks::shell_command(&self.command, &self.dir, &self.nonce)
+    }
+
+    /// Claude Code's per-attempt settings file: the hooks (`--settings`).
+    pub fn claude_settings_path(&self) -> PathBuf {
+        self.dir.join("claude-settings.json")
+    }
+
+    /// Gemini CLI's per-attempt system-defaults file: the settings file's `mcpServers`
+    /// and the hooks.
+    pub fn gemini_settings_path(&self) -> PathBuf {
+        self.dir.join("gemini-settings.json")
     }
 
     /// `CREWMUX_MCP_CONFIG`'s file (also Claude Code's `--mcp-config`).
@@ -86,7 +106,7 @@ impl McpLaunch {
         self.question_timeout_s.unwrap_or(24 * 3600) + CLIENT_SLACK_S
     }
 
-    /// Write the three files.
+    /// Write the five files.
     ///
     /// # Errors
     /// I/O.
@@ -101,6 +121,7 @@ impl McpLaunch {
         let mut trusted = server.clone();
         trusted["trust"] = true.into();
         trusted["timeout"] = timeout_ms.into();
+        let hook = self.hook_command();
         let files = [
             (
                 self.config_path(),
@@ -108,7 +129,18 @@ impl McpLaunch {
             ),
             (
                 self.settings_path(),
-                serde_json::json!({"mcpServers": {SERVER_NAME: trusted}}),
+                serde_json::json!({"mcpServers": {SERVER_NAME: trusted.clone()}}),
+            ),
+            (
+                self.gemini_settings_path(),
+                serde_json::json!({
+                    "mcpServers": {SERVER_NAME: trusted},
+                    "hooks": super::hooks::gemini_hooks(&hook),
+                }),
+            ),
+            (
+                self.claude_settings_path(),
+                super::hooks::claude_settings(&hook),
             ),
             (
                 self.opencode_path(),
@@ -130,31 +162,88 @@ impl McpLaunch {
     /// `{mcp_settings}`, `{mcp_opencode}` (the files' paths), `{mcp_command_toml}` and
     /// `{mcp_args_toml}` (the server's command and args as TOML values, for Codex's
     /// `-c key=value`), `{mcp_tool_timeout_s}`.
+    /// The hooks' placeholders: `{hook_claude_settings}`, `{hook_gemini_settings}` (the
+    /// files' paths) and `{hook_notify_toml}` (Codex's `notify` argv, a TOML array).
     pub fn expand(&self, arg: &str) -> String {
-        if !arg.contains("{mcp_") {
+        if !arg.contains("{mcp_") && !arg.contains("{hook_") {
             return arg.to_string();
         }
-        arg.replace("{mcp_config}", &self.config_path().display().to_string())
-            .replace(
-                "{mcp_settings}",
-                &self.settings_path().display().to_string(),
-            )
-            .replace(
-                "{mcp_opencode}",
-                &self.opencode_path().display().to_string(),
-            )
-            .replace(
-                "{mcp_command_toml}",
-                &toml_value(&toml::Value::String(self.command.display().to_string())),
-            )
-            .replace(
-                "{mcp_args_toml}",
-                &toml_value(&toml::Value::Array(
-                    self.args.iter().cloned().map(toml::Value::String).collect(),
-                )),
-            )
-            .replace("{mcp_tool_timeout_s}", &self.tool_timeout_s().to_string())
+        let notify = super::hooks::notify_argv(&self.command, &self.dir, &self.nonce);
+        arg.replace(
+            "{hook_claude_settings}",
+            &self.claude_settings_path().display().to_string(),
+        )
+        .replace(
+            "{hook_gemini_settings}",
+            &self.gemini_settings_path().display().to_string(),
+        )
+        .replace(
+            "{hook_notify_toml}",
+            &toml_value(&toml::Value::Array(
+                notify.into_iter().map(toml::Value::String).collect(),
+            )),
+        )
+        .replace("{mcp_config}", &self.config_path().display().to_string())
+        .replace(
+            "{mcp_settings}",
+            &self.settings_path().display().to_string(),
+        )
+        .replace(
+            "{mcp_opencode}",
+            &self.opencode_path().display().to_string(),
+        )
+        .replace(
+            "{mcp_command_toml}",
+            &toml_value(&toml::Value::String(self.command.display().to_string())),
+        )
+        .replace(
+            "{mcp_args_toml}",
+            &toml_value(&toml::Value::Array(
+                self.args.iter().cloned().map(toml::Value::String).collect(),
+            )),
+        )
+        .replace("{mcp_tool_timeout_s}", &self.tool_timeout_s().to_string())
     }
+}
+
+/// The variables through which Gemini CLI reads a system settings file
+/// (`GEMINI_CLI_SYSTEM_DEFAULTS_PATH`, `GEMINI_CLI_SYSTEM_SETTINGS_PATH`, gemini 0.61.0).
+pub const GEMINI_SYSTEM_ENV: [&str; 2] = [
+    "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
+    "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+];
+
+/// Why Gemini CLI would skip the system settings file `path`, or `None` when it reads it.
+///
+/// gemini 0.61.0 (`loadSystemFile` and `isFileAndDirectorySecureSync` in its bundle) skips
+/// a system settings file, with a "Security Warning: Skipping system defaults file" line,
+/// unless the file and every directory above it (as named and as resolved) are owned by
+/// root (uid 0) and writable by neither group nor others. A missing file or directory is no
+/// refusal. So for a user other than root, or for a state directory under `/tmp` (mode
+/// 1777), the attempt's MCP server and hooks never reach gemini; crewmux then reads its
+/// status from the screen and says so (docs/mcp.md "Status from the agents' hooks").
+pub fn gemini_system_file_refusal(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut paths: Vec<PathBuf> = path.ancestors().map(Path::to_path_buf).collect();
+    if let Ok(real) = std::fs::canonicalize(path.parent().unwrap_or(path)) {
+        paths.extend(real.ancestors().map(Path::to_path_buf));
+    }
+    for p in paths.iter().filter(|p| !p.as_os_str().is_empty()) {
+        let Ok(meta) = std::fs::metadata(p) else {
+            continue;
+        };
+        if meta.uid() != 0 {
+            return Some(format!("'{}' is not owned by root", p.display()));
+        }
+        if meta.mode() & 0o022 != 0 {
+            return Some(format!(
+                "'{}' is writable by group or others (mode {:o})",
+                p.display(),
+                meta.mode() & 0o7777
+            ));
+        }
+    }
+    None
 }
 
 /// A TOML value written inline (`"…"`, `["…", …]`).

@@ -6,6 +6,7 @@
 
 pub mod config;
 pub mod exchange;
+pub mod hooks;
 pub mod server;
 pub mod targets;
 pub mod watch;

@@ -16,6 +16,27 @@ pub fn expand(arg: &str, req: &LaunchRequest<'_>) -> String {
         .replace("{self_exe}", &req.self_exe.display().to_string())
 }
 
+/// Say once per provider and reason (a `warn` line in the Log) that Gemini CLI will skip
+/// the attempt's system settings file `path`, so its MCP tools and hooks are missing and
+/// its status comes from the screen ([`crate::mcp::config::gemini_system_file_refusal`]).
+fn say_gemini_skips(provider: &str, path: &str) {
+    let Some(why) = crate::mcp::config::gemini_system_file_refusal(std::path::Path::new(path))
+    else {
+        return;
+    };
+    static SAID: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+    let key = (provider.to_string(), why.clone());
+    if let Ok(mut said) = SAID.lock() {
+        if said.contains(&key) {
+            return;
+        }
+        said.push(key);
+    }
+    tracing::warn!(
+        "{provider}: gemini skips the attempt's settings file ({why}; it reads one only where root owns it and every folder above it and nobody else can write them), so its crewmux MCP tools and hooks are off and its status comes from the screen (docs/mcp.md)"
+    );
+}
+
 impl Registry {
     /// The launch command of `provider` for one attempt: `binary` then `args` with the
     /// placeholders expanded, `model_args` where `{model_args}` stands (or at the end) when
@@ -28,6 +49,44 @@ impl Registry {
     pub fn build_launch(&self, provider: &str, req: &LaunchRequest<'_>) -> Result<LaunchCommand> {
         let spec = self.require(provider)?;
         build(provider, spec, req)
+    }
+}
+
+/// Set `key` to `value`, replacing an earlier value: one variable, one value.
+fn set_env(env: &mut Vec<(String, String)>, key: &str, value: String) {
+    env.retain(|(k, _)| k != key);
+    env.push((key.to_string(), value));
+}
+
+/// The attempt's MCP server and hooks (when `req.mcp` is given): their variables set in
+/// `env`, and the `{mcp_args}` and `{hook_args}` argv, each expanded.
+fn mcp_parts(
+    name: &str,
+    spec: &ProviderSpec,
+    req: &LaunchRequest<'_>,
+    env: &mut Vec<(String, String)>,
+) -> (Vec<String>, Vec<String>) {
+    match req.mcp {
+        Some(m) => {
+            set_env(
+                env,
+                crate::mcp::config::CONFIG_ENV,
+                m.config_path().display().to_string(),
+            );
+            set_env(env, crate::mcp::hooks::COMMAND_ENV, m.hook_command());
+            for (k, v) in spec.mcp_env.iter().chain(&spec.hook_env) {
+                let value = m.expand(&expand(v, req));
+                if crate::mcp::config::GEMINI_SYSTEM_ENV.contains(&k.as_str()) {
+                    say_gemini_skips(name, &value);
+                }
+                set_env(env, k, value);
+            }
+            let args = |list: &[String]| -> Vec<String> {
+                list.iter().map(|a| m.expand(&expand(a, req))).collect()
+            };
+            (args(&spec.mcp_args), args(&spec.hook_args))
+        }
+        None => (Vec::new(), Vec::new()),
     }
 }
 
@@ -49,22 +108,7 @@ fn build(name: &str, spec: &ProviderSpec, req: &LaunchRequest<'_>) -> Result<Lau
     for (k, v) in &spec.env {
         env.push((k.clone(), expand(v, req)));
     }
-    let mcp_args: Vec<String> = match req.mcp {
-        Some(m) => {
-            env.push((
-                crate::mcp::config::CONFIG_ENV.to_string(),
-                m.config_path().display().to_string(),
-            ));
-            for (k, v) in &spec.mcp_env {
-                env.push((k.clone(), m.expand(&expand(v, req))));
-            }
-            spec.mcp_args
-                .iter()
-                .map(|a| m.expand(&expand(a, req)))
-                .collect()
-        }
-        None => Vec::new(),
-    };
+    let (mcp_args, hook_args) = mcp_parts(name, spec, req, &mut env);
     let model_args: Vec<String> = match req.model {
         Some(m) if !m.is_empty() => spec
             .model_args
@@ -83,7 +127,7 @@ fn build(name: &str, spec: &ProviderSpec, req: &LaunchRequest<'_>) -> Result<Lau
         cmd.iter().map(|a| expand(a, req)).collect()
     } else {
         let mut argv = vec![expand(&spec.binary, req)];
-        let (mut placed, mut mcp_placed) = (false, false);
+        let (mut placed, mut mcp_placed, mut hooks_placed) = (false, false, false);
         let args = match req.resume {
             Some(_) if !spec.resume_args.is_empty() => &spec.resume_args,
             _ => &spec.args,
@@ -95,12 +139,18 @@ fn build(name: &str, spec: &ProviderSpec, req: &LaunchRequest<'_>) -> Result<Lau
             } else if a == "{mcp_args}" {
                 argv.extend(mcp_args.iter().cloned());
                 mcp_placed = true;
+            } else if a == "{hook_args}" {
+                argv.extend(hook_args.iter().cloned());
+                hooks_placed = true;
             } else {
                 argv.push(expand(a, req).replace("{session}", req.resume.unwrap_or("")));
             }
         }
         if !mcp_placed {
             argv.extend(mcp_args);
+        }
+        if !hooks_placed {
+            argv.extend(hook_args);
         }
         if !placed {
             argv.extend(model_args);

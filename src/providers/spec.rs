@@ -106,6 +106,16 @@ pub struct ProviderSpec {
     pub mcp_args: Vec<String>,
     /// Variables (same placeholders) that make the CLI start the attempt's MCP server.
     pub mcp_env: BTreeMap<String, String>,
+    /// Arguments that install the attempt's hooks (`mcp::hooks`: the CLI runs `crewmux
+    /// hook-event` at points of its turn), placed where `{hook_args}` stands in `args` (or
+    /// after the MCP arguments); placeholders `{hook_claude_settings}` (Claude Code's
+    /// settings file), `{hook_gemini_settings}` (Gemini CLI's system-defaults file: the
+    /// MCP server and the hooks), `{hook_notify_toml}` (Codex's `notify` argv as a TOML
+    /// value). Only attempts that get an MCP server get hooks (this machine's).
+    pub hook_args: Vec<String>,
+    /// Variables (same placeholders) that install the attempt's hooks; a variable also set
+    /// by `mcp_env` takes this value.
+    pub hook_env: BTreeMap<String, String>,
     /// The argv after the binary (instead of `args`, same placeholders and markers) that
     /// continues the conversation `{session}` of the worker's earlier attempt with this
     /// attempt's prompt; empty: the CLI cannot continue a conversation by id and every

@@ -91,6 +91,7 @@ impl ResolvedWorker {
             question: None,
             pending: None,
             progress: None,
+            signal: None,
             timeout_s: self.timeout_s,
             idle_timeout_s: self.idle_timeout_s,
             artifacts: self.artifacts.clone(),

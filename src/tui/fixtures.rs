@@ -50,6 +50,7 @@ pub fn worker(id: &str, role: &str, status: WorkerStatus) -> WorkerState {
         question: None,
         pending: None,
         progress: None,
+        signal: None,
         timeout_s: Some(900),
         idle_timeout_s: Some(300),
         artifacts: vec!["result.md".into()],

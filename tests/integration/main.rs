@@ -51,6 +51,7 @@ mod flow_limits;
 mod flow_merge;
 mod headless;
 mod home;
+mod hooks;
 mod hosts;
 mod hosts_banner;
 mod hosts_busy;

@@ -43,6 +43,8 @@ struct Case {
     /// Whether the CLI reports tokens, and a cost.
     usage: bool,
     cost: bool,
+    /// The CLI runs crewmux's per-attempt hooks (`hook_args`/`hook_env` in providers.toml).
+    hooks: bool,
 }
 
 const CASES: &[Case] = &[
@@ -62,6 +64,7 @@ const CASES: &[Case] = &[
         )],
         usage: true,
         cost: false,
+        hooks: true,
     },
     Case {
         provider: "claude",
@@ -73,6 +76,7 @@ const CASES: &[Case] = &[
         home_files: &[],
         usage: true,
         cost: true,
+        hooks: true,
     },
     Case {
         provider: "gemini",
@@ -88,6 +92,7 @@ const CASES: &[Case] = &[
         )],
         usage: true,
         cost: false,
+        hooks: true,
     },
     Case {
         provider: "qwen",
@@ -101,6 +106,7 @@ const CASES: &[Case] = &[
         // Text output (providers.toml says why): no tokens.
         usage: false,
         cost: false,
+        hooks: false,
     },
 ];
 
@@ -137,7 +143,10 @@ fn setup(case: &Case, url: &str, key: &str) -> (crate::support::Project, crate::
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, fill(text)).unwrap();
     }
-    let project = crate::support::project();
+    // Under the build's own temporary folder, not /tmp (mode 1777): Gemini skips a settings
+    // file below a folder others can write (see `check_good`).
+    let project =
+        crate::support::project_in(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("real-clis"));
     let mut toml = format!("[providers.{}.env]\n", case.provider);
     for (k, v) in case.env {
         toml.push_str(&format!("{k} = {:?}\n", fill(v)));
@@ -230,7 +239,39 @@ fn check_good(case: &Case, ran: &Ran) -> String {
     if case.cost != cost.is_some_and(|c| c > 0.0) {
         bad.push(format!("cost {cost:?}"));
     }
+    // The CLI's own hooks reached crewmux: the events it ran `crewmux hook-event` for, and
+    // the end of its turn among them (docs/mcp.md "Status from the agents' hooks").
+    let hooks = hook_events(run_dir);
+    eprintln!(
+        "real_clis: {} hook events: {}",
+        case.provider,
+        hooks.join(" ")
+    );
+    // Gemini reads the attempt's settings only where root owns every folder and nobody
+    // else writes them (`gemini_system_file_refusal`); elsewhere the screen is the source.
+    let settings = run_dir.join("workers/solo/attempt-1/mcp/gemini-settings.json");
+    let skipped = case.provider == "gemini"
+        && crewmux::mcp::config::gemini_system_file_refusal(&settings).is_some();
+    if case.hooks && !skipped && !hooks.iter().any(|e| e.ends_with("=turn-ended")) {
+        bad.push(format!("no turn-ended hook event (saw {hooks:?})"));
+    }
     bad.join("; ")
+}
+
+/// `EVENT=STATE` of each line of the solo worker's first attempt's `mcp/hooks.jsonl`.
+fn hook_events(run_dir: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(run_dir.join("workers/solo/attempt-1/mcp/hooks.jsonl"))
+        .unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|v| {
+            format!(
+                "{}={}",
+                v["event"].as_str().unwrap_or("?"),
+                v["state"].as_str().unwrap_or("-")
+            )
+        })
+        .collect()
 }
 
 /// A port on loopback with nothing listening: every connection is refused.

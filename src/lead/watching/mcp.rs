@@ -1,6 +1,7 @@
 //! The lead's side of each attempt's MCP exchange: what the watch found becomes engine
-//! inputs (questions, progress) or events (refused writes, a server that died), and the
-//! engine's replies are written back for the server to hand to the agent.
+//! inputs (questions, progress, the agent's hook signals) or events (refused writes, a
+//! server that died), and the engine's replies are written back for the server to hand to
+//! the agent.
 
 use crate::backend::Target;
 use crate::domain::clarification::{Approval, ToolReply};
@@ -9,6 +10,7 @@ use crate::engine::questions::ToolQuestion;
 use crate::engine::Input;
 use crate::lead::{Driver, Update, Watch};
 use crate::mcp::exchange;
+use crate::mcp::hooks::HookNews;
 use crate::mcp::targets::{self, Reach};
 use crate::mcp::watch::{pid_alive, McpNews};
 
@@ -67,6 +69,30 @@ impl Driver {
         inputs
     }
 
+    /// What the attempt's hook events hold that is new: its signals, and the events of
+    /// another attempt or session (refused, said in the Log).
+    pub(in crate::lead) fn observe_hooks(
+        &mut self,
+        t: &Target,
+        watch: &mut Watch,
+        emit: &mut impl FnMut(Update),
+    ) -> Vec<Input> {
+        let mut inputs = vec![];
+        for news in watch.hooks.look(&watch.nonce) {
+            match news {
+                HookNews::Signal(signal) => inputs.push(Input::Signal {
+                    worker: t.worker.clone(),
+                    attempt: t.attempt,
+                    signal,
+                }),
+                HookNews::Refused(what) => {
+                    self.channel_event(t, EventKind::HookRefused, "hooks", what, emit);
+                }
+            }
+        }
+        inputs
+    }
+
     /// Where approval `a` of `worker` acts: against its own worktree (the project directory
     /// for a worker that shares it), a relative path read from its working directory.
     fn reach_of(&self, worker: &str, a: &Approval) -> Reach {
@@ -93,12 +119,23 @@ impl Driver {
         message: String,
         emit: &mut impl FnMut(Update),
     ) {
+        self.channel_event(t, kind, "mcp", message, emit);
+    }
+
+    fn channel_event(
+        &mut self,
+        t: &Target,
+        kind: EventKind,
+        source: &str,
+        message: String,
+        emit: &mut impl FnMut(Update),
+    ) {
         let e = RunEvent {
             ts: chrono::Utc::now(),
             kind,
             worker: Some(t.worker.clone()),
             attempt: Some(t.attempt),
-            source: "mcp".into(),
+            source: source.into(),
             message,
         };
         self.record_event(e, emit);

@@ -49,6 +49,7 @@ impl Driver {
             ),
         );
         inputs.extend(self.observe_mcp(t, &mut watch, emit));
+        inputs.extend(self.observe_hooks(t, &mut watch, emit));
         if let Some(q) = news.question {
             inputs.push(Input::Asked {
                 worker: t.worker.clone(),
@@ -56,7 +57,8 @@ impl Driver {
                 question: q,
             });
         }
-        if t.watch_screen && live == Liveness::Alive {
+        // The screen's waiting patterns are the fallback of a CLI whose hooks say nothing.
+        if t.watch_screen && live == Liveness::Alive && !watch.hooks.seen_any() {
             inputs.extend(self.screen_question(t, &mut watch, tail));
         }
         // `exit.json` is looked for when the watcher saw it (or cannot tell) and whenever
@@ -123,6 +125,9 @@ impl Driver {
             inputs.push(input);
             return inputs;
         }
+        // A hook that ran between this turn's first look and the exit (a CLI waits for
+        // its `Stop` hooks before it exits) is read before the exit is.
+        inputs.extend(self.observe_hooks(t, &mut watch, emit));
         inputs.extend(self.session_input(t, &watch.dir));
         inputs.push(self.exit_input(t, &watch, exit));
         inputs

@@ -88,6 +88,8 @@ pub struct Watch {
     looked_after_marker: bool,
     /// The attempt's MCP exchange (`<attempt>/mcp/`), read each turn.
     pub mcp: crate::mcp::watch::McpWatch,
+    /// The attempt's hook events (`<attempt>/mcp/hooks.jsonl`), read each turn.
+    pub hooks: crate::mcp::hooks::HookWatch,
     /// The echo still to come of text pasted into the pane (left out of its activity).
     pub echo: Option<super::echo::Echo>,
 }
@@ -133,6 +135,7 @@ impl Watch {
             exit_looked: None,
             looked_after_marker: false,
             mcp: crate::mcp::watch::McpWatch::new(dir),
+            hooks: crate::mcp::hooks::HookWatch::new(&crate::mcp::exchange::dir(dir)),
             echo: None,
         }
     }

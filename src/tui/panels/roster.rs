@@ -243,14 +243,25 @@ fn row<'a>(
     }
     if with_note {
         let note = match w.status {
-            WorkerStatus::Waiting => w
-                .question
-                .as_deref()
-                .map(|q| q.split_whitespace().collect::<Vec<_>>().join(" ")),
+            WorkerStatus::Waiting => w.question.as_deref().map(|q| {
+                let q = q.split_whitespace().collect::<Vec<_>>().join(" ");
+                // A question the agent's own hooks announced says so.
+                if w.pending.as_ref().is_some_and(|p| p.from_hooks) {
+                    format!("hooks: {q}")
+                } else {
+                    q
+                }
+            }),
             s if s.is_terminal() => w.reason.clone(),
             _ if unknown_on.is_some() => unknown_on.map(|h| format!("host {h} not answering")),
-            // The agent's own `progress` line (MCP) when the flow has nothing to say.
-            _ => flow_note(view.run, w, view.now).or_else(|| w.progress.clone()),
+            // What the agent's own hooks last said (its status's source), and its own
+            // `progress` line (MCP), when the flow has nothing to say.
+            _ => flow_note(view.run, w, view.now).or_else(|| {
+                match (w.signal.as_ref().map(|s| s.line()), w.progress.clone()) {
+                    (Some(s), Some(p)) => Some(format!("{s} · {p}")),
+                    (s, p) => s.or(p),
+                }
+            }),
         };
         // An attempt that continues the worker's earlier conversation says so first.
         let note = match (w.flow.resumed && w.attempt > 1, note) {

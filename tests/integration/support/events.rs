@@ -21,6 +21,12 @@ pub fn project() -> Project {
     Project(tempfile::tempdir().expect("a temporary directory"))
 }
 
+/// A new [`Project`] inside `dir` (made when missing).
+pub fn project_in(dir: &Path) -> Project {
+    std::fs::create_dir_all(dir).expect("the folder for temporary projects");
+    Project(tempfile::tempdir_in(dir).expect("a temporary directory"))
+}
+
 impl Project {
     pub fn path(&self) -> &Path {
         self.0.path()

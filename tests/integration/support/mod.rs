@@ -32,7 +32,7 @@ pub mod tmux;
 pub mod viewer;
 pub mod wait;
 
-pub use events::{assert_events_once, project, Project};
+pub use events::{assert_events_once, project, project_in, Project};
 pub use git::*;
 pub use run::*;
 pub use team::*;
