@@ -80,6 +80,41 @@ pub fn init(project: &Path, dashboard: bool) {
         .try_init();
 }
 
+/// A process-wide default subscriber for tests that wants nothing itself but answers every
+/// callsite "sometimes", so a callsite first reached by a test thread with no subscriber of
+/// its own is not cached as "never" process-wide (tracing-core 0.1's callsite interest
+/// cache, computed once from the registering thread's dispatcher), which would hide its
+/// lines from [`info_lines`] on another thread. Each event still asks the current
+/// thread's subscriber.
+#[cfg(test)]
+fn keep_callsites_open() {
+    struct Keeper;
+    impl tracing::Subscriber for Keeper {
+        fn register_callsite(
+            &self,
+            _: &'static tracing::Metadata<'static>,
+        ) -> tracing::subscriber::Interest {
+            tracing::subscriber::Interest::sometimes()
+        }
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            false
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, _: &tracing::Event<'_>) {}
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // Another global default already set (a test of `init`) is fine: it answers too.
+    ONCE.call_once(|| {
+        let _ = tracing::subscriber::set_global_default(Keeper);
+    });
+}
+
 /// What `f` logs on this thread at info level and above (one line each, with its level:
 /// ` INFO `, ` WARN `), with what it returns: for tests of what reaches the Log panel.
 #[cfg(test)]
@@ -100,6 +135,7 @@ pub(crate) fn info_lines<T>(f: impl FnOnce() -> T) -> (T, String) {
             Ok(())
         }
     }
+    keep_callsites_open();
     let buf = Buf::default();
     let writer = buf.clone();
     let subscriber = tracing_subscriber::fmt()
@@ -107,7 +143,13 @@ pub(crate) fn info_lines<T>(f: impl FnOnce() -> T) -> (T, String) {
         .with_ansi(false)
         .with_writer(move || writer.clone())
         .finish();
-    let out = tracing::subscriber::with_default(subscriber, f);
+    let out = tracing::subscriber::with_default(subscriber, || {
+        // A callsite first reached on another test's thread, while no subscriber there
+        // wanted it, keeps that cached "never" and would skip this subscriber too: the
+        // interest is asked again now that this one is the thread's default.
+        tracing::callsite::rebuild_interest_cache();
+        f()
+    });
     let text = String::from_utf8_lossy(&buf.0.lock().unwrap()).into_owned();
     (out, text)
 }
