@@ -51,6 +51,10 @@ mod scale_attach;
 #[path = "scale_lead.rs"]
 mod scale_lead;
 
+// Questions through the MCP `ask` tool against the paste path (`ask`).
+#[path = "scale_ask.rs"]
+mod scale_ask;
+
 // Many workers started through the binary (`many`).
 #[path = "scale_many.rs"]
 mod scale_many;
@@ -338,6 +342,13 @@ pub fn run_all(cfg: &Config) -> Vec<Figure> {
             cfg.workers
         );
         scale_many::sandbox_scenario(cfg, &mut figs);
+    }
+    if asked_for("ask") {
+        eprintln!(
+            "scenario: questions of {} workers, MCP and paste",
+            cfg.workers
+        );
+        scale_ask::ask_scenario(cfg, &mut figs);
     }
     if wanted("remote") {
         eprintln!("scenario: workers on an SSH host");
