@@ -7,7 +7,8 @@
 //! Two latencies per question: the agent's call (its clock just before it asks) to the
 //! question in the run's state (the `worker-waiting` event the dashboard shows it by), and
 //! the answer (the bench's clock just before it starts `crewmux answer`) to the agent
-//! holding the reply (its clock just after). Target p95 ≤ 100 ms each (docs/mcp.md).
+//! holding the reply (its clock just after). Target p95 ≤ 100 ms each (docs/mcp.md). With
+//! `CREWMUX_BENCH_BEFORE` an earlier binary's MCP path runs too, as the baseline of two more.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -50,8 +51,12 @@ pub fn ask_scenario(cfg: &Config, figs: &mut Vec<Figure>) {
         return;
     }
     let askers = (cfg.workers / 4).max(1);
-    let (mcp_asked, mcp_answered, mcp_n) = one_path(cfg, askers, Asking::Mcp);
-    let (scr_asked, scr_answered, scr_n) = one_path(cfg, askers, Asking::Screen);
+    let now = Build {
+        exe: cfg.exe.clone(),
+        tag: "",
+    };
+    let (mcp_asked, mcp_answered, mcp_n) = one_path(cfg, &now, askers, Asking::Mcp);
+    let (scr_asked, scr_answered, scr_n) = one_path(cfg, &now, askers, Asking::Screen);
     let p95 = |v: &[f64]| pct(v, 0.95);
     let mut add = |name: &str, mcp: &[f64], screen: &[f64]| {
         let mut f = Figure::new(
@@ -66,6 +71,28 @@ pub fn ask_scenario(cfg: &Config, figs: &mut Vec<Figure>) {
     };
     add("ask → question in the state", &mcp_asked, &scr_asked);
     add("answer → reply in the agent", &mcp_answered, &scr_answered);
+    // An earlier binary's MCP path beside this one's (`CREWMUX_BENCH_BEFORE`).
+    if let Some(before) = &cfg.before {
+        let then = Build {
+            exe: before.clone(),
+            tag: "before",
+        };
+        let (asked, answered, _) = one_path(cfg, &then, askers, Asking::Mcp);
+        for (name, now, then) in [
+            ("ask → question in the state", &mcp_asked, &asked),
+            ("answer → reply in the agent", &mcp_answered, &answered),
+        ] {
+            let mut f = Figure::new(
+                &format!("{name}, p95 (MCP, this build vs before)"),
+                "≤ 100 ms",
+                p95(now),
+                " ms",
+                p95(now) <= 100.0,
+            );
+            f.baseline = Some(p95(then));
+            figs.push(f);
+        }
+    }
     let want = askers * QUESTIONS;
     for (p, n) in [(Asking::Mcp, mcp_n), (Asking::Screen, scr_n)] {
         figs.push(Figure::new(
@@ -87,17 +114,19 @@ fn pct(v: &[f64], p: f64) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-/// One run of `askers` askers asking through `how` among idle workers: the ask and answer
+/// One run of `build` with `askers` askers asking through `how` among idle workers: the ask and answer
 /// latencies (ms) and how many questions got their reply.
-fn one_path(cfg: &Config, askers: usize, how: Asking) -> (Vec<f64>, Vec<f64>, usize) {
-    let build = Build {
-        exe: cfg.exe.clone(),
-        tag: "",
-    };
+fn one_path(
+    cfg: &Config,
+    build: &Build,
+    askers: usize,
+    how: Asking,
+) -> (Vec<f64>, Vec<f64>, usize) {
     let socket = format!(
-        "crewmux-bench-{}-ask-{}",
+        "crewmux-bench-{}-ask-{}{}",
         std::process::id(),
-        if how == Asking::Mcp { "mcp" } else { "screen" }
+        if how == Asking::Mcp { "mcp" } else { "screen" },
+        build.tag
     );
     let tmp = tempfile::tempdir().unwrap();
     let cmd = |i: usize| asker_command(how, askers, i);

@@ -145,6 +145,9 @@ enum Wake {
     Control(Control),
     /// An attempt's `exit.json` was written (its path).
     ExitFile(PathBuf),
+    /// An agent's question, hook or progress line, or a request in the inbox, was written
+    /// (see `exit_watch`): the loop reads the files now.
+    Channel,
     /// The launch thread started the batch in flight: one result per attempt, in order.
     Launched(Vec<Result<crate::backend::Spawned>>),
     /// The poll thread's answer to the look handed to it.
@@ -356,20 +359,10 @@ impl Driver {
                     }
                     continue;
                 }
-                Ok(Wake::ExitFile(path)) => {
+                Ok(w @ (Wake::ExitFile(_) | Wake::Channel)) => {
                     turns.calm_since = Instant::now();
                     turns.exit_wake = true;
-                    self.exit_file_seen(&path);
-                    // Several exits at once wake once; anything else is kept for next turn.
-                    while let Ok(w) = wake.try_recv() {
-                        match w {
-                            Wake::ExitFile(path) => self.exit_file_seen(&path),
-                            other => {
-                                turns.deferred = Some(other);
-                                break;
-                            }
-                        }
-                    }
+                    turns.deferred = self.files_written(w, &wake);
                 }
                 Ok(Wake::Launched(mut results)) => {
                     turns.calm_since = Instant::now();
@@ -406,6 +399,26 @@ impl Driver {
         }
         self.leave_loop(&wake, turns.unsaved, &mut emit)?;
         Ok(self.state)
+    }
+
+    /// An `exit.json` or an agent's or the inbox's file woke the loop: take it and every
+    /// such wake-up queued behind it (several at once wake once); the first other one is
+    /// returned, kept for the next turn.
+    fn files_written(
+        &mut self,
+        first: Wake,
+        wake: &std::sync::mpsc::Receiver<Wake>,
+    ) -> Option<Wake> {
+        let mut next = Some(first);
+        while let Some(w) = next.take() {
+            match w {
+                Wake::ExitFile(path) => self.exit_file_seen(&path),
+                Wake::Channel => {}
+                other => return Some(other),
+            }
+            next = wake.try_recv().ok();
+        }
+        None
     }
 
     /// After the loop: land the batch in flight, end what is left of a finished run, save

@@ -11,7 +11,14 @@
 //! what a printing run cost this process.
 //!
 //! Watched: `workers/` (new worker directories), each `workers/<id>/` (new attempt
-//! directories) and each `workers/<id>/attempt-<n>/`. A directory that appears is watched
+//! directories) and each `workers/<id>/attempt-<n>/`.
+//!
+//! The same watcher wakes the loop ([`Wake::Channel`]) for what an agent or another process
+//! says between ticks: a question or approval the attempt's MCP server wrote
+//! (`attempt-<n>/mcp/ask-*.json`, renamed into place), a line its hooks or `progress`
+//! appended (`hooks.jsonl`, `progress.jsonl`, closed after writing) and a request appended to
+//! the run's `inbox.jsonl` (`crewmux answer`, `steer`, `cancel`), so a question shows and an
+//! answer goes out in milliseconds instead of at the next tick (docs/mcp.md). A directory that appears is watched
 //! first and looked into after, so an `exit.json` written before its watch existed still
 //! wakes the loop. Elsewhere the `notify` crate's recommended watcher is used, as before.
 
@@ -22,6 +29,17 @@ use crate::lead::Wake;
 
 /// The file whose arrival wakes the loop.
 const EXIT_FILE: &str = "exit.json";
+
+/// Whether a file of an attempt's `mcp/` folder that was written or renamed into place is
+/// news for the loop: a question or approval, a hook's or `progress` line.
+fn channel_news(name: &str) -> bool {
+    (name.starts_with("ask-") && name.ends_with(".json"))
+        || name == "hooks.jsonl"
+        || name == "progress.jsonl"
+}
+
+/// The run's request file, beside `workers/`.
+const INBOX_FILE: &str = "inbox.jsonl";
 
 /// The running watcher; dropping it ends it.
 pub(in crate::lead) struct ExitFiles {
@@ -89,7 +107,7 @@ mod linux {
 
     use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
 
-    use super::{Wake, EXIT_FILE};
+    use super::{channel_news, Wake, EXIT_FILE, INBOX_FILE};
 
     /// How deep a watched directory is under `workers/`.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +118,10 @@ mod linux {
         Worker,
         /// `workers/<id>/attempt-<n>/`: where `exit.json` lands.
         Attempt,
+        /// `workers/<id>/attempt-<n>/mcp/`: the attempt's MCP and hooks files.
+        Mcp,
+        /// The run directory, above `workers/`: its `inbox.jsonl`.
+        Run,
     }
 
     impl Level {
@@ -107,14 +129,24 @@ mod linux {
             match self {
                 Level::Workers => Some(Level::Worker),
                 Level::Worker => Some(Level::Attempt),
-                Level::Attempt => None,
+                Level::Attempt => Some(Level::Mcp),
+                Level::Mcp | Level::Run => None,
             }
+        }
+
+        /// Whether a directory `name` below one of this level is watched: every worker
+        /// and attempt, and only an attempt's `mcp/`.
+        fn takes(self, name: &std::ffi::OsStr) -> bool {
+            self != Level::Attempt || name == "mcp"
         }
 
         fn mask(self) -> WatchMask {
             let dirs = WatchMask::CREATE | WatchMask::MOVED_TO | WatchMask::ONLYDIR;
             match self {
                 Level::Attempt => dirs | WatchMask::CLOSE_WRITE,
+                Level::Mcp | Level::Run => {
+                    WatchMask::CLOSE_WRITE | WatchMask::MOVED_TO | WatchMask::ONLYDIR
+                }
                 _ => dirs,
             }
         }
@@ -144,6 +176,12 @@ mod linux {
                     return true;
                 }
             }
+            if level == Level::Attempt {
+                let exit = dir.join(EXIT_FILE);
+                if look && exit.exists() && self.tx.send(Wake::ExitFile(exit)).is_err() {
+                    return false;
+                }
+            }
             match level.below() {
                 Some(next) => {
                     let subdirs: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -151,14 +189,13 @@ mod linux {
                         .flatten()
                         .flatten()
                         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                        .filter(|e| level.takes(&e.file_name()))
                         .map(|e| e.path())
                         .collect();
                     subdirs.iter().all(|d| self.add(d, next, look))
                 }
-                None => {
-                    let exit = dir.join(EXIT_FILE);
-                    !(look && exit.exists()) || self.tx.send(Wake::ExitFile(exit)).is_ok()
-                }
+                // A question written before its folder was watched is read at the tick.
+                None => true,
             }
         }
     }
@@ -193,6 +230,11 @@ mod linux {
             };
             let root = tree.watches.add(dir, Level::Workers.mask())?;
             tree.add(dir, Level::Workers, false);
+            if let Some(run) = dir.parent() {
+                if let Ok(wd) = tree.watches.add(run, Level::Run.mask()) {
+                    tree.dirs.insert(wd, (run.to_path_buf(), Level::Run));
+                }
+            }
             let stop = Arc::new(AtomicBool::new(false));
             let stopped = stop.clone();
             let (root_wd, mut buf) = (root.clone(), vec![0u8; 16 * 1024]);
@@ -228,9 +270,14 @@ mod linux {
                         };
                         let (path, level) = (dir.join(name), *level);
                         let alive = if ev.mask.contains(EventMask::ISDIR) {
-                            level.below().is_none_or(|next| tree.add(&path, next, true))
+                            !level.takes(name)
+                                || level.below().is_none_or(|next| tree.add(&path, next, true))
                         } else if level == Level::Attempt && name == EXIT_FILE {
                             tree.tx.send(Wake::ExitFile(path)).is_ok()
+                        } else if (level == Level::Mcp && name.to_str().is_some_and(channel_news))
+                            || (level == Level::Run && name == INBOX_FILE)
+                        {
+                            tree.tx.send(Wake::Channel).is_ok()
                         } else {
                             true
                         };
@@ -321,5 +368,47 @@ mod tests {
             rx.recv_timeout(Duration::from_secs(10)),
             Err(RecvTimeoutError::Disconnected)
         ));
+    }
+
+    /// Whether a channel wake-up came within `ms` (other wake-ups fail the test).
+    fn woke(rx: &Receiver<Wake>, ms: u64) -> bool {
+        match rx.recv_timeout(Duration::from_millis(ms)) {
+            Ok(Wake::Channel) => true,
+            Ok(_) => panic!("only channel wake-ups are expected here"),
+            Err(_) => false,
+        }
+    }
+
+    #[test]
+    fn a_question_a_hook_line_and_an_inbox_request_wake_the_loop_and_replies_do_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let workers = tmp.path().join("workers");
+        let (tx, rx) = channel();
+        let _w = watch(&workers, tx).expect("inotify works here");
+        let mcp = workers.join("w1").join("attempt-1").join("mcp");
+        std::fs::create_dir_all(&mcp).unwrap();
+        // Let the new folders' watches land (a question before them waits for the tick).
+        std::thread::sleep(Duration::from_millis(200));
+        // The lead's own files there (replies, the server's record) wake nothing.
+        std::fs::write(mcp.join(".reply-1-1.json.tmp"), "{}").unwrap();
+        std::fs::rename(mcp.join(".reply-1-1.json.tmp"), mcp.join("reply-1-1.json")).unwrap();
+        std::fs::write(mcp.join("server-1.json"), "{}").unwrap();
+        assert!(!woke(&rx, 300), "replies wake nothing");
+        // A question renamed into place, as the MCP server writes it.
+        std::fs::write(mcp.join(".ask-1-1.json.tmp"), "{}").unwrap();
+        std::fs::rename(mcp.join(".ask-1-1.json.tmp"), mcp.join("ask-1-1.json")).unwrap();
+        assert!(woke(&rx, 10_000), "a question wakes the loop");
+        // A hook's line, appended by `crewmux hook-event`.
+        std::fs::write(mcp.join("hooks.jsonl"), "{}\n").unwrap();
+        assert!(woke(&rx, 10_000), "a hook line wakes the loop");
+        // A request another process appended to the run's inbox.
+        std::fs::write(tmp.path().join("inbox.jsonl"), "{}\n").unwrap();
+        assert!(woke(&rx, 10_000), "an inbox request wakes the loop");
+        // Other folders of an attempt are not watched.
+        let home = workers.join("w1").join("attempt-1").join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        std::fs::write(home.join("hooks.jsonl"), "{}\n").unwrap();
+        assert!(!woke(&rx, 300), "only the attempt's mcp folder is watched");
     }
 }
