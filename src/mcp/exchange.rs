@@ -121,14 +121,48 @@ pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>>
 /// # Errors
 /// I/O.
 pub fn append_progress(dir: &Path, line: &Progress) -> Result<()> {
+    append_line(dir, &progress_path(dir), line)
+}
+
+/// Append `value` as one JSON line to `path` (in `dir`, made when missing): one `write` of
+/// the whole line with `O_APPEND`, so lines of writers running at once do not mix.
+///
+/// # Errors
+/// I/O, naming the path.
+pub fn append_line<T: Serialize>(dir: &Path, path: &Path, value: &T) -> Result<()> {
     std::fs::create_dir_all(dir).at(dir)?;
-    let mut bytes = serde_json::to_vec(line).map_err(|e| Error::Other(e.to_string()))?;
+    let mut bytes = serde_json::to_vec(value).map_err(|e| Error::Other(e.to_string()))?;
     bytes.push(b'\n');
-    let path = progress_path(dir);
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&path)
-        .at(&path)?;
-    f.write_all(&bytes).at(&path)
+        .open(path)
+        .at(path)?;
+    f.write_all(&bytes).at(path)
+}
+
+/// The whole lines of `path` past byte `*at` (empty ones dropped), moving `*at` past the
+/// last of them; a line still being appended is read next time. A missing or unreadable
+/// file is nothing new.
+pub fn new_lines(path: &Path, at: &mut u64) -> Vec<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return vec![];
+    };
+    if f.seek(SeekFrom::Start(*at)).is_err() {
+        return vec![];
+    }
+    let mut buf = Vec::new();
+    if f.read_to_end(&mut buf).is_err() {
+        return vec![];
+    }
+    let Some(end) = buf.iter().rposition(|b| *b == b'\n') else {
+        return vec![];
+    };
+    *at += end as u64 + 1;
+    buf[..end]
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect()
 }

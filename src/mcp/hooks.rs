@@ -16,7 +16,7 @@
 //! - Codex CLI 0.171.0 (`notify = [argv]`): the program gets one JSON argument,
 //!   `{"type": "agent-turn-complete", "thread-id", "turn-id", …}`.
 
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::domain::{AgentSignal, SignalState};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 
 /// The variable every local worker gets: the shell command a script (or an agent crewmux
 /// does not know) runs with one hook event's JSON on its stdin, as Claude Code's and
@@ -167,18 +167,7 @@ pub fn record(dir: &Path, nonce: &str, arg: Option<&str>, stdin: impl Read) -> R
         detail,
         at: Utc::now(),
     };
-    let mut bytes = serde_json::to_vec(&line).map_err(|e| Error::Other(e.to_string()))?;
-    bytes.push(b'\n');
-    std::fs::create_dir_all(dir).at(dir)?;
-    let path = events_path(dir);
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .at(&path)?;
-    // One `write` of the whole line with O_APPEND: lines of hooks running at once do not
-    // mix.
-    f.write_all(&bytes).at(&path)
+    super::exchange::append_line(dir, &events_path(dir), &line)
 }
 
 /// What one look at an attempt's `hooks.jsonl` found.
@@ -221,23 +210,9 @@ impl HookWatch {
     /// A subagent's events and events that tell nothing are skipped; a missing file is
     /// nothing new.
     pub fn look(&mut self, nonce: &str) -> Vec<HookNews> {
-        let Ok(mut f) = std::fs::File::open(&self.path) else {
-            return vec![];
-        };
-        if f.seek(SeekFrom::Start(self.at)).is_err() {
-            return vec![];
-        }
-        let mut buf = Vec::new();
-        if f.read_to_end(&mut buf).is_err() {
-            return vec![];
-        }
-        let Some(end) = buf.iter().rposition(|b| *b == b'\n') else {
-            return vec![];
-        };
-        self.at += end as u64 + 1;
         let mut news = vec![];
-        for l in buf[..end].split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-            let line = match serde_json::from_slice::<HookLine>(l) {
+        for l in super::exchange::new_lines(&self.path, &mut self.at) {
+            let line = match serde_json::from_slice::<HookLine>(&l) {
                 Ok(line) => line,
                 Err(e) => {
                     news.push(HookNews::Refused(format!("hook line unreadable: {e}")));

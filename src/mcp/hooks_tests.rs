@@ -1,3 +1,5 @@
+use std::io::Write;
+
 use serde_json::json;
 
 use super::*;

@@ -3,7 +3,6 @@
 //! refused (an ask gets a `Refused` reply at once) and reported, never taken.
 
 use std::collections::HashSet;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use super::exchange::{self, Ask, Progress, Reply, ServerFile};
@@ -127,25 +126,9 @@ impl McpWatch {
     /// New whole lines of `progress.jsonl`.
     fn read_progress(&mut self, nonce: &str) -> Vec<McpNews> {
         let path = exchange::progress_path(&self.dir);
-        let Ok(mut f) = std::fs::File::open(&path) else {
-            return vec![];
-        };
-        if f.seek(SeekFrom::Start(self.progress_at)).is_err() {
-            return vec![];
-        }
-        let mut buf = Vec::new();
-        if f.read_to_end(&mut buf).is_err() {
-            return vec![];
-        }
-        // Only whole lines: a line being appended is read next time.
-        let Some(end) = buf.iter().rposition(|b| *b == b'\n') else {
-            return vec![];
-        };
-        self.progress_at += end as u64 + 1;
-        buf[..end]
-            .split(|b| *b == b'\n')
-            .filter(|l| !l.is_empty())
-            .map(|l| match serde_json::from_slice::<Progress>(l) {
+        exchange::new_lines(&path, &mut self.progress_at)
+            .into_iter()
+            .map(|l| match serde_json::from_slice::<Progress>(&l) {
                 Ok(p) if p.nonce == nonce => McpNews::Progress(p.text),
                 Ok(_) => McpNews::Refused(
                     "MCP progress refused: its nonce is not this attempt's".to_string(),
