@@ -19,6 +19,25 @@ fn home_in_pane(project: &Path, workers: &TmuxServer, tag: &str) -> Viewer {
     Viewer::start(tag, (120, 40), &cmd)
 }
 
+/// Each folder under the project's runs root with the first 80 bytes of its state file.
+fn run_folders(project: &Path) -> Vec<(String, String)> {
+    let root = project.join(".crewmux/runs");
+    let mut out: Vec<(String, String)> = std::fs::read_dir(&root)
+        .map(|d| {
+            d.flatten()
+                .map(|e| {
+                    let state = std::fs::read_to_string(e.path().join("state.json"))
+                        .map(|s| s.chars().take(80).collect())
+                        .unwrap_or_else(|e| e.to_string());
+                    (e.file_name().to_string_lossy().into_owned(), state)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
 #[test]
 fn home_new_run_shows_the_rendered_result_and_esc_comes_back() {
     if !tmux_ready("home_new_run_shows_the_rendered_result_and_esc_comes_back") {
@@ -85,7 +104,17 @@ fn home_new_run_shows_the_rendered_result_and_esc_comes_back() {
     viewer.wait_screen("1 done", Duration::from_secs(60));
     // From the roster one Esc goes back (a second one on the home screen would quit it).
     viewer.keys(&["Escape"]);
-    viewer.wait_screen("2 runs", Duration::from_secs(15));
+    let end = Instant::now() + Duration::from_secs(15);
+    while !viewer.screen().contains("2 runs") {
+        // Once seen with another count on a loaded CI machine: say what the folder held.
+        assert!(
+            Instant::now() < end,
+            "\"2 runs\" never appeared; the runs folder holds {:?}:\n{}",
+            run_folders(tmp.path()),
+            viewer.screen()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     viewer.keys(&["q"]);
     let after = viewer.wait_screen("EXITED", Duration::from_secs(10));
     assert!(after.contains("EXITED 0"), "{after}");
