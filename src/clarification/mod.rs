@@ -4,4 +4,5 @@
 
 pub mod gate;
 mod gate_words;
+pub mod in_result;
 pub mod waiting;

@@ -47,6 +47,14 @@ pub fn run(args: SteerArgs) -> Result<i32> {
         return Ok(0);
     }
     let run_id = state.run_id.clone();
+    let ended = |w: &str| state.worker(w).is_some_and(|w| w.status.is_terminal());
+    let typed = match &steer {
+        // Text for a worker that has ended starts its next attempt: saved, like a retry.
+        Steer::SendText { worker, text } if !ended(worker) => {
+            Some(format!("typed {} bytes into {worker}'s pane", text.len()))
+        }
+        _ => None,
+    };
     let backend = super::drive::backend_for(&state, &store)?;
     let driver = crate::lead::Driver::new(
         store.clone(),
@@ -54,12 +62,6 @@ pub fn run(args: SteerArgs) -> Result<i32> {
         backend,
         super::drive::offline_options(),
     );
-    let typed = match &steer {
-        Steer::SendText { worker, text } => {
-            Some(format!("typed {} bytes into {worker}'s pane", text.len()))
-        }
-        _ => None,
-    };
     driver.steer_now(steer)?;
     if let Some(typed) = typed {
         crate::errln!("crewmux: {typed}");

@@ -135,6 +135,12 @@ pub struct PendingQuestion {
     /// work ends the wait, and a tool call of the same request takes its place.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub from_hooks: bool,
+    /// The question is the last paragraph of the result the attempt ended with
+    /// (`clarification::in_result`): the attempt is over, an answer continues the
+    /// conversation as the worker's next attempt, and with no answer by `deadline` the
+    /// result stands as written.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_result: bool,
 }
 
 impl PendingQuestion {
@@ -151,6 +157,7 @@ impl PendingQuestion {
             format!("{}:{:02}", s / 60, s % 60)
         });
         let then = match (&self.tool_call, &self.approval, &self.default) {
+            _ if self.from_result => "then its result stands as written".to_string(),
             (Some(_), Some(_), _) => "then it is denied".to_string(),
             (Some(_), None, Some(d)) => format!("then the default applies: {d}"),
             (Some(_), None, None) => "then the agent decides alone (no default)".to_string(),
@@ -169,6 +176,11 @@ impl PendingQuestion {
         }
     }
 }
+
+/// How the reason of a worker that goes on with the person's answer to its result's
+/// question, or with a message sent after it ended, starts (`… answer`, `… message`):
+/// the next attempt's prompt says so.
+pub const GOES_ON_WITH: &str = "goes on with the person's";
 
 /// An action an agent CLI asks the person to allow (Claude Code's `--permission-prompt-tool`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]

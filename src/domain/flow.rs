@@ -75,6 +75,11 @@ pub struct FlowState {
     /// The current attempt continues `session` (the roster marks it `resumed`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub resumed: bool,
+    /// What the person sent the worker after one of its attempts had ended (`s`, `crewmux
+    /// steer send`), oldest first: each started a next attempt, and every later prompt
+    /// of the worker carries them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<String>,
 }
 
 /// An agent CLI's own conversation id (Claude Code's `session_id`, Codex's thread id,

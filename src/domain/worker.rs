@@ -236,6 +236,13 @@ pub struct DispatchRecord {
 }
 
 impl WorkerState {
+    /// The worker waits on the question its last attempt's result ended with
+    /// ([`crate::domain::clarification::PendingQuestion::from_result`]): `waiting`, with
+    /// no process behind it.
+    pub fn waits_on_its_result(&self) -> bool {
+        self.status == WorkerStatus::Waiting && self.pending.as_ref().is_some_and(|p| p.from_result)
+    }
+
     /// Where the worker runs, in words, when a host is involved: `on box` (an SSH host),
     /// `attempt 2 on local (box lost)` (moved here when its host was lost; `next attempt
     /// on local (box lost)` while the attempt waits to start); `None` for a worker that

@@ -20,6 +20,8 @@ pub(super) struct Exit {
     pub said: Option<ExitSaid>,
     /// When it ended by its own record (`exit.json`), if that says.
     pub at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The question its result ends with (see `Input::Exited`).
+    pub question: Option<String>,
 }
 
 /// The attempt exited with a code: completed, failed (a missing artifact, a failing code),
@@ -80,6 +82,9 @@ pub(super) fn on_exited(
         at: exit.at,
     };
     finish(state, mem, end, fx);
+    if let Some(question) = exit.question.filter(|_| status == WorkerStatus::Completed) {
+        super::questions::ask_in_result(state, mem, worker, attempt, question, fx);
+    }
 }
 
 /// The pane or process is gone with no exit code: crashed, unless crewmux ended it.

@@ -194,6 +194,7 @@ fn exited_saying(
             result: None,
             said,
             ended_at: None,
+            question: None,
         },
     )
 }
@@ -265,6 +266,7 @@ fn an_attempt_ends_when_its_exit_record_says_not_when_it_was_noticed() {
             result: None,
             said: None,
             ended_at: at,
+            question: None,
         };
         update(&mut s, &mut mem, noticed, exited);
         let w = s.worker("w0").unwrap();

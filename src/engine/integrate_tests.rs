@@ -122,6 +122,7 @@ pub(super) fn finish(s: &mut RunState, mem: &mut RunMemory, w: &str) -> Vec<Effe
             result: None,
             said: None,
             ended_at: None,
+            question: None,
         },
     )
 }

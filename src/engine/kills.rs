@@ -9,8 +9,11 @@ use crate::domain::{RunState, WorkerStatus};
 /// Ask to end workers past their wall or idle timeout (once per attempt).
 pub(super) fn check_timeouts(state: &mut RunState, mem: &mut RunMemory, fx: &mut Effects) {
     for w in &state.workers {
+        // A worker waiting on its result's question has no process: its question timeout
+        // is its only clock.
         if !w.status.is_live()
             || w.status == WorkerStatus::Starting
+            || w.waits_on_its_result()
             || mem.kills.contains_key(&w.id)
         {
             continue;
@@ -63,6 +66,15 @@ pub(super) fn cancel(
         mem.cancelled = true;
     }
     let now = fx.now;
+    let in_result: Vec<String> = state
+        .workers
+        .iter()
+        .filter(|w| w.waits_on_its_result() && only.is_none_or(|id| id == w.id))
+        .map(|w| w.id.clone())
+        .collect();
+    for id in in_result {
+        super::questions::cancel_in_result(state, &id, fx);
+    }
     for w in state.workers.iter_mut() {
         if only.is_some_and(|id| id != w.id) {
             continue;

@@ -86,6 +86,7 @@ pub(super) fn on_worker_input(
             result,
             said,
             ended_at,
+            question,
         } => {
             let exit = ending::Exit {
                 code,
@@ -94,6 +95,7 @@ pub(super) fn on_worker_input(
                 result,
                 said,
                 at: ended_at,
+                question,
             };
             ending::on_exited(state, mem, &worker, attempt, exit, fx);
         }
@@ -411,6 +413,13 @@ fn on_answer(
     text: String,
     fx: &mut Effects,
 ) {
+    if state
+        .worker(&worker)
+        .is_some_and(|w| w.waits_on_its_result())
+    {
+        super::questions::answer_in_result(state, &worker, text, fx);
+        return;
+    }
     let waiting = state
         .worker(&worker)
         .is_some_and(|w| w.status == WorkerStatus::Waiting);
@@ -457,11 +466,15 @@ fn on_answer(
     fx.push(Effect::Paste { worker, text });
 }
 
-/// The worker `id` if `attempt` is its current attempt.
+/// The worker `id` if `attempt` is its current attempt and still going: an attempt that
+/// ended with a question in its result (the worker waits on it) is over, and what is seen
+/// of it again (its exit found by a lead that took over, a late hook line) changes nothing.
 pub(super) fn current<'a>(
     state: &'a mut RunState,
     id: &str,
     attempt: u32,
 ) -> Option<&'a mut WorkerState> {
-    state.worker_mut(id).filter(|w| w.attempt == attempt)
+    state
+        .worker_mut(id)
+        .filter(|w| w.attempt == attempt && !w.waits_on_its_result())
 }

@@ -22,6 +22,8 @@ pub mod questions;
 #[cfg(test)]
 mod questions_tests;
 #[cfg(test)]
+mod result_question_tests;
+#[cfg(test)]
 mod sandbox_tests;
 mod signals;
 #[cfg(test)]
@@ -132,6 +134,10 @@ pub enum Input {
         /// When it ended, as its `exit.json` says (the attempt's `ended_at`); `None`: the
         /// record has no time (or there is none), and the time it was noticed counts.
         ended_at: Option<chrono::DateTime<chrono::Utc>>,
+        /// The question the result's last paragraph asks the person
+        /// (`clarification::in_result::closing_question`), read for an agent's attempt
+        /// that exited 0: a worker of the team's work waits on it instead of completing.
+        question: Option<String>,
     },
     /// The agent CLI named its conversation `id` in an attempt's output (sent before the
     /// attempt's end): kept in its dispatch record and for the worker's next attempt.

@@ -128,6 +128,7 @@ pub(super) fn on_tool_asked(
         approval: q.approval,
         agent_goes_on_at: None,
         from_hooks: false,
+        from_result: false,
     });
     mem.answered.remove(worker);
     fx.event(
@@ -266,6 +267,113 @@ pub(super) fn on_progress(
     );
 }
 
+/// Attempt `attempt` of `worker` completed with a result whose last paragraph asks the
+/// person `question` (docs/design.md "A question in a result"): a worker of the team's
+/// work (a worker or fixer on an agent CLI, not a `command`, check, critic or
+/// synthesizer) waits on it with the worker's question timeout; its result is kept and
+/// stands if nobody answers. Nothing when the run is cancelled.
+pub(super) fn ask_in_result(
+    state: &mut RunState,
+    mem: &mut RunMemory,
+    worker: &str,
+    attempt: u32,
+    question: String,
+    fx: &mut Effects,
+) {
+    use crate::domain::WorkerKind;
+    if mem.cancelled {
+        return;
+    }
+    let Some(w) = state.worker_mut(worker).filter(|w| w.attempt == attempt) else {
+        return;
+    };
+    let asks = matches!(w.kind, WorkerKind::Worker | WorkerKind::Fixer)
+        && w.provider != "command"
+        && w.status == WorkerStatus::Completed;
+    if !asks {
+        return;
+    }
+    w.status = WorkerStatus::Waiting;
+    w.question = Some(question.clone());
+    w.pending = Some(PendingQuestion {
+        deadline: deadline(fx, w.flow.question_timeout_s),
+        from_result: true,
+        ..PendingQuestion::default()
+    });
+    mem.answered.remove(worker);
+    fx.event(
+        EventKind::WorkerWaiting,
+        Some((worker, attempt)),
+        "result",
+        question,
+    );
+}
+
+/// The person answered the question `worker`'s result ended with: the answer is recorded
+/// (the next attempt's prompt carries it) and the worker starts its next attempt, which
+/// continues the conversation where its CLI can (`lead::launching::resume`).
+pub(super) fn answer_in_result(state: &mut RunState, worker: &str, text: String, fx: &mut Effects) {
+    let Some(w) = state.worker_mut(worker).filter(|w| w.waits_on_its_result()) else {
+        return;
+    };
+    let question = w.question.take().unwrap_or_default();
+    let attempt = w.attempt;
+    w.pending = None;
+    w.status = WorkerStatus::Pending;
+    w.reason = Some(format!(
+        "{} answer",
+        crate::domain::clarification::GOES_ON_WITH
+    ));
+    w.max_attempts = w.max_attempts.max(attempt + 1);
+    w.flow.retry_at = None;
+    w.ended_at = None;
+    fx.event(
+        EventKind::WorkerAnswered,
+        Some((worker, attempt)),
+        "user",
+        format!(
+            "answer of {} bytes: attempt {} goes on with it",
+            text.len(),
+            attempt + 1
+        ),
+    );
+    state.clarification.worker_answers.push(WorkerAnswer {
+        worker: worker.to_string(),
+        question,
+        answer: text,
+    });
+}
+
+/// The question `w`'s result ended with got no answer in time (or the worker was
+/// cancelled while it waited): the attempt's result stands as written, the question is
+/// kept as unanswered for the report.
+fn result_stands(state: &mut RunState, id: &str, why: &str, by: &str, fx: &mut Effects) {
+    let Some(w) = state.worker_mut(id).filter(|w| w.waits_on_its_result()) else {
+        return;
+    };
+    let attempt = w.attempt;
+    let question = w.question.take().unwrap_or_default();
+    w.pending = None;
+    w.status = WorkerStatus::Completed;
+    state.clarification.worker_answers.push(WorkerAnswer {
+        worker: id.to_string(),
+        question: question.clone(),
+        answer: format!("(not answered {why}: the result stands as written)"),
+    });
+    fx.event(
+        EventKind::WorkerUnanswered,
+        Some((id, attempt)),
+        by,
+        format!("not answered {why}, its result stands: {question}"),
+    );
+}
+
+/// Cancel reached `id` while it waited on its result's question: it has no process to
+/// end; its result stands.
+pub(super) fn cancel_in_result(state: &mut RunState, id: &str, fx: &mut Effects) {
+    result_stands(state, id, "before the cancel", "user", fx);
+}
+
 /// Every waiting worker whose question's deadline has passed: a tool call gets the
 /// timeout's reply and the worker runs on; a screen question ends the attempt.
 pub(super) fn check_deadlines(state: &mut RunState, mem: &mut RunMemory, fx: &mut Effects) {
@@ -295,6 +403,10 @@ pub(super) fn check_deadlines(state: &mut RunState, mem: &mut RunMemory, fx: &mu
         let after_s = w.flow.question_timeout_s.unwrap_or(0);
         let pending = w.pending.clone().unwrap_or_default();
         let question = w.question.clone().unwrap_or_default();
+        if pending.from_result {
+            result_stands(state, &id, &format!("within {after_s}s"), "timer", fx);
+            continue;
+        }
         let Some(call) = pending.tool_call else {
             mem.kills
                 .insert(id.clone(), (KillReason::QuestionTimeout, now));

@@ -108,6 +108,7 @@ fn a_stalled_worker_retries_after_its_back_off_not_at_once() {
             result: None,
             said: None,
             ended_at: None,
+            question: None,
         },
     );
     assert!(launches(&fx).is_empty(), "no restart at once");
@@ -236,6 +237,7 @@ fn stalls(s: &mut RunState, mem: &mut RunMemory, n: u32, t: i64) -> Vec<Effect> 
             result: None,
             said: None,
             ended_at: None,
+            question: None,
         },
     )
 }

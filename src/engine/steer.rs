@@ -143,14 +143,23 @@ pub fn check(state: &RunState, steer: &Steer) -> Result<(), String> {
         }
         Steer::SendText { worker, text } => {
             let w = known(state, worker)?;
-            if !matches!(w.status, WorkerStatus::Running | WorkerStatus::Waiting) {
-                return Err(format!(
-                    "{worker} is {}: text goes only to a running worker",
-                    w.status
-                ));
+            let goes_on = w.status.is_terminal() && goes_on_with_a_message(w);
+            if !matches!(w.status, WorkerStatus::Running | WorkerStatus::Waiting) && !goes_on {
+                return Err(match w.status {
+                    s if s.is_terminal() && w.provider == "command" => format!(
+                        "{worker} is {s} and runs a command, which has no conversation to go on with: retry it instead (r)"
+                    ),
+                    s if s.is_terminal() => format!(
+                        "{worker} is {s} and part of the council: it judges again when a worker is retried"
+                    ),
+                    s => format!("{worker} is {s}: text goes only to a started worker"),
+                });
             }
             if text.trim().is_empty() {
                 return Err("type some text first".into());
+            }
+            if goes_on && state.status == RunStatus::Cancelled {
+                return Err("the run was cancelled: start a new run instead".into());
             }
             Ok(())
         }
@@ -350,10 +359,41 @@ fn wait_again_downstream(state: &mut RunState, id: &str, fx: &mut Effects) {
     }
 }
 
+/// Whether text sent to `w` once it has ended goes to a next attempt that continues its
+/// conversation: an agent's worker or fixer (a command has no conversation; checks,
+/// critics and the synthesizer judge again when the work changes).
+fn goes_on_with_a_message(w: &crate::domain::WorkerState) -> bool {
+    matches!(w.kind, WorkerKind::Worker | WorkerKind::Fixer) && w.provider != "command"
+}
+
 fn send(state: &mut RunState, mem: &mut RunMemory, worker: String, text: String, fx: &mut Effects) {
     let Some(w) = state.worker(&worker) else {
         return;
     };
+    if w.status.is_terminal() {
+        // It has ended: the text goes to its next attempt, which continues its
+        // conversation where its CLI can and whose prompt carries the message.
+        let attempt = w.attempt;
+        fx.event(
+            EventKind::TextSent,
+            Some((&worker, attempt)),
+            "user",
+            format!(
+                "{} bytes for attempt {}, which goes on from where it ended",
+                text.len(),
+                attempt + 1
+            ),
+        );
+        retry(state, mem, &worker, None, fx);
+        if let Some(w) = state.worker_mut(&worker) {
+            w.flow.messages.push(text);
+            w.reason = Some(format!(
+                "{} message",
+                crate::domain::clarification::GOES_ON_WITH
+            ));
+        }
+        return;
+    }
     if w.status == WorkerStatus::Waiting {
         // The worker asked: the text is its answer (recorded and announced as one).
         super::lifecycle::on_worker_input(

@@ -449,7 +449,7 @@ fn text_to_a_worker_that_is_not_running_is_refused() {
     };
     assert!(check(&s, &steer)
         .unwrap_err()
-        .contains("only to a running worker"));
+        .contains("only to a started worker"));
     assert!(only_refused(&update(
         &mut s,
         &mut mem,

@@ -118,6 +118,7 @@ pub(super) fn exited(
             result: Some(PathBuf::from("/r.md")),
             said: None,
             ended_at: None,
+            question: None,
         },
     )
 }
@@ -197,6 +198,7 @@ fn missing_required_artifact_fails_a_zero_exit() {
             result: None,
             said: None,
             ended_at: None,
+            question: None,
         },
     );
     let w = s.worker("w0").unwrap();

@@ -101,6 +101,7 @@ fn end(s: &mut RunState, mem: &mut RunMemory, w: &str, code: i32) -> Vec<Effect>
             result: None,
             said: None,
             ended_at: None,
+            question: None,
         },
     )
 }

@@ -108,7 +108,8 @@ impl Driver {
         let now = Utc::now();
         let mut inputs = vec![];
         for w in self.state.workers.clone() {
-            if !w.status.is_live() {
+            // A worker waiting on its result's question has no attempt left to watch.
+            if !w.status.is_live() || w.waits_on_its_result() {
                 continue;
             }
             let nonce = self

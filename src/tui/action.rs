@@ -75,7 +75,8 @@ pub enum Action {
     Retry,
     /// Edit the selected worker's task in `$EDITOR`, then retry it with the edit.
     EditRetry,
-    /// Type a line of text into the selected worker's pane.
+    /// Type a line of text into the selected worker's pane; for an agent's worker that has
+    /// ended, start its next attempt with it.
     SendText,
     /// A shell in the selected worker's tree: a new window of the person's tmux, or the
     /// dashboard suspended outside tmux (`crate::tui::shell`).
@@ -138,7 +139,7 @@ impl Action {
             Action::AddWorker => "add a worker to the run",
             Action::Retry => "retry the ended worker",
             Action::EditRetry => "edit its task, then retry",
-            Action::SendText => "type a line into its pane",
+            Action::SendText => "send it a line of text",
             Action::Shell => "a shell in its tree",
             Action::ToggleAttention => "order workers by attention",
             Action::ShowDiff => "show the worker's diff",

@@ -70,6 +70,21 @@ fn clarification_panel_screen_question_counts_down_to_the_agents_own_default() {
     insta::assert_snapshot!(clarification_at(&run, 80));
 }
 
+/// A question the frontend's result ended with: its attempt is over, the answer starts
+/// the next one; with no answer its result stands.
+#[test]
+fn clarification_panel_question_at_the_end_of_a_result() {
+    let mut run = fixtures::crazy_run_worker_question();
+    let w = run.worker_mut("frontend").unwrap();
+    w.question = Some("Should the date picker also accept typed dates?".into());
+    w.pending = Some(PendingQuestion {
+        deadline: Some(fixtures::now() + Duration::seconds(541)),
+        from_result: true,
+        ..PendingQuestion::default()
+    });
+    insta::assert_snapshot!(clarification_at(&run, 80));
+}
+
 #[test]
 fn clarification_panel_ask_with_choices_default_and_countdown() {
     insta::assert_snapshot!(clarification_at(&asked(false), 80));

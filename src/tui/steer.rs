@@ -58,6 +58,9 @@ pub const ADD_FIELDS: usize = 5;
 pub struct SendForm {
     pub worker: String,
     pub line: InputLine,
+    /// The worker has ended: the line starts its next attempt, which continues its
+    /// conversation (`engine::steer`), instead of being typed into its pane.
+    pub ended: bool,
 }
 
 /// The role a new worker gets unless the person picks another.
@@ -105,7 +108,8 @@ pub fn open_add(ui: &mut UiState, run: &RunState) {
     }));
 }
 
-/// `s`: open the send line for the selected worker, when it is running.
+/// `s`: open the send line for the selected worker, when it is running or an agent's
+/// worker that has ended (the line then goes to its next attempt).
 pub fn open_send(ui: &mut UiState, run: &RunState) {
     let Some(w) = ui.selected_worker(run) else {
         ui.notice = Some("no worker to send text to".into());
@@ -120,6 +124,7 @@ pub fn open_send(ui: &mut UiState, run: &RunState) {
             ui.form = Some(SteerForm::Send(SendForm {
                 worker: w.id.clone(),
                 line: InputLine::default(),
+                ended: w.status.is_terminal(),
             }))
         }
         Err(why) => ui.notice = Some(why),

@@ -132,15 +132,15 @@ fn e_asks_the_app_to_edit_the_task_of_an_ended_worker() {
 #[test]
 fn s_types_a_line_into_a_running_worker() {
     let mut m = model();
+    // An agent's worker that has ended takes the line for its next attempt.
     select(&mut m, "architect");
     m.handle(key(KeyCode::Char('s')));
-    assert!(m.ui.form.is_none());
-    assert!(m
-        .ui
-        .notice
-        .as_deref()
-        .unwrap()
-        .contains("only to a running worker"));
+    assert!(
+        matches!(&m.ui.form, Some(crate::tui::steer::SteerForm::Send(f)) if f.ended),
+        "{:?}",
+        m.ui.form
+    );
+    m.handle(key(KeyCode::Esc));
     select(&mut m, "backend");
     m.handle(key(KeyCode::Char('s')));
     typed(&mut m, "also cover the admin API");

@@ -83,6 +83,7 @@ mod planning;
 mod providers_standins;
 mod rate_limit_lines;
 mod real_clis;
+mod result_question;
 mod resume;
 mod run_inputs;
 mod run_needs;

@@ -199,13 +199,10 @@ fn s_types_a_line_into_a_running_worker_that_asked_nothing() {
     assert!(result_of(&run, "one").contains("got: hello from s"));
     assert_eq!(count_events(&run, "text-sent"), 1);
 
-    // `s` on a worker that has ended says why on the screen and types nothing.
+    // `s` on a command worker that has ended says why on the screen and types nothing.
     viewer.wait_screen("Workers 2 · 1 running · 1 done", Duration::from_secs(30));
     viewer.keys(&["s"]);
-    viewer.wait_screen(
-        "text goes only to a running worker",
-        Duration::from_secs(30),
-    );
+    viewer.wait_screen("no conversation to go on with", Duration::from_secs(30));
     viewer.keys(&["j", "s"]);
     viewer.type_text("and to two");
     viewer.keys(&["Enter"]);

@@ -45,6 +45,7 @@ pub fn prompt_text(
             task.push_str(&format!("- {a}\n"));
         }
     }
+    task.push_str(&own_exchanges(state, w));
     let model = format!(
         "{} / {}",
         w.provider,
@@ -61,6 +62,37 @@ pub fn prompt_text(
             inputs: read_inputs(state, w),
         },
     )
+}
+
+/// What `w` asked the person in its earlier attempts with the answers (an `ask`, a screen
+/// question, the question its result ended with), and the messages the person sent it
+/// after an attempt had ended: empty when there are none.
+fn own_exchanges(state: &RunState, w: &WorkerState) -> String {
+    let mut out = String::new();
+    let answers: Vec<_> = state
+        .clarification
+        .worker_answers
+        .iter()
+        .filter(|a| a.worker == w.id)
+        .collect();
+    if !answers.is_empty() {
+        out.push_str("\n\nYour earlier questions to the person and the answers, oldest first:\n");
+        for a in answers {
+            out.push_str(&format!(
+                "- You asked: {}\n  Answer: {}\n",
+                a.question, a.answer
+            ));
+        }
+    }
+    if !w.flow.messages.is_empty() {
+        out.push_str(
+            "\n\nThe person's messages to you after your earlier attempts, oldest first:\n",
+        );
+        for m in &w.flow.messages {
+            out.push_str(&format!("- {m}\n"));
+        }
+    }
+    out
 }
 
 /// The run's inputs for `w`'s prompt, each `--files` file read from the worker's own tree

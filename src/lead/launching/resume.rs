@@ -7,12 +7,23 @@ use crate::providers::Registry;
 
 /// The first lines of a resumed attempt's prompt: this continues the conversation, and how
 /// the earlier attempt ended (the worker's reason, as the roster showed it).
+///
+/// An attempt that goes on with the person's answer to the question its last result
+/// ended with, or with a message sent after it ended, says so instead: the answer or
+/// message is at the end of the task.
 pub(super) fn continuation_note(w: &WorkerState) -> String {
-    let ended = w
-        .reason
-        .as_deref()
-        .map(|r| format!(" It ended: {r}."))
-        .unwrap_or_default();
+    let ended = match w.reason.as_deref() {
+        Some(r) if r.starts_with(crate::domain::clarification::GOES_ON_WITH) => format!(
+            " You ended it, and the person {}: see the end of the task below.",
+            if r.contains("answer") {
+                "answered your question"
+            } else {
+                "sent you a message"
+            }
+        ),
+        Some(r) => format!(" It ended: {r}."),
+        None => String::new(),
+    };
     format!(
         "[crewmux: this continues your conversation of attempt {} (attempt {} now).{ended} Your task follows again, with anything that changed; carry on from where you were, keeping what you already did.]\n\n",
         w.attempt.saturating_sub(1),

@@ -65,6 +65,13 @@ impl Driver {
                     .ok()
                     .flatten()
                     .and_then(|r| r.ended_at);
+                // An agent's answer that ends by asking the person something (the engine
+                // decides whether this worker may wait on it).
+                let agent = spec.is_some_and(|s| s.kind != crate::providers::ProviderKind::Command);
+                let question = (agent && code == 0 && missing.is_empty())
+                    .then(|| std::fs::read_to_string(&result).ok())
+                    .flatten()
+                    .and_then(|text| crate::clarification::in_result::closing_question(&text));
                 Input::Exited {
                     worker: t.worker.clone(),
                     attempt: t.attempt,
@@ -74,6 +81,7 @@ impl Driver {
                     result: result.exists().then_some(result),
                     said,
                     ended_at,
+                    question,
                 }
             }
             Err(detail) => Input::Vanished {

@@ -94,6 +94,12 @@ fn pending_lines(
             Span::styled(format!(" allow {} for the rest of the run", a.tool), dim),
         ]));
     }
+    if p.from_result {
+        out.push(Line::from(Span::styled(
+            "from its result: an answer starts its next attempt in the same conversation",
+            dim,
+        )));
+    }
     let line = p.wait_line(now);
     out.push(Line::from(Span::styled(
         line,
@@ -116,6 +122,8 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
             Span::raw(
                 if w.pending.as_ref().is_some_and(|p| p.approval.is_some()) {
                     " asks for your approval "
+                } else if w.waits_on_its_result() {
+                    " ended with a question for you "
                 } else {
                     " is waiting for your answer "
                 },

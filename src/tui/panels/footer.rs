@@ -93,7 +93,18 @@ fn useful(action: Action, view: &View) -> bool {
             .workers
             .iter()
             .any(|w| w.status == WorkerStatus::Waiting),
-        Action::CancelWorker | Action::SendText => live,
+        Action::CancelWorker => live,
+        // Text for an ended agent worker goes to its next attempt (the engine's rule).
+        Action::SendText => selected.is_some_and(|w| {
+            crate::engine::steer::check(
+                view.run,
+                &crate::engine::steer::Steer::SendText {
+                    worker: w.id.clone(),
+                    text: "-".into(),
+                },
+            )
+            .is_ok()
+        }),
         Action::Retry | Action::EditRetry => selected.is_some_and(|w| w.status.is_terminal()),
         Action::CancelAll => !view.run.status.is_final(),
         _ => true,
@@ -244,8 +255,9 @@ mod tests {
         // architect completed, backend running; frontend waits on a question.
         let ended = words(&run, 0);
         assert!(ended.contains(&"retry"), "{ended:?}");
+        // Text for an ended agent worker goes to its next attempt.
         assert!(
-            !ended.contains(&"cancel") && !ended.contains(&"send text"),
+            !ended.contains(&"cancel") && ended.contains(&"send text"),
             "{ended:?}"
         );
         assert!(
@@ -258,18 +270,16 @@ mod tests {
             "{running:?}"
         );
         assert!(!running.contains(&"retry"), "{running:?}");
-        // A finished run: nothing to answer, wait for or cancel; retry stays.
+        // A finished run: nothing to answer, wait for or cancel.
         let done = words(&fixtures::done_run(), 0);
-        for gone in [
-            "answer",
-            "next waiting",
-            "cancel run",
-            "cancel",
-            "send text",
-        ] {
+        for gone in ["answer", "next waiting", "cancel run", "cancel"] {
             assert!(!done.contains(&gone), "{gone}: {done:?}");
         }
-        assert!(done.contains(&"retry"), "{done:?}");
+        // Its ended agent worker can be retried or sent a line for its next attempt.
+        assert!(
+            done.contains(&"retry") && done.contains(&"send text"),
+            "{done:?}"
+        );
     }
 
     #[test]

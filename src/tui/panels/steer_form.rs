@@ -167,7 +167,11 @@ fn send(frame: &mut Frame, area: Rect, f: &SendForm) {
             Span::raw(f.line.text().to_string()).bold(),
         ]),
         Line::from(Span::styled(
-            "typed into its pane as an answer is: pasted, then Enter",
+            if f.ended {
+                "it has ended: starts its next attempt, which goes on with its conversation"
+            } else {
+                "typed into its pane as an answer is: pasted, then Enter"
+            },
             Style::default().fg(Color::Gray),
         )),
         Line::from(vec![
