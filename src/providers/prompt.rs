@@ -24,8 +24,9 @@ const TOOLS: &str =
     "Tools: the MCP server `crewmux` gives you `ask` (a question for the person who runs \
 this team, with optional `choices` and a `default`; it waits for their answer and returns it) and \
 `progress` (one line shown beside your name in their dashboard). Use `ask` only when you cannot go \
-on without the person; otherwise decide, go on, and say in your result what you assumed. Do not \
-end your answer with a question: nobody reads it until you have finished.";
+on without the person; otherwise decide, go on, and say in your result what you assumed. Without \
+`ask`, a question as the last paragraph of your answer reaches the person too, but only once you \
+have finished: their answer comes back as your next turn.";
 
 /// Options of [`package`].
 #[derive(Debug, Clone)]
