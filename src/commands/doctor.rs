@@ -34,6 +34,43 @@ pub struct DoctorReport {
     pub config_files: Vec<PathBuf>,
     /// Whether each fence (`[sandbox] mode`) can start here.
     pub sandbox: Vec<SandboxHealth>,
+    /// How each provider fared in this project's earlier runs (`providers::history`, what
+    /// routing leans on); empty with no project or no finished worker.
+    pub history: Vec<ProviderPast>,
+}
+
+/// One provider's record over the project's earlier runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProviderPast {
+    pub provider: String,
+    /// Workers that ended completed, failed, crashed or timeout.
+    pub finished: u32,
+    /// Of them, failed, crashed or timeout.
+    pub failed: u32,
+    /// The newest failure: `timeout: wall timeout of 900s` (its status and reason).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_failure: Option<String>,
+}
+
+/// The project's history per provider, newest failure first within each.
+fn history_of(project: &std::path::Path) -> Vec<ProviderPast> {
+    let h = crate::providers::history::History::load(project);
+    h.by_provider
+        .iter()
+        .map(|(p, rec)| ProviderPast {
+            provider: p.clone(),
+            finished: rec.finished,
+            failed: rec.failed,
+            last_failure: h
+                .failures
+                .iter()
+                .find(|f| &f.provider == p)
+                .map(|f| match &f.reason {
+                    Some(r) => format!("{}: {r}", f.status),
+                    None => f.status.clone(),
+                }),
+        })
+        .collect()
 }
 
 /// One sandbox mode on this machine (README "Sandbox").
@@ -102,6 +139,7 @@ pub fn report(project: Option<&std::path::Path>, env: &EnvSnapshot) -> Result<Do
         providers,
         config_files: registry.sources.clone(),
         sandbox,
+        history: project.map(history_of).unwrap_or_default(),
     })
 }
 
@@ -186,6 +224,31 @@ fn credential_notes() -> Vec<String> {
     }
 }
 
+/// The `history` lines of [`render`]: none without a finished worker in the project.
+fn render_history(history: &[ProviderPast]) -> String {
+    let mut out = String::new();
+    if !history.is_empty() {
+        out.push_str("history    this project's earlier runs (routing prefers what worked):\n");
+        for p in history {
+            out.push_str(&format!(
+                "  {:<10} {} of {} workers failed{}\n",
+                p.provider,
+                p.failed,
+                p.finished,
+                p.last_failure
+                    .as_deref()
+                    .map(|l| {
+                        let short: String = l.chars().take(90).collect();
+                        let more = if short.len() < l.len() { "…" } else { "" };
+                        format!(" · last: {short}{more}")
+                    })
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    out
+}
+
 /// The human-readable report.
 pub fn render(r: &DoctorReport) -> String {
     let mut out = String::new();
@@ -252,6 +315,7 @@ pub fn render(r: &DoctorReport) -> String {
             h.provider, h.silent_retries
         ));
     }
+    out.push_str(&render_history(&r.history));
     let agents = r
         .providers
         .iter()
@@ -282,4 +346,43 @@ pub fn render(r: &DoctorReport) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_history_counts_each_providers_finished_workers_and_names_its_newest_failure() {
+        let tmp = tempfile::tempdir().unwrap();
+        let write = |run: &str, body: &str| {
+            let dir = tmp.path().join(".crewmux/runs").join(run);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("state.json"), body).unwrap();
+        };
+        write(
+            "r1",
+            r#"{"run_id":"r1","workers":[
+                {"id":"a","provider":"codex","status":"timeout","reason":"wall timeout of 900s","ended_at":"2026-12-01T10:00:00Z"},
+                {"id":"b","provider":"claude","status":"completed"}]}"#,
+        );
+        write(
+            "r2",
+            r#"{"run_id":"r2","workers":[
+                {"id":"a","provider":"codex","status":"failed","reason":"exit code 1","ended_at":"2026-12-02T10:00:00Z"},
+                {"id":"b","provider":"codex","status":"completed"}]}"#,
+        );
+        write("r3", "{ not json");
+        let h = super::history_of(tmp.path());
+        let codex = h.iter().find(|p| p.provider == "codex").unwrap();
+        assert_eq!((codex.finished, codex.failed), (3, 2));
+        assert_eq!(codex.last_failure.as_deref(), Some("failed: exit code 1"));
+        let claude = h.iter().find(|p| p.provider == "claude").unwrap();
+        assert_eq!(
+            (
+                claude.finished,
+                claude.failed,
+                claude.last_failure.as_deref()
+            ),
+            (1, 0, None)
+        );
+    }
 }

@@ -55,6 +55,9 @@ pub struct ReportInput {
     /// The council of each verify pass, in order: index 0 is the first verify, index n the
     /// verify after fix round n. The last one is the run's council.
     pub verify_passes: Vec<Council>,
+    /// Providers taken out of the run, with why (`RunRouting::failed`: a declared exit
+    /// code, or the circuit breaker opened it); their workers moved to a fallback.
+    pub providers_out: Vec<(String, String)>,
 }
 
 /// Merge a run into the Markdown text of `report.md`.
@@ -85,6 +88,19 @@ fn write_report(out: &mut String, input: &ReportInput) -> fmt::Result {
     )?;
     write_clarifications(out, &input.clarifications)?;
     write_workers(out, &input.workers)?;
+    if !input.providers_out.is_empty() {
+        out.push_str("## Providers taken out of the run\n\n");
+        // Each reason starts with its provider's name (`codex: endpoint unreachable …`).
+        for (p, why) in &input.providers_out {
+            let why = one_line(why);
+            if why.starts_with(&format!("{p}:")) {
+                writeln!(out, "- {why}")?;
+            } else {
+                writeln!(out, "- {p}: {why}")?;
+            }
+        }
+        out.push('\n');
+    }
     writeln!(out, "## Council: {council_status}\n")?;
     match council {
         None => out.push_str("The council has not sat.\n\n"),

@@ -91,6 +91,7 @@ fn run_with_a_fix_round() -> ReportInput {
         }],
         workers: vec![backend, tests, fixer],
         verify_passes: vec![first, second],
+        providers_out: vec![],
     }
 }
 
@@ -160,6 +161,7 @@ fn an_empty_run_says_so_in_each_section() {
         clarifications: vec![],
         workers: vec![],
         verify_passes: vec![],
+        providers_out: vec![],
     });
     for line in [
         "None were needed.",
@@ -205,6 +207,7 @@ fn a_worker_moved_off_a_lost_host_says_where_it_ran() {
             worker("tests", WorkerKind::Check, 0, WorkerStatus::Completed),
         ],
         verify_passes: vec![],
+        providers_out: vec![],
     });
     assert!(
         report.contains("### backend (backend-engineer)\n\nRan attempt 2 on local (box lost).\n"),

@@ -38,6 +38,9 @@ pub enum EventKind {
     AnswerIgnored,
     CredentialRotated,
     ProviderSwitched,
+    /// A provider's attempts kept ending in timeouts, crashes or stalls: the circuit
+    /// breaker opened it for the run (docs/failures.md "Circuit breaker").
+    ProviderOpened,
     ClarificationAnswered,
     GatePassed,
     StageChanged,
@@ -97,7 +100,7 @@ pub enum EventKind {
 }
 
 /// Every known kind, for parsing.
-const KNOWN: [EventKind; 51] = [
+const KNOWN: [EventKind; 52] = [
     EventKind::WorkerStarted,
     EventKind::WorkerRelaunched,
     EventKind::WorkerResumed,
@@ -120,6 +123,7 @@ const KNOWN: [EventKind; 51] = [
     EventKind::AnswerIgnored,
     EventKind::CredentialRotated,
     EventKind::ProviderSwitched,
+    EventKind::ProviderOpened,
     EventKind::ClarificationAnswered,
     EventKind::GatePassed,
     EventKind::StageChanged,
@@ -177,6 +181,7 @@ impl EventKind {
             EventKind::AnswerIgnored => "answer-ignored",
             EventKind::CredentialRotated => "credential-rotated",
             EventKind::ProviderSwitched => "provider-switched",
+            EventKind::ProviderOpened => "provider-opened",
             EventKind::ClarificationAnswered => "clarification-answered",
             EventKind::GatePassed => "gate-passed",
             EventKind::StageChanged => "stage-changed",

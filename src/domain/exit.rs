@@ -141,6 +141,12 @@ pub struct RunRouting {
     /// round does not go to such a provider (`engine::exits::fixer_route`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub stalled: BTreeMap<String, StalledProvider>,
+    /// Per provider, how many of its attempts in a row ended `timeout`, `crashed` or
+    /// stalled (a completed attempt sets it back to none); at
+    /// `engine::breaker::OPEN_AFTER` the circuit breaker opens the provider (it goes into
+    /// `failed` with the reason).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failing: BTreeMap<String, u32>,
 }
 
 /// A provider whose latest attempts all stalled on its connection.

@@ -69,6 +69,12 @@ pub struct TeamSpec {
     /// continue where the provider can (`resume_args` in providers.toml). A worker's own wins.
     #[serde(default)]
     pub resume: Option<bool>,
+    /// `fallback = ["claude", "gemini"]`: the providers every worker that names none of its
+    /// own moves to, in order, when its provider is opened by the circuit breaker or fails
+    /// with a declared exit code (docs/failures.md "Circuit breaker"); default: routing's
+    /// for a routed worker, none for a worker that names its provider.
+    #[serde(default)]
+    pub fallback: Vec<String>,
 }
 
 /// One `[[critic]]`: an agent that reviews the team's results; its verdict is the last
@@ -204,6 +210,10 @@ pub struct WorkerSpec {
     /// `TeamSpec::resume`); default: the team's.
     #[serde(default)]
     pub resume: Option<bool>,
+    /// This worker's fallback providers, in order (see `TeamSpec::fallback`); wins over
+    /// the team's.
+    #[serde(default)]
+    pub fallback: Vec<String>,
 }
 
 /// One `[[check]]`: a council check command; exit 0 → pass, else fail.

@@ -307,6 +307,13 @@ pub(super) fn finish(state: &mut RunState, mem: &mut RunMemory, end: Ending, fx:
     if retry {
         schedule_retry(state, id, attempt, status, fx);
     }
+    super::breaker::note_end(
+        state,
+        (id, attempt),
+        &provider,
+        (status, exit.map(|e| e.0), &reason),
+        fx,
+    );
     if rejudge && !cancelled_run {
         judge_again(state, id, attempt, fx);
     }

@@ -57,7 +57,7 @@ pub(super) fn failed_exit(
 }
 
 /// The first fallback of `id` that is not its provider and has not failed in this run.
-fn next_provider(state: &RunState, id: &str) -> Option<Fallback> {
+pub(super) fn next_provider(state: &RunState, id: &str) -> Option<Fallback> {
     let current = &state.worker(id)?.provider;
     state
         .routing
@@ -68,7 +68,7 @@ fn next_provider(state: &RunState, id: &str) -> Option<Fallback> {
         .cloned()
 }
 
-fn switch(state: &mut RunState, id: &str, to: &Fallback, why: &str, fx: &mut Effects) {
+pub(super) fn switch(state: &mut RunState, id: &str, to: &Fallback, why: &str, fx: &mut Effects) {
     let Some(w) = state.worker_mut(id) else {
         return;
     };

@@ -3,6 +3,7 @@
 //! output activity, user answers, timer ticks) and carries out the effects.
 
 pub mod approvals;
+mod breaker;
 mod ending;
 mod exits;
 #[cfg(test)]

@@ -74,6 +74,7 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
         team_approvals: spec.approvals.and_then(|a| a.policy).unwrap_or_default(),
         team_sandbox: spec.sandbox.as_ref(),
         team_resume: spec.resume.unwrap_or(true),
+        team_fallback: &spec.fallback,
     };
     let mut workers = Vec::new();
     let mut unroutable: Vec<String> = Vec::new();
@@ -192,6 +193,8 @@ struct RouteCtx<'a> {
     team_sandbox: Option<&'a crate::domain::SandboxSpec>,
     /// The team's `resume` (default true).
     team_resume: bool,
+    /// The team's `fallback` providers.
+    team_fallback: &'a [String],
 }
 
 impl RouteCtx<'_> {
@@ -219,9 +222,10 @@ fn route_worker(
 ) -> Result<Option<ResolvedWorker>> {
     let opts = ctx.opts;
     let agent = agents::agent(&w.role).expect("validated role");
-    let Some((provider, reason, fallbacks)) = choose_provider(ctx, w, agent)? else {
+    let Some((provider, reason, routed)) = choose_provider(ctx, w, agent)? else {
         return Ok(None);
     };
+    let fallbacks = fallbacks_of(ctx, w, &provider, routed)?;
     let model_role = w
         .role_model
         .clone()
@@ -292,6 +296,59 @@ fn route_worker(
         sandbox: crate::domain::Sandbox::resolve(ctx.team_sandbox, w.sandbox.as_ref()),
         resume: w.resume.unwrap_or(ctx.team_resume),
     }))
+}
+
+/// The providers `w` (on `provider`) moves to, in order: its own `fallback`, else the
+/// team's, else `routed` (routing's for a worker that names no provider); the provider
+/// itself is left out.
+///
+/// # Errors
+/// A fallback that is no provider of the registry, named with the files that define them.
+fn fallbacks_of(
+    ctx: &RouteCtx<'_>,
+    w: &crate::domain::WorkerSpec,
+    provider: &str,
+    routed: Vec<String>,
+) -> Result<Vec<String>> {
+    let given = if w.fallback.is_empty() {
+        ctx.team_fallback
+    } else {
+        &w.fallback
+    };
+    if given.is_empty() {
+        return Ok(routed);
+    }
+    let mut out: Vec<String> = Vec::new();
+    for f in given {
+        if ctx
+            .registry
+            .get(f)
+            .is_some_and(|s| s.kind == ProviderKind::Command)
+        {
+            return Err(Error::Usage(format!(
+                "worker `{}`: fallback `{f}` runs a team file's argv, not an agent's task: name an agent provider",
+                w.id
+            )));
+        }
+        if ctx.registry.get(f).is_none() {
+            return Err(Error::Usage(format!(
+                "worker `{}`: fallback `{f}` is no provider: use one of {} (or define it in providers.toml)",
+                w.id,
+                ctx.registry.names().collect::<Vec<_>>().join(", ")
+            )));
+        }
+        // A fallback whose CLI is not installed here could not run a moved attempt.
+        let missing = ctx.health.iter().any(|h| &h.provider == f && !h.installed);
+        if missing {
+            tracing::info!(
+                "worker `{}`: fallback `{f}` is not installed; left out",
+                w.id
+            );
+        } else if f != provider && !out.contains(f) {
+            out.push(f.clone());
+        }
+    }
+    Ok(out)
 }
 
 /// A worker's provider, the reason and the fallbacks: the one forced (`--provider`, the

@@ -264,6 +264,7 @@ pub fn run_routing(team: &crate::team::ResolvedTeam) -> crate::domain::RunRoutin
         fallbacks,
         failed: Default::default(),
         stalled: Default::default(),
+        failing: Default::default(),
     }
 }
 

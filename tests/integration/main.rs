@@ -28,6 +28,7 @@ mod adopt_window;
 mod after_run;
 mod auth_sources;
 mod bench_smoke;
+mod breaker;
 mod cancel_grace;
 mod chaos;
 mod cleanup;

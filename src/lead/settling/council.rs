@@ -122,6 +122,12 @@ pub fn write_report(state: &RunState, store: &RunStore) -> Result<(PathBuf, u64)
         } else {
             state.council_history.clone()
         },
+        providers_out: state
+            .routing
+            .failed
+            .iter()
+            .map(|(p, why)| (p.clone(), why.clone()))
+            .collect(),
     };
     let mut md = merge_report(&input) + &crate::workspace::report::section(state);
     md.push_str(&crate::providers::output::usage_markdown(state));

@@ -1,0 +1,255 @@
+//! The circuit breaker (docs/failures.md "Circuit breaker"): a provider whose attempts keep
+//! ending in timeouts, stalls or CLI failures is opened for the rest of the run, so its
+//! pending and retried workers move to their fallback providers instead of meeting the
+//! same fault again. The seeds' failure tracker did the same across runs; here the count
+//! is per run and the project's history keeps steering routing (`providers::history`).
+
+use super::Effects;
+use crate::domain::{EventKind, RunState, WorkerStatus};
+
+/// Attempts of one provider in a row that open it: three timeouts, stalls or failing
+/// exits, with no completed attempt of the provider between them.
+pub const OPEN_AFTER: u32 = 3;
+
+/// How an attempt's end counts for its provider's breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Counts {
+    /// A timeout, a stall, an agent CLI that exited non-zero: one more in a row.
+    Against,
+    /// A completed attempt: the provider works; the count starts again.
+    For,
+    /// A cancel, a missing artifact, an attempt gone with no exit code (its pane, tmux
+    /// server or host went away, which says nothing of the CLI), a waiting worker.
+    Neither,
+}
+
+fn counts(status: WorkerStatus, code: Option<i32>, reason: &str) -> Counts {
+    match status {
+        WorkerStatus::Completed => Counts::For,
+        WorkerStatus::Timeout => Counts::Against,
+        WorkerStatus::Failed if reason.starts_with("stalled: ") => Counts::Against,
+        WorkerStatus::Failed if code.is_some_and(|c| c != 0) => Counts::Against,
+        _ => Counts::Neither,
+    }
+}
+
+/// Attempt `attempt` of `id` on `provider` ended with `status` (`code`, `reason`): count
+/// it; at [`OPEN_AFTER`] in a row open the provider (`RunRouting::failed`, a
+/// `provider-opened` event). Once it is open, every pending worker on it (this one when
+/// its retry is scheduled, and later retries of workers that were still running) moves to
+/// its next fallback provider; one with none stays, said once in the event. `command`
+/// workers have no breaker: a script's exit code is its verdict and it has no fallback.
+pub(super) fn note_end(
+    state: &mut RunState,
+    (id, attempt): (&str, u32),
+    provider: &str,
+    (status, code, reason): (WorkerStatus, Option<i32>, &str),
+    fx: &mut Effects,
+) {
+    if provider == "command" {
+        return;
+    }
+    match counts(status, code, reason) {
+        Counts::For => {
+            state.routing.failing.remove(provider);
+            return;
+        }
+        Counts::Neither => {}
+        Counts::Against => {
+            let n = state
+                .routing
+                .failing
+                .entry(provider.to_string())
+                .or_insert(0);
+            *n += 1;
+            let n = *n;
+            if n >= OPEN_AFTER && !state.routing.failed.contains_key(provider) {
+                let why = format!(
+                    "{provider}: circuit open: its last {n} attempts in this run ended in a timeout, a stall or a failing exit (the last: {reason})"
+                );
+                state
+                    .routing
+                    .failed
+                    .insert(provider.to_string(), why.clone());
+                fx.event(
+                    EventKind::ProviderOpened,
+                    Some((id, attempt)),
+                    "engine",
+                    why,
+                );
+            }
+        }
+    }
+    if state.routing.failed.contains_key(provider) {
+        move_pending(state, provider, fx);
+    }
+}
+
+/// Move every pending worker on the open `provider` to its next fallback.
+fn move_pending(state: &mut RunState, provider: &str, fx: &mut Effects) {
+    let why = state
+        .routing
+        .failed
+        .get(provider)
+        .cloned()
+        .unwrap_or_default();
+    let pending: Vec<String> = state
+        .workers
+        .iter()
+        .filter(|w| w.provider == provider && w.status == WorkerStatus::Pending)
+        .map(|w| w.id.clone())
+        .collect();
+    let mut stay = Vec::new();
+    for id in pending {
+        match super::exits::next_provider(state, &id) {
+            Some(next) => super::exits::switch(state, &id, &next, &why, fx),
+            None => stay.push(id),
+        }
+    }
+    let unsaid: Vec<String> = stay
+        .into_iter()
+        .filter(|id| {
+            state
+                .worker(id)
+                .and_then(|w| w.reason.as_deref())
+                .is_none_or(|r| !r.contains(NO_FALLBACK))
+        })
+        .collect();
+    for id in &unsaid {
+        if let Some(w) = state.worker_mut(id) {
+            let r = w.reason.take().unwrap_or_default();
+            w.reason = Some(
+                format!("{r}; {NO_FALLBACK} from {provider}")
+                    .trim_start_matches("; ")
+                    .to_string(),
+            );
+        }
+    }
+    if !unsaid.is_empty() {
+        fx.event(
+            EventKind::ProviderOpened,
+            None,
+            "engine",
+            format!(
+                "{} {NO_FALLBACK} from {provider}: {} stays on it (give a `fallback` in the team file)",
+                unsaid.join(", "),
+                if unsaid.len() == 1 { "it" } else { "they" }
+            ),
+        );
+    }
+}
+
+/// What the reason of a pending worker with no provider to move to says.
+const NO_FALLBACK: &str = "no fallback";
+
+#[cfg(test)]
+mod tests {
+    use chrono::Duration;
+
+    use crate::domain::{Fallback, WorkerStatus};
+    use crate::engine::tests::{launched, launches, run, t0};
+    use crate::engine::{update, Input, KillReason, RunMemory};
+
+    /// Three timeouts in a row on `slow` open it; the fourth worker starts on `quick`.
+    #[test]
+    fn three_timeouts_in_a_row_open_the_provider_and_the_next_worker_runs_on_its_fallback() {
+        let (mut s, mut mem) = (run(4, 1), RunMemory::default());
+        for w in s.workers.iter_mut() {
+            w.provider = "slow".into();
+            w.max_attempts = 1;
+            w.timeout_s = Some(10);
+        }
+        for i in 0..4 {
+            s.routing.fallbacks.insert(
+                format!("w{i}"),
+                vec![Fallback {
+                    provider: "quick".into(),
+                    model: None,
+                }],
+            );
+        }
+        update(&mut s, &mut mem, t0(), Input::Start);
+        let mut now = t0();
+        for i in 0..3 {
+            let id = format!("w{i}");
+            launched(&mut s, &mut mem, &id, 1, now);
+            now += Duration::seconds(11);
+            update(&mut s, &mut mem, now, Input::Tick);
+            assert!(mem
+                .kills
+                .get(&id)
+                .is_some_and(|k| k.0 == KillReason::Timeout));
+            let fx = update(
+                &mut s,
+                &mut mem,
+                now,
+                Input::Exited {
+                    worker: id.clone(),
+                    attempt: 1,
+                    code: 143,
+                    source: crate::domain::ExitSource::ExitFile,
+                    missing_artifacts: vec![],
+                    result: None,
+                    said: None,
+                    ended_at: None,
+                    question: None,
+                },
+            );
+            assert_eq!(s.worker(&id).unwrap().status, WorkerStatus::Timeout);
+            if i < 2 {
+                assert!(!s.routing.failed.contains_key("slow"), "after {}", i + 1);
+            } else {
+                assert_eq!(launches(&fx), [("w3".to_string(), 1)]);
+            }
+        }
+        let why = s.routing.failed.get("slow").expect("slow is open");
+        assert!(
+            why.contains("circuit open") && why.contains("last 3 attempts"),
+            "{why}"
+        );
+        assert_eq!(s.worker("w3").unwrap().provider, "quick");
+    }
+
+    #[test]
+    fn a_completed_attempt_between_failures_keeps_the_provider_closed() {
+        let mut s = run(1, 1);
+        let mut fx = crate::engine::Effects {
+            now: t0(),
+            out: vec![],
+        };
+        for status in [
+            WorkerStatus::Timeout,
+            WorkerStatus::Timeout,
+            WorkerStatus::Completed,
+            WorkerStatus::Timeout,
+            WorkerStatus::Timeout,
+            // Gone with no exit code (a killed tmux server) and cancels do not count.
+            WorkerStatus::Crashed,
+            WorkerStatus::Cancelled,
+        ] {
+            super::note_end(&mut s, ("w0", 1), "slow", (status, None, "x"), &mut fx);
+        }
+        assert!(!s.routing.failed.contains_key("slow"), "{:?}", s.routing);
+        assert_eq!(s.routing.failing.get("slow"), Some(&2));
+        // A stall and a failing exit count.
+        super::note_end(
+            &mut s,
+            ("w0", 1),
+            "slow",
+            (WorkerStatus::Failed, Some(1), "exit code 1"),
+            &mut fx,
+        );
+        assert!(s.routing.failed.contains_key("slow"));
+        // A command's exits are its verdicts: no breaker.
+        for _ in 0..5 {
+            super::note_end(
+                &mut s,
+                ("w0", 1),
+                "command",
+                (WorkerStatus::Failed, Some(1), "exit code 1"),
+                &mut fx,
+            );
+        }
+        assert!(!s.routing.failed.contains_key("command"));
+    }
+}
