@@ -48,6 +48,8 @@ pub fn plan(project: &Path, socket: &str, team: &Path, parallel: usize) -> (RunS
         max_attempts: Some(1),
         quiet: true,
         limits: Default::default(),
+        budget_usd: None,
+        budget_tokens: None,
     };
     crewmux::commands::plan::create_run(
         project,

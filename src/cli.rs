@@ -203,6 +203,14 @@ pub struct RunOptions {
     pub quiet: bool,
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// Stop the run once its workers' CLIs have spent this many US dollars (warned at
+    /// 80 %); costs a CLI does not report come from providers.toml's `prices`.
+    #[arg(long, value_name = "USD", allow_negative_numbers = true, value_parser = crate::cli_values::amount)]
+    pub budget_usd: Option<f64>,
+    /// Stop the run once its workers have used this many tokens, input and output (warned
+    /// at 80 %); a CLI that reports none counts an estimate (bytes / 4).
+    #[arg(long, value_name = "TOKENS", allow_negative_numbers = true, value_parser = crate::cli_values::whole_in::<u64>(1, u64::MAX))]
+    pub budget_tokens: Option<u64>,
 }
 
 /// Timeouts and stall detection for every worker that does not set its own (then the

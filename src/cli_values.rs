@@ -47,6 +47,18 @@ pub fn seconds(text: &str) -> Result<u64, String> {
         .map_err(|_| "use a whole number of seconds, e.g. 5".to_string())
 }
 
+/// A positive, finite amount (`--budget-usd 5`, `0.50`).
+///
+/// # Errors
+/// Text that is not such an amount, with the form to write.
+pub fn amount(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|a| a.is_finite() && *a > 0.0)
+        .ok_or_else(|| "use a positive amount of US dollars, e.g. 5 or 0.50".to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::{limit_seconds, seconds, whole_in};

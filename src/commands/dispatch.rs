@@ -150,6 +150,33 @@ fn print_plan(team: &ResolvedTeam, json: bool) -> Result<()> {
     Ok(())
 }
 
+/// `budget: $5.00 · 2000000 tokens; worst case 12 agent attempts before it stops (4
+/// workers × their max_attempts, + up to 2 fix rounds' fixers and critics)`: what the
+/// run may spend and how many attempts could spend it (no CLI takes a token limit per
+/// attempt, so the worst case is counted in attempts; the budget is what bounds it).
+fn budget_line(t: &ResolvedTeam) -> String {
+    let mut limits = Vec::new();
+    if let Some(u) = t.budget.usd {
+        limits.push(format!("${u:.2}"));
+    }
+    if let Some(n) = t.budget.tokens {
+        limits.push(format!("{n} tokens"));
+    }
+    let agents: Vec<&crate::team::resolved::ResolvedWorker> = t
+        .workers
+        .iter()
+        .filter(|w| w.provider != "command")
+        .collect();
+    let attempts: u32 = agents.iter().map(|w| w.max_attempts).sum();
+    format!(
+        "budget: {}; worst case {attempts} agent attempts ({} workers × their max_attempts), + up to {} fix rounds' fixers and {} critics each; it warns at 80 % and stops at 100 %\n\n",
+        limits.join(" · "),
+        agents.len(),
+        t.max_fix_rounds,
+        t.critics.len()
+    )
+}
+
 /// The human-readable decision.
 pub fn render(t: &ResolvedTeam) -> String {
     let mut out = format!(
@@ -172,6 +199,9 @@ pub fn render(t: &ResolvedTeam) -> String {
         t.max_fix_rounds,
         t.role.as_deref().unwrap_or("per agent")
     );
+    if t.budget.is_set() {
+        out.push_str(&budget_line(t));
+    }
     if !t.host_slots.is_empty() {
         let shares: Vec<String> = t.placed_slots().map(|(h, n)| format!("{h} {n}")).collect();
         out.push_str(&format!(

@@ -279,6 +279,10 @@ pub fn create_run_with(
         hosts_not_answering: Default::default(),
         inbox_read: Some(0),
         inputs: inputs.clone(),
+        budget: team.budget.is_set().then(|| crate::domain::BudgetState {
+            limit: team.budget,
+            ..Default::default()
+        }),
         clarification: ClarificationState::default(),
         clarify: clarify && team.clarify,
         checks: team.checks.clone(),

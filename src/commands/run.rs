@@ -72,6 +72,10 @@ pub fn run(args: RunArgs) -> Result<i32> {
     opts.hosts = args.hosts.clone();
     opts.sandbox = args.sandbox.map(Into::into);
     opts.only = args.only.clone();
+    opts.budget = crate::domain::Budget {
+        usd: args.options.budget_usd,
+        tokens: args.options.budget_tokens,
+    };
     // Bad input is refused before anything is printed or made; then the run's folder and
     // id come first, before routing probes the agent CLIs (seconds).
     let inputs = run_inputs(&args, &project)?;

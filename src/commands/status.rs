@@ -166,9 +166,12 @@ pub fn status_text_with(state: &RunState, driven: bool, down: &BTreeSet<String>)
         s.push_str(&format!("reason: {r}\n"));
     }
     let (usage, total) = crate::providers::output::run_usage(state);
-    if let Some(t) = total {
-        s.push_str(&format!("usage: {}\n", t.short()));
-    }
+    let budget = state
+        .budget
+        .as_ref()
+        .map(|b| format!("budget: {}\n", b.line()));
+    let usage_line = total.map(|t| format!("usage: {}\n", t.short()));
+    s.extend([usage_line, budget].into_iter().flatten());
     s.push_str(&driver_lines(state, driven));
     if state.clarification.pending {
         s.push_str(&format!(

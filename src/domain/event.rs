@@ -41,6 +41,10 @@ pub enum EventKind {
     /// A provider's attempts kept ending in timeouts, crashes or stalls: the circuit
     /// breaker opened it for the run (docs/failures.md "Circuit breaker").
     ProviderOpened,
+    /// The run has spent `domain::budget::WARN_AT` of its budget.
+    BudgetWarning,
+    /// The run's budget is spent: nothing more starts, the run ends `failed`.
+    BudgetSpent,
     ClarificationAnswered,
     GatePassed,
     StageChanged,
@@ -100,7 +104,7 @@ pub enum EventKind {
 }
 
 /// Every known kind, for parsing.
-const KNOWN: [EventKind; 52] = [
+const KNOWN: [EventKind; 54] = [
     EventKind::WorkerStarted,
     EventKind::WorkerRelaunched,
     EventKind::WorkerResumed,
@@ -124,6 +128,8 @@ const KNOWN: [EventKind; 52] = [
     EventKind::CredentialRotated,
     EventKind::ProviderSwitched,
     EventKind::ProviderOpened,
+    EventKind::BudgetWarning,
+    EventKind::BudgetSpent,
     EventKind::ClarificationAnswered,
     EventKind::GatePassed,
     EventKind::StageChanged,
@@ -182,6 +188,8 @@ impl EventKind {
             EventKind::CredentialRotated => "credential-rotated",
             EventKind::ProviderSwitched => "provider-switched",
             EventKind::ProviderOpened => "provider-opened",
+            EventKind::BudgetWarning => "budget-warning",
+            EventKind::BudgetSpent => "budget-spent",
             EventKind::ClarificationAnswered => "clarification-answered",
             EventKind::GatePassed => "gate-passed",
             EventKind::StageChanged => "stage-changed",

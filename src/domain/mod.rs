@@ -1,6 +1,7 @@
 //! Pure domain types shared by every layer: stages, workers, attempts, dispatch records,
 //! verdicts, council, clarification, team specs and the persisted run state.
 
+pub mod budget;
 pub mod clarification;
 pub mod council;
 pub mod event;
@@ -16,6 +17,7 @@ pub mod team;
 pub mod worker;
 pub mod workspace;
 
+pub use budget::{Budget, BudgetState, Spend};
 pub use clarification::{ClarificationGate, ClarificationState};
 pub use council::{council_status, Council, CouncilStatus, CriticVerdict, Verdict};
 pub use event::EventKind;

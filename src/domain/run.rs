@@ -146,6 +146,10 @@ pub struct RunState {
     /// `--context`, `--files`, `--expected-outcome` (sections of every agent's prompt).
     #[serde(default, skip_serializing_if = "super::RunInputs::is_empty")]
     pub inputs: super::RunInputs,
+    /// `--budget-usd`, `--budget-tokens`, `[budget]`: what the run may spend and has spent;
+    /// `None`: no budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<super::BudgetState>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }

@@ -75,6 +75,10 @@ pub struct TeamSpec {
     /// for a routed worker, none for a worker that names its provider.
     #[serde(default)]
     pub fallback: Vec<String>,
+    /// `[budget]`: what the run may spend (`usd`, `tokens`); `--budget-usd` and
+    /// `--budget-tokens` win. Default: no budget.
+    #[serde(default)]
+    pub budget: Option<super::Budget>,
 }
 
 /// One `[[critic]]`: an agent that reviews the team's results; its verdict is the last

@@ -161,6 +161,10 @@ fn killed_status(reason: KillReason, w: &WorkerState) -> (WorkerStatus, String) 
             WorkerStatus::Cancelled,
             "stopped: the work it judged has changed".to_string(),
         ),
+        KillReason::Budget => (
+            WorkerStatus::Cancelled,
+            "ended: the run's budget is spent (SIGTERM, grace, SIGKILL)".to_string(),
+        ),
     }
 }
 
@@ -267,6 +271,9 @@ pub(super) fn finish(state: &mut RunState, mem: &mut RunMemory, end: Ending, fx:
         at,
     } = end;
     let rejudge = matches!(mem.kills.remove(id), Some((KillReason::Rejudge, _)));
+    if state.budget.is_some() {
+        mem.spend_pending = true;
+    }
     let answered = mem.answered.remove(id).is_some();
     let cancelled_run = mem.cancelled;
     keep_unanswered_question(state, id, attempt, answered, fx);

@@ -71,6 +71,7 @@ pub(super) fn run(fixer: bool) -> RunState {
         hosts_not_answering: Default::default(),
         inbox_read: None,
         inputs: Default::default(),
+        budget: None,
         clarification: ClarificationState::default(),
         clarify: false,
         checks: vec![CheckSpec {

@@ -4,6 +4,7 @@
 
 pub mod approvals;
 mod breaker;
+mod budget;
 mod ending;
 mod exits;
 #[cfg(test)]
@@ -72,6 +73,8 @@ pub enum KillReason {
     /// A check or critic was still judging work that a steer has since changed (a worker
     /// added or retried): it ends, then judges the new work as a new attempt.
     Rejudge,
+    /// The run's budget is spent (`budget::on_spent`).
+    Budget,
 }
 
 impl KillReason {
@@ -85,6 +88,7 @@ impl KillReason {
             KillReason::Stalled => "stalled",
             KillReason::Rejudge => "rejudge",
             KillReason::QuestionTimeout => "question timeout",
+            KillReason::Budget => "budget",
         }
     }
 }
@@ -94,6 +98,9 @@ impl KillReason {
 pub enum Input {
     /// Start (or continue) the run: gate, then launch what can be launched.
     Start,
+    /// What the run's workers have spent so far (the driver sums every attempt's usage,
+    /// `lead::budget`): checked against the run's budget.
+    Spent(crate::domain::Spend),
     /// Periodic: timeouts and scheduling.
     Tick,
     /// The attempt's process is up.
@@ -298,6 +305,10 @@ pub enum Effect {
 /// A new process (`resume`) starts with an empty one (`RunMemory::default()`).
 #[derive(Debug, Default, Clone)]
 pub struct RunMemory {
+    /// An attempt ended in a run with a budget: nothing new starts until the driver has
+    /// summed the spend again (`Input::Spent`), so the attempt that spent the rest cannot
+    /// hand its slot to one the budget no longer allows.
+    pub spend_pending: bool,
     /// Last time each worker produced output.
     pub last_output: HashMap<String, DateTime<Utc>>,
     /// Kills asked for, by worker, and when.
@@ -368,6 +379,11 @@ pub fn update(
     }
     match input {
         Input::Start => stages::start(state, mem, &mut fx),
+        Input::Spent(spend) => {
+            mem.spend_pending = false;
+            budget::on_spent(state, mem, spend, &mut fx);
+            stages::advance(state, mem, &mut fx);
+        }
         Input::Tick => {
             kills::check_timeouts(state, mem, &mut fx);
             questions::check_deadlines(state, mem, &mut fx);

@@ -135,6 +135,11 @@ pub(super) fn advance(state: &mut RunState, mem: &mut RunMemory, fx: &mut Effect
     if state.status != RunStatus::Running || mem.offline {
         return;
     }
+    let spent = super::budget::exhausted(state);
+    if spent {
+        // A retry scheduled since, or a worker added: it will not start.
+        super::budget::cancel_pending(state, fx);
+    }
     loop {
         match state.stage {
             Stage::TeamPlan | Stage::Done => return,
@@ -149,10 +154,20 @@ pub(super) fn advance(state: &mut RunState, mem: &mut RunMemory, fx: &mut Effect
                             super::integrate::report_when_blocked(state, mem, fx);
                             return;
                         }
+                        if spent {
+                            // What completed is integrated; no council sits on a spent
+                            // budget (its critics would spend more): the report is next.
+                            request_report(mem, fx);
+                            return;
+                        }
                         enter(state, Stage::TeamVerify, fx);
                         add_checks(state);
                         mem.council_requested = false;
                         mem.report_requested = false;
+                    }
+                    _ if spent => {
+                        request_report(mem, fx);
+                        return;
                     }
                     _ => {
                         if state.council_round_pending() {
@@ -173,6 +188,14 @@ pub(super) fn advance(state: &mut RunState, mem: &mut RunMemory, fx: &mut Effect
                 }
             }
         }
+    }
+}
+
+/// Ask the driver for `report.md`, once.
+fn request_report(mem: &mut RunMemory, fx: &mut Effects) {
+    if !mem.report_requested {
+        mem.report_requested = true;
+        fx.push(Effect::WriteReport);
     }
 }
 
@@ -197,6 +220,9 @@ fn stage_done(state: &RunState) -> bool {
 /// A ready worker whose upstreams' branches are not merged into its worktree yet has them
 /// merged first (see `upstream_merge`).
 fn launch_pending(state: &mut RunState, mem: &mut RunMemory, fx: &mut Effects) {
+    if super::budget::exhausted(state) || mem.spend_pending {
+        return;
+    }
     let mut slots = state.parallel.max(1).saturating_sub(live_count(state));
     let ready = super::graph::launchable(state, fx);
     for i in ready {
@@ -485,6 +511,8 @@ pub(super) fn on_report(state: &mut RunState, path: PathBuf, bytes: u64, fx: &mu
         )
     } else if bytes == 0 {
         (RunStatus::Failed, Some("report.md is empty".to_string()))
+    } else if let Some(why) = state.budget.as_ref().and_then(|b| b.exhausted.clone()) {
+        (RunStatus::Failed, Some(why))
     } else {
         (RunStatus::Done, None)
     };

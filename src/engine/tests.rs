@@ -53,6 +53,7 @@ pub(crate) fn run(workers: usize, parallel: usize) -> RunState {
         hosts_not_answering: Default::default(),
         inbox_read: None,
         inputs: Default::default(),
+        budget: None,
         clarification: ClarificationState::default(),
         clarify: false,
         checks: vec![],

@@ -34,6 +34,11 @@ impl Driver {
                     self.applied += 1;
                     self.maybe_crash();
                 }
+                // An attempt ended in a run with a budget: its new sum comes next, before
+                // anything the ended attempt freed up starts.
+                if queue.is_empty() {
+                    queue.extend(self.spent_input());
+                }
             }
             if self.pending_launches.is_empty()
                 || batches == 1

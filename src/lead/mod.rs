@@ -15,6 +15,7 @@
 
 mod adopt;
 mod apply;
+mod budget;
 pub(crate) mod controls;
 mod launching;
 mod offline;
@@ -251,6 +252,8 @@ pub struct Driver {
     in_flight_at: Instant,
     /// Results taken before their attempt's marker was in `output.log` (see `result`).
     retakes: retake::Retakes,
+    /// When the run's spend was last summed for its budget (`budget`).
+    spend_at: Option<Instant>,
     /// Tests: panic (a crash: nothing more is saved) once `applied` reaches this count;
     /// with `true`, the state is saved first (a crash right after a save).
     #[cfg(test)]

@@ -114,6 +114,7 @@ pub(super) fn scripted(tmp: &std::path::Path) -> (RunStore, RunState, FakeWorld)
         hosts_not_answering: Default::default(),
         inbox_read: None,
         inputs: Default::default(),
+        budget: None,
         created_at: now,
         updated_at: now,
     };

@@ -70,7 +70,8 @@ impl Default for NotifyWays {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Notification {
-    /// `question`, `clarification`, `council-blocked` or `run-ended`; also the command's
+    /// `question`, `clarification`, `budget` (its warning and its end), `council-blocked` or
+    /// `run-ended`; also the command's
     /// `CREWMUX_EVENT`.
     pub kind: &'static str,
     /// The run's id; also the command's `CREWMUX_RUN`.
@@ -98,6 +99,9 @@ impl Notification {
                 ("question", format!("{w} asks: {}", e.message), Some(w))
             }
             EventKind::RunHalted => ("clarification", e.message.clone(), None),
+            EventKind::BudgetWarning | EventKind::BudgetSpent => {
+                ("budget", e.message.clone(), None)
+            }
             EventKind::Council if e.message == "blocked" => {
                 ("council-blocked", "the council blocked".to_string(), None)
             }

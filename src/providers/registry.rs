@@ -110,7 +110,7 @@ impl Registry {
                     for (k, v) in fields {
                         match (k.as_str(), v, target.get_mut(k)) {
                             (
-                                "auth" | "models" | "env" | "exit_codes",
+                                "auth" | "models" | "env" | "exit_codes" | "prices",
                                 toml::Value::Table(sub),
                                 Some(toml::Value::Table(old)),
                             ) => {

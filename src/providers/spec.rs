@@ -29,6 +29,31 @@ pub enum ProviderKind {
     Sim,
 }
 
+/// One model's price, US dollars per million tokens, as a vendor's price list gave it on
+/// `date` (`source` says where). Every field is required: a price without its date cannot
+/// be told stale.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input_usd_per_mtok: f64,
+    pub output_usd_per_mtok: f64,
+    /// When the price was read (`2026-11-30`).
+    pub date: String,
+    /// Where it was read (a price list's name or address).
+    pub source: String,
+}
+
+impl ProviderSpec {
+    /// The dollars `input` and `output` tokens cost on `model` (else the `"*"` price);
+    /// `None` without a price.
+    pub fn cost_of(&self, model: Option<&str>, input: u64, output: u64) -> Option<f64> {
+        let p = model
+            .and_then(|m| self.prices.get(m))
+            .or_else(|| self.prices.get("*"))?;
+        Some((input as f64 * p.input_usd_per_mtok + output as f64 * p.output_usd_per_mtok) / 1e6)
+    }
+}
+
 /// How the packaged prompt reaches the agent. Never as text inlined into argv.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
@@ -125,6 +150,11 @@ pub struct ProviderSpec {
     pub api_key_env: Option<String>,
     /// Model role → model.
     pub models: BTreeMap<String, String>,
+    /// Model → its price, for a CLI that reports tokens but no cost (`[providers.codex.
+    /// prices."gpt-5"]`; `"*"` for any model); budgets count dollars from it. The built-in
+    /// file ships none (no vendor's price list could be checked where it was written): add
+    /// yours with its date and source.
+    pub prices: BTreeMap<String, Price>,
     pub domains: Vec<String>,
     /// 0 (free) .. 3 (expensive).
     pub cost_tier: u8,

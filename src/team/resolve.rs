@@ -55,6 +55,8 @@ pub struct ResolveOptions {
     pub sandbox: Option<crate::domain::SandboxMode>,
     /// `--only`: run just these workers of the team (the others are `not-run`); empty: all.
     pub only: Vec<String>,
+    /// `--budget-usd`, `--budget-tokens`: each limit given wins over the team's `[budget]`.
+    pub budget: crate::domain::Budget,
 }
 
 impl ResolveOptions {
@@ -73,6 +75,7 @@ impl ResolveOptions {
             max_fix_rounds: None,
             max_attempts: None,
             limits: LimitFlags::default(),
+            budget: crate::domain::Budget::default(),
             env: EnvSnapshot::current(),
             probe: ProbeOptions {
                 skip_version: true,
@@ -215,6 +218,13 @@ pub fn check(opts: &ResolveOptions) -> Result<CheckedTeam> {
         .unwrap_or(DEFAULT_PARALLEL);
     if !(1..=256).contains(&parallel) {
         return Err(Error::Usage(format!("--parallel {parallel}: use 1..=256")));
+    }
+    opts.budget
+        .check("--budget-usd", "--budget-tokens")
+        .map_err(Error::Usage)?;
+    if let Some(b) = &loaded.spec.budget {
+        b.check("[budget] usd", "[budget] tokens")
+            .map_err(|e| Error::Usage(format!("{}: {e}", loaded.source)))?;
     }
     let left_out = only(&mut loaded.spec, &opts.only, &loaded.source)?;
     let mut templates = Vec::with_capacity(loaded.spec.workers.len());

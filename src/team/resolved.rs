@@ -119,6 +119,8 @@ impl ResolvedWorker {
 #[derive(Debug, Clone, Serialize)]
 pub struct ResolvedTeam {
     pub name: String,
+    /// What the run may spend: `--budget-usd`/`--budget-tokens`, else the team's `[budget]`.
+    pub budget: crate::domain::Budget,
     /// `mode:ccg` or the team file path.
     pub source: String,
     /// The run target: `codex`, `gemini`, `ccg` or a provider name.

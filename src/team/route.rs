@@ -114,7 +114,12 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
     let (target_used, target_reason) = target_use(opts, spec, target_reason);
     let clarify = reads_the_problem(spec, &workers, &registry);
     let sandbox = team_sandbox(spec, &workers);
+    let team_budget = spec.budget.unwrap_or_default();
     Ok(ResolvedTeam {
+        budget: crate::domain::Budget {
+            usd: opts.budget.usd.or(team_budget.usd),
+            tokens: opts.budget.tokens.or(team_budget.tokens),
+        },
         name: spec.name.clone().unwrap_or_else(|| loaded.source.clone()),
         source: loaded.source.clone(),
         target,

@@ -143,6 +143,7 @@ pub fn crazy_run() -> RunState {
         hosts_not_answering: Default::default(),
         inbox_read: None,
         inputs: Default::default(),
+        budget: None,
         council: Council::from_verdicts(vec![
             verdict(
                 "skeptic",

@@ -39,6 +39,27 @@ fn header_panel() {
     insta::assert_snapshot!(render_panel(header::render, 100, 3, &view(&run, &ui, &[])));
 }
 
+/// A run past the budget's warning: `budget 83 %~` in yellow (part of it estimated).
+#[test]
+fn header_panel_with_a_budget_past_its_warning() {
+    let mut run = fixtures::crazy_run();
+    run.budget = Some(crate::domain::BudgetState {
+        limit: crate::domain::Budget {
+            usd: Some(5.0),
+            tokens: Some(2_000_000),
+        },
+        spent: crate::domain::Spend {
+            tokens: 1_660_000,
+            usd: 1.2,
+            estimated: true,
+        },
+        warned: true,
+        exhausted: None,
+    });
+    let ui = UiState::default();
+    insta::assert_snapshot!(render_panel(header::render, 120, 3, &view(&run, &ui, &[])));
+}
+
 #[test]
 fn header_panel_halted_at_team_plan() {
     let run = fixtures::halted_run();

@@ -29,6 +29,7 @@ mod after_run;
 mod auth_sources;
 mod bench_smoke;
 mod breaker;
+mod budget;
 mod cancel_grace;
 mod chaos;
 mod cleanup;

@@ -80,6 +80,7 @@ impl Driver {
                 .into_iter()
                 .filter(|g| self.is_current(g, &looked.polled)),
         );
+        inputs.extend(self.spent_input());
         inputs.push(Input::Tick);
         // The screen of the attempt focused now, not of one focused before.
         let same_focus = match (&looked.focus, &focus_target) {

@@ -23,6 +23,30 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
 
     let usage = crate::tui::usage::run_usage(run);
     let mut right = super::roster_usage::header_spans(usage.1.as_ref());
+    if let Some(b) = &run.budget {
+        // `budget 62 %` (yellow from the warning on, red once spent); the full line is in
+        // the Log and `crewmux status`.
+        let share = b.share();
+        let style = if b.exhausted.is_some() || share >= 1.0 {
+            Style::default().fg(Color::Red).bold()
+        } else if share >= crate::domain::budget::WARN_AT {
+            Style::default().fg(Color::Yellow).bold()
+        } else {
+            Style::default()
+        };
+        right.extend([
+            label("budget "),
+            Span::styled(
+                format!(
+                    "{:.0} %{}",
+                    share * 100.0,
+                    if b.spent.estimated { "~" } else { "" }
+                ),
+                style,
+            ),
+            Span::raw("  "),
+        ]);
+    }
     right.extend([
         Span::styled(run.status.as_str(), run_status_style(run.status)),
         label("  council "),
