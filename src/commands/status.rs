@@ -147,6 +147,17 @@ fn reason_or_signal(w: &crate::domain::WorkerState) -> String {
     }
 }
 
+/// `usage: …` (what the CLIs reported) and `budget: …` (the run's budget, as summed for
+/// it), each only when there is one.
+fn spend_lines(state: &RunState, total: Option<crate::providers::output::Usage>) -> String {
+    let usage = total.map(|t| format!("usage: {}\n", t.short()));
+    let budget = state
+        .budget
+        .as_ref()
+        .map(|b| format!("budget: {}\n", b.line()));
+    [usage, budget].into_iter().flatten().collect()
+}
+
 /// [`status_text`] with the SSH hosts that did not answer (`down`): their live workers
 /// read `unknown (host box not answering)`, not the status last saved.
 pub fn status_text_with(state: &RunState, driven: bool, down: &BTreeSet<String>) -> String {
@@ -166,12 +177,7 @@ pub fn status_text_with(state: &RunState, driven: bool, down: &BTreeSet<String>)
         s.push_str(&format!("reason: {r}\n"));
     }
     let (usage, total) = crate::providers::output::run_usage(state);
-    let budget = state
-        .budget
-        .as_ref()
-        .map(|b| format!("budget: {}\n", b.line()));
-    let usage_line = total.map(|t| format!("usage: {}\n", t.short()));
-    s.extend([usage_line, budget].into_iter().flatten());
+    s.push_str(&spend_lines(state, total));
     s.push_str(&driver_lines(state, driven));
     if state.clarification.pending {
         s.push_str(&format!(
