@@ -414,9 +414,10 @@ pub enum SteerCommand {
         task_file: Option<PathBuf>,
     },
     /// Type a line of text into a running worker's pane, then Enter (a waiting worker
-    /// takes it as its answer).
+    /// takes it as its answer); an agent's worker that has ended starts its next attempt
+    /// with it, continuing its conversation.
     Send {
-        /// The running worker.
+        /// The worker: running, waiting, or an agent's worker that has ended.
         worker: String,
         /// The text to type.
         text: String,

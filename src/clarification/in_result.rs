@@ -34,7 +34,10 @@ pub fn closing_question(result: &str) -> Option<String> {
             '*' | '_' | '`' | '"' | '\'' | ')' | ']' | '»' | '”' | '’'
         ) || c.is_whitespace()
     });
-    if !bare.ends_with('?') {
+    // `?` or the full-width `？` (CJK text), after at least one word: a paragraph that is
+    // only a question mark asks nothing.
+    let body = bare.strip_suffix('?').or_else(|| bare.strip_suffix('？'))?;
+    if !body.chars().any(char::is_alphanumeric) {
         return None;
     }
     // A heading (`## Open questions?`) or a quoted line is not the agent asking.
@@ -99,6 +102,10 @@ mod tests {
             closing_question("Done.\n\n- Keep the old API?").as_deref(),
             Some("Keep the old API?")
         );
+        assert_eq!(
+            closing_question("完成。\n\n要更新 README 吗？").as_deref(),
+            Some("要更新 README 吗？")
+        );
     }
 
     #[test]
@@ -112,6 +119,8 @@ mod tests {
             None
         );
         assert_eq!(closing_question(""), None);
+        assert_eq!(closing_question("Done.\n\n?"), None, "a bare question mark");
+        assert_eq!(closing_question("Done.\n\n**?**"), None);
         assert_eq!(closing_question("   \n\n  "), None);
         // A heading or a quote that ends with `?`, and code, are not the agent asking.
         assert_eq!(closing_question("Done.\n\n## What next?"), None);

@@ -114,6 +114,15 @@ pub fn answer(args: AnswerArgs) -> Result<i32> {
                 .and_then(|x| x.pending.as_ref())
                 .is_some_and(|p| p.tool_call.is_some());
             let run = state.run_id.clone();
+            let in_result = state.worker(w).is_some_and(|x| x.waits_on_its_result());
+            if in_result {
+                // Its attempt is over: the answer is kept and starts the next one.
+                offline_driver(&store, state)?.answer_now(Some(w.clone()), text.clone())?;
+                crate::errln!(
+                    "crewmux: answer saved for {w}'s next attempt, which starts when the run is continued: crewmux attach {run} (or crewmux resume {run} --headless)"
+                );
+                return Ok(0);
+            }
             if by_tool {
                 offline_driver(&store, state)?.answer_now(Some(w.clone()), text.clone())?;
                 crate::errln!("crewmux: answer sent to {w}'s ask; {}", go_on(&run));

@@ -77,26 +77,66 @@ pub(super) fn note_end(
                     "engine",
                     why,
                 );
+                move_pending(state, provider, true, fx);
+                return;
             }
         }
     }
     if state.routing.failed.contains_key(provider) {
-        move_pending(state, provider, fx);
+        move_pending(state, provider, false, fx);
     }
 }
 
-/// Move every pending worker on the open `provider` to its next fallback.
-fn move_pending(state: &mut RunState, provider: &str, fx: &mut Effects) {
+/// Before a launch: a worker whose provider is out of the run (the breaker opened it, or
+/// it failed with a declared exit code) moves to its next fallback, or for a fixer with
+/// none of its own, to the first usable fallback of any worker (`exits::fixer_route`); one
+/// with nowhere to go starts where it is. This catches what was pending when the provider
+/// went out and what became pending since (a retry, text sent to an ended worker, a merge
+/// fixer).
+pub(super) fn before_launch(state: &mut RunState, id: &str, fx: &mut Effects) {
+    let Some(w) = state.worker(id) else {
+        return;
+    };
+    let provider = w.provider.clone();
+    let Some(why) = state.routing.failed.get(&provider).cloned() else {
+        return;
+    };
+    if provider == "command" {
+        return;
+    }
+    let next = super::exits::next_provider(state, id).or_else(|| {
+        match (w.kind, super::exits::fixer_route(state, &provider)) {
+            (crate::domain::WorkerKind::Fixer, super::exits::FixerRoute::Move(f)) => Some(f),
+            _ => None,
+        }
+    });
+    if let Some(next) = next {
+        super::exits::switch(state, id, &next, &why, fx);
+    }
+}
+
+/// Move every pending worker on the open `provider` to its next fallback, and every one
+/// the engine has asked to start that has not started yet (no dispatch record for its
+/// attempt: the driver prepares a launch from the state when it carries it out). On
+/// `opening`, the workers that have nowhere to go are said once.
+fn move_pending(state: &mut RunState, provider: &str, opening: bool, fx: &mut Effects) {
     let why = state
         .routing
         .failed
         .get(provider)
         .cloned()
         .unwrap_or_default();
+    let not_started = |w: &crate::domain::WorkerState| {
+        w.status == WorkerStatus::Starting
+            && !state
+                .dispatches
+                .iter()
+                .any(|d| d.worker_id == w.id && d.attempt == w.attempt)
+    };
     let pending: Vec<String> = state
         .workers
         .iter()
-        .filter(|w| w.provider == provider && w.status == WorkerStatus::Pending)
+        .filter(|w| w.provider == provider && (w.status == WorkerStatus::Pending || not_started(w)))
         .map(|w| w.id.clone())
         .collect();
     let mut stay = Vec::new();
@@ -106,25 +146,7 @@ fn move_pending(state: &mut RunState, provider: &str, fx: &mut Effects) {
             None => stay.push(id),
         }
     }
-    let unsaid: Vec<String> = stay
-        .into_iter()
-        .filter(|id| {
-            state
-                .worker(id)
-                .and_then(|w| w.reason.as_deref())
-                .is_none_or(|r| !r.contains(NO_FALLBACK))
-        })
-        .collect();
-    for id in &unsaid {
-        if let Some(w) = state.worker_mut(id) {
-            let r = w.reason.take().unwrap_or_default();
-            w.reason = Some(
-                format!("{r}; {NO_FALLBACK} from {provider}")
-                    .trim_start_matches("; ")
-                    .to_string(),
-            );
-        }
-    }
+    let unsaid = if opening { stay } else { Vec::new() };
     if !unsaid.is_empty() {
         fx.event(
             EventKind::ProviderOpened,
@@ -208,6 +230,55 @@ mod tests {
             "{why}"
         );
         assert_eq!(s.worker("w3").unwrap().provider, "quick");
+    }
+
+    /// Three at once time out together: the retries the first two were given before the
+    /// third opened the provider have not started yet, and go to the fallback too.
+    #[test]
+    fn retries_asked_for_before_the_provider_opened_but_not_started_move_too() {
+        let (mut s, mut mem) = (run(3, 3), RunMemory::default());
+        for w in s.workers.iter_mut() {
+            w.provider = "slow".into();
+            w.max_attempts = 2;
+        }
+        for i in 0..3 {
+            s.routing.fallbacks.insert(
+                format!("w{i}"),
+                vec![Fallback {
+                    provider: "quick".into(),
+                    model: None,
+                }],
+            );
+        }
+        update(&mut s, &mut mem, t0(), Input::Start);
+        for i in 0..3 {
+            launched(&mut s, &mut mem, &format!("w{i}"), 1, t0());
+        }
+        for i in 0..3 {
+            update(
+                &mut s,
+                &mut mem,
+                t0(),
+                Input::Exited {
+                    worker: format!("w{i}"),
+                    attempt: 1,
+                    code: 1,
+                    source: crate::domain::ExitSource::ExitFile,
+                    missing_artifacts: vec![],
+                    result: None,
+                    said: None,
+                    ended_at: None,
+                    question: None,
+                },
+            );
+        }
+        assert!(s.routing.failed.contains_key("slow"));
+        for w in &s.workers {
+            assert_eq!(
+                (w.id.as_str(), w.provider.as_str()),
+                (w.id.as_str(), "quick")
+            );
+        }
     }
 
     #[test]

@@ -243,6 +243,7 @@ fn launch_pending(state: &mut RunState, mem: &mut RunMemory, fx: &mut Effects) {
             continue;
         }
         slots -= 1;
+        super::breaker::before_launch(state, &id, fx);
         let w = &mut state.workers[i];
         w.attempt += 1;
         w.status = WorkerStatus::Starting;

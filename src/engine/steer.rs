@@ -147,7 +147,7 @@ pub fn check(state: &RunState, steer: &Steer) -> Result<(), String> {
             if !matches!(w.status, WorkerStatus::Running | WorkerStatus::Waiting) && !goes_on {
                 return Err(match w.status {
                     s if s.is_terminal() && w.provider == "command" => format!(
-                        "{worker} is {s} and runs a command, which has no conversation to go on with: retry it instead (r)"
+                        "{worker} is {s} and runs a command, which has no conversation to go on with: retry it instead (r, or crewmux steer RUN retry {worker})"
                     ),
                     s if s.is_terminal() => format!(
                         "{worker} is {s} and part of the council: it judges again when a worker is retried"

@@ -139,6 +139,40 @@ impl CheckedTeam {
     }
 }
 
+/// Every `fallback` of the team file names an agent provider (not `command`, which runs a
+/// team file's argv), and no `command` worker has one.
+///
+/// # Errors
+/// One line naming the team file, the worker (or the top level) and the value.
+fn check_fallbacks(loaded: &LoadedTeam, registry: &Registry) -> Result<()> {
+    let file = &loaded.source;
+    let bad = |f: &str| match registry.get(f) {
+        None => Some(format!(
+            "fallback `{f}` is no provider: use one of {} (or define it in providers.toml)",
+            registry.names().collect::<Vec<_>>().join(", ")
+        )),
+        Some(s) if s.kind == crate::providers::ProviderKind::Command => Some(format!(
+            "fallback `{f}` runs a team file's argv, not an agent's task: name an agent provider"
+        )),
+        Some(_) => None,
+    };
+    if let Some(why) = loaded.spec.fallback.iter().find_map(|f| bad(f)) {
+        return Err(Error::Usage(format!("{file}: top-level {why}")));
+    }
+    for w in &loaded.spec.workers {
+        if let Some(why) = w.fallback.iter().find_map(|f| bad(f)) {
+            return Err(Error::Usage(format!("{file}: worker `{}`: {why}", w.id)));
+        }
+        if w.provider.as_deref() == Some("command") && !w.fallback.is_empty() {
+            return Err(Error::Usage(format!(
+                "{file}: worker `{}` runs a command, which has no fallback: remove its `fallback`",
+                w.id
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Check the options and load the team (the fast half of [`resolve`]).
 ///
 /// # Errors
@@ -226,6 +260,7 @@ pub fn check(opts: &ResolveOptions) -> Result<CheckedTeam> {
         b.check("[budget] usd", "[budget] tokens")
             .map_err(|e| Error::Usage(format!("{}: {e}", loaded.source)))?;
     }
+    check_fallbacks(&loaded, &registry)?;
     let left_out = only(&mut loaded.spec, &opts.only, &loaded.source)?;
     let mut templates = Vec::with_capacity(loaded.spec.workers.len());
     for w in &loaded.spec.workers {

@@ -432,6 +432,14 @@ pub fn map_key(ui: &UiState, key: KeyEvent) -> Option<Action> {
     // Terminals report BackTab with or without SHIFT and uppercase letters with SHIFT:
     // compare on Ctrl/Alt only.
     let mods = key.modifiers & (KeyModifiers::CONTROL | KeyModifiers::ALT);
+    if ui.typing_on && mods.is_empty() {
+        match key.code {
+            KeyCode::Char(c) => return Some(Action::InsertChar(c)),
+            KeyCode::Backspace => return Some(Action::DeleteBack),
+            KeyCode::Enter | KeyCode::Esc => return Some(Action::Back),
+            _ => {}
+        }
+    }
     for map in keymaps(ui) {
         if let Some(b) = map.iter().find(|b| b.code == key.code && b.mods == mods) {
             return Some(b.action);

@@ -179,6 +179,10 @@ impl InputLine {
 /// The dashboard's UI state: everything the view needs that is not the run itself.
 /// Changed only by [`crate::tui::update`]; read by [`crate::tui::draw`].
 pub struct UiState {
+    /// The question the person was typing an answer to went away while they typed (it was
+    /// answered elsewhere or timed out): the keys that follow keep going into the kept text,
+    /// never to the roster as hotkeys, until Enter or Esc, which send nothing.
+    pub typing_on: bool,
     pub focus: Focus,
     /// Index into `RunState::workers` of the selected worker (clamped when drawing).
     pub selected: usize,
@@ -257,6 +261,7 @@ impl UiState {
 impl Default for UiState {
     fn default() -> Self {
         UiState {
+            typing_on: false,
             focus: Focus::Roster,
             selected: 0,
             output_scroll: 0,

@@ -50,7 +50,11 @@ pub enum UiEffect {
 /// action did nothing (no pane to attach, no question pending, ...).
 pub fn update(ui: &mut UiState, run: &RunState, action: Action) -> Vec<UiEffect> {
     let before = ui.selected_worker(run).map(|w| w.id.clone());
-    let mut effects = apply(ui, run, action);
+    let mut effects = if ui.typing_on && typed_on(ui, action) {
+        Vec::new()
+    } else {
+        apply(ui, run, action)
+    };
     if let Some(now) = ui.selected_worker(run) {
         if before.as_deref() != Some(now.id.as_str()) {
             effects.insert(
@@ -62,6 +66,27 @@ pub fn update(ui: &mut UiState, run: &RunState, action: Action) -> Vec<UiEffect>
         }
     }
     effects
+}
+
+/// While [`UiState::typing_on`]: the key goes into the kept text (true), or ends the
+/// typing (Enter, Esc: true, nothing sent; any other key: false, it acts as usual).
+fn typed_on(ui: &mut UiState, action: Action) -> bool {
+    match action {
+        Action::InsertChar(c) => ui.input.insert(c),
+        Action::DeleteBack => ui.input.delete_back(),
+        Action::Back => {
+            ui.typing_on = false;
+            ui.notice = Some(
+                "not sent: nothing waits for that answer any more; your text is kept (a to reuse, Ctrl-C clears)"
+                    .into(),
+            );
+        }
+        _ => {
+            ui.typing_on = false;
+            return false;
+        }
+    }
+    true
 }
 
 fn apply(ui: &mut UiState, run: &RunState, action: Action) -> Vec<UiEffect> {
@@ -182,14 +207,18 @@ pub fn reconcile(ui: &mut UiState, run: &RunState) {
             };
             ui.answering = None;
             ui.denying = false;
+            let typing = ui.focus == Focus::Clarification && !ui.input.is_empty();
             if ui.focus == Focus::Clarification {
                 ui.focus = Focus::Roster;
             }
             if !ui.input.is_empty() {
                 ui.notice = Some(format!(
-                    "{who} no longer needs an answer; your text is kept (a to reuse, Ctrl-C clears)"
+                    "{who} no longer needs an answer; your text is kept (a to reuse, Ctrl-C clears){}",
+                    if typing { "; Enter or Esc finishes it, nothing is sent" } else { "" }
                 ));
             }
+            // Keys still on their way belong to the text, not to the roster.
+            ui.typing_on = typing;
         }
     }
     if ui.focus == Focus::Clarification && ui.pending_question(run).is_none() {

@@ -354,9 +354,23 @@ fn reconcile_leaves_the_input_when_its_question_was_answered_elsewhere() {
         .as_deref()
         .unwrap()
         .contains("the run no longer needs an answer"));
+    // The keys still on their way go into the kept text, never to the roster as hotkeys
+    // (`s` would open the send line, `c` cancel); Enter finishes it and sends nothing.
+    let mut k = typed(" sides");
+    k.push(KeyCode::Enter);
+    let fx = keys(&mut ui, &run, &k);
+    assert!(fx.is_empty(), "{fx:?}");
+    assert_eq!(ui.input.text(), "both sides");
+    assert!(ui.form.is_none());
+    assert!(
+        ui.notice.as_deref().unwrap().starts_with("not sent"),
+        "{:?}",
+        ui.notice
+    );
     // The waiting worker's question is next; `a` opens it with the kept text.
     keys(&mut ui, &run, &[KeyCode::Char('a')]);
     assert_eq!(ui.answering, Some(AnswerTarget::Worker("frontend".into())));
+    assert_eq!(ui.input.text(), "both sides");
 }
 
 #[test]

@@ -81,6 +81,11 @@ fn a_fallback_that_is_no_provider_is_one_line_and_nothing_runs() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("fallback `nosuch` is no provider"), "{err}");
+    assert_eq!(
+        err.trim().lines().count(),
+        1,
+        "one line, before any run is planned: {err}"
+    );
     let runs = t.path().join(".crewmux/runs");
     let made = std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0);
     assert_eq!(made, 0, "no run folder is left");

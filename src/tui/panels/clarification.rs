@@ -96,7 +96,7 @@ fn pending_lines(
     }
     if p.from_result {
         out.push(Line::from(Span::styled(
-            "from its result: an answer starts its next attempt in the same conversation",
+            "from its result: an answer starts its next attempt, resumed where its CLI can",
             dim,
         )));
     }
