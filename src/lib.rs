@@ -9,6 +9,7 @@ pub mod backend;
 pub mod clarification;
 pub mod cli;
 pub mod cli_error;
+pub mod cli_limits;
 pub mod cli_values;
 pub mod commands;
 pub mod config;

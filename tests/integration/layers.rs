@@ -7,7 +7,7 @@
 //! | 1 engine | `engine` | the pure state machine of a run |
 //! | 2 adapters | `backend`, `tmux`, `process`, `store`, `launch`, `providers`, `creds`, `team`, `clarification`, `council`, `logging`, `workspace`, `hosts`, `mcp`, `notify`, `sandbox` | files, processes, tmux, agent CLIs, team files, the clarification gate and waiting detection, the council's critics and report, git worktrees, SSH hosts, the agents' MCP server, notifications, the fence's bwrap argv |
 //! | 3 lead | `lead`, `dashboard` | the run's lead (the loop joining engine and adapters) and the dashboard's side of a run (following the lead from its files, sending requests) |
-//! | 4 edge | `cli`, `cli_error`, `cli_values`, `commands`, `tui`, `sim` | what the binary runs: flags, commands, the dashboard, the simulated agent |
+//! | 4 edge | `cli`, `cli_error`, `cli_limits`, `cli_values`, `commands`, `tui`, `sim` | what the binary runs: flags, commands, the dashboard, the simulated agent |
 //!
 //! Two rules sit on top of the layers:
 //! - The concrete multiplexers (`tmux`, `process`, and the `tmux_interface` crate) are reached
@@ -59,6 +59,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("dashboard", 3),
     ("cli", 4),
     ("cli_error", 4),
+    ("cli_limits", 4),
     ("cli_values", 4),
     ("commands", 4),
     ("config", 4),
