@@ -211,7 +211,7 @@ pub struct RunOptions {
     pub budget_usd: Option<f64>,
     /// Stop the run once its workers have used this many tokens, input and output (warned
     /// at 80 %); a CLI that reports none counts an estimate (bytes / 4).
-    #[arg(long, value_name = "TOKENS", allow_negative_numbers = true, value_parser = crate::cli_values::whole_in::<u64>(1, u64::MAX))]
+    #[arg(long, value_name = "TOKENS", allow_negative_numbers = true, value_parser = crate::cli_values::tokens)]
     pub budget_tokens: Option<u64>,
 }
 

@@ -59,6 +59,19 @@ pub fn amount(text: &str) -> Result<f64, String> {
         .ok_or_else(|| "use a positive amount of US dollars, e.g. 5 or 0.50".to_string())
 }
 
+/// A positive whole number of tokens (`--budget-tokens 2000000`).
+///
+/// # Errors
+/// Text that is not such a number, with the form to write.
+pub fn tokens(text: &str) -> Result<u64, String> {
+    text.trim()
+        .replace('_', "")
+        .parse::<u64>()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| "use a positive whole number of tokens, e.g. 2000000".to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::{limit_seconds, seconds, whole_in};

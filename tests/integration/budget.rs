@@ -84,7 +84,11 @@ fn a_budget_of_zero_or_less_is_one_line_and_nothing_is_made() {
     for (flag, value, says) in [
         ("--budget-usd", "0", "use a positive amount of US dollars"),
         ("--budget-usd", "-2", "use a positive amount of US dollars"),
-        ("--budget-tokens", "0", "use a whole number 1..="),
+        (
+            "--budget-tokens",
+            "0",
+            "use a positive whole number of tokens",
+        ),
     ] {
         let out = t
             .run("Write the notes")
