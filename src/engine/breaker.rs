@@ -169,7 +169,7 @@ mod tests {
     use chrono::Duration;
 
     use crate::domain::{Fallback, WorkerStatus};
-    use crate::engine::tests::{launched, launches, run, t0};
+    use crate::engine::tests::{exited, launched, launches, run, t0};
     use crate::engine::{update, Input, KillReason, RunMemory};
 
     /// Three timeouts in a row on `slow` open it; the fourth worker starts on `quick`.
@@ -201,22 +201,7 @@ mod tests {
                 .kills
                 .get(&id)
                 .is_some_and(|k| k.0 == KillReason::Timeout));
-            let fx = update(
-                &mut s,
-                &mut mem,
-                now,
-                Input::Exited {
-                    worker: id.clone(),
-                    attempt: 1,
-                    code: 143,
-                    source: crate::domain::ExitSource::ExitFile,
-                    missing_artifacts: vec![],
-                    result: None,
-                    said: None,
-                    ended_at: None,
-                    question: None,
-                },
-            );
+            let fx = exited(&mut s, &mut mem, &id, 1, 143);
             assert_eq!(s.worker(&id).unwrap().status, WorkerStatus::Timeout);
             if i < 2 {
                 assert!(!s.routing.failed.contains_key("slow"), "after {}", i + 1);
@@ -255,22 +240,7 @@ mod tests {
             launched(&mut s, &mut mem, &format!("w{i}"), 1, t0());
         }
         for i in 0..3 {
-            update(
-                &mut s,
-                &mut mem,
-                t0(),
-                Input::Exited {
-                    worker: format!("w{i}"),
-                    attempt: 1,
-                    code: 1,
-                    source: crate::domain::ExitSource::ExitFile,
-                    missing_artifacts: vec![],
-                    result: None,
-                    said: None,
-                    ended_at: None,
-                    question: None,
-                },
-            );
+            exited(&mut s, &mut mem, &format!("w{i}"), 1, 1);
         }
         assert!(s.routing.failed.contains_key("slow"));
         for w in &s.workers {

@@ -95,7 +95,7 @@ mod tests {
     use std::path::PathBuf;
 
     use crate::domain::{Budget, BudgetState, EventKind, RunStatus, Spend, WorkerStatus};
-    use crate::engine::tests::{launched, run, t0};
+    use crate::engine::tests::{exited, launched, run, t0};
     use crate::engine::{update, Effect, Input, KillReason, RunMemory};
 
     fn events(fx: &[Effect]) -> Vec<EventKind> {
@@ -143,22 +143,7 @@ mod tests {
         assert_eq!(w1.status, WorkerStatus::Cancelled, "never started");
         assert!(w1.reason.as_deref().unwrap().contains("budget"));
 
-        let fx = update(
-            &mut s,
-            &mut mem,
-            t0(),
-            Input::Exited {
-                worker: "w0".into(),
-                attempt: 1,
-                code: 143,
-                source: crate::domain::ExitSource::ExitFile,
-                missing_artifacts: vec![],
-                result: None,
-                said: None,
-                ended_at: None,
-                question: None,
-            },
-        );
+        let fx = exited(&mut s, &mut mem, "w0", 1, 143);
         assert_eq!(s.worker("w0").unwrap().status, WorkerStatus::Cancelled);
         assert!(
             fx.iter().any(|e| matches!(e, Effect::WriteReport)),
