@@ -199,6 +199,9 @@ pub fn status_text_with(state: &RunState, driven: bool, down: &BTreeSet<String>)
             w.provider,
             if unknown.is_some() {
                 "unknown"
+            } else if w.status == crate::domain::WorkerStatus::Pending && w.flow.parked.is_some() {
+                // Waiting for its provider's usage limit to reset (its reason says until when).
+                "parked"
             } else {
                 w.status.as_str()
             },

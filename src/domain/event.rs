@@ -22,6 +22,9 @@ pub enum EventKind {
     WorkerStalling,
     WorkerStalled,
     WorkerRateLimited,
+    /// A worker's provider said its usage limit is reached until a time: the worker waits
+    /// for it (`engine::parking`).
+    WorkerParked,
     WorkerRetryScheduled,
     WorkerCancelRequested,
     WorkerSkipped,
@@ -104,7 +107,7 @@ pub enum EventKind {
 }
 
 /// Every known kind, for parsing.
-const KNOWN: [EventKind; 54] = [
+const KNOWN: [EventKind; 55] = [
     EventKind::WorkerStarted,
     EventKind::WorkerRelaunched,
     EventKind::WorkerResumed,
@@ -114,6 +117,7 @@ const KNOWN: [EventKind; 54] = [
     EventKind::WorkerStalling,
     EventKind::WorkerStalled,
     EventKind::WorkerRateLimited,
+    EventKind::WorkerParked,
     EventKind::WorkerRetryScheduled,
     EventKind::WorkerCancelRequested,
     EventKind::WorkerSkipped,
@@ -174,6 +178,7 @@ impl EventKind {
             EventKind::WorkerStalling => "worker-stalling",
             EventKind::WorkerStalled => "worker-stalled",
             EventKind::WorkerRateLimited => "worker-rate-limited",
+            EventKind::WorkerParked => "worker-parked",
             EventKind::WorkerRetryScheduled => "worker-retry-scheduled",
             EventKind::WorkerCancelRequested => "worker-cancel-requested",
             EventKind::WorkerSkipped => "worker-skipped",

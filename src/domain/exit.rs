@@ -37,6 +37,11 @@ pub enum ExitKind {
     /// The account behind the key is out of quota, credits or its plan's usage (not a
     /// short rate limit, which the CLIs retry and crewmux backs off from).
     Quota,
+    /// The plan's usage limit is reached until a time the CLI names (Claude Code's "You've
+    /// hit your session limit · resets 3pm", codex's "You've hit your usage limit. … try
+    /// again at 3:04 PM"): the worker is parked until then instead of failed
+    /// (`engine::parking`). Without a reset time it reads as [`ExitKind::Quota`].
+    Limit,
 }
 
 impl ExitKind {
@@ -54,6 +59,7 @@ impl ExitKind {
             ExitKind::NotExecutable => "command cannot be run",
             ExitKind::Unreachable => "endpoint unreachable",
             ExitKind::Quota => "out of quota",
+            ExitKind::Limit => "usage limit reached",
         }
     }
 
@@ -71,6 +77,7 @@ impl ExitKind {
             ExitKind::NotExecutable => "not-executable",
             ExitKind::Unreachable => "unreachable",
             ExitKind::Quota => "quota",
+            ExitKind::Limit => "limit",
         }
     }
 }
@@ -105,6 +112,14 @@ pub struct ExitSaid {
     pub meaning: ExitMeaning,
     /// The line that matched, made readable (at most ~120 characters).
     pub line: String,
+    /// For a [`ExitKind::Limit`]: when the limit resets, read from the rule's `reset` group
+    /// (`providers::reset_time`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resets_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The lead moved the provider to another key of the credential store for the next
+    /// attempt (a limit is the key's, so the next key may have room).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub other_key: bool,
 }
 
 impl ExitSaid {

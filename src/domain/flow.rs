@@ -80,6 +80,21 @@ pub struct FlowState {
     /// of the worker carries them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub messages: Vec<String>,
+    /// Parked on its provider's usage limit: the next attempt starts when it resets
+    /// (`retry_at` holds the same time; `engine::parking`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parked: Option<Parked>,
+}
+
+/// A worker waiting for its provider's usage limit to reset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Parked {
+    /// When the limit resets, by the CLI's own words; the next attempt starts then.
+    pub until: DateTime<Utc>,
+    /// The provider whose limit it is.
+    pub provider: String,
+    /// The CLI's line that said so.
+    pub line: String,
 }
 
 /// An agent CLI's own conversation id (Claude Code's `session_id`, Codex's thread id,

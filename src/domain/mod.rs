@@ -22,7 +22,7 @@ pub use clarification::{ClarificationGate, ClarificationState};
 pub use council::{council_status, Council, CouncilStatus, CriticVerdict, Verdict};
 pub use event::EventKind;
 pub use exit::{ExitKind, ExitMeaning, ExitSaid, Fallback, RunRouting, StalledProvider};
-pub use flow::{AgentSession, FlowState, StallWindow, UpstreamPolicy};
+pub use flow::{AgentSession, FlowState, Parked, StallWindow, UpstreamPolicy};
 pub use inputs::RunInputs;
 pub use run::{BackendKind, RunEvent, RunState, RunStatus, LOCAL_HOST, SCHEMA_VERSION};
 pub use sandbox::{Sandbox, SandboxMode, SandboxNetwork, SandboxSpec};

@@ -46,7 +46,9 @@ pub(super) fn note_end(
     (status, code, reason): (WorkerStatus, Option<i32>, &str),
     fx: &mut Effects,
 ) {
-    if provider == "command" {
+    // A usage limit is the plan's, not the CLI failing: it parks or moves the worker.
+    let limited = reason.contains(&format!(": {} (", crate::domain::ExitKind::Limit.says()));
+    if provider == "command" || limited {
         return;
     }
     match counts(status, code, reason) {

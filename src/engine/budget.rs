@@ -82,7 +82,7 @@ pub(super) fn cancel_pending(state: &mut RunState, fx: &mut Effects) {
             w.ended_at = Some(now);
             fx.event(
                 EventKind::WorkerCancelled,
-                Some((&w.id, w.attempt)),
+                Some((&w.id, super::lifecycle::not_started(w))),
                 "engine",
                 "not started: the run's budget is spent",
             );

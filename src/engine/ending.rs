@@ -382,6 +382,10 @@ fn schedule_retry(
     let max = w.max_attempts;
     let wait = super::stall::schedule_backoff(w, attempt, fx.now);
     w.status = WorkerStatus::Pending;
+    if w.flow.parked.is_some() {
+        // Its reason says until when, and why (`parking::on_limit`).
+        return;
+    }
     w.reason = Some(format!(
         "retry {} of {max} after {}",
         attempt + 1,

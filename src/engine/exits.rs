@@ -30,6 +30,15 @@ pub(super) fn failed_exit(
         (None, Some(said)) => said.reason(&provider, code),
         (None, None) => return format!("exit code {code}"),
     };
+    if let Some(said) = said.filter(|s| {
+        s.meaning.meaning == crate::domain::ExitKind::Limit
+            && state.routing.meaning(&provider, code).is_none()
+    }) {
+        if let Some(parked) = super::parking::on_limit(state, mem, (id, attempt), &reason, said, fx)
+        {
+            return parked;
+        }
+    }
     state
         .routing
         .failed

@@ -206,6 +206,8 @@ fn not_logged_in() -> ExitSaid {
             fix: "set ANTHROPIC_API_KEY".into(),
         },
         line: "Not logged in · Please run /login".into(),
+        resets_at: None,
+        other_key: false,
     }
 }
 

@@ -86,7 +86,7 @@ pub(super) fn cancel(
                 w.ended_at = Some(now);
                 fx.event(
                     EventKind::WorkerCancelled,
-                    Some((&w.id, w.attempt)),
+                    Some((&w.id, super::lifecycle::not_started(w))),
                     "user",
                     "cancelled before it started",
                 );

@@ -478,3 +478,14 @@ pub(super) fn current<'a>(
         .worker_mut(id)
         .filter(|w| w.attempt == attempt && !w.waits_on_its_result())
 }
+
+/// The attempt a pending worker's cancel ends: the one it never started. A retry waiting
+/// for its back-off or a parked worker has ended attempt `attempt` already (its own final
+/// event said how), so its cancel is the next attempt's; a worker that never ran has 0.
+pub(super) fn not_started(w: &crate::domain::WorkerState) -> u32 {
+    if w.attempt == 0 {
+        0
+    } else {
+        w.attempt + 1
+    }
+}

@@ -20,6 +20,7 @@ mod kills;
 mod late_result;
 mod lifecycle;
 mod panes;
+pub mod parking;
 pub mod questions;
 #[cfg(test)]
 mod questions_tests;

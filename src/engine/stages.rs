@@ -254,6 +254,7 @@ fn launch_pending(state: &mut RunState, mem: &mut RunMemory, fx: &mut Effects) {
         w.pid = None;
         w.flow.retry_at = None;
         w.flow.rate_limited = None;
+        w.flow.parked = None;
         fx.push(Effect::Launch {
             worker: w.id.clone(),
             attempt: w.attempt,

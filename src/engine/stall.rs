@@ -168,13 +168,18 @@ pub(super) fn note_provider_end(
     }
 }
 
-/// Set a retry's back-off when the attempt that ended stalled or was rate-limited; returns
+/// Set a retry's back-off when the attempt that ended stalled or was rate-limited, or its
+/// wait for a parked worker's reset time (`engine::parking`); returns
 /// the wait in seconds (`None`: the retry may start at once).
 pub(super) fn schedule_backoff(
     w: &mut WorkerState,
     attempt: u32,
     now: DateTime<Utc>,
 ) -> Option<u64> {
+    if let Some(at) = super::parking::retry_at(w) {
+        w.flow.retry_at = Some(at);
+        return Some(u64::try_from((at - now).num_seconds()).unwrap_or(0));
+    }
     let stalled = w
         .reason
         .as_deref()

@@ -17,7 +17,9 @@ pub const TAIL_LINES: usize = 20;
 /// Characters of the matched line kept for the reason.
 const LINE_CHARS: usize = 120;
 
-/// One `[[providers.NAME.exit_output]]` entry.
+/// One `[[providers.NAME.exit_output]]` entry. A `limit` rule's pattern may name the reset
+/// time with a group `(?P<reset>…)` (`providers::reset_time` reads it); without one, or when
+/// the text is not a time, the exit reads as `quota`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExitOutputRule {
@@ -32,8 +34,13 @@ pub struct ExitOutputRule {
 /// What the output of a failed attempt says its exit means: the last of its final
 /// [`TAIL_LINES`] non-empty lines that a rule matches, with that rule's meaning. A JSON
 /// event line is quoted by its message (`result`, `message`, `error`), not as JSON.
-/// Rules whose pattern does not compile were refused at load and are skipped here.
-pub fn explain(rules: &[ExitOutputRule], text: &str) -> Option<ExitSaid> {
+/// Rules whose pattern does not compile were refused at load and are skipped here. `now`
+/// is when the output is read, the time a reset time is read against.
+pub fn explain(
+    rules: &[ExitOutputRule],
+    text: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<ExitSaid> {
     let compiled: Vec<(Regex, &ExitOutputRule)> = rules
         .iter()
         .filter_map(|r| Some((super::spec::compile(&r.pattern).ok()?, r)))
@@ -44,15 +51,33 @@ pub fn explain(rules: &[ExitOutputRule], text: &str) -> Option<ExitSaid> {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let tail = &lines[lines.len().saturating_sub(TAIL_LINES)..];
     tail.iter().rev().find_map(|line| {
-        let (_, rule) = compiled.iter().find(|(re, _)| re.is_match(line))?;
+        let (re, rule) = compiled.iter().find(|(re, _)| re.is_match(line))?;
+        let mut meaning = rule.meaning;
+        let mut resets_at = None;
+        if meaning == ExitKind::Limit {
+            resets_at = re
+                .captures(line)
+                .and_then(|c| c.name("reset"))
+                .and_then(|r| super::reset_time::parse(unquoted(r.as_str()), now));
+            if resets_at.is_none() {
+                meaning = ExitKind::Quota;
+            }
+        }
         Some(ExitSaid {
             meaning: ExitMeaning {
-                meaning: rule.meaning,
+                meaning,
                 fix: rule.fix.clone(),
             },
             line: readable(line),
+            resets_at,
+            other_key: false,
         })
     })
+}
+
+/// A reset text caught inside a JSON event line ends at its string's closing quote.
+fn unquoted(s: &str) -> &str {
+    s.split('"').next().unwrap_or(s)
 }
 
 /// The message of a JSON event line, else the line; trimmed and cut to [`LINE_CHARS`].
@@ -78,6 +103,48 @@ fn readable(line: &str) -> String {
 mod tests {
     use super::*;
 
+    fn ex(rules: &[ExitOutputRule], text: &str) -> Option<ExitSaid> {
+        explain(rules, text, chrono::Utc::now())
+    }
+
+    fn limit() -> Vec<ExitOutputRule> {
+        vec![ExitOutputRule {
+            pattern: r"you've hit your [a-z ]*limit(?: · resets (?P<reset>.+))?".into(),
+            meaning: ExitKind::Limit,
+            fix: "wait for the reset".into(),
+        }]
+    }
+
+    #[test]
+    fn a_limit_rule_reads_its_reset_time_and_without_one_is_a_quota() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-12-03T10:00:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        let out = "{\"type\":\"result\",\"is_error\":true,\"result\":\"You've hit your session limit · resets 3pm (UTC)\"}\n";
+        let said = explain(&limit(), out, now).unwrap();
+        assert_eq!(said.meaning.meaning, ExitKind::Limit);
+        assert_eq!(
+            said.resets_at.map(|t| t.to_rfc3339()),
+            Some("2026-12-03T15:00:00+00:00".into())
+        );
+        assert_eq!(
+            said.line,
+            "You've hit your session limit · resets 3pm (UTC)"
+        );
+        let said = explain(&limit(), "You've hit your weekly limit\n", now).unwrap();
+        assert_eq!(
+            (said.meaning.meaning, said.resets_at),
+            (ExitKind::Quota, None)
+        );
+        let said = explain(
+            &limit(),
+            "You've hit your weekly limit · resets whenever\n",
+            now,
+        )
+        .unwrap();
+        assert_eq!(said.meaning.meaning, ExitKind::Quota);
+    }
+
     fn auth(pattern: &str) -> Vec<ExitOutputRule> {
         vec![ExitOutputRule {
             pattern: pattern.into(),
@@ -90,7 +157,7 @@ mod tests {
     fn claudes_result_event_is_quoted_by_its_message() {
         let out = "{\"type\":\"system\",\"subtype\":\"init\"}\n\
                    {\"type\":\"result\",\"is_error\":true,\"result\":\"Not logged in · Please run /login\"}\n";
-        let said = explain(&auth("not logged in"), out).unwrap();
+        let said = ex(&auth("not logged in"), out).unwrap();
         assert_eq!(said.line, "Not logged in · Please run /login");
         assert_eq!(said.meaning.meaning, ExitKind::Auth);
     }
@@ -98,7 +165,7 @@ mod tests {
     #[test]
     fn a_plain_line_is_kept_as_printed_and_long_ones_are_cut() {
         let long = format!("No auth type is selected. {}", "x".repeat(300));
-        let said = explain(&auth("no auth type is selected"), &long).unwrap();
+        let said = ex(&auth("no auth type is selected"), &long).unwrap();
         assert!(said.line.starts_with("No auth type is selected."));
         assert_eq!(said.line.chars().count(), LINE_CHARS + 1);
     }
@@ -109,14 +176,73 @@ mod tests {
         for i in 0..TAIL_LINES {
             out.push_str(&format!("line {i}\n"));
         }
-        assert_eq!(explain(&auth("not logged in"), &out), None);
+        assert_eq!(ex(&auth("not logged in"), &out), None);
         out.push_str("Error: not logged in\n");
-        assert!(explain(&auth("not logged in"), &out).is_some());
+        assert!(ex(&auth("not logged in"), &out).is_some());
     }
 
     #[test]
     fn no_rules_or_no_match_explain_nothing() {
-        assert_eq!(explain(&[], "Not logged in"), None);
-        assert_eq!(explain(&auth("not logged in"), "segfault"), None);
+        assert_eq!(ex(&[], "Not logged in"), None);
+        assert_eq!(ex(&auth("not logged in"), "segfault"), None);
+    }
+
+    #[test]
+    fn the_built_in_clis_usage_limit_lines_park_until_their_reset() {
+        let reg = crate::providers::Registry::builtin();
+        let now = chrono::DateTime::parse_from_rfc3339("2026-12-03T10:00:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        let rules = |p: &str| reg.get(p).unwrap().exit_output.clone();
+        let cases = [
+            // Claude Code 2.1.197's result event.
+            (
+                "claude",
+                "{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":true,\"result\":\"You've hit your session limit · resets 3pm (UTC)\"}",
+                "2026-12-03T15:00:00+00:00",
+            ),
+            (
+                "claude",
+                "You've hit your weekly limit · resets Dec 9, 3:45pm (UTC)",
+                "2026-12-09T15:45:00+00:00",
+            ),
+            // codex-cli 0.171.0, text and --json.
+            (
+                "codex",
+                "ERROR: You've hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at 3:04 PM (UTC).",
+                "2026-12-03T15:04:00+00:00",
+            ),
+            (
+                "codex",
+                "{\"type\":\"turn.failed\",\"error\":{\"message\":\"You've hit your usage limit. Try again at Dec 5th, 2026 9:00 AM (UTC).\"}}",
+                "2026-12-05T09:00:00+00:00",
+            ),
+            // gemini-cli 0.61.0: the API's own message.
+            (
+                "gemini",
+                "TerminalQuotaError: You exceeded your current quota, please check your plan and billing details. Please retry in 3600s.",
+                "2026-12-03T11:00:00+00:00",
+            ),
+        ];
+        for (provider, line, reset) in cases {
+            let said = explain(&rules(provider), line, now)
+                .unwrap_or_else(|| panic!("{provider}: nothing matched {line}"));
+            assert_eq!(said.meaning.meaning, ExitKind::Limit, "{provider}: {line}");
+            assert_eq!(
+                said.resets_at.map(|t| t.to_rfc3339()).as_deref(),
+                Some(reset),
+                "{provider}: {line}"
+            );
+        }
+        // Without a reset time the same words are a quota, as before.
+        let said = explain(&rules("codex"), "You've hit your usage limit.", now).unwrap();
+        assert_eq!(said.meaning.meaning, ExitKind::Quota);
+        let said = explain(
+            &rules("gemini"),
+            "You have exhausted your daily quota on this model.",
+            now,
+        )
+        .unwrap();
+        assert_eq!(said.meaning.meaning, ExitKind::Quota);
     }
 }

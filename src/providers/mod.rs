@@ -17,6 +17,7 @@ pub mod pane_text;
 pub mod prompt;
 pub mod rate_limits;
 pub mod registry;
+pub mod reset_time;
 pub mod run;
 pub mod spec;
 pub(crate) mod toml_hint;

@@ -41,3 +41,35 @@ fn roster_shows_queued_skipped_backoff_and_rate_limited_workers() {
         .unwrap();
     insta::assert_snapshot!(terminal.backend().clone());
 }
+
+#[test]
+fn roster_shows_a_worker_parked_on_its_providers_usage_limit() {
+    use chrono::TimeZone;
+    let mut run = fixtures::crazy_run();
+    let running = worker("plan", "architect", WorkerStatus::Running);
+    let mut parked = worker("build", "backend-engineer", WorkerStatus::Pending);
+    parked.attempt = 1;
+    parked.max_attempts = 3;
+    parked.provider = "claude".into();
+    // 15:04 on the fixture's own day in this machine's zone, whatever that zone is.
+    let day = fixtures::now().with_timezone(&chrono::Local).date_naive();
+    let until = chrono::Local
+        .from_local_datetime(&day.and_hms_opt(15, 4, 0).unwrap())
+        .earliest()
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    parked.flow.retry_at = Some(until);
+    parked.flow.parked = Some(crate::domain::Parked {
+        until,
+        provider: "claude".into(),
+        line: "You've hit your session limit · resets 3:04pm (UTC)".into(),
+    });
+    run.workers = vec![running, parked];
+    let ui = UiState::default();
+    let view = crate::tui::fixtures::view(&run, &ui, &[]);
+    let mut terminal = Terminal::new(TestBackend::new(110, 5)).unwrap();
+    terminal
+        .draw(|f| roster::render(f, f.area(), &view))
+        .unwrap();
+    insta::assert_snapshot!(terminal.backend().clone());
+}

@@ -81,6 +81,7 @@ mod locale;
 mod mcp;
 mod notify;
 mod pane_identity;
+mod parking;
 mod planning;
 mod providers_standins;
 mod rate_limit_lines;

@@ -18,28 +18,35 @@ impl Driver {
                 .any(|l| crate::creds::rate_limit_matches(&crate::launch::strip_ansi(l), patterns))
     }
 
-    /// `worker`'s attempt failed after a rate-limit line: move its provider past the key it
-    /// used, and say so in the event log by label.
+    /// `worker`'s attempt failed after a rate-limit line or on a usage limit: move its
+    /// provider past the key it used, and say so in the event log by label. True when the
+    /// provider's next attempt takes another key.
     pub(in crate::lead) fn rotate_credential(
         &mut self,
         worker: &str,
         attempt: u32,
         emit: &mut impl FnMut(Update),
-    ) {
+    ) -> bool {
         let Some(provider) = self.state.worker(worker).map(|w| w.provider.clone()) else {
-            return;
+            return false;
         };
         let Some(store) = self.creds.as_mut() else {
-            return;
+            return false;
         };
         let used = self.credential_labels.get(worker).cloned();
-        let message = match store.on_rate_limit(&provider, used.as_deref(), None) {
-            Ok(Some(next)) => format!(
-                "rate limited on credential `{}`; {provider} moves to `{next}`",
-                used.as_deref().unwrap_or("?")
+        let (message, moved) = match store.on_rate_limit(&provider, used.as_deref(), None) {
+            Ok(Some(next)) if used.as_deref() != Some(next.as_str()) => (
+                format!(
+                    "rate limited on credential `{}`; {provider} moves to `{next}`",
+                    used.as_deref().unwrap_or("?")
+                ),
+                true,
             ),
-            Ok(None) => return,
-            Err(e) => format!("rate limited, but the credential store could not rotate: {e}"),
+            Ok(_) => return false,
+            Err(e) => (
+                format!("rate limited, but the credential store could not rotate: {e}"),
+                false,
+            ),
         };
         let event = RunEvent {
             ts: Utc::now(),
@@ -50,5 +57,6 @@ impl Driver {
             message,
         };
         self.record_event(event, emit);
+        moved
     }
 }

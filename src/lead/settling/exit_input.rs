@@ -52,9 +52,11 @@ impl Driver {
                     let retake = super::retake::Retake::new(of, late, provider, Instant::now());
                     self.retakes.push(retake);
                 }
+                let now = chrono::Utc::now();
                 let said = spec.filter(|_| code != 0).and_then(|s| {
-                    let explain =
-                        |text: &str| crate::providers::exit_output::explain(&s.exit_output, text);
+                    let explain = |text: &str| {
+                        crate::providers::exit_output::explain(&s.exit_output, text, now)
+                    };
                     explain(&events_text(&w.dir))
                         .or_else(|| explain(&log_text(&w.dir.join("output.log"))))
                 });

@@ -96,9 +96,9 @@ impl Driver {
             self.watches.insert(t.worker.clone(), watch);
             return inputs;
         }
-        if self.rate_limited.remove(&t.worker) && !matches!(exit, Ok((0, _))) {
-            self.rotate_credential(&t.worker, t.attempt, emit);
-        }
+        let rotated = self.rate_limited.remove(&t.worker)
+            && !matches!(exit, Ok((0, _)))
+            && self.rotate_credential(&t.worker, t.attempt, emit);
         // Its wrapper waits for the marker to be read (this machine's attempts).
         if self
             .state
@@ -129,8 +129,31 @@ impl Driver {
         // its `Stop` hooks before it exits) is read before the exit is.
         inputs.extend(self.observe_hooks(t, &mut watch, emit));
         inputs.extend(self.session_input(t, &watch.dir));
-        inputs.push(self.exit_input(t, &watch, exit));
+        inputs.push(self.exit_input_keyed(t, &watch, exit, rotated, emit));
         inputs
+    }
+
+    /// [`Driver::exit_input`], and a usage limit is the key's: the next attempt takes
+    /// another key when the store has one (`engine::parking`); `rotated`: the attempt's
+    /// rate-limit lines moved it already.
+    fn exit_input_keyed(
+        &mut self,
+        t: &Target,
+        watch: &Watch,
+        exit: Result<(i32, ExitSource), String>,
+        rotated: bool,
+        emit: &mut impl FnMut(Update),
+    ) -> Input {
+        let mut input = self.exit_input(t, watch, exit);
+        if let Input::Exited {
+            said: Some(said), ..
+        } = &mut input
+        {
+            if said.meaning.meaning == crate::domain::ExitKind::Limit {
+                said.other_key = rotated || self.rotate_credential(&t.worker, t.attempt, emit);
+            }
+        }
+        input
     }
 
     /// The conversation an ended attempt had (its CLI's session id), for the worker's next

@@ -225,7 +225,7 @@ fn row<'a>(
                 style,
             ),
             Span::raw(" "),
-            Span::styled(if blocked { "queued" } else { w.status.as_str() }, style),
+            Span::styled(status_word(w, blocked), style),
         ])),
         Cell::from(Span::styled(
             attempt,
@@ -278,8 +278,9 @@ fn row<'a>(
 }
 
 /// What a pending or live worker's note says about its flow: `after a, b` (the `after`
-/// upstreams it still waits for; `blocked` is the council's word only), `retry in
-/// 42s` (a back-off), `rate-limited` (the last rate-limit line of the attempt).
+/// upstreams it still waits for; `blocked` is the council's word only), `until 15:04
+/// (claude's usage limit)` (parked), `retry in 42s` (a back-off), `rate-limited` (the
+/// last rate-limit line of the attempt).
 fn flow_note(
     run: &RunState,
     w: &WorkerState,
@@ -288,6 +289,13 @@ fn flow_note(
     let blocked = crate::engine::graph::blocked_on(run, w);
     if !blocked.is_empty() {
         return Some(format!("after {}", blocked.join(", ")));
+    }
+    if let Some(p) = w.flow.parked.as_ref().filter(|_| parked(w)) {
+        return Some(format!(
+            "until {} ({}'s usage limit)",
+            crate::engine::parking::clock(p.until, now),
+            p.provider
+        ));
     }
     if let Some(at) = w
         .flow
@@ -304,6 +312,24 @@ fn flow_note(
         .map(|line| format!("rate-limited: {line}"))
 }
 
+/// The status column's word: `queued` for a pending worker that waits for its `after`
+/// upstreams (`blocked`), `parked` for one that waits for a usage limit, else the status.
+fn status_word(w: &WorkerState, blocked: bool) -> &'static str {
+    if blocked {
+        "queued"
+    } else if parked(w) {
+        "parked"
+    } else {
+        w.status.as_str()
+    }
+}
+
+/// A pending worker waiting for its provider's usage limit to reset (`engine::parking`):
+/// its row reads `parked`.
+fn parked(w: &WorkerState) -> bool {
+    w.status == WorkerStatus::Pending && w.flow.parked.is_some()
+}
+
 /// ` Workers 5 · 1 running · 1 waiting · 1 done · 2 failed `: every worker is in one
 /// count (failed holds timeouts and crashes; skipped holds not-run).
 fn title(run: &RunState) -> Line<'static> {
@@ -314,6 +340,11 @@ fn title(run: &RunState) -> Line<'static> {
         .workers
         .iter()
         .filter(|w| !crate::engine::graph::blocked_on(run, w).is_empty())
+        .count();
+    let parked = run
+        .workers
+        .iter()
+        .filter(|w| parked(w) && crate::engine::graph::blocked_on(run, w).is_empty())
         .count();
     let parts = [
         (
@@ -352,8 +383,9 @@ fn title(run: &RunState) -> Line<'static> {
             Color::DarkGray,
         ),
         (blocked, "queued", Color::DarkGray),
+        (parked, "parked", Color::Yellow),
         (
-            count(|s| s == WorkerStatus::Pending) - blocked,
+            count(|s| s == WorkerStatus::Pending) - blocked - parked,
             "pending",
             Color::DarkGray,
         ),
