@@ -173,8 +173,9 @@ pub struct ProviderSpec {
     /// its connection" (reconnect, network and overload lines): output made only of these
     /// for `stall_after_s` ends the attempt `failed`, reason `stalled: <line>`.
     pub stall_patterns: Vec<String>,
-    /// Seconds of stall-only output before the attempt is ended (a team or worker value
-    /// wins; default `team::limits::DEFAULT_STALL_AFTER_S`).
+    /// Seconds of stall-only output before the attempt is ended; `team::limits` says which
+    /// value wins (for an agent a team or worker value, default `DEFAULT_STALL_AFTER_S`; for
+    /// a `command` provider with `stall_patterns` its worker's own, default none).
     pub stall_after_s: Option<u64>,
     /// Exit code (as a TOML key, e.g. `"41"`) → its meaning and fix; such an exit is not
     /// retried on this provider (`engine::exits`).

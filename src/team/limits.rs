@@ -3,7 +3,9 @@
 //! For each limit the first value given wins, in this order: the worker's own (team file),
 //! the command line (`--timeout`, `--idle-timeout`, `--stall-after`, `--check-timeout`),
 //! the team's (team file top level), the provider's (`stall_after_s` only), then the default
-//! here. `0` at any level turns the limit off.
+//! here. `0` at any level turns the limit off. A `command` worker's idle and stall limits
+//! come only from its own value and its provider's (the flags and the team's top level are
+//! for agents), and a check has a wall timeout only.
 
 use serde::Serialize;
 
@@ -85,9 +87,9 @@ impl LimitSources {
         }
     }
 
-    /// The limits of a check or a `command` worker: a wall timeout only, unless it sets its
-    /// own idle timeout.
-    pub fn command(&self, own: Limits) -> Limits {
+    /// The limits of a check: a wall timeout only (its own, `--check-timeout`, the team's
+    /// `check_timeout_s`, [`DEFAULT_CHECK_TIMEOUT_S`]), unless it sets its own idle timeout.
+    pub fn check(&self, own: Limits) -> Limits {
         Limits {
             timeout_s: pick(
                 &[
@@ -100,6 +102,22 @@ impl LimitSources {
             idle_timeout_s: own.idle_timeout_s.filter(|s| *s > 0),
             stall_after_s: None,
             question_timeout_s: self.question_timeout(own),
+        }
+    }
+
+    /// The limits of a `command` worker with its own values `own`: a check's, and a stall
+    /// clock when its provider lists `stall_patterns` (`stall_lines`) and its own
+    /// `stall_after_s` or the provider's (`provider_stall_s`) sets one. No default: any
+    /// program is any program, so only a providers.toml that names its stall lines gives it
+    /// one, and without stall lines no window could ever open.
+    pub fn command(&self, own: Limits, provider_stall_s: Option<u64>, stall_lines: bool) -> Limits {
+        Limits {
+            stall_after_s: if stall_lines {
+                pick(&[own.stall_after_s, provider_stall_s], 0)
+            } else {
+                None
+            },
+            ..self.check(own)
         }
     }
 
@@ -175,8 +193,39 @@ mod tests {
             Some(45)
         );
         assert_eq!(
-            LimitSources::default().command(none).timeout_s,
+            LimitSources::default().check(none).timeout_s,
             Some(DEFAULT_CHECK_TIMEOUT_S)
         );
+    }
+
+    #[test]
+    fn a_command_worker_has_a_stall_clock_only_when_it_or_its_provider_sets_one() {
+        // The flags and the team's top level are for agents: they give a command none.
+        let src = LimitSources {
+            flags: LimitFlags {
+                stall_after_s: Some(30),
+                ..Default::default()
+            },
+            team: LimitFlags {
+                stall_after_s: Some(40),
+                ..Default::default()
+            },
+        };
+        let none = Limits::default();
+        let own = |s| Limits {
+            stall_after_s: Some(s),
+            ..Limits::default()
+        };
+        let stall = |own, provider, lines| src.command(own, provider, lines).stall_after_s;
+        assert_eq!(stall(none, None, true), None, "no default");
+        assert_eq!(stall(none, Some(2), true), Some(2), "the provider's");
+        assert_eq!(stall(own(5), Some(2), true), Some(5), "its own wins");
+        assert_eq!(stall(own(0), Some(2), true), None, "0 is off");
+        assert_eq!(stall(own(5), Some(2), false), None, "no stall lines to see");
+        assert_eq!(
+            src.command(own(5), Some(2), true).timeout_s,
+            Some(DEFAULT_CHECK_TIMEOUT_S)
+        );
+        assert_eq!(src.check(own(5)).stall_after_s, None, "a check has none");
     }
 }

@@ -459,14 +459,16 @@ fn team_limits(spec: &crate::domain::TeamSpec) -> LimitFlags {
 /// an agent's (see `limits`).
 fn limits_of(registry: &Registry, sources: &LimitSources, provider: &str, own: Limits) -> Limits {
     match registry.get(provider) {
-        Some(s) if s.kind == ProviderKind::Command => sources.command(own),
+        Some(s) if s.kind == ProviderKind::Command => {
+            sources.command(own, s.stall_after_s, !s.stall_patterns.is_empty())
+        }
         s => sources.agent(own, s.and_then(|s| s.stall_after_s)),
     }
 }
 
 /// Checks, critics and the fixer with their limits resolved (`None` then means "none"):
-/// checks as commands, critics and the fixer on their provider (default: the first
-/// worker's, as the engine picks it).
+/// checks with a wall timeout only, critics and the fixer on their provider (default: the
+/// first worker's, as the engine picks it).
 fn council_limits(
     spec: &crate::domain::TeamSpec,
     workers: &[ResolvedWorker],
@@ -488,7 +490,7 @@ fn council_limits(
         .map(|c| {
             let mut c = c.clone();
             c.timeout_s = sources
-                .command(Limits {
+                .check(Limits {
                     timeout_s: c.timeout_s,
                     ..Limits::default()
                 })

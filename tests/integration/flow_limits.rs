@@ -1,5 +1,6 @@
 //! No run waits forever, end to end in real tmux panes: a stand-in codex that only prints
-//! reconnect lines ends `failed` with `stalled: …`; a silent worker ends `timeout`; the
+//! reconnect lines ends `failed` with `stalled: …`, as does a program on a `command`
+//! provider whose providers.toml names its retry line; a silent worker ends `timeout`; the
 //! default limits reach built-in modes (overridden through the flags).
 
 use std::os::unix::fs::PermissionsExt;
@@ -104,6 +105,46 @@ fn a_worker_printing_only_reconnect_lines_ends_failed_stalled() {
     assert!((4..=20).contains(&took), "ran {took}s");
     let events = std::fs::read_to_string(only_run_dir(tmp.path()).join("events.jsonl")).unwrap();
     assert!(events.contains("\"kind\":\"worker-stalled\""), "{events}");
+}
+
+/// A program that retries forever, on a `command` provider of the project's providers.toml
+/// that names its retry line and a 2 s window.
+const RETRIER: &str = r#"
+max_fix_rounds = 0
+[[worker]]
+id = "retrier"
+role = "backend-engineer"
+provider = "retrier"
+max_attempts = 1
+command = ["sh", "-c", "while true; do echo 'retrying in a moment'; sleep 0.3; done"]
+"#;
+
+#[test]
+fn a_command_provider_s_stall_patterns_and_window_end_its_stuck_worker() {
+    let tmp = TeamProject::new(RETRIER);
+    let dir = tmp.path().join(".crewmux");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("providers.toml"),
+        "[providers.retrier]\nkind = \"command\"\nprompt = \"env-file\"\n\
+         stall_patterns = [\"retrying\"]\nstall_after_s = 2\n",
+    )
+    .unwrap();
+    // A wall timeout short enough that a stall clock that never runs fails the test fast.
+    let out = tmp
+        .run("Retry")
+        .process()
+        .args(&["--check-timeout", "20"])
+        .output();
+    let s = summary(&out);
+    let w = worker(&s, "retrier");
+    assert_eq!(w["status"], "failed", "{s}");
+    let reason = w["reason"].as_str().unwrap();
+    assert!(reason.starts_with("stalled: retrying"), "{reason}");
+    assert_eq!(out.status.code(), Some(1), "{s}");
+    // 2 s of retry lines, then SIGTERM and its grace, not the wall timeout.
+    let took = ran_for(tmp.path(), "retrier");
+    assert!(took <= 15, "ran {took}s");
 }
 
 #[test]
