@@ -6,8 +6,9 @@
 //! code equals its `exit.json`, no event was written twice, no process of any attempt is
 //! alive (a `/proc` scan for its `CREWMUX_ATTEMPT_NONCE`, a `setsid` child included),
 //! `state.json` reads and `status` accepts it, and the integration branch holds the last
-//! completed attempt of every worker (each completed worker's branch is in it, and
-//! `ok.txt` names `ok`'s last completed attempt).
+//! completed attempt of every worker (each completed worker's branch is in it, and each
+//! worker that writes a file, `ok` and every added one, left there what its last completed
+//! attempt wrote).
 //!
 //! CI runs it for [`DEFAULT_SECS`] seconds; `CREWMUX_CHAOS_SECS=600` runs it longer and
 //! `CREWMUX_CHAOS_SEED=N` repeats a sequence. It prints its figures (runs, workers, kills
@@ -22,8 +23,15 @@ use crate::support::*;
 /// Seconds of chaos in CI (the runs that are still going then finish without it).
 const DEFAULT_SECS: u64 = 30;
 
-/// Two sim workers and two command workers; `exits3` fails with 3 after leaving a
-/// `setsid` child behind, which must not outlive its attempt.
+/// What `ok` and every added worker run: `<id>.txt` holding its id and attempt, which the
+/// integration check reads (sim workers write nothing, so their branches prove nothing).
+const WRITES: &str = concat!(
+    r#"echo "$CREWMUX_WORKER attempt $CREWMUX_ATTEMPT" > "$CREWMUX_WORKER.txt"; "#,
+    "sleep 1; echo all good"
+);
+
+/// Two sim workers and two command workers (`{writes}`: [`WRITES`]); `exits3` fails with 3
+/// after leaving a `setsid` child behind, which must not outlive its attempt.
 const TEAM: &str = r#"
 parallel = 4
 max_fix_rounds = 0
@@ -47,7 +55,7 @@ id = "ok"
 role = "backend-engineer"
 provider = "command"
 max_attempts = 3
-command = ["sh", "-c", "echo \"attempt $CREWMUX_ATTEMPT\" > ok.txt; sleep 1; echo all good"]
+command = ["sh", "-c", '{writes}']
 
 [[worker]]
 id = "exits3"
@@ -78,6 +86,8 @@ struct Figures {
     server_kills: usize,
     retries: usize,
     added: usize,
+    /// Files of a last completed attempt found on an integration branch.
+    files: usize,
     violations: Vec<String>,
 }
 
@@ -102,7 +112,7 @@ fn runs_survive_killed_panes_drivers_and_servers_and_leave_nothing_behind() {
         one_run(&mut dice, &mut f, end);
     }
     println!(
-        "chaos (seed {seed}, {secs} s): {} runs, {} workers, kills: {} panes, {} drivers, {} servers; steered: {} retries, {} added; {} violations",
+        "chaos (seed {seed}, {secs} s): {} runs, {} workers, kills: {} panes, {} drivers, {} servers; steered: {} retries, {} added; {} files checked; {} violations",
         f.runs,
         f.workers,
         f.pane_kills,
@@ -110,9 +120,14 @@ fn runs_survive_killed_panes_drivers_and_servers_and_leave_nothing_behind() {
         f.server_kills,
         f.retries,
         f.added,
+        f.files,
         f.violations.len()
     );
     assert!(f.runs > 0, "no run was made");
+    assert!(
+        f.files > 0,
+        "no worker's file was checked on an integration branch"
+    );
     assert!(f.violations.is_empty(), "{}", f.violations.join("\n"));
 }
 
@@ -130,7 +145,7 @@ fn worker_panes(server: &TmuxServer) -> Vec<String> {
 /// the checks.
 fn one_run(dice: &mut Dice, f: &mut Figures, end: Instant) {
     let server = TmuxServer::new("chaos");
-    let t = TeamProject::in_repo(&[("README", "chaos\n")], TEAM);
+    let t = TeamProject::in_repo(&[("README", "chaos\n")], &TEAM.replace("{writes}", WRITES));
     let mut driver = t.run("Chaos problem").tmux(&server).spawn();
     let state = wait_state(t.path(), "a run", Duration::from_secs(60), |s| {
         s["run_id"].is_string()
@@ -190,9 +205,9 @@ fn one_run(dice: &mut Dice, f: &mut Figures, end: Instant) {
     check_run(t.path(), &server.socket, &run_id, &out, f);
 }
 
-/// Retry `ok`, `sim1` or `sim2` (one that has ended when there is one) or add a sim worker, through
-/// `crewmux steer` as a person would (the events are checked once the run has ended, not
-/// while it writes them).
+/// Retry `ok`, `sim1` or `sim2` (one that has ended when there is one) or add a command
+/// worker that writes its file ([`WRITES`]), through `crewmux steer` as a person would (the
+/// events are checked once the run has ended, not while it writes them).
 fn steer(project: &Path, socket: &str, run_id: &str, dice: &mut Dice, f: &mut Figures) {
     let steer = |args: &[&str]| wait_limited(spawn_crewmux(project, socket, args), args);
     let out = if dice.below(2) == 0 {
@@ -223,8 +238,8 @@ fn steer(project: &Path, socket: &str, run_id: &str, dice: &mut Dice, f: &mut Fi
         f.retries += usize::from(out.status.success());
         out
     } else {
-        let task = "Added during the chaos\nsim: lines=4\nsim: delay-ms=100";
-        let out = steer(&["steer", run_id, "add", task]);
+        let command = format!("sh -c '{WRITES}'");
+        let out = steer(&["steer", run_id, "add", "--command", &command]);
         f.added += usize::from(out.status.success());
         out
     };
@@ -252,24 +267,21 @@ fn finished(project: &Path, run_id: &str) -> bool {
 }
 
 /// The integration branch holds the last completed attempt of every worker: each completed
-/// worker's branch is merged into it, and `ok.txt` there is what `ok`'s last completed
-/// attempt wrote (a later attempt that failed is not taken).
+/// worker's branch is merged into it, and for each worker that writes a file ([`WRITES`] in
+/// its command) `<id>.txt` there is what its last completed attempt wrote (a later attempt
+/// that failed is not taken). Returns how many such files it checked.
 fn check_integration(
     project: &Path,
     state: &serde_json::Value,
     events: &[crewmux::domain::RunEvent],
     bad: &mut impl FnMut(String),
-) {
+) -> usize {
     let Some(integration) = state["workspace"]["integration"]["branch"].as_str() else {
-        return;
+        return 0;
     };
+    let workers = state["workers"].as_array().cloned().unwrap_or_default();
     let completed = |w: &&serde_json::Value| w["status"] == "completed" && w["kind"] == "worker";
-    for w in state["workers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(completed)
-    {
+    for w in workers.iter().filter(completed) {
         let id = w["id"].as_str().unwrap_or_default();
         let Some(branch) = state["workspace"]["workers"][id]["branch"].as_str() else {
             continue;
@@ -283,28 +295,39 @@ fn check_integration(
             ));
         }
     }
-    let last_ok = events
-        .iter()
-        .filter(|e| {
-            e.kind == crewmux::domain::EventKind::WorkerCompleted
-                && e.worker.as_deref() == Some("ok")
-        })
-        .filter_map(|e| e.attempt)
-        .max();
-    let Some(n) = last_ok else { return };
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(project)
-        .args(["show", &format!("{integration}:ok.txt")])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    if text.trim() != format!("attempt {n}") {
-        bad(format!(
-            "{integration}:ok.txt reads {:?}, ok's last completed attempt is {n}",
-            text.trim()
-        ));
+    let writes = |w: &&serde_json::Value| {
+        w["command"]
+            .as_array()
+            .is_some_and(|argv| argv.iter().any(|a| a == WRITES))
+    };
+    let mut files = 0;
+    for w in workers.iter().filter(writes) {
+        let id = w["id"].as_str().unwrap_or_default();
+        let last = events
+            .iter()
+            .filter(|e| {
+                e.kind == crewmux::domain::EventKind::WorkerCompleted
+                    && e.worker.as_deref() == Some(id)
+            })
+            .filter_map(|e| e.attempt)
+            .max();
+        let Some(n) = last else { continue };
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(project)
+            .args(["show", &format!("{integration}:{id}.txt")])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        files += 1;
+        if text.trim() != format!("{id} attempt {n}") {
+            bad(format!(
+                "{integration}:{id}.txt reads {:?}, {id}'s last completed attempt is {n}",
+                text.trim()
+            ));
+        }
     }
+    files
 }
 
 /// The checks of one finished run (see the module doc); each failure is a violation.
@@ -386,5 +409,5 @@ fn check_run(
     for v in crewmux::lead::once::violations(&events) {
         bad(format!("events: {v}"));
     }
-    check_integration(project, &state, &events, &mut bad);
+    f.files += check_integration(project, &state, &events, &mut bad);
 }
