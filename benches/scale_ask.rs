@@ -23,6 +23,12 @@ use super::{Build, Config, Figure, Mode};
 /// Questions each asker asks in turn.
 const QUESTIONS: usize = 5;
 
+thread_local! {
+    /// The parts of the last MCP path's ask latencies (ms): the agent's call to the
+    /// server's ask file, and that file to the state.
+    static LAST_PARTS: std::cell::RefCell<Vec<(f64, f64)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// How a worker asks.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Asking {
@@ -57,6 +63,7 @@ pub fn ask_scenario(cfg: &Config, figs: &mut Vec<Figure>) {
     };
     let (mcp_asked, mcp_answered, mcp_n) = one_path(cfg, &now, askers, Asking::Mcp);
     let (scr_asked, scr_answered, scr_n) = one_path(cfg, &now, askers, Asking::Screen);
+    say_parts("this build");
     let p95 = |v: &[f64]| pct(v, 0.95);
     let mut add = |name: &str, mcp: &[f64], screen: &[f64]| {
         let mut f = Figure::new(
@@ -78,6 +85,7 @@ pub fn ask_scenario(cfg: &Config, figs: &mut Vec<Figure>) {
             tag: "before",
         };
         let (asked, answered, _) = one_path(cfg, &then, askers, Asking::Mcp);
+        say_parts("before");
         for (name, now, then) in [
             ("ask → question in the state", &mcp_asked, &asked),
             ("answer → reply in the agent", &mcp_answered, &answered),
@@ -103,6 +111,21 @@ pub fn ask_scenario(cfg: &Config, figs: &mut Vec<Figure>) {
             n == want,
         ));
     }
+}
+
+/// Where the last MCP path's ask time went, from the clock each ask file holds
+/// (`asked_at`, the server's, just before it writes the file), on stderr.
+fn say_parts(build: &str) {
+    let parts = LAST_PARTS.with(std::cell::RefCell::take);
+    if parts.is_empty() {
+        return;
+    }
+    let (to_server, to_state): (Vec<f64>, Vec<f64>) = parts.into_iter().unzip();
+    eprintln!(
+        "ask → question in the state ({build}), p95 of its parts: the agent's call → the server's clock {:.1} ms, the server's clock → the state {:.1} ms",
+        pct(&to_server, 0.95),
+        pct(&to_state, 0.95)
+    );
 }
 
 /// The `p` percentile of `v` (NaN when empty).
@@ -216,6 +239,10 @@ fn latencies(
             let reply = stamp(&dir, &format!("t_reply_{n}"));
             if let (Some(c), Some(&at)) = (call, asked_at.get(&w).and_then(|a| a.get(n - 1))) {
                 to_state.push(((at - c) as f64 / 1e6).max(0.0));
+                if let Some(file) = ask_file_clock(&dir, n) {
+                    let part = (((file - c) as f64 / 1e6).max(0.0), ((at - file) as f64 / 1e6).max(0.0));
+                    LAST_PARTS.with(|p| p.borrow_mut().push(part));
+                }
             }
             if let (Some(r), Some(&t)) = (reply, answered.get(&w).and_then(|a| a.get(n - 1))) {
                 to_reply.push(((r - t) as f64 / 1e6).max(0.0));
@@ -248,6 +275,21 @@ fn asker_command(how: Asking, askers: usize, i: usize) -> String {
              read r; date +%s%N > \"$d/t_reply_$n\"; echo \"ok $r\"; sleep 0.3; done"
         ),
     }
+}
+
+/// The `asked_at` (ns since the epoch) of the attempt's `n`-th ask file (`ask-<pid>-<n>.json`).
+fn ask_file_clock(attempt: &Path, n: usize) -> Option<i64> {
+    let suffix = format!("-{n}.json");
+    let file = std::fs::read_dir(attempt.join("mcp"))
+        .ok()?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .find(|f| f.starts_with("ask-") && f.ends_with(&suffix))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(attempt.join("mcp").join(file)).ok()?).ok()?;
+    chrono::DateTime::parse_from_rfc3339(v["asked_at"].as_str()?)
+        .ok()?
+        .timestamp_nanos_opt()
 }
 
 /// A clock a worker wrote (ns since the epoch).

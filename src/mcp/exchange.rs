@@ -89,16 +89,18 @@ pub fn progress_path(dir: &Path) -> PathBuf {
     dir.join("progress.jsonl")
 }
 
-/// Write `value` as JSON to `path` whole (temp file, fsync, rename).
+/// Write `value` as JSON to `path` whole (temp file, rename), without fsync: a reader never
+/// sees half of it and a crash of any process loses none of it; only a power cut could, and
+/// that ends the agent and its question with it (docs/mcp.md "How fast").
 ///
 /// # Errors
-/// I/O, as `store::write_atomic`.
+/// I/O, as `store::write_replace`.
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let bytes = serde_json::to_vec(value).map_err(|e| Error::Other(e.to_string()))?;
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).at(parent)?;
     }
-    crate::store::write_atomic(path, &bytes)
+    crate::store::write_replace(path, &bytes)
 }
 
 /// Read a JSON file; `Ok(None)` when it does not exist.
