@@ -240,7 +240,10 @@ fn latencies(
             if let (Some(c), Some(&at)) = (call, asked_at.get(&w).and_then(|a| a.get(n - 1))) {
                 to_state.push(((at - c) as f64 / 1e6).max(0.0));
                 if let Some(file) = ask_file_clock(&dir, n) {
-                    let part = (((file - c) as f64 / 1e6).max(0.0), ((at - file) as f64 / 1e6).max(0.0));
+                    let part = (
+                        ((file - c) as f64 / 1e6).max(0.0),
+                        ((at - file) as f64 / 1e6).max(0.0),
+                    );
                     LAST_PARTS.with(|p| p.borrow_mut().push(part));
                 }
             }
@@ -286,7 +289,8 @@ fn ask_file_clock(attempt: &Path, n: usize) -> Option<i64> {
         .map(|e| e.file_name().to_string_lossy().to_string())
         .find(|f| f.starts_with("ask-") && f.ends_with(&suffix))?;
     let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(attempt.join("mcp").join(file)).ok()?).ok()?;
+        serde_json::from_str(&std::fs::read_to_string(attempt.join("mcp").join(file)).ok()?)
+            .ok()?;
     chrono::DateTime::parse_from_rfc3339(v["asked_at"].as_str()?)
         .ok()?
         .timestamp_nanos_opt()

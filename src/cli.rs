@@ -278,6 +278,10 @@ pub struct RunArgs {
     /// Run only these workers of the team; the others are listed `not-run`.
     #[arg(long, value_name = "ID,ID", value_delimiter = ',')]
     pub only: Vec<String>,
+    /// Run each worker's task as N candidates on different providers (2-8), rank them by
+    /// the team's checks and keep the best (README "Races"); a worker's own `race` wins.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::cli_values::whole_in::<u32>(2, crate::domain::race::MAX_CANDIDATES as u64))]
+    pub race: Option<u32>,
     /// The problem to work on (`-` reads it from standard input).
     pub problem: String,
 }

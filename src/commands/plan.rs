@@ -253,6 +253,7 @@ pub fn create_run_with(
     // For the home screen's `--all` list.
     crate::tui::home::index::remember(project);
     let now = Utc::now();
+    let races = crate::domain::race::races_of(&workers);
     let state = RunState {
         schema_version: SCHEMA_VERSION,
         run_id: run_id.clone(),
@@ -290,6 +291,7 @@ pub fn create_run_with(
         fixer: team.fixer.clone(),
         sandbox: team.sandbox.clone(),
         report: None,
+        races,
         created_at: now,
         updated_at: now,
     };

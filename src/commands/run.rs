@@ -72,6 +72,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
     opts.hosts = args.hosts.clone();
     opts.sandbox = args.sandbox.map(Into::into);
     opts.only = args.only.clone();
+    opts.race = args.race;
     opts.budget = crate::domain::Budget {
         usd: args.options.budget_usd,
         tokens: args.options.budget_tokens,

@@ -60,6 +60,59 @@ pub struct ReportInput {
     pub providers_out: Vec<(String, String)>,
 }
 
+/// `## Race: <task>` for each race of the run: its ranking (rank, candidate, provider-free
+/// why), the pick, and how to take another candidate instead; "" without races.
+pub fn race_section(races: &std::collections::BTreeMap<String, crate::domain::Race>) -> String {
+    let mut out = String::new();
+    for (task, race) in races {
+        let _ = writeln!(
+            out,
+            "## Race: {task}
+"
+        );
+        if !race.ranked() {
+            let _ = writeln!(
+                out,
+                "Not ranked yet: {} candidates ({}).
+",
+                race.candidates.len(),
+                race.candidates.join(", ")
+            );
+            continue;
+        }
+        out.push_str(
+            "| rank | candidate | why |
+| --- | --- | --- |
+",
+        );
+        for r in &race.ranking {
+            let picked = if race.pick.as_deref() == Some(r.id.as_str()) {
+                " (picked)"
+            } else {
+                ""
+            };
+            let _ = writeln!(out, "| {} | {}{picked} | {} |", r.rank, r.id, cell(&r.why));
+        }
+        match &race.pick {
+            Some(p) => {
+                let _ = writeln!(
+                    out,
+                    "
+{p} is picked: only its work is in the integration branch. Another candidate is taken with `crewmux merge RUN --worker ID`.
+"
+                );
+            }
+            None => out.push_str(
+                "
+No candidate completed: nothing is picked.
+
+",
+            ),
+        }
+    }
+    out
+}
+
 /// Merge a run into the Markdown text of `report.md`.
 pub fn merge_report(input: &ReportInput) -> String {
     let mut out = String::new();

@@ -25,6 +25,10 @@ pub enum EventKind {
     /// A worker's provider said its usage limit is reached until a time: the worker waits
     /// for it (`engine::parking`).
     WorkerParked,
+    /// The team's checks run on a race's candidates.
+    RaceChecking,
+    /// A race is ranked: its ranking and pick.
+    RaceRanked,
     WorkerRetryScheduled,
     WorkerCancelRequested,
     WorkerSkipped,
@@ -107,7 +111,7 @@ pub enum EventKind {
 }
 
 /// Every known kind, for parsing.
-const KNOWN: [EventKind; 55] = [
+const KNOWN: [EventKind; 57] = [
     EventKind::WorkerStarted,
     EventKind::WorkerRelaunched,
     EventKind::WorkerResumed,
@@ -118,6 +122,8 @@ const KNOWN: [EventKind; 55] = [
     EventKind::WorkerStalled,
     EventKind::WorkerRateLimited,
     EventKind::WorkerParked,
+    EventKind::RaceChecking,
+    EventKind::RaceRanked,
     EventKind::WorkerRetryScheduled,
     EventKind::WorkerCancelRequested,
     EventKind::WorkerSkipped,
@@ -179,6 +185,8 @@ impl EventKind {
             EventKind::WorkerStalled => "worker-stalled",
             EventKind::WorkerRateLimited => "worker-rate-limited",
             EventKind::WorkerParked => "worker-parked",
+            EventKind::RaceChecking => "race-checking",
+            EventKind::RaceRanked => "race-ranked",
             EventKind::WorkerRetryScheduled => "worker-retry-scheduled",
             EventKind::WorkerCancelRequested => "worker-cancel-requested",
             EventKind::WorkerSkipped => "worker-skipped",

@@ -84,6 +84,9 @@ pub struct FlowState {
     /// (`retry_at` holds the same time; `engine::parking`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parked: Option<Parked>,
+    /// A candidate of a race: which task, which one of how many (`domain::race`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate: Option<super::Candidate>,
 }
 
 /// A worker waiting for its provider's usage limit to reset.

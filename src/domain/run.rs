@@ -150,11 +150,26 @@ pub struct RunState {
     /// `None`: no budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<super::BudgetState>,
+    /// The run's races by task id (`race = N`, `--race N`): candidates, checks, ranking
+    /// and pick.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub races: std::collections::BTreeMap<String, super::Race>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
 
 impl RunState {
+    /// A candidate of a race that is not (or not yet) its pick: its work stays on its own
+    /// branch, out of the integration branch (`crewmux merge --worker` takes it).
+    pub fn left_out_by_race(&self, id: &str) -> bool {
+        let Some(c) = self.worker(id).and_then(|w| w.flow.candidate.as_ref()) else {
+            return false;
+        };
+        self.races
+            .get(&c.task)
+            .is_none_or(|r| r.pick.as_deref() != Some(id))
+    }
+
     pub fn worker(&self, id: &str) -> Option<&WorkerState> {
         self.workers.iter().find(|w| w.id == id)
     }

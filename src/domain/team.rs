@@ -79,6 +79,9 @@ pub struct TeamSpec {
     /// `--budget-tokens` win. Default: no budget.
     #[serde(default)]
     pub budget: Option<super::Budget>,
+    /// `[race]`: the providers a raced worker's candidates run on (`agents`).
+    #[serde(default)]
+    pub race: Option<super::RaceSpec>,
 }
 
 /// One `[[critic]]`: an agent that reviews the team's results; its verdict is the last
@@ -218,6 +221,10 @@ pub struct WorkerSpec {
     /// the team's.
     #[serde(default)]
     pub fallback: Vec<String>,
+    /// `race = N`: run this worker's task as N candidates (2 to `MAX_CANDIDATES`) and keep
+    /// the best (README "Races"); `run --race N` sets it for every worker that has none.
+    #[serde(default)]
+    pub race: Option<u32>,
 }
 
 /// One `[[check]]`: a council check command; exit 0 → pass, else fail.

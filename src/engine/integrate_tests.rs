@@ -88,6 +88,7 @@ pub(super) fn run(fixer: bool) -> RunState {
         }),
         sandbox: Default::default(),
         report: None,
+        races: Default::default(),
         created_at: now(),
         updated_at: now(),
     }

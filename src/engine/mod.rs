@@ -24,6 +24,7 @@ pub mod parking;
 pub mod questions;
 #[cfg(test)]
 mod questions_tests;
+mod race;
 #[cfg(test)]
 mod result_question_tests;
 #[cfg(test)]
@@ -219,6 +220,12 @@ pub enum Input {
     Cancel { worker: Option<String> },
     /// The integration pass ended (after `Effect::Integrate`).
     Integrated(IntegrationOutcome),
+    /// The team's checks on the candidates of race `task` ended (after
+    /// `Effect::RaceChecks`): each candidate's results, by its id.
+    RaceChecked {
+        task: String,
+        results: std::collections::BTreeMap<String, Vec<crate::domain::RaceCheck>>,
+    },
     /// A worker's upstreams' branches were merged into its worktree (after
     /// `Effect::MergeUpstreams`; see `upstream_merge`).
     UpstreamsMerged {
@@ -296,6 +303,12 @@ pub enum Effect {
     /// `Input::UpstreamsMerged`. With `fixer` a conflict stops the pass and waits for a
     /// merge-fixer; without, it is aborted and that upstream left out.
     MergeUpstreams { worker: String, fixer: bool },
+    /// Run the team's checks on each of `candidates` (their worktrees) of race `task`,
+    /// then feed `Input::RaceChecked`.
+    RaceChecks {
+        task: String,
+        candidates: Vec<String>,
+    },
     /// Append to `events.jsonl` (and log it).
     Event(RunEvent),
     /// The run reached a final status.
@@ -306,6 +319,8 @@ pub enum Effect {
 /// A new process (`resume`) starts with an empty one (`RunMemory::default()`).
 #[derive(Debug, Default, Clone)]
 pub struct RunMemory {
+    /// Races whose candidates' checks this driver asked for (`Effect::RaceChecks`).
+    pub race_checks_asked: std::collections::HashSet<String>,
     /// An attempt ended in a run with a budget: nothing new starts until the driver has
     /// summed the spend again (`Input::Spent`), so the attempt that spent the rest cannot
     /// hand its slot to one the budget no longer allows.
@@ -410,6 +425,10 @@ pub fn update(
         Input::ReportWritten { path, bytes } => stages::on_report(state, path, bytes, &mut fx),
         Input::Integrated(outcome) => {
             integrate::on_outcome(state, mem, outcome, &mut fx);
+            stages::advance(state, mem, &mut fx);
+        }
+        Input::RaceChecked { task, results } => {
+            race::on_checked(state, &task, results);
             stages::advance(state, mem, &mut fx);
         }
         Input::UpstreamsMerged { worker, outcome } => {

@@ -145,7 +145,7 @@ pub(super) fn advance(state: &mut RunState, mem: &mut RunMemory, fx: &mut Effect
             Stage::TeamPlan | Stage::Done => return,
             Stage::TeamExec | Stage::TeamFix | Stage::TeamVerify => {
                 launch_pending(state, mem, fx);
-                if !stage_done(state) {
+                if !stage_done(state) || !super::race::all_ranked(state, mem, fx) {
                     return;
                 }
                 match state.stage {

@@ -61,6 +61,7 @@ pub(crate) fn run(workers: usize, parallel: usize) -> RunState {
         fixer: None,
         sandbox: Default::default(),
         report: None,
+        races: Default::default(),
         created_at: t0(),
         updated_at: t0(),
     }

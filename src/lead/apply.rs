@@ -160,6 +160,10 @@ impl Driver {
                     })
                 }
             },
+            Effect::RaceChecks { task, candidates } => {
+                self.start_race_checks(task, candidates);
+                None
+            }
             Effect::Event(e) => {
                 self.record_event(e, emit);
                 None

@@ -21,6 +21,7 @@ mod launching;
 mod offline;
 pub mod once;
 mod publish;
+mod race_checks;
 mod remote;
 mod saver;
 mod settling;
@@ -252,6 +253,8 @@ pub struct Driver {
     in_flight_at: Instant,
     /// Results taken before their attempt's marker was in `output.log` (see `result`).
     retakes: retake::Retakes,
+    /// The team's checks running on race candidates (`race_checks`).
+    race_checks: race_checks::RaceChecks,
     /// When the run's spend was last summed for its budget (`budget`).
     spend_at: Option<Instant>,
     /// Tests: panic (a crash: nothing more is saved) once `applied` reaches this count;

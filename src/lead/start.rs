@@ -82,6 +82,7 @@ impl Driver {
             in_flight: None,
             in_flight_at: Instant::now(),
             retakes: Default::default(),
+            race_checks: Default::default(),
             spend_at: None,
             #[cfg(test)]
             crash_after: None,

@@ -115,6 +115,7 @@ pub(super) fn scripted(tmp: &std::path::Path) -> (RunStore, RunState, FakeWorld)
         inbox_read: None,
         inputs: Default::default(),
         budget: None,
+        races: std::collections::BTreeMap::new(),
         created_at: now,
         updated_at: now,
     };

@@ -61,6 +61,10 @@ impl Driver {
         if !late.is_empty() {
             changed |= self.apply(late, emit) > 0;
         }
+        let checked = self.race_check_results();
+        if !checked.is_empty() {
+            changed |= self.apply(checked, emit) > 0;
+        }
         changed |= self.council_after_retakes(emit);
         self.pace.end_turn(changed, Instant::now());
         self.releases.turn(Instant::now());

@@ -8,6 +8,7 @@ pub mod limits;
 mod missing;
 pub mod place;
 pub mod programs;
+pub mod race;
 pub mod resolve;
 pub mod resolved;
 pub mod route;

@@ -57,6 +57,8 @@ pub struct ResolveOptions {
     pub only: Vec<String>,
     /// `--budget-usd`, `--budget-tokens`: each limit given wins over the team's `[budget]`.
     pub budget: crate::domain::Budget,
+    /// `run --race N`: every worker that sets no `race` of its own runs as N candidates.
+    pub race: Option<u32>,
 }
 
 impl ResolveOptions {
@@ -85,6 +87,7 @@ impl ResolveOptions {
             hosts: vec![],
             sandbox: None,
             only: Vec::new(),
+            race: None,
         }
     }
 }
@@ -173,6 +176,32 @@ fn check_fallbacks(loaded: &LoadedTeam, registry: &Registry) -> Result<()> {
     Ok(())
 }
 
+/// The budgets (flags and `[budget]`), the fallbacks and the races the run asks for.
+///
+/// # Errors
+/// As `Budget::check`, [`check_fallbacks`] and `race::check`: one line, naming the flag or
+/// the team file.
+fn check_spending_and_routes(
+    opts: &ResolveOptions,
+    loaded: &LoadedTeam,
+    registry: &Registry,
+) -> Result<()> {
+    opts.budget
+        .check("--budget-usd", "--budget-tokens")
+        .map_err(Error::Usage)?;
+    if let Some(b) = &loaded.spec.budget {
+        b.check("[budget] usd", "[budget] tokens")
+            .map_err(|e| Error::Usage(format!("{}: {e}", loaded.source)))?;
+    }
+    check_fallbacks(loaded, registry)?;
+    super::race::check(
+        &loaded.spec,
+        (opts.race, opts.sandbox),
+        registry,
+        &loaded.source,
+    )
+}
+
 /// Check the options and load the team (the fast half of [`resolve`]).
 ///
 /// # Errors
@@ -253,14 +282,7 @@ pub fn check(opts: &ResolveOptions) -> Result<CheckedTeam> {
     if !(1..=256).contains(&parallel) {
         return Err(Error::Usage(format!("--parallel {parallel}: use 1..=256")));
     }
-    opts.budget
-        .check("--budget-usd", "--budget-tokens")
-        .map_err(Error::Usage)?;
-    if let Some(b) = &loaded.spec.budget {
-        b.check("[budget] usd", "[budget] tokens")
-            .map_err(|e| Error::Usage(format!("{}: {e}", loaded.source)))?;
-    }
-    check_fallbacks(&loaded, &registry)?;
+    check_spending_and_routes(opts, &loaded, &registry)?;
     let left_out = only(&mut loaded.spec, &opts.only, &loaded.source)?;
     let mut templates = Vec::with_capacity(loaded.spec.workers.len());
     for w in &loaded.spec.workers {

@@ -60,6 +60,9 @@ pub struct ResolvedWorker {
     /// Its next attempt continues its agent CLI's conversation where the provider can
     /// (worker's `resume`, else the team's, default true).
     pub resume: bool,
+    /// A candidate of a race (`team::race`): which task, which one of how many.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub candidate: Option<crate::domain::Candidate>,
 }
 
 /// A worker's host for JSON: its name, or `local`.
@@ -109,6 +112,7 @@ impl ResolvedWorker {
                 approvals: self.approvals,
                 sandbox: self.sandbox.clone(),
                 no_resume: !self.resume,
+                candidate: self.candidate.clone(),
                 ..Default::default()
             },
         }

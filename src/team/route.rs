@@ -91,6 +91,7 @@ pub fn route(opts: &ResolveOptions, team: CheckedTeam) -> Result<ResolvedTeam> {
             &health,
         )));
     }
+    let mut workers = super::race::expand(workers, spec, opts.race, &registry, &health);
     workers.sort_by_key(|w| w.order);
     let mut spread = crate::hosts::spread::Spread::default();
     if !opts.hosts.is_empty() {
@@ -300,6 +301,7 @@ fn route_worker(
             .unwrap_or(ctx.team_approvals),
         sandbox: crate::domain::Sandbox::resolve(ctx.team_sandbox, w.sandbox.as_ref()),
         resume: w.resume.unwrap_or(ctx.team_resume),
+        candidate: None,
     }))
 }
 

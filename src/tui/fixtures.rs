@@ -196,6 +196,7 @@ pub fn crazy_run() -> RunState {
         fixer: None,
         sandbox: Default::default(),
         report: None,
+        races: Default::default(),
         created_at: t0(),
         updated_at: now(),
     }

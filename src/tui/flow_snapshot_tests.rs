@@ -73,3 +73,51 @@ fn roster_shows_a_worker_parked_on_its_providers_usage_limit() {
         .unwrap();
     insta::assert_snapshot!(terminal.backend().clone());
 }
+
+#[test]
+fn roster_shows_a_races_candidates_with_their_rank_and_the_pick() {
+    use crate::domain::{Candidate, Race, Ranked};
+    let mut run = fixtures::crazy_run();
+    let mut rows = vec![];
+    let whys = [
+        (3, "completed · checks 0/1 · +1 −0 in 1 file"),
+        (2, "completed · checks 1/1 · +4 −0 in 2 files"),
+        (1, "completed · checks 1/1 · +1 −0 in 1 file"),
+    ];
+    let mut ranking = vec![];
+    for (n, (rank, why)) in (1..=3).zip(whys) {
+        let id = format!("fix-c{n}");
+        let mut w = worker(&id, "backend-engineer", WorkerStatus::Completed);
+        w.provider = ["codex", "claude", "gemini"][n as usize - 1].into();
+        w.exit_code = Some(0);
+        w.flow.candidate = Some(Candidate {
+            task: "fix".into(),
+            n,
+            of: 3,
+        });
+        ranking.push(Ranked {
+            id: id.clone(),
+            rank,
+            why: why.into(),
+        });
+        rows.push(w);
+    }
+    ranking.sort_by_key(|r| r.rank);
+    run.races.insert(
+        "fix".into(),
+        Race {
+            candidates: rows.iter().map(|w| w.id.clone()).collect(),
+            checked: Default::default(),
+            ranking,
+            pick: Some("fix-c3".into()),
+        },
+    );
+    run.workers = rows;
+    let ui = UiState::default();
+    let view = crate::tui::fixtures::view(&run, &ui, &[]);
+    let mut terminal = Terminal::new(TestBackend::new(120, 6)).unwrap();
+    terminal
+        .draw(|f| roster::render(f, f.area(), &view))
+        .unwrap();
+    insta::assert_snapshot!(terminal.backend().clone());
+}

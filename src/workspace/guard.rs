@@ -68,6 +68,8 @@ pub fn shortfall(state: &RunState, ws: &RunWorkspace) -> Shortfall {
         .iter()
         .filter(|w| w.kind == WorkerKind::Worker && w.status == WorkerStatus::Completed)
         .filter(|w| ws.workers.contains_key(&w.id) && !holds(&w.id))
+        // A race's candidate that is not its pick is not meant to be there.
+        .filter(|w| !state.left_out_by_race(&w.id))
         .map(|w| w.id.clone())
         .collect();
     let blocked_by = state

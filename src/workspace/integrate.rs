@@ -73,6 +73,13 @@ fn leave_out(git: &Git, integ: &mut Integration, c: MergeConflict) -> Result<()>
 pub fn integrate(state: &mut RunState) -> Result<Outcome> {
     let run_id = state.run_id.clone();
     let fixable = Fixable::of(state);
+    // A race's candidates that are not its pick stay on their own branches.
+    let not_picked: Vec<String> = state
+        .workers
+        .iter()
+        .filter(|w| state.left_out_by_race(&w.id))
+        .map(|w| w.id.clone())
+        .collect();
     let Some(ws) = state.workspace.as_mut() else {
         return Ok(Outcome::Clean);
     };
@@ -146,6 +153,7 @@ pub fn integrate(state: &mut RunState) -> Result<Outcome> {
         .workers
         .iter()
         .filter(|w| w.kind == WorkerKind::Worker && w.status == WorkerStatus::Completed)
+        .filter(|w| !not_picked.contains(&w.id))
         .map(|w| (w.id.clone(), w.flow.after.clone()))
         .collect();
     let order: Vec<String> = crate::engine::graph::levels(&completed)

@@ -84,6 +84,7 @@ mod pane_identity;
 mod parking;
 mod planning;
 mod providers_standins;
+mod race;
 mod rate_limit_lines;
 mod real_clis;
 mod result_question;

@@ -222,6 +222,10 @@ pub fn prepare(
     let mut env = launch.env.clone();
     env.push(("CREWMUX_RUN_ID".into(), state.run_id.clone()));
     env.push(("CREWMUX_WORKER".into(), w.id.clone()));
+    // A race's candidate knows which one it is (README "Races").
+    if let Some(c) = &w.flow.candidate {
+        env.push(("CREWMUX_CANDIDATE".into(), c.n.to_string()));
+    }
     env.push((crate::launch::ATTEMPT_ENV.into(), nonce.clone()));
     Ok(Prepared {
         spawn: SpawnSpec {

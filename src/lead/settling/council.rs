@@ -129,7 +129,9 @@ pub fn write_report(state: &RunState, store: &RunStore) -> Result<(PathBuf, u64)
             .map(|(p, why)| (p.clone(), why.clone()))
             .collect(),
     };
-    let mut md = merge_report(&input) + &crate::workspace::report::section(state);
+    let mut md = merge_report(&input)
+        + &crate::council::report::race_section(&state.races)
+        + &crate::workspace::report::section(state);
     md.push_str(&crate::providers::output::usage_markdown(state));
     let path = store.dir().join("report.md");
     crate::store::write_atomic(&path, md.as_bytes())?;

@@ -263,12 +263,7 @@ fn row<'a>(
                 }
             }),
         };
-        // An attempt that continues the worker's earlier conversation says so first.
-        let note = match (w.flow.resumed && w.attempt > 1, note) {
-            (true, Some(n)) => Some(format!("resumed · {n}")),
-            (true, None) => Some("resumed".to_string()),
-            (false, n) => n,
-        };
+        let note = with_prefixes(view.run, w, note);
         cells.push(Cell::from(Span::styled(
             note.unwrap_or_default(),
             Style::default().fg(Color::Gray),
@@ -310,6 +305,43 @@ fn flow_note(
         .as_ref()
         .filter(|_| w.status.is_live())
         .map(|line| format!("rate-limited: {line}"))
+}
+
+/// The note with what comes first: `resumed` for an attempt that continues the worker's
+/// earlier conversation, and a race's candidate's place ([`candidate_note`]).
+fn with_prefixes(run: &RunState, w: &WorkerState, note: Option<String>) -> Option<String> {
+    let note = match (w.flow.resumed && w.attempt > 1, note) {
+        (true, Some(n)) => Some(format!("resumed · {n}")),
+        (true, None) => Some("resumed".to_string()),
+        (false, n) => n,
+    };
+    // Once ranked, the why stands in for an ended candidate's reason.
+    match (candidate_note(run, w), note) {
+        (Some(c), Some(n)) if !w.status.is_terminal() || c.starts_with("candidate") => {
+            Some(format!("{c} · {n}"))
+        }
+        (Some(c), _) => Some(c),
+        (None, n) => n,
+    }
+}
+
+/// What a race's candidate's note starts with: `#1 picked · completed · checks 1/1 · +1 −0
+/// in 1 file` once its race is ranked (the why replaces its reason), else `candidate 2/3`.
+fn candidate_note(run: &RunState, w: &WorkerState) -> Option<String> {
+    let c = w.flow.candidate.as_ref()?;
+    let race = run.races.get(&c.task);
+    match race.and_then(|r| r.ranking.iter().find(|x| x.id == w.id)) {
+        Some(r) => {
+            let picked = race.is_some_and(|x| x.pick.as_deref() == Some(w.id.as_str()));
+            Some(format!(
+                "#{}{} · {}",
+                r.rank,
+                if picked { " picked" } else { "" },
+                r.why
+            ))
+        }
+        None => Some(format!("candidate {}/{}", c.n, c.of)),
+    }
 }
 
 /// The status column's word: `queued` for a pending worker that waits for its `after`
