@@ -88,7 +88,7 @@ fn request(state: &RunState, project: &Path, what: &SteerCommand) -> Result<Stee
                 .clone()
                 .or_else(|| first.map(|w| w.role.clone()))
                 .unwrap_or_else(|| "backend-engineer".into());
-            known_role(&role)?;
+            known_role(&role, project)?;
             let command = command
                 .as_deref()
                 .map(|c| {
@@ -157,14 +157,18 @@ fn read_task_file(path: &Path) -> Result<String> {
     })
 }
 
-fn known_role(role: &str) -> Result<()> {
-    if crate::providers::agents::roles().any(|r| r == role) {
+/// A role the project knows: built in, or defined in an `agents.toml` beside its
+/// providers.toml files.
+fn known_role(role: &str, project: &Path) -> Result<()> {
+    let env = crate::providers::EnvSnapshot::current();
+    let registry = crate::providers::Registry::load(Some(project), &env)?;
+    if registry.roles().get(role).is_some() {
         return Ok(());
     }
-    let roles: Vec<&str> = crate::providers::agents::roles().collect();
+    let why = registry.unknown_role(role);
     Err(Error::Usage(format!(
-        "--role {role}: no such role; use one of {}",
-        roles.join(", ")
+        "--role {role}: no such role; {}",
+        why.split_once(": ").map_or(why.as_str(), |(_, rest)| rest)
     )))
 }
 

@@ -87,6 +87,10 @@ pub struct FlowState {
     /// A candidate of a race: which task, which one of how many (`domain::race`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidate: Option<super::Candidate>,
+    /// Its role's persona when the run's `agents.toml` files define it (a built-in role's
+    /// is read from the built-in list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persona: Option<String>,
 }
 
 /// A worker waiting for its provider's usage limit to reset.

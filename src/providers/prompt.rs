@@ -39,6 +39,9 @@ pub struct PackageOptions {
     pub failures: Option<Vec<PastFailure>>,
     /// The run's inputs besides the problem, read for this attempt ([`Inputs`]).
     pub inputs: Inputs,
+    /// The role's persona as the run's `agents.toml` files define it; `None`: the built-in
+    /// role's (or `<role> specialist` for a role crewmux does not know).
+    pub persona: Option<String>,
 }
 
 impl Default for PackageOptions {
@@ -48,6 +51,7 @@ impl Default for PackageOptions {
             model: None,
             failures: None,
             inputs: Inputs::default(),
+            persona: None,
         }
     }
 }
@@ -142,8 +146,12 @@ fn sections(
     opts: &PackageOptions,
 ) -> Vec<Section> {
     let mut sections: Vec<Section> = Vec::new();
-    let persona = match agents::agent(agent_role) {
-        Some(a) => format!("You are {}.", with_article(&a.persona)),
+    let own = opts
+        .persona
+        .as_deref()
+        .or_else(|| agents::agent(agent_role).map(|a| a.persona.as_str()));
+    let persona = match own {
+        Some(p) => format!("You are {}.", with_article(p)),
         None => format!(
             "You are {}.",
             with_article(&format!("{agent_role} specialist"))

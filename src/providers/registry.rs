@@ -30,6 +30,10 @@ pub struct Registry {
     providers: BTreeMap<String, ProviderSpec>,
     /// Override files that were read, in the order applied.
     pub sources: Vec<PathBuf>,
+    /// The worker roles: built-in, then the `agents.toml` beside each providers.toml.
+    roles: super::agents::Roles,
+    /// Where a user's and a project's `agents.toml` go (for the unknown-role line).
+    role_dirs: (Option<PathBuf>, Option<PathBuf>),
 }
 
 /// Where the user's config lives: `$CREWMUX_CONFIG_DIR`, else `$XDG_CONFIG_HOME/crewmux`,
@@ -81,6 +85,20 @@ impl Registry {
         layers.extend(texts.iter().map(|(p, t)| (p.as_path(), t.as_str())));
         let mut reg = Self::from_layers(&layers)?;
         reg.sources = texts.into_iter().map(|(p, _)| p).collect();
+        // The roles beside the providers: `agents.toml` in the same two folders.
+        let dirs = (user_config_dir(env), project.map(|p| p.join(".crewmux")));
+        let mut role_files: Vec<(PathBuf, String)> = Vec::new();
+        for d in [&dirs.0, &dirs.1].into_iter().flatten() {
+            let f = d.join("agents.toml");
+            match std::fs::read_to_string(&f) {
+                Ok(t) => role_files.push((f, t)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::Usage(format!("{}: cannot read: {e}", f.display()))),
+            }
+        }
+        let names: Vec<&str> = reg.names().collect();
+        reg.roles = super::agents::Roles::with_layers(&role_files, &names)?;
+        reg.role_dirs = dirs;
         Ok(reg)
     }
 
@@ -137,7 +155,24 @@ impl Registry {
         Ok(Registry {
             providers,
             sources: Vec::new(),
+            roles: super::agents::Roles::builtin(),
+            role_dirs: (None, None),
         })
+    }
+
+    /// The worker roles a team may name (built-in and the `agents.toml` files read).
+    pub fn roles(&self) -> &super::agents::Roles {
+        &self.roles
+    }
+
+    /// The one line for a role nobody defined: the known roles, and both `agents.toml`
+    /// files a role of one's own goes in.
+    pub fn unknown_role(&self, role: &str) -> String {
+        self.roles.unknown(
+            role,
+            self.role_dirs.0.as_deref(),
+            self.role_dirs.1.as_deref(),
+        )
     }
 
     pub fn get(&self, name: &str) -> Option<&ProviderSpec> {

@@ -16,7 +16,7 @@ use toml::Spanned;
 use crate::domain::TeamSpec;
 use crate::error::{Error, Result};
 use crate::providers::spec::{line_col, toml_error};
-use crate::providers::{agents, ProviderKind, Registry, MODEL_ROLES};
+use crate::providers::{ProviderKind, Registry, MODEL_ROLES};
 
 /// A built-in team (`--mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -279,14 +279,10 @@ pub fn parse_and_validate(path: &Path, text: &str, registry: &Registry) -> Resul
             ));
         }
         let role = w.role.get_ref();
-        if agents::agent(role).is_none() {
+        if registry.roles().get(role).is_none() {
             return Err(at(
                 w.role.span(),
-                format!(
-                    "{}: unknown role `{role}`: use one of {}",
-                    field("role"),
-                    agents::roles().collect::<Vec<_>>().join(", ")
-                ),
+                format!("{}: {}", field("role"), registry.unknown_role(role)),
             ));
         }
         if let (Some(_), Some(t)) = (&w.provider, &w.target) {

@@ -63,6 +63,9 @@ pub struct ResolvedWorker {
     /// A candidate of a race (`team::race`): which task, which one of how many.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub candidate: Option<crate::domain::Candidate>,
+    /// Its role's persona, as the run's `agents.toml` files left it.
+    #[serde(skip)]
+    pub persona: Option<String>,
 }
 
 /// A worker's host for JSON: its name, or `local`.
@@ -113,6 +116,7 @@ impl ResolvedWorker {
                 sandbox: self.sandbox.clone(),
                 no_resume: !self.resume,
                 candidate: self.candidate.clone(),
+                persona: self.persona.clone(),
                 ..Default::default()
             },
         }
@@ -243,6 +247,7 @@ impl ResolvedWorker {
                 max_chars,
                 model: Some(model),
                 failures: None,
+                persona: self.persona.clone(),
                 ..PackageOptions::default()
             },
         )

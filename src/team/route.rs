@@ -227,7 +227,7 @@ fn route_worker(
     template: &str,
 ) -> Result<Option<ResolvedWorker>> {
     let opts = ctx.opts;
-    let agent = agents::agent(&w.role).expect("validated role");
+    let agent = ctx.registry.roles().get(&w.role).expect("validated role");
     let Some((provider, reason, routed)) = choose_provider(ctx, w, agent)? else {
         return Ok(None);
     };
@@ -302,6 +302,7 @@ fn route_worker(
         sandbox: crate::domain::Sandbox::resolve(ctx.team_sandbox, w.sandbox.as_ref()),
         resume: w.resume.unwrap_or(ctx.team_resume),
         candidate: None,
+        persona: Some(agent.persona.clone()),
     }))
 }
 

@@ -43,6 +43,7 @@ mod creds_api;
 mod creds_env;
 mod creds_errors;
 mod creds_run;
+mod custom_roles;
 mod dashboard;
 mod dashboard_merge;
 mod descendants;

@@ -60,6 +60,7 @@ pub fn prompt_text(
             model: Some(model),
             failures,
             inputs: read_inputs(state, w),
+            persona: w.flow.persona.clone(),
         },
     )
 }
