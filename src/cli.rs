@@ -463,6 +463,9 @@ pub struct DispatchArgs {
     /// `--hosts`).
     #[arg(long, allow_negative_numbers = true, value_parser = crate::cli_values::whole_in::<usize>(1, 256))]
     pub parallel: Option<usize>,
+    /// Route each worker as N race candidates, as `run --race` (2-8).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::cli_values::whole_in::<u32>(2, crate::domain::race::MAX_CANDIDATES as u64))]
+    pub race: Option<u32>,
     /// The problem to route.
     pub problem: String,
 }

@@ -38,6 +38,7 @@ pub fn run(args: DispatchArgs) -> Result<i32> {
     opts.limits = args.limits.into();
     opts.parallel = args.parallel;
     opts.hosts = args.hosts.clone();
+    opts.race = args.race;
     let team = resolve(&opts)?;
     // The hosts the workers name are checked as `run` checks them, so a dispatch that
     // shows a plan is one `run` would accept.

@@ -131,6 +131,28 @@ fn unknown_in_json(
     }
 }
 
+/// A race candidate's place (`  race fix: #1 picked · checks 1/1 · …` and a newline) once
+/// its race is ranked, else which candidate it is; "" for any other worker.
+fn race_place(state: &RunState, w: &crate::domain::WorkerState) -> String {
+    let Some(c) = &w.flow.candidate else {
+        return String::new();
+    };
+    let race = state.races.get(&c.task);
+    match race.and_then(|r| r.ranking.iter().find(|x| x.id == w.id)) {
+        Some(r) => {
+            let picked = race.is_some_and(|x| x.pick.as_deref() == Some(w.id.as_str()));
+            format!(
+                "  race {}: #{}{} · {}\n",
+                c.task,
+                r.rank,
+                if picked { " picked" } else { "" },
+                r.why
+            )
+        }
+        None => format!("  race {}: candidate {} of {}\n", c.task, c.n, c.of),
+    }
+}
+
 /// An ended worker's reason (`  <reason>` and a newline), or where a live worker's status
 /// comes from when its agent's hooks spoke (`  hooks: <state> · <event> <N>s ago`, docs/mcp.md
 /// "Status from the agents' hooks"), else "".
@@ -219,6 +241,7 @@ pub fn status_text_with(state: &RunState, driven: bool, down: &BTreeSet<String>)
             s.push_str(&format!("  usage: {}\n", u.short()));
         }
         s.push_str(&reason_or_signal(w));
+        s.push_str(&race_place(state, w));
         if let Some(x) = state
             .workspace
             .as_ref()

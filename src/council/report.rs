@@ -60,31 +60,23 @@ pub struct ReportInput {
     pub providers_out: Vec<(String, String)>,
 }
 
-/// `## Race: <task>` for each race of the run: its ranking (rank, candidate, provider-free
-/// why), the pick, and how to take another candidate instead; "" without races.
+/// `## Race: <task>` for each race of the run: its ranking (rank, candidate, why), the
+/// pick, and how to take another candidate instead; "" without races. Each section opens
+/// with its blank line, as the report's next one does.
 pub fn race_section(races: &std::collections::BTreeMap<String, crate::domain::Race>) -> String {
     let mut out = String::new();
     for (task, race) in races {
-        let _ = writeln!(
-            out,
-            "## Race: {task}
-"
-        );
+        let _ = writeln!(out, "\n## Race: {task}\n");
         if !race.ranked() {
             let _ = writeln!(
                 out,
-                "Not ranked yet: {} candidates ({}).
-",
+                "Not ranked yet: {} candidates ({}).",
                 race.candidates.len(),
                 race.candidates.join(", ")
             );
             continue;
         }
-        out.push_str(
-            "| rank | candidate | why |
-| --- | --- | --- |
-",
-        );
+        out.push_str("| rank | candidate | why |\n| --- | --- | --- |\n");
         for r in &race.ranking {
             let picked = if race.pick.as_deref() == Some(r.id.as_str()) {
                 " (picked)"
@@ -97,17 +89,10 @@ pub fn race_section(races: &std::collections::BTreeMap<String, crate::domain::Ra
             Some(p) => {
                 let _ = writeln!(
                     out,
-                    "
-{p} is picked: only its work is in the integration branch. Another candidate is taken with `crewmux merge RUN --worker ID`.
-"
+                    "\n{p} is picked: only its work is in the integration branch. Another candidate is taken with `crewmux merge RUN --worker ID`."
                 );
             }
-            None => out.push_str(
-                "
-No candidate completed: nothing is picked.
-
-",
-            ),
+            None => out.push_str("\nNo candidate completed: nothing is picked.\n"),
         }
     }
     out

@@ -39,7 +39,8 @@ pub(super) fn on_limit(
     }
     if said.other_key {
         let w = state.worker_mut(id)?;
-        w.max_attempts = w.max_attempts.max(attempt + 1);
+        // The limited attempt does not count: the worker keeps all it had left.
+        w.max_attempts += 1;
         return Some(format!("{reason}; the next attempt uses another key"));
     }
     if super::exits::next_provider(state, id).is_some() {
@@ -56,7 +57,8 @@ pub(super) fn on_limit(
         line: said.line.clone(),
     };
     let w = state.worker_mut(id)?;
-    w.max_attempts = w.max_attempts.max(attempt + 1);
+    // The limited attempt does not count: the worker keeps all it had left.
+    w.max_attempts += 1;
     w.flow.parked = Some(parked.clone());
     fx.event(
         EventKind::WorkerParked,

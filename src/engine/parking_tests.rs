@@ -181,3 +181,17 @@ fn a_parked_worker_ends_at_once_when_the_run_is_cancelled() {
     assert_eq!(s.worker("w0").unwrap().status, WorkerStatus::Cancelled);
     assert_eq!(s.worker("w1").unwrap().status, WorkerStatus::Cancelled);
 }
+
+#[test]
+fn the_limited_attempt_leaves_every_attempt_the_worker_had_left() {
+    let (mut s, mut mem) = (claude_run(false), RunMemory::default());
+    s.workers[0].max_attempts = 2;
+    update(&mut s, &mut mem, t0(), Input::Start);
+    launched(&mut s, &mut mem, "w0", 1, t0());
+    limited(&mut s, &mut mem, "w0", limit(5, false));
+    assert_eq!(
+        s.worker("w0").unwrap().max_attempts,
+        3,
+        "attempt 1 met the limit: attempts 2 and 3 are still the worker's"
+    );
+}

@@ -114,55 +114,7 @@ fn rank(state: &mut RunState, task: &str, fx: &mut Effects) {
         .candidates
         .iter()
         .enumerate()
-        .filter_map(|(i, id)| {
-            let w = state.worker(id)?;
-            let completed = w.status == WorkerStatus::Completed;
-            let checks = race.checked.get(id);
-            let passed = checks.map_or(0, |c| c.iter().filter(|r| r.passed).count());
-            let diff = state
-                .workspace
-                .as_ref()
-                .and_then(|ws| ws.workers.get(id))
-                .and_then(|x| x.diff);
-            let lines = diff.map_or(0, |d| d.added + d.removed);
-            let mut why = vec![if completed {
-                "completed".to_string()
-            } else {
-                match w.exit_code {
-                    Some(c) => format!("{} (exit {c})", w.status.as_str()),
-                    None => w.status.as_str().to_string(),
-                }
-            }];
-            if completed && total > 0 {
-                why.push(format!("checks {passed}/{total}"));
-            }
-            if completed {
-                why.push(match diff {
-                    Some(d) if lines > 0 => {
-                        format!(
-                            "+{} −{} in {} file{}",
-                            d.added,
-                            d.removed,
-                            d.files,
-                            if d.files == 1 { "" } else { "s" }
-                        )
-                    }
-                    _ => "no change".to_string(),
-                });
-            }
-            let key = Key {
-                not_completed: !completed,
-                checks_failed: if completed {
-                    total - passed.min(total)
-                } else {
-                    total
-                },
-                no_change: lines == 0,
-                lines,
-                n: u32::try_from(i + 1).unwrap_or(u32::MAX),
-            };
-            Some((key, id.clone(), why.join(" · ")))
-        })
+        .filter_map(|(i, id)| row_of(state, &race, (i, id), total))
         .collect();
     rows.sort();
     let ranking: Vec<Ranked> = rows
@@ -196,6 +148,77 @@ fn rank(state: &mut RunState, task: &str, fx: &mut Effects) {
         r.ranking = ranking;
         r.pick = pick;
     }
+}
+
+/// Candidate `i` (0-based) `id`'s ranking key, id and why; `total`: the team's checks.
+fn row_of(
+    state: &RunState,
+    race: &crate::domain::Race,
+    (i, id): (usize, &String),
+    total: usize,
+) -> Option<(Key, String, String)> {
+    let w = state.worker(id)?;
+    let completed = w.status == WorkerStatus::Completed;
+    let checks = race.checked.get(id);
+    let passed = checks.map_or(0, |c| c.iter().filter(|r| r.passed).count());
+    let diff = state
+        .workspace
+        .as_ref()
+        .and_then(|ws| ws.workers.get(id))
+        .and_then(|x| x.diff);
+    let lines = diff.map_or(0, |d| d.added + d.removed);
+    let mut why = vec![if completed {
+        "completed".to_string()
+    } else {
+        match w.exit_code {
+            Some(c) => format!("{} (exit {c})", w.status.as_str()),
+            None => w.status.as_str().to_string(),
+        }
+    }];
+    if completed && total > 0 {
+        // The checks that did not pass, by name, with why when it was not their
+        // own exit (a timeout, a command that did not start).
+        let failed: Vec<String> = checks
+            .into_iter()
+            .flatten()
+            .filter(|r| !r.passed)
+            .map(|r| match r.note.as_str() {
+                "" => r.check.clone(),
+                n => format!("{}: {n}", r.check),
+            })
+            .collect();
+        why.push(if failed.is_empty() {
+            format!("checks {passed}/{total}")
+        } else {
+            format!("checks {passed}/{total} (failed {})", failed.join(", "))
+        });
+    }
+    if completed {
+        why.push(match diff {
+            Some(d) if lines > 0 => {
+                format!(
+                    "+{} −{} in {} file{}",
+                    d.added,
+                    d.removed,
+                    d.files,
+                    if d.files == 1 { "" } else { "s" }
+                )
+            }
+            _ => "no change".to_string(),
+        });
+    }
+    let key = Key {
+        not_completed: !completed,
+        checks_failed: if completed {
+            total - passed.min(total)
+        } else {
+            total
+        },
+        no_change: lines == 0,
+        lines,
+        n: u32::try_from(i + 1).unwrap_or(u32::MAX),
+    };
+    Some((key, id.clone(), why.join(" · ")))
 }
 
 #[cfg(test)]

@@ -121,3 +121,32 @@ fn roster_shows_a_races_candidates_with_their_rank_and_the_pick() {
         .unwrap();
     insta::assert_snapshot!(terminal.backend().clone());
 }
+
+#[test]
+fn a_narrow_roster_gives_the_roles_room_to_the_race_and_parking_notes() {
+    use crate::domain::Candidate;
+    let mut run = fixtures::crazy_run();
+    let mut rows = vec![];
+    for n in 1..=2 {
+        let mut w = worker(
+            &format!("fix-c{n}"),
+            "backend-engineer",
+            WorkerStatus::Running,
+        );
+        w.flow.candidate = Some(Candidate {
+            task: "fix".into(),
+            n,
+            of: 2,
+        });
+        rows.push(w);
+    }
+    run.workers = rows;
+    let ui = UiState::default();
+    let view = crate::tui::fixtures::view(&run, &ui, &[]);
+    // The wide layout's roster: at most 96 columns beside the output.
+    let mut terminal = Terminal::new(TestBackend::new(96, 5)).unwrap();
+    terminal
+        .draw(|f| roster::render(f, f.area(), &view))
+        .unwrap();
+    insta::assert_snapshot!(terminal.backend().clone());
+}

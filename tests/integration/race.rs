@@ -116,3 +116,34 @@ fn bad_races_are_one_line_and_make_nothing() {
         assert!(stderr(&out).contains("--race"), "{}", stderr(&out));
     }
 }
+
+#[test]
+fn a_candidate_that_failed_is_not_judged_with_the_pick() {
+    let t = TeamProject::in_repo(
+        &[("a.txt", "a\n")],
+        &format!(
+            "{}race = 2\n",
+            command_worker(
+                "fix",
+                r#"if [ "$CREWMUX_CANDIDATE" = 1 ]; then exit 1; fi; echo ok > impl.txt"#,
+                "Wrote impl.txt with ok in it, as asked: the file impl.txt now reads ok."
+            )
+        ),
+    );
+    let out = t.run("make impl.txt say ok").process().output();
+    let s = summary(&out);
+    assert_eq!(s["status"], "done", "{}", stderr(&out));
+    let run = only_run_dir(t.path());
+    let st: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("state.json")).unwrap()).unwrap();
+    assert_eq!(st["races"]["fix"]["pick"], "fix-c2", "{st:#}");
+    let verdicts = st["council"]["verdicts"].to_string();
+    assert!(
+        !verdicts.contains("fix-c1"),
+        "the losing candidate is not the team's result: {verdicts}"
+    );
+    assert_ne!(st["council"]["status"], "blocked", "{verdicts}");
+    let status = run_crewmux(t.path(), "unused", &["status", &run_id(t.path())]);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(text.contains("race fix: #1 picked"), "{text}");
+}

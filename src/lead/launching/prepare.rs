@@ -399,6 +399,8 @@ fn results_digest(state: &RunState) -> String {
         .iter()
         .filter(|w| matches!(w.kind, WorkerKind::Worker | WorkerKind::Fixer))
         .filter(|w| w.status.is_terminal())
+        // A race's candidates that are not its pick are not the team's result.
+        .filter(|w| !state.left_out_by_race(&w.id))
     {
         out.push_str(&format!(
             "\n### {} ({}) — {}{}\n",

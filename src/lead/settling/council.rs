@@ -25,6 +25,8 @@ pub fn run_council(state: &RunState, store: &RunStore) -> Vec<CriticVerdict> {
         .workers
         .iter()
         .filter(|w| matches!(w.kind, WorkerKind::Worker | WorkerKind::Fixer))
+        // A race's candidates that are not its pick are not the team's result.
+        .filter(|w| !state.left_out_by_race(&w.id))
         .map(|w| WorkerResult {
             id: w.id.clone(),
             role: w.role.clone(),

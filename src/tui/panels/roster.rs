@@ -43,8 +43,15 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
         return;
     }
     let inner_width = block.inner(area).width;
-    let with_role = inner_width >= ROLE_MIN_WIDTH;
-    let with_note = inner_width >= NOTE_MIN_WIDTH;
+    // Where the note has no room of its own, a race's ranks and a parked worker's reset
+    // take the role's place (the output's title still names the role).
+    let note_over_role = (ROLE_MIN_WIDTH..NOTE_MIN_WIDTH).contains(&inner_width)
+        && run
+            .workers
+            .iter()
+            .any(|w| w.flow.candidate.is_some() || parked(w));
+    let with_role = inner_width >= ROLE_MIN_WIDTH && !note_over_role;
+    let with_note = inner_width >= NOTE_MIN_WIDTH || note_over_role;
     let role_width = run.workers.iter().map(|w| w.role.len()).max().unwrap_or(4) as u16;
     let id_width = id_width(run);
 
@@ -339,6 +346,15 @@ fn candidate_note(run: &RunState, w: &WorkerState) -> Option<String> {
                 if picked { " picked" } else { "" },
                 r.why
             ))
+        }
+        // Every candidate has ended and the race is not ranked: the team's checks run on them.
+        None if race.is_some_and(|r| {
+            r.candidates
+                .iter()
+                .all(|id| run.worker(id).is_none_or(|x| x.status.is_terminal()))
+        }) && !run.checks.is_empty() =>
+        {
+            Some(format!("candidate {}/{} · checks running", c.n, c.of))
         }
         None => Some(format!("candidate {}/{}", c.n, c.of)),
     }
