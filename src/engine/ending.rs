@@ -43,6 +43,12 @@ pub(super) fn on_exited(
     let killed = mem.kills.get(worker).map(|k| killed_status(k.0, w));
     let (status, reason) = match killed {
         Some(k) => k,
+        // Exit 0 and its output says the API failed (`ProviderSpec::exit_zero_on_failure`):
+        // that is no result.
+        None if exit.code == 0 && exit.said.is_some() => (
+            WorkerStatus::Failed,
+            super::exits::failed_exit(state, mem, worker, attempt, 0, exit.said.as_ref(), fx),
+        ),
         None if exit.code == 0 && exit.missing_artifacts.is_empty() => {
             (WorkerStatus::Completed, String::new())
         }

@@ -440,6 +440,7 @@ impl Driver {
     ) -> Result<()> {
         // A look in flight is of no use now (the thread ends once it is answered).
         self.poller = None;
+        self.end_race_checks();
         let unsaved = unsaved | self.land_in_flight(wake, emit) | self.forget_hosts_not_answering();
         let late = self.retake_results(true);
         let unsaved = unsaved | (!late.is_empty() && self.apply(late, emit) > 0);

@@ -3,7 +3,10 @@
 //! thread of their own so the loop goes on meanwhile, each in a private process group
 //! killed whole at the check's timeout. Each run's output is kept in
 //! `<run>/race/<task>/<candidate>-<check>.log`; the results come back as
-//! `Input::RaceChecked` at the loop's next turn after they are all in.
+//! `Input::RaceChecked` at the loop's next turn after they are all in. Every check process
+//! carries the race's own `CREWMUX_ATTEMPT_NONCE` ([`nonce`]), so the checks a driver left
+//! running (it was killed, or the loop ended) are found and ended by the next one before it
+//! runs them again, and by the loop's end.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -18,9 +21,15 @@ use crate::lead::Driver;
 /// Check runs going at once: a check is often a build, and two cores are common.
 pub const AT_ONCE: usize = 2;
 
+/// The nonce every check process of race `task` of run `run_id` carries.
+pub fn nonce(run_id: &str, task: &str) -> String {
+    format!("race-{run_id}-{task}")
+}
+
 /// One check to run on one candidate.
 #[derive(Debug, Clone)]
 struct Job {
+    nonce: String,
     candidate: String,
     check: String,
     argv: Vec<String>,
@@ -42,6 +51,9 @@ impl Driver {
     /// Start the team's checks on `candidates` of race `task`.
     pub(in crate::lead) fn start_race_checks(&mut self, task: String, candidates: Vec<String>) {
         let logs = self.store.dir().join("race").join(&task);
+        let nonce = nonce(&self.state.run_id, &task);
+        // What an earlier driver of the run left running of them.
+        crate::backend::reap::signal_attempt(&nonce, nix::sys::signal::Signal::SIGKILL);
         let mut jobs = Vec::new();
         for c in &candidates {
             let Some(w) = self.state.worker(c) else {
@@ -56,6 +68,7 @@ impl Driver {
                 .unwrap_or_else(|| self.state.project_dir.clone());
             for check in &self.state.checks {
                 jobs.push(Job {
+                    nonce: nonce.clone(),
                     candidate: c.clone(),
                     check: check.id.clone(),
                     argv: check.command.clone(),
@@ -76,6 +89,14 @@ impl Driver {
         let _ = std::fs::create_dir_all(&logs);
         let handle = std::thread::spawn(move || run_all(&jobs, &candidates));
         self.race_checks.running.push((task, handle));
+    }
+
+    /// End every race check still running (the loop is over: nobody takes their results).
+    pub(in crate::lead) fn end_race_checks(&mut self) {
+        for (task, _) in std::mem::take(&mut self.race_checks.running) {
+            let nonce = nonce(&self.state.run_id, &task);
+            crate::backend::reap::signal_attempt(&nonce, nix::sys::signal::Signal::SIGKILL);
+        }
     }
 
     /// The results of the races whose checks have all ended, as inputs.
@@ -145,6 +166,7 @@ fn run_one(j: &Job) -> RaceCheck {
     let spawned = Command::new(program)
         .args(args)
         .current_dir(&j.cwd)
+        .env(crate::launch::ATTEMPT_ENV, &j.nonce)
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(err)

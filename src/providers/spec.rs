@@ -166,6 +166,10 @@ pub struct ProviderSpec {
     /// How the CLI retries a failing API without printing anything, and what bounds it
     /// ("" when it does not); doctor shows it.
     pub silent_retries: String,
+    /// The CLI exits 0 when its API failed (aider 0.86.2 with `--message-file` returns 0
+    /// whatever its request did): its `exit_output` rules are read on exit 0 too, and a
+    /// match fails the attempt with the line as the reason.
+    pub exit_zero_on_failure: bool,
     /// Regexes (case-insensitive) over one output line of the CLI's known chatter, dropped
     /// from a result taken from text output (never from `output.log`).
     pub noise_patterns: Vec<String>,

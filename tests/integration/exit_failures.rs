@@ -12,6 +12,17 @@ use crate::support::standins::{serial, Bin};
 /// A stand-in `cli` that answers its auth probe, counts its launches, prints `stdout` and
 /// `stderr` (one line each, when not empty) and exits 1.
 fn failing(bin: &Bin, cli: &str, stdout: &str, stderr: &str) {
+    failing_with(bin, cli, stdout, stderr, 1);
+}
+
+/// As [`failing`], exiting `code` (kimi's 75, aider's 0). aider takes its prompt as a file
+/// (`--message-file`) and nothing on stdin, which stays open: its stand-in reads none.
+fn failing_with(bin: &Bin, cli: &str, stdout: &str, stderr: &str, code: i32) {
+    let read = if cli == "aider" {
+        "true"
+    } else {
+        "cat > /dev/null"
+    };
     let quote = |s: &str| s.replace('\'', r"'\''");
     bin.script(
         cli,
@@ -19,10 +30,10 @@ fn failing(bin: &Bin, cli: &str, stdout: &str, stderr: &str) {
             "[ \"$1\" = auth ] && {{ echo '1 credentials'; exit 0; }}\n\
              [ \"$1\" = login ] && exit 0\n\
              echo launch >> \"$REC/launches\"\n\
-             cat > /dev/null\n\
+             {read}\n\
              [ -n '{out}' ] && printf '%s\\n' '{out}'\n\
              [ -n '{err}' ] && printf '%s\\n' '{err}' >&2\n\
-             exit 1",
+             exit {code}",
             out = quote(stdout),
             err = quote(stderr),
         ),
@@ -41,6 +52,7 @@ fn run(bin: &Bin, project: &Path, provider: &str) -> Output {
         .env("ANTHROPIC_API_KEY", "k")
         .env("OPENAI_API_KEY", "k")
         .env("OPENAI_MODEL", "coder-model")
+        .env("KIMI_API_KEY", "k")
         .args(["run", "--no-clarify", "--headless", "--backend", "process"])
         .args(["--provider", provider, "Add a test"])
         .stdin(std::process::Stdio::null())
@@ -167,6 +179,66 @@ fn connection_quota_and_auth_failures_of_every_cli_name_the_cause_and_the_fix() 
         }
         if out.status.code() != Some(1) {
             bad.push(format!("{cli}: exit {:?}", out.status.code()));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn kimi_and_aider_failures_name_the_cause_even_when_aider_exits_0() {
+    let _g = serial();
+    let mut bad = Vec::new();
+    // (CLI, its last line, its exit code, the reason's start, a piece of its fix): the
+    // strings of kimi-cli 1.52.0 and aider-chat 0.86.2 (assets/providers.toml).
+    for (cli, line, code, says, fix) in [
+        (
+            "kimi",
+            "Connection error.",
+            75,
+            "kimi: endpoint unreachable (exit 75: \"Connection error.\"): ",
+            "Kimi endpoint",
+        ),
+        (
+            "kimi",
+            "LLM not set",
+            1,
+            "kimi: not authenticated (exit 1: \"LLM not set\"): ",
+            "KIMI_API_KEY",
+        ),
+        (
+            "aider",
+            "litellm.APIConnectionError: OpenAIException - Connection error.",
+            0,
+            "aider: endpoint unreachable (exit 0: \"litellm.APIConnectionError",
+            "OPENAI_API_BASE",
+        ),
+        (
+            "aider",
+            "The API provider is not able to authenticate you. Check your API key.",
+            0,
+            "aider: not authenticated (exit 0: ",
+            "OPENAI_API_KEY",
+        ),
+        (
+            "aider",
+            "Insufficient credits with the API provider. Please add credits.",
+            0,
+            "aider: out of quota (exit 0: ",
+            "add credits",
+        ),
+    ] {
+        let bin = Bin::new();
+        failing_with(&bin, cli, line, "", code);
+        let project = crate::support::project();
+        let out = run(&bin, project.path(), cli);
+        let s = summary(&out);
+        let w = worker(&s, "solo");
+        let reason = w["reason"].as_str().unwrap_or_default();
+        if w["status"] != "failed" || !reason.starts_with(says) || !reason.contains(fix) {
+            bad.push(format!(
+                "{cli} ({line}): status {}, reason {reason:?}",
+                w["status"]
+            ));
         }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));

@@ -53,13 +53,16 @@ impl Driver {
                     self.retakes.push(retake);
                 }
                 let now = chrono::Utc::now();
-                let said = spec.filter(|_| code != 0).and_then(|s| {
-                    let explain = |text: &str| {
-                        crate::providers::exit_output::explain(&s.exit_output, text, now)
-                    };
-                    explain(&events_text(&w.dir))
-                        .or_else(|| explain(&log_text(&w.dir.join("output.log"))))
-                });
+                // A CLI that exits 0 whatever its API did is read on 0 too.
+                let said = spec
+                    .filter(|s| code != 0 || s.exit_zero_on_failure)
+                    .and_then(|s| {
+                        let explain = |text: &str| {
+                            crate::providers::exit_output::explain(&s.exit_output, text, now)
+                        };
+                        explain(&events_text(&w.dir))
+                            .or_else(|| explain(&log_text(&w.dir.join("output.log"))))
+                    });
                 let result = w.dir.join("result.md");
                 // When it ended, by its own record (the wrapper's clock), not when it was
                 // noticed: a host that did not answer, a run nobody drove, bring it late.
