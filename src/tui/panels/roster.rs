@@ -88,7 +88,8 @@ pub fn render(frame: &mut Frame, area: Rect, view: &View) {
         Constraint::Length(4),
     ]);
     // With worktrees: each worker's change, `+added −removed · N files`.
-    let with_diff = with_note && run.workspace.is_some();
+    // (A race's why and the note's own room come before it where both do not fit.)
+    let with_diff = with_note && !note_over_role && run.workspace.is_some();
     if with_diff {
         header.push("change");
         widths.push(Constraint::Length(DIFF_WIDTH));
@@ -340,11 +341,12 @@ fn candidate_note(run: &RunState, w: &WorkerState) -> Option<String> {
     match race.and_then(|r| r.ranking.iter().find(|x| x.id == w.id)) {
         Some(r) => {
             let picked = race.is_some_and(|x| x.pick.as_deref() == Some(w.id.as_str()));
+            // The row's status says completed: the why goes on from there.
+            let why = r.why.strip_prefix("completed · ").unwrap_or(&r.why);
             Some(format!(
-                "#{}{} · {}",
+                "#{}{} · {why}",
                 r.rank,
-                if picked { " picked" } else { "" },
-                r.why
+                if picked { " picked" } else { "" }
             ))
         }
         // Every candidate has ended and the race is not ranked: the team's checks run on them.
