@@ -137,18 +137,8 @@ fn race_place(state: &RunState, w: &crate::domain::WorkerState) -> String {
     let Some(c) = &w.flow.candidate else {
         return String::new();
     };
-    let race = state.races.get(&c.task);
-    match race.and_then(|r| r.ranking.iter().find(|x| x.id == w.id)) {
-        Some(r) => {
-            let picked = race.is_some_and(|x| x.pick.as_deref() == Some(w.id.as_str()));
-            format!(
-                "  race {}: #{}{} · {}\n",
-                c.task,
-                r.rank,
-                if picked { " picked" } else { "" },
-                r.why
-            )
-        }
+    match state.races.get(&c.task).and_then(|r| r.place(&w.id)) {
+        Some((place, why)) => format!("  race {}: {place} · {why}\n", c.task),
         None => format!("  race {}: candidate {} of {}\n", c.task, c.n, c.of),
     }
 }

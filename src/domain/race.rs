@@ -94,4 +94,16 @@ impl Race {
     pub fn ranked(&self) -> bool {
         !self.ranking.is_empty()
     }
+
+    /// Candidate `id`'s place once ranked, as the roster and `status` say it: `#1 picked`
+    /// (`#2` for one that is not the pick), and its why.
+    pub fn place(&self, id: &str) -> Option<(String, &str)> {
+        let r = self.ranking.iter().find(|x| x.id == id)?;
+        let picked = if self.pick.as_deref() == Some(id) {
+            " picked"
+        } else {
+            ""
+        };
+        Some((format!("#{}{picked}", r.rank), r.why.as_str()))
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::tests::{exited, launched, launches, run, t0};
+use super::tests::{exited, exited_saying, launched, launches, run, t0};
 use super::*;
 use crate::domain::*;
 
@@ -172,31 +172,6 @@ fn with_no_provider_left_the_fix_round_is_skipped_with_the_reason() {
             "the council blocked but no usable provider can fix: {REASON}"
         )]
     );
-}
-
-fn exited_saying(
-    s: &mut RunState,
-    mem: &mut RunMemory,
-    w: &str,
-    code: i32,
-    said: Option<ExitSaid>,
-) -> Vec<Effect> {
-    update(
-        s,
-        mem,
-        t0(),
-        Input::Exited {
-            worker: w.into(),
-            attempt: 1,
-            code,
-            source: ExitSource::ExitFile,
-            missing_artifacts: vec![],
-            result: None,
-            said,
-            ended_at: None,
-            question: None,
-        },
-    )
 }
 
 fn not_logged_in() -> ExitSaid {

@@ -4,7 +4,7 @@
 
 use chrono::Duration;
 
-use super::super::tests::{launched, launches, run, t0};
+use super::super::tests::{exited_saying, launched, launches, run, t0};
 use super::super::*;
 use crate::domain::*;
 
@@ -40,22 +40,7 @@ fn limit(resets_in_s: i64, other_key: bool) -> ExitSaid {
 }
 
 fn limited(s: &mut RunState, mem: &mut RunMemory, w: &str, said: ExitSaid) -> Vec<Effect> {
-    update(
-        s,
-        mem,
-        t0(),
-        Input::Exited {
-            worker: w.into(),
-            attempt: 1,
-            code: 1,
-            source: ExitSource::ExitFile,
-            missing_artifacts: vec![],
-            result: None,
-            said: Some(said),
-            ended_at: None,
-            question: None,
-        },
-    )
+    exited_saying(s, mem, w, 1, Some(said))
 }
 
 fn kinds(fx: &[Effect], kind: &str) -> Vec<String> {

@@ -105,21 +105,9 @@ fn the_checks_run_once_all_candidates_ended_and_the_stage_waits_for_them() {
 fn without_checks_a_change_beats_none_and_the_smaller_change_wins() {
     let (mut s, mut mem) = (race_run(false), RunMemory::default());
     let diffs = [None, Some((10, 2)), Some((3, 0))];
-    let mut ws = RunWorkspace {
-        repo: "/p".into(),
-        prefix: std::path::PathBuf::new(),
-        base: "abc".into(),
-        base_ref: "HEAD".into(),
-        user_branch: Some("main".into()),
-        uncommitted: false,
-        root: "/p/.crewmux/worktrees/r1".into(),
-        copy: vec![],
-        setup: None,
-        workers: Default::default(),
-        pending: vec![],
-        integration: None,
-        integrated_round: None,
-    };
+    let mut ws = super::super::integrate_tests::run(false)
+        .workspace
+        .expect("the integration tests' run has worktrees");
     for (i, d) in diffs.iter().enumerate() {
         let id = format!("fix-c{}", i + 1);
         ws.workers.insert(

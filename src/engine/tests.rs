@@ -543,3 +543,29 @@ fn a_blocked_council_sends_findings_to_a_fixer_then_verifies_again() {
         "no second fix round: {fx:?}"
     );
 }
+
+/// Attempt 1 of `w` exited `code` with what its output said (`said`).
+pub(super) fn exited_saying(
+    s: &mut RunState,
+    mem: &mut RunMemory,
+    w: &str,
+    code: i32,
+    said: Option<ExitSaid>,
+) -> Vec<Effect> {
+    update(
+        s,
+        mem,
+        t0(),
+        Input::Exited {
+            worker: w.into(),
+            attempt: 1,
+            code,
+            source: ExitSource::ExitFile,
+            missing_artifacts: vec![],
+            result: None,
+            said,
+            ended_at: None,
+            question: None,
+        },
+    )
+}

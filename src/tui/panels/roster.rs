@@ -338,17 +338,12 @@ fn with_prefixes(run: &RunState, w: &WorkerState, note: Option<String>) -> Optio
 fn candidate_note(run: &RunState, w: &WorkerState) -> Option<String> {
     let c = w.flow.candidate.as_ref()?;
     let race = run.races.get(&c.task);
-    match race.and_then(|r| r.ranking.iter().find(|x| x.id == w.id)) {
-        Some(r) => {
-            let picked = race.is_some_and(|x| x.pick.as_deref() == Some(w.id.as_str()));
-            // The row's status says completed: the why goes on from there.
-            let why = r.why.strip_prefix("completed · ").unwrap_or(&r.why);
-            Some(format!(
-                "#{}{} · {why}",
-                r.rank,
-                if picked { " picked" } else { "" }
-            ))
-        }
+    match race.and_then(|r| r.place(&w.id)) {
+        // The row's status says completed: the why goes on from there.
+        Some((place, why)) => Some(format!(
+            "{place} · {}",
+            why.strip_prefix("completed · ").unwrap_or(why)
+        )),
         // Every candidate has ended and the race is not ranked: the team's checks run on them.
         None if race.is_some_and(|r| {
             r.candidates
